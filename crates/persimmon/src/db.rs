@@ -1,0 +1,1338 @@
+//! The `Db`: point operations over the MPKV index and the lane logs.
+//!
+//! Write path of a `put` (every persist point in order; see docs/design.md):
+//! 1. take the home bucket's volatile lock (DRAM) with this put's sequence
+//!    number; remember the last holder seen while waiting;
+//! 2. if the key's slot now names a record carrying that holder's number,
+//!    the two puts overlapped: this one is ordered first and returns
+//!    (concurrent write elimination) — nothing written;
+//! 3. for a new key, claim an empty slot by CAS to a delete marker (absent
+//!    to readers);
+//! 4. append the record to the lane's segment, flush, **fence** — the record
+//!    is durable, no slot names it yet;
+//! 5. store `<fp, offset, persist=0>` in the slot, flush, **fence** — the put
+//!    is durable; a crash from here on keeps it;
+//! 6. store `<fp, offset, persist=1>` (not flushed: readers that see 0 flush
+//!    the slot themselves before using it), unlock, return.
+//!
+//! A delete stores a delete marker, flushes, **fences** (durable: absent),
+//! then stores 0.
+//!
+//! Invariants:
+//! - A reader (`get`) takes no lock and writes nothing to PM unless it meets
+//!   a slot with persist=0, which it flushes, fences and marks persisted
+//!   before using: no reader returns data (or an absence) that a crash could
+//!   undo.
+//! - Records are reclaimed segment by segment: a sealed segment whose live
+//!   bytes reach 0 is freed through an epoch, after every reader that might
+//!   hold an offset into it has moved on.
+//! - Live bytes and the key count are exact once the background tally after
+//!   open has finished; until then a writer applies its own accounting only
+//!   to buckets the tally has already passed (the tally holds the bucket's
+//!   locks while it passes).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+
+use crossbeam_epoch::{self as epoch, Guard};
+use crossbeam_utils::CachePadded;
+
+use crate::error::{Error, Result};
+use crate::index::{self, Directory, Index, LockTable, SegRef};
+use crate::layout::{
+    self, RecordHeader, SegmentHeader, SegmentKind, Slot, RECORD_HEADER_BYTES, REC_FLAG_RMW,
+};
+use crate::log::{walk_segment, Lane, INTERNAL_LANE};
+use crate::options::Options;
+use crate::pmem::{self, Durability, PersistObserver};
+use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
+
+/// Longest key accepted, in bytes (64 KiB).
+pub const MAX_KEY_BYTES: usize = 64 << 10;
+/// Longest value accepted, in bytes (64 MiB).
+pub const MAX_VALUE_BYTES: usize = 64 << 20;
+
+/// What an [`Db::update`] closure decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Leave the key as it is.
+    Keep,
+    /// Store this value.
+    Put(Vec<u8>),
+    /// Delete the key (no-op when absent).
+    Delete,
+}
+
+const SPLIT_SEQ: u64 = (INTERNAL_LANE << 56) | 1;
+const TALLY_SEQ: u64 = (INTERNAL_LANE << 56) | 2;
+const CHECK_SEQ: u64 = (INTERNAL_LANE << 56) | 3;
+
+static NEXT_THREAD_TICKET: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static THREAD_TICKET: u64 = NEXT_THREAD_TICKET.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A Persimmon key-value store on one pool file.
+///
+/// `Db` is `Send + Sync`: share it (for example in an `Arc`) and call it from
+/// any number of threads. Dropping it closes the pool cleanly.
+pub struct Db {
+    engine: Arc<Engine>,
+    background: Option<JoinHandle<()>>,
+}
+
+pub(crate) struct Engine {
+    pub(crate) pool: Pool,
+    pub(crate) index: Index,
+    lanes: Vec<Lane>,
+    seed: u64,
+    verify_reads: bool,
+    clean_open: bool,
+    tally_cursor: AtomicU64,
+    tally_done: AtomicBool,
+    tally_signal: (Mutex<bool>, Condvar),
+    base_count: AtomicU64,
+    count_deltas: Box<[CachePadded<AtomicI64>]>,
+    stop: AtomicBool,
+    me: Weak<Engine>,
+    split_mutex: parking_lot::Mutex<()>,
+    eliminated_puts: AtomicU64,
+    splits: AtomicU64,
+    tally_errors: parking_lot::Mutex<Vec<String>>,
+}
+
+/// Figures about a pool; see [`Db::stats`].
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Keys stored.
+    pub keys: u64,
+    /// Current size of the pool file in bytes.
+    pub pool_bytes: u64,
+    /// Largest size the pool may grow to (this open).
+    pub pool_bytes_max: u64,
+    /// Bytes of segments in use (log, index, large-record runs).
+    pub used_bytes: u64,
+    /// Bytes of records the index references.
+    pub live_bytes: u64,
+    pub segment_bytes: u64,
+    pub segments_total: u32,
+    pub segments_free: u32,
+    pub segments_log: u32,
+    pub segments_index: u32,
+    pub segments_large: u32,
+    pub segments_damaged: u32,
+    /// Depth of the DRAM directory (log2 of its entries).
+    pub index_depth: u8,
+    pub lanes: usize,
+    pub durability: Durability,
+    pub flush_instruction: &'static str,
+    pub nt_copy: &'static str,
+    /// Puts that returned without writing because an overlapping put of the
+    /// same key wrote after them (concurrent write elimination).
+    pub eliminated_puts: u64,
+    /// Index segment splits since open.
+    pub index_splits: u64,
+    /// Whether the background rebuild after open (live bytes, key count) is done.
+    pub rebuild_done: bool,
+    /// Persistence counters of the whole process.
+    pub pmem: pmem::PmemCounters,
+}
+
+/// Result of [`Db::check`].
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub keys: u64,
+    pub index_segments: u32,
+    pub log_segments: u32,
+    pub large_records: u32,
+    pub live_bytes: u64,
+    /// Segments with no live record still waiting for their epoch to pass.
+    pub reclaimable_segments: u32,
+    /// Every inconsistency found; empty when the pool is consistent.
+    pub errors: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+struct Found {
+    addr: u64,
+    slot: Slot,
+    header: RecordHeader,
+}
+
+/// Releases a bucket lock when dropped.
+struct BucketLock<'a> {
+    locks: &'a LockTable,
+    index: usize,
+}
+
+impl Drop for BucketLock<'_> {
+    fn drop(&mut self) {
+        self.locks.unlock(self.index);
+    }
+}
+
+impl Db {
+    /// Opens the pool at `path`, creating it when it does not exist (unless
+    /// `options.create` is false). Serves requests at once: no index or log
+    /// scan happens before this returns; live-space accounting is rebuilt
+    /// by a background thread.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Self::open_observed(path.as_ref(), options, None)
+    }
+
+    /// Like [`open`](Self::open), with every store, flush and fence on the
+    /// pool reported to `observer` (the crash simulator's hook).
+    #[doc(hidden)]
+    pub fn open_observed(
+        path: &Path,
+        options: Options,
+        observer: Option<Arc<dyn PersistObserver>>,
+    ) -> Result<Db> {
+        let (pool, scan) = Pool::open(path, &options, observer)?;
+        let dir = if scan.index_segments.is_empty() {
+            let has_data = (0..pool.segment_count()).any(|s| {
+                let k = pool.kind(s);
+                k == SegmentKind::Log as u8 || k == SegmentKind::Large as u8
+            });
+            if has_data {
+                return Err(Error::corruption(
+                    layout::SUPERBLOCK_BYTES,
+                    "the pool holds records but no index segment",
+                ));
+            }
+            create_first_index_segment(&pool)?
+        } else {
+            let segs: Vec<(u64, u8, u64)> = scan
+                .index_segments
+                .iter()
+                .map(|&(i, d, p)| (pool.segment_offset(i), d, p))
+                .collect();
+            Directory::rebuild(&segs).map_err(|e| Error::corruption(layout::SUPERBLOCK_BYTES, e))?
+        };
+        let lanes: Vec<Lane> = (0..options.lanes)
+            .map(|i| {
+                let active = scan.active_log[i].map(|(s, _)| s);
+                if let Some(s) = active {
+                    pool.segments[s as usize]
+                        .sealed
+                        .store(false, Ordering::SeqCst);
+                }
+                Lane::new(i as u8, scan.lane_max_seq[i], active)
+            })
+            .collect();
+        let clean_count = pool.clean_key_count;
+        let index = Index::new(dir, pool.segment_bytes);
+        let seed = pool.sb.hash_seed;
+        let lane_count = lanes.len();
+        let engine = Arc::new_cyclic(|me| Engine {
+            pool,
+            index,
+            lanes,
+            seed,
+            verify_reads: options.verify_reads,
+            clean_open: clean_count.is_some(),
+            tally_cursor: AtomicU64::new(0),
+            tally_done: AtomicBool::new(false),
+            tally_signal: (Mutex::new(false), Condvar::new()),
+            base_count: AtomicU64::new(clean_count.unwrap_or(0)),
+            count_deltas: (0..lane_count)
+                .map(|_| CachePadded::new(AtomicI64::new(0)))
+                .collect(),
+            stop: AtomicBool::new(false),
+            me: me.clone(),
+            split_mutex: parking_lot::Mutex::new(()),
+            eliminated_puts: AtomicU64::new(0),
+            splits: AtomicU64::new(0),
+            tally_errors: parking_lot::Mutex::new(Vec::new()),
+        });
+        let bg = engine.clone();
+        let background = std::thread::Builder::new()
+            .name("persimmon-rebuild".into())
+            .spawn(move || bg.rebuild())
+            .map_err(|e| Error::io("spawn the rebuild thread", e))?;
+        Ok(Db {
+            engine,
+            background: Some(background),
+        })
+    }
+
+    /// The value of `key`, copied out.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, |v| v.to_vec())
+    }
+
+    /// Calls `f` with the value of `key` in place (no copy) and returns its
+    /// result. `f` runs while the value is protected from reclamation; keep
+    /// it short and do not call back into the `Db` from it.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.engine.get_with(key, f)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.engine.get_with(key, |_| ())?.is_some())
+    }
+
+    /// Stores `value` under `key`. Durable when this returns.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.engine.put(key, value)
+    }
+
+    /// Deletes `key`; returns whether it existed. Durable when this returns.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.engine.delete(key)
+    }
+
+    /// Atomic read-modify-write: `f` sees the current value (or `None`) while
+    /// the key is locked and decides what to store; its second result is
+    /// returned. Durable when this returns. `f` must not call into the `Db`.
+    pub fn update<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> (Update, R)) -> Result<R> {
+        self.engine.update(key, f)
+    }
+
+    /// Number of keys, in O(1). Right after an open that followed a crash it
+    /// waits for the background rebuild to count them (one pass over the
+    /// index); after a clean close the count is known at once.
+    pub fn len(&self) -> u64 {
+        self.engine.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Iterates over all key-value pairs in no particular order.
+    ///
+    /// Guarantees under concurrent writes: the iterator never fails because
+    /// of them; every key present for the whole iteration is returned at
+    /// least once (exactly once unless an index segment splits while the
+    /// iteration runs); a value returned is one the key held, durably, at
+    /// some moment during the iteration. Keys inserted or deleted meanwhile
+    /// may or may not appear.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            engine: &self.engine,
+            prefix16: 0,
+            bucket: 0,
+            buffer: std::collections::VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// Figures about the pool.
+    pub fn stats(&self) -> Stats {
+        self.engine.stats()
+    }
+
+    /// Walks the whole pool and verifies it: every index entry names a record
+    /// with a valid CRC in a log segment, in the right segment and bucket,
+    /// once; live bytes per segment and the key count match; every live
+    /// record lies inside its segment's valid record prefix. Writers wait
+    /// while it runs; readers do not.
+    pub fn check(&self) -> Result<CheckReport> {
+        self.engine.check()
+    }
+
+    /// How far a persisted write survives on this pool's file system.
+    pub fn durability(&self) -> Durability {
+        self.engine.pool.pm.durability()
+    }
+
+    /// Path of the pool file.
+    pub fn path(&self) -> &Path {
+        &self.engine.pool.path
+    }
+
+    /// Blocks until the background rebuild after open has finished.
+    pub fn wait_for_rebuild(&self) {
+        self.engine.wait_tally();
+    }
+
+    /// Closes the pool cleanly (the same as dropping the `Db`, but reports
+    /// nothing can go wrong: kept for symmetry with `open`).
+    pub fn close(self) {}
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.engine.stop.store(true, Ordering::Release);
+        if let Some(h) = self.background.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.tally_done.load(Ordering::Acquire) {
+            let keys = self.count_now();
+            self.pool.mark_clean(keys);
+        }
+    }
+}
+
+fn create_first_index_segment(pool: &Pool) -> Result<Directory> {
+    let seg = pool.reserve(1)?;
+    let off = pool.segment_offset(seg);
+    pool.pm.zero_persistent(
+        off + layout::SEGMENT_HEADER_BYTES,
+        (pool.segment_bytes - layout::SEGMENT_HEADER_BYTES) as usize,
+    );
+    // Persist point: empty buckets are durable before the header names them.
+    pool.pm.fence();
+    pool.commit(
+        seg,
+        SegmentHeader {
+            kind: SegmentKind::Index,
+            lane_or_depth: 0,
+            run_segments: 1,
+            base_seq_or_prefix: 0,
+        },
+    );
+    Ok(Directory {
+        depth: 0,
+        entries: vec![SegRef {
+            offset: off,
+            depth: 0,
+            prefix: 0,
+        }],
+    })
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLarge {
+            len: key.len(),
+            max: MAX_KEY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(Error::ValueTooLarge {
+            len: value.len(),
+            max: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// Outcome of the locked part of a write.
+enum Locked<R> {
+    Done(R),
+    /// The bucket pair has no free slot: split this segment and retry.
+    Split(SegRef),
+}
+
+impl Engine {
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)
+    }
+
+    #[inline]
+    fn lane(&self) -> (usize, &Lane) {
+        let i = THREAD_TICKET.with(|t| *t as usize) % self.lanes.len();
+        (i, &self.lanes[i])
+    }
+
+    /// Flushes a slot seen with persist=0 and marks it persisted, so the
+    /// caller may act on it.
+    #[inline]
+    fn help_persist(&self, addr: u64, value: u64) {
+        let pm = &self.pool.pm;
+        pm.flush(addr, 8);
+        pm.fence();
+        let _ = pm.cas_u64(addr, value, value | Slot::PERSIST_BIT);
+    }
+
+    /// Decodes and sanity-checks the record header at `offset` (an offset
+    /// read from a slot, so untrusted).
+    fn record_header(&self, offset: u64) -> Result<RecordHeader> {
+        if offset < layout::SUPERBLOCK_BYTES || offset % layout::RECORD_ALIGN != 0 {
+            return Err(Error::corruption(
+                offset,
+                "slot names an impossible record offset",
+            ));
+        }
+        let h = RecordHeader::decode(self.pool.pm.slice(offset, RECORD_HEADER_BYTES)?);
+        if h.key_len as usize > MAX_KEY_BYTES || h.value_len as usize > MAX_VALUE_BYTES {
+            return Err(Error::corruption(
+                offset,
+                "record header has impossible lengths",
+            ));
+        }
+        if offset + h.total_bytes() > self.pool.pm.len() {
+            return Err(Error::corruption(offset, "record runs past the pool end"));
+        }
+        Ok(h)
+    }
+
+    #[inline]
+    fn record_key(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
+        self.pool
+            .pm
+            .slice(offset + RECORD_HEADER_BYTES as u64, h.key_len as usize)
+    }
+
+    #[inline]
+    fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
+        let v = self.pool.pm.slice(
+            offset + RECORD_HEADER_BYTES as u64 + h.key_len as u64,
+            h.value_len as usize,
+        )?;
+        if self.verify_reads {
+            self.verify_record(offset, h)?;
+        }
+        Ok(v)
+    }
+
+    fn verify_record(&self, offset: u64, h: &RecordHeader) -> Result<()> {
+        let body = self.pool.pm.slice(
+            offset + 4,
+            RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize,
+        )?;
+        if layout::record_crc(body) != h.crc {
+            return Err(Error::corruption(offset, "record CRC32C mismatch"));
+        }
+        Ok(())
+    }
+
+    /// Lock-free lookup in `seg`: the record of `key`, helping persist its
+    /// slot (or a delete marker in the way) when needed.
+    fn find_lockfree(
+        &self,
+        seg: &SegRef,
+        h: u64,
+        key: &[u8],
+    ) -> Result<Option<(u64, RecordHeader)>> {
+        let fp = index::fingerprint(h);
+        let pm = &self.pool.pm;
+        for bucket in self.index.probe(seg, h) {
+            for addr in index::slot_offsets(bucket) {
+                let v = pm.load_u64(addr);
+                let s = Slot(v);
+                if s.is_empty() || s.fingerprint() != fp {
+                    continue;
+                }
+                if s.is_marker() {
+                    if !s.persisted() {
+                        self.help_persist(addr, v);
+                    }
+                    continue;
+                }
+                let off = s.offset();
+                let hdr = self.record_header(off)?;
+                if self.record_key(off, &hdr)? == key {
+                    if !s.persisted() {
+                        self.help_persist(addr, v);
+                    }
+                    return Ok(Some((off, hdr)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        check_key(key)?;
+        let h = self.hash(key);
+        loop {
+            let _guard = epoch::pin();
+            let seg = self.index.dir.load().lookup(h);
+            let found = self.find_lockfree(&seg, h, key)?;
+            // A split may have moved the key to a new segment after we chose
+            // this one (and writers may then reuse the old copy's slot).
+            if self.index.dir.load().lookup(h) != seg {
+                continue;
+            }
+            return match found {
+                None => Ok(None),
+                Some((off, hdr)) => Ok(Some(f(self.record_value(off, &hdr)?))),
+            };
+        }
+    }
+
+    /// Runs `body` with the home bucket of `h` locked and the key's slot
+    /// looked up; splits and retries when `body` asks for room.
+    fn with_locked<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        seq: u64,
+        mut body: impl FnMut(&SegRef, u64, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+    ) -> Result<R> {
+        let fp = index::fingerprint(h);
+        loop {
+            let guard = epoch::pin();
+            let seg = self.index.dir.load().lookup(h);
+            let probe = self.index.probe(&seg, h);
+            let li = LockTable::index_of(probe[0]);
+            let observed = self.index.locks.lock(li, seq);
+            let lock = BucketLock {
+                locks: &self.index.locks,
+                index: li,
+            };
+            if self.index.dir.load().lookup(h) != seg {
+                continue;
+            }
+            let pm = &self.pool.pm;
+            let mut found = None;
+            let mut free: Vec<(u64, u64)> = Vec::new();
+            for bucket in probe {
+                for addr in index::slot_offsets(bucket) {
+                    let v = pm.load_u64(addr);
+                    let s = Slot(v);
+                    if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
+                        free.push((addr, v));
+                        continue;
+                    }
+                    if s.is_marker() || s.fingerprint() != fp || found.is_some() {
+                        continue;
+                    }
+                    let hdr = self.record_header(s.offset())?;
+                    if self.record_key(s.offset(), &hdr)? == key {
+                        found = Some(Found {
+                            addr,
+                            slot: s,
+                            header: hdr,
+                        });
+                    }
+                }
+            }
+            match body(&seg, observed, found, &free, &guard)? {
+                Locked::Done(r) => return Ok(r),
+                Locked::Split(seg) => {
+                    drop(lock);
+                    drop(guard);
+                    self.split(seg)?;
+                }
+            }
+        }
+    }
+
+    /// Claims one of `free` for a new key by CAS to a delete marker (absent
+    /// to readers). Returns its address.
+    fn claim(&self, free: &[(u64, u64)], fp: u16) -> Option<u64> {
+        let marker = Slot::delete_marker(fp).0;
+        free.iter()
+            .find(|&&(addr, cur)| self.pool.pm.cas_u64(addr, cur, marker).is_ok())
+            .map(|&(addr, _)| addr)
+    }
+
+    /// Appends a record; returns its offset and total size. The record is
+    /// durable and counted live in its segment.
+    fn write_record(
+        &self,
+        lane: &Lane,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        seq: u64,
+        guard: &Guard,
+    ) -> Result<(u64, u64)> {
+        let header = RecordHeader::encode(key, value, flags, seq);
+        let total = layout::record_bytes(key.len(), value.len());
+        let pm = &self.pool.pm;
+        let write = |at: u64| {
+            if total <= 4096 {
+                let mut buf = [0u8; 4096];
+                let n = RECORD_HEADER_BYTES + key.len() + value.len();
+                buf[..RECORD_HEADER_BYTES].copy_from_slice(&header);
+                buf[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key.len()].copy_from_slice(key);
+                buf[RECORD_HEADER_BYTES + key.len()..n].copy_from_slice(value);
+                pm.write_persistent(at, &buf[..n]);
+            } else {
+                let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + key.len());
+                head.extend_from_slice(&header);
+                head.extend_from_slice(key);
+                pm.write_persistent(at, &head);
+                pm.write_persistent(at + head.len() as u64, value);
+            }
+        };
+        if total > self.pool.segment_bytes / 2 {
+            // A large record gets a run of segments of its own.
+            let run = (layout::SEGMENT_HEADER_BYTES + total).div_ceil(self.pool.segment_bytes);
+            let first = self.pool.allocate(SegmentHeader {
+                kind: SegmentKind::Large,
+                lane_or_depth: lane.id as u32,
+                run_segments: run as u32,
+                base_seq_or_prefix: seq & ((1 << 56) - 1),
+            })?;
+            let at = self.pool.segment_offset(first) + layout::SEGMENT_HEADER_BYTES;
+            write(at);
+            // Persist point: the large record is durable before a slot names it.
+            pm.fence();
+            let info = &self.pool.segments[first as usize];
+            info.live_bytes.fetch_add(total, Ordering::SeqCst);
+            info.sealed.store(true, Ordering::SeqCst);
+            return Ok((at, total));
+        }
+        let (at, sealed) = lane.append(&self.pool, total, write)?;
+        if let Some(old) = sealed {
+            self.maybe_free(old, guard);
+        }
+        Ok((at, total))
+    }
+
+    /// Whether the tally has passed the bucket holding slot `addr` (the
+    /// caller holds a lock that keeps this answer stable).
+    #[inline]
+    fn tallied(&self, addr: u64) -> bool {
+        self.tally_done.load(Ordering::Acquire) || addr < self.tally_cursor.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn sub_live(&self, offset: u64, total: u64, guard: &Guard) {
+        let seg = self.pool.segment_of(offset);
+        let info = &self.pool.segments[seg as usize];
+        if info.live_bytes.fetch_sub(total, Ordering::SeqCst) == total {
+            self.maybe_free(seg, guard);
+        }
+    }
+
+    /// Accounting after slot `addr` took record `new` (and dropped `old`).
+    fn account(
+        &self,
+        lane: usize,
+        addr: u64,
+        new: Option<(u64, u64)>,
+        old: Option<(u64, u64)>,
+        guard: &Guard,
+    ) {
+        let tallied = self.tallied(addr);
+        if let Some((off, total)) = new {
+            if !tallied {
+                // The tally will count it when it reaches this bucket.
+                self.sub_live(off, total, guard);
+            }
+        }
+        if let Some((off, total)) = old {
+            if tallied {
+                self.sub_live(off, total, guard);
+            }
+        }
+        if self.clean_open || tallied {
+            let delta = new.is_some() as i64 - old.is_some() as i64;
+            if delta != 0 {
+                self.count_deltas[lane].fetch_add(delta, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Publishes record `off` in slot `addr` with the two-phase atomic write.
+    #[inline]
+    fn publish(&self, addr: u64, fp: u16, off: u64) {
+        let pm = &self.pool.pm;
+        let slot = Slot::new(fp, off, false);
+        pm.store_u64(addr, slot.0);
+        pm.flush(addr, 8);
+        // Persist point: the slot names the record durably; the write is done.
+        pm.fence();
+        pm.store_u64(addr, slot.with_persist().0);
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        self.with_locked(key, h, seq, |seg, observed, found, free, guard| {
+            if let Some(f) = &found {
+                if observed != 0 && f.header.seq == observed && f.header.flags & REC_FLAG_RMW == 0 {
+                    // Concurrent write elimination: the holder we waited for
+                    // stored this key while we were in flight; order our put
+                    // just before it.
+                    self.eliminated_puts.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Locked::Done(()));
+                }
+            }
+            let addr = match &found {
+                Some(f) => f.addr,
+                None => match self.claim(free, fp) {
+                    Some(a) => a,
+                    None => return Ok(Locked::Split(*seg)),
+                },
+            };
+            let (off, total) = match self.write_record(lane, key, value, 0, seq, guard) {
+                Ok(r) => r,
+                Err(e) => {
+                    if found.is_none() {
+                        self.pool.pm.store_u64(addr, 0);
+                    }
+                    return Err(e);
+                }
+            };
+            self.publish(addr, fp, off);
+            let old = found.map(|f| (f.slot.offset(), f.header.total_bytes()));
+            self.account(lane_index, addr, Some((off, total)), old, guard);
+            Ok(Locked::Done(()))
+        })
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        self.with_locked(key, h, seq, |_seg, _observed, found, _free, guard| {
+            let Some(f) = found else {
+                return Ok(Locked::Done(false));
+            };
+            self.remove(lane_index, &f, fp, guard);
+            Ok(Locked::Done(true))
+        })
+    }
+
+    /// Deletes the entry `f` (bucket lock held).
+    fn remove(&self, lane_index: usize, f: &Found, fp: u16, guard: &Guard) {
+        let pm = &self.pool.pm;
+        pm.store_u64(f.addr, Slot::delete_marker(fp).0);
+        pm.flush(f.addr, 8);
+        // Persist point: the delete is durable (a marker reads as absent).
+        pm.fence();
+        pm.store_u64(f.addr, 0);
+        self.account(
+            lane_index,
+            f.addr,
+            None,
+            Some((f.slot.offset(), f.header.total_bytes())),
+            guard,
+        );
+    }
+
+    fn update<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> (Update, R)) -> Result<R> {
+        check_key(key)?;
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        let mut f = Some(f);
+        self.with_locked(key, h, seq, |seg, _observed, found, free, guard| {
+            // Make sure a new key has a slot before asking the closure, which
+            // may run only once.
+            let claimed = match &found {
+                Some(_) => None,
+                None => match self.claim(free, fp) {
+                    Some(a) => Some(a),
+                    None => return Ok(Locked::Split(*seg)),
+                },
+            };
+            let release_claim = || {
+                if let Some(a) = claimed {
+                    self.pool.pm.store_u64(a, 0);
+                }
+            };
+            let current = match &found {
+                Some(fd) => Some(self.record_value(fd.slot.offset(), &fd.header)?),
+                None => None,
+            };
+            let (decision, result) = (f.take().expect("update closure runs once"))(current);
+            match decision {
+                Update::Keep => release_claim(),
+                Update::Delete => {
+                    release_claim();
+                    if let Some(fd) = &found {
+                        self.remove(lane_index, fd, fp, guard);
+                    }
+                }
+                Update::Put(value) => {
+                    if let Err(e) = check_value(&value) {
+                        release_claim();
+                        return Err(e);
+                    }
+                    let addr = found.as_ref().map(|fd| fd.addr).or(claimed).expect("slot");
+                    let (off, total) =
+                        match self.write_record(lane, key, &value, REC_FLAG_RMW, seq, guard) {
+                            Ok(r) => r,
+                            Err(e) => {
+                                release_claim();
+                                return Err(e);
+                            }
+                        };
+                    self.publish(addr, fp, off);
+                    let old = found.map(|fd| (fd.slot.offset(), fd.header.total_bytes()));
+                    self.account(lane_index, addr, Some((off, total)), old, guard);
+                }
+            }
+            Ok(Locked::Done(result))
+        })
+    }
+
+    /// Frees segment `seg` through an epoch if it is sealed and holds no
+    /// live record.
+    fn maybe_free(&self, seg: u32, guard: &Guard) {
+        if !self.tally_done.load(Ordering::Acquire) {
+            return;
+        }
+        let info = &self.pool.segments[seg as usize];
+        if !info.sealed.load(Ordering::SeqCst) || info.live_bytes.load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        let kind = info.kind.load(Ordering::Acquire);
+        if kind != SegmentKind::Log as u8 && kind != SegmentKind::Large as u8 {
+            return;
+        }
+        if info
+            .kind
+            .compare_exchange(kind, KIND_FREEING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let me = self.me.clone();
+        guard.defer(move || {
+            if let Some(engine) = me.upgrade() {
+                engine.pool.release(seg);
+            }
+        });
+        guard.flush();
+    }
+
+    /// Splits index segment `seg` into two of depth + 1 (CCEH style).
+    fn split(&self, seg: SegRef) -> Result<()> {
+        self.wait_tally();
+        let _serial = self.split_mutex.lock();
+        let dir = self.index.dir.load_full();
+        if !dir.entries.contains(&seg) {
+            return Ok(()); // someone split it already
+        }
+        if seg.depth >= index::MAX_DEPTH {
+            return Err(Error::IndexFull {
+                detail: format!(
+                    "index segment at depth {} (the maximum) has no free slot in a bucket pair",
+                    seg.depth
+                ),
+            });
+        }
+        self.index.locks.lock_all(SPLIT_SEQ);
+        let result = self.split_locked(&dir, seg);
+        self.index.locks.unlock_all();
+        result
+    }
+
+    fn split_locked(&self, dir: &Directory, seg: SegRef) -> Result<()> {
+        let pm = &self.pool.pm;
+        let depth = seg.depth + 1;
+        let high_prefix = (seg.prefix << 1) | 1;
+        let new_index = self.pool.reserve(1)?;
+        let new_off = self.pool.segment_offset(new_index);
+        let area = (self.pool.segment_bytes - layout::SEGMENT_HEADER_BYTES) as usize;
+        let mut buf = vec![0u8; area];
+        for b in 0..self.index.buckets {
+            let bucket = seg.bucket_offset(b);
+            for (i, addr) in index::slot_offsets(bucket).enumerate() {
+                let s = Slot(pm.load_u64(addr));
+                if !Index::is_live_entry(&seg, s) {
+                    continue;
+                }
+                if (s.fingerprint() >> (16 - depth as u32)) & 1 == 1 {
+                    let at = (b * layout::BUCKET_BYTES) as usize + i * 8;
+                    // Every writer has finished: the entry is durable.
+                    buf[at..at + 8].copy_from_slice(&s.with_persist().0.to_le_bytes());
+                }
+            }
+        }
+        pm.write_persistent(new_off + layout::SEGMENT_HEADER_BYTES, &buf);
+        // Persist point: the new segment's buckets are durable.
+        pm.fence();
+        // Persist point (inside commit): the header names the new segment; from
+        // here a recovery routes the high half to it and treats the old
+        // segment's copies as stale.
+        self.pool.commit(
+            new_index,
+            SegmentHeader {
+                kind: SegmentKind::Index,
+                lane_or_depth: depth as u32,
+                run_segments: 1,
+                base_seq_or_prefix: high_prefix,
+            },
+        );
+        let low = SegRef {
+            offset: seg.offset,
+            depth,
+            prefix: seg.prefix << 1,
+        };
+        let high = SegRef {
+            offset: new_off,
+            depth,
+            prefix: high_prefix,
+        };
+        self.index
+            .dir
+            .store(Arc::new(dir.with_split(seg, low, high)));
+        self.splits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn wait_tally(&self) {
+        if self.tally_done.load(Ordering::Acquire) {
+            return;
+        }
+        let (m, cv) = &self.tally_signal;
+        let mut done = m.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn count_now(&self) -> u64 {
+        let d: i64 = self
+            .count_deltas
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum();
+        (self.base_count.load(Ordering::Acquire) as i64 + d).max(0) as u64
+    }
+
+    fn len(&self) -> u64 {
+        if !self.clean_open {
+            self.wait_tally();
+        }
+        self.count_now()
+    }
+
+    /// Background rebuild after open: recover lanes, then count live bytes
+    /// per segment and keys by one pass over the index; then free segments
+    /// with nothing live.
+    fn rebuild(&self) {
+        for lane in &self.lanes {
+            lane.recover(&self.pool);
+        }
+        let dir = self.index.dir.load_full();
+        let mut segs = dir.segments();
+        segs.sort_by_key(|s| s.offset);
+        let buckets = self.index.buckets;
+        let pm = &self.pool.pm;
+        let mut keys = 0u64;
+        for seg in &segs {
+            for b in 0..buckets {
+                if self.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                let bucket = seg.bucket_offset(b);
+                let prev = seg.bucket_offset(if b == 0 { buckets - 1 } else { b - 1 });
+                // Keys in bucket b have home b or b-1: hold both locks.
+                let mut ls = [LockTable::index_of(bucket), LockTable::index_of(prev)];
+                ls.sort_unstable();
+                self.index.locks.lock(ls[0], TALLY_SEQ);
+                if ls[1] != ls[0] {
+                    self.index.locks.lock(ls[1], TALLY_SEQ);
+                }
+                for addr in index::slot_offsets(bucket) {
+                    let s = Slot(pm.load_u64(addr));
+                    if s.is_marker() {
+                        // No delete is in flight here (we hold both home
+                        // locks): a marker is left over from a crash.
+                        pm.store_u64(addr, 0);
+                        continue;
+                    }
+                    if !Index::is_live_entry(seg, s) {
+                        continue;
+                    }
+                    match self.record_header(s.offset()) {
+                        Ok(h) => {
+                            let info =
+                                &self.pool.segments[self.pool.segment_of(s.offset()) as usize];
+                            info.live_bytes.fetch_add(h.total_bytes(), Ordering::SeqCst);
+                            keys += 1;
+                        }
+                        Err(e) => self.tally_errors.lock().push(e.to_string()),
+                    }
+                }
+                self.tally_cursor
+                    .store(bucket + layout::BUCKET_BYTES, Ordering::Release);
+                self.index.locks.unlock(ls[0]);
+                if ls[1] != ls[0] {
+                    self.index.locks.unlock(ls[1]);
+                }
+            }
+        }
+        if !self.clean_open {
+            self.base_count.store(keys, Ordering::Release);
+        }
+        {
+            let (m, cv) = &self.tally_signal;
+            let mut done = m.lock().unwrap_or_else(|e| e.into_inner());
+            self.tally_done.store(true, Ordering::Release);
+            *done = true;
+            cv.notify_all();
+        }
+        let guard = epoch::pin();
+        for s in 0..self.pool.segment_count() {
+            self.maybe_free(s, &guard);
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let keys = self.len();
+        let n = self.pool.segment_count();
+        let (mut free, mut log, mut idx, mut large, mut damaged, mut live) = (0, 0, 0, 0, 0, 0u64);
+        for s in 0..n {
+            let info = &self.pool.segments[s as usize];
+            live += info.live_bytes.load(Ordering::Relaxed);
+            match info.kind.load(Ordering::Relaxed) {
+                k if k == SegmentKind::Free as u8 => free += 1,
+                k if k == SegmentKind::Log as u8 => log += 1,
+                k if k == SegmentKind::Index as u8 => idx += 1,
+                k if k == SegmentKind::Large as u8 || k == KIND_CONTINUATION => large += 1,
+                KIND_DAMAGED => damaged += 1,
+                _ => log += 1, // freeing: still in use until its epoch passes
+            }
+        }
+        let seg = self.pool.segment_bytes;
+        Stats {
+            keys,
+            pool_bytes: self.pool.pm.len(),
+            pool_bytes_max: self.pool.pool_bytes_max,
+            used_bytes: layout::SUPERBLOCK_BYTES + (n - free) as u64 * seg,
+            live_bytes: live,
+            segment_bytes: seg,
+            segments_total: n,
+            segments_free: free,
+            segments_log: log,
+            segments_index: idx,
+            segments_large: large,
+            segments_damaged: damaged,
+            index_depth: self.index.dir.load().depth,
+            lanes: self.lanes.len(),
+            durability: self.pool.pm.durability(),
+            flush_instruction: self.pool.pm.flush_instruction().name(),
+            nt_copy: self.pool.pm.nt_copy().name(),
+            eliminated_puts: self.eliminated_puts.load(Ordering::Relaxed),
+            index_splits: self.splits.load(Ordering::Relaxed),
+            rebuild_done: self.tally_done.load(Ordering::Acquire),
+            pmem: pmem::process_counters(),
+        }
+    }
+
+    fn check(&self) -> Result<CheckReport> {
+        self.wait_tally();
+        self.index.locks.lock_all(CHECK_SEQ);
+        let report = self.check_locked();
+        self.index.locks.unlock_all();
+        Ok(report)
+    }
+
+    fn check_locked(&self) -> CheckReport {
+        let mut r = CheckReport::default();
+        let pm = &self.pool.pm;
+        let n = self.pool.segment_count();
+        let mut expected_live = vec![0u64; n as usize];
+        let mut walk_end: std::collections::HashMap<u32, u64> = Default::default();
+        r.errors.extend(self.tally_errors.lock().iter().cloned());
+        for s in 0..n {
+            match self.pool.kind(s) {
+                KIND_DAMAGED => r.errors.push(format!(
+                    "segment {s} at {:#x}: damaged header",
+                    self.pool.segment_offset(s)
+                )),
+                k if k == SegmentKind::Log as u8 => r.log_segments += 1,
+                k if k == SegmentKind::Large as u8 => r.large_records += 1,
+                _ => {}
+            }
+        }
+        let dir = self.index.dir.load_full();
+        let segs = dir.segments();
+        r.index_segments = segs.len() as u32;
+        for seg in &segs {
+            for b in 0..self.index.buckets {
+                for addr in index::slot_offsets(seg.bucket_offset(b)) {
+                    let s = Slot(pm.load_u64(addr));
+                    if !Index::is_live_entry(seg, s) {
+                        continue;
+                    }
+                    let off = s.offset();
+                    let mut err = |m: String| r.errors.push(format!("slot at {addr:#x}: {m}"));
+                    if off < layout::SUPERBLOCK_BYTES || off >= pm.len() {
+                        err(format!("record offset {off:#x} outside the pool"));
+                        continue;
+                    }
+                    let rs = self.pool.segment_of(off);
+                    let kind = self.pool.kind(rs);
+                    let in_log = kind == SegmentKind::Log as u8;
+                    let in_large = kind == SegmentKind::Large as u8
+                        && off == self.pool.segment_offset(rs) + layout::SEGMENT_HEADER_BYTES;
+                    if !in_log && !in_large {
+                        err(format!("record {off:#x} is not in a log segment or large run (segment {rs}, kind {kind})"));
+                        continue;
+                    }
+                    let h = match self.record_header(off) {
+                        Ok(h) => h,
+                        Err(e) => {
+                            err(e.to_string());
+                            continue;
+                        }
+                    };
+                    if let Err(e) = self.verify_record(off, &h) {
+                        err(e.to_string());
+                        continue;
+                    }
+                    let Ok(key) = self.record_key(off, &h) else {
+                        err("key unreadable".into());
+                        continue;
+                    };
+                    let kh = self.hash(key);
+                    if index::fingerprint(kh) != s.fingerprint() {
+                        err("fingerprint does not match the record's key".into());
+                    }
+                    if dir.lookup(kh) != *seg {
+                        err("entry sits in the wrong index segment".into());
+                    }
+                    let probe = self.index.probe(seg, kh);
+                    if !probe
+                        .iter()
+                        .any(|&p| (p..p + layout::BUCKET_BYTES).contains(&addr))
+                    {
+                        err("entry sits outside its key's bucket pair".into());
+                    }
+                    // The first slot of the pair naming this key must be this one.
+                    let first = probe
+                        .iter()
+                        .flat_map(|&p| index::slot_offsets(p))
+                        .find(|&a| {
+                            let o = Slot(pm.load_u64(a));
+                            Index::is_live_entry(seg, o)
+                                && o.fingerprint() == s.fingerprint()
+                                && self
+                                    .record_header(o.offset())
+                                    .and_then(|oh| {
+                                        self.record_key(o.offset(), &oh).map(|k| k == key)
+                                    })
+                                    .unwrap_or(false)
+                        });
+                    if first != Some(addr) {
+                        err("key appears in more than one slot".into());
+                    }
+                    if in_log {
+                        let end = *walk_end
+                            .entry(rs)
+                            .or_insert_with(|| walk_segment(&self.pool, rs, |_| {}));
+                        if off + h.total_bytes() > end {
+                            r.errors.push(format!(
+                                "record {off:#x} lies past the valid record prefix of segment {rs} (ends {end:#x})"
+                            ));
+                        }
+                    }
+                    expected_live[rs as usize] += h.total_bytes();
+                    r.keys += 1;
+                    r.live_bytes += h.total_bytes();
+                }
+            }
+        }
+        for s in 0..n {
+            let info = &self.pool.segments[s as usize];
+            let kind = info.kind.load(Ordering::Acquire);
+            let live = info.live_bytes.load(Ordering::SeqCst);
+            if live != expected_live[s as usize] {
+                r.errors.push(format!(
+                    "segment {s}: live bytes tracked {live}, index references {}",
+                    expected_live[s as usize]
+                ));
+            }
+            if kind == KIND_FREEING
+                || ((kind == SegmentKind::Log as u8 || kind == SegmentKind::Large as u8)
+                    && info.sealed.load(Ordering::SeqCst)
+                    && live == 0)
+            {
+                r.reclaimable_segments += 1;
+            }
+        }
+        let count = self.count_now();
+        if count != r.keys {
+            r.errors.push(format!(
+                "key count {count} does not match {} keys in the index",
+                r.keys
+            ));
+        }
+        r
+    }
+}
+
+/// Iterator returned by [`Db::iter`].
+pub struct Iter<'a> {
+    engine: &'a Engine,
+    /// Position in hash space: the top 16 bits of the next hashes to visit.
+    prefix16: u32,
+    bucket: u64,
+    buffer: std::collections::VecDeque<Result<(Vec<u8>, Vec<u8>)>>,
+    done: bool,
+}
+
+impl Iter<'_> {
+    fn refill(&mut self) {
+        let e = self.engine;
+        let _guard = epoch::pin();
+        let seg = e.index.dir.load().lookup((self.prefix16 as u64) << 48);
+        let pm = &e.pool.pm;
+        for addr in index::slot_offsets(seg.bucket_offset(self.bucket)) {
+            let v = pm.load_u64(addr);
+            let s = Slot(v);
+            if !Index::is_live_entry(&seg, s) {
+                continue;
+            }
+            if !s.persisted() {
+                e.help_persist(addr, v);
+            }
+            let item = e.record_header(s.offset()).and_then(|h| {
+                Ok((
+                    e.record_key(s.offset(), &h)?.to_vec(),
+                    e.record_value(s.offset(), &h)?.to_vec(),
+                ))
+            });
+            self.buffer.push_back(item);
+        }
+        self.bucket += 1;
+        if self.bucket == e.index.buckets {
+            self.bucket = 0;
+            let next = (seg.prefix + 1) << (16 - seg.depth as u32);
+            if next >= 1 << 16 {
+                self.done = true;
+            } else {
+                self.prefix16 = next as u32;
+            }
+        }
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.buffer.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            self.refill();
+        }
+    }
+}
+
+/// Path of the pool a `Db` has open (for messages).
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.path()).finish()
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Db>();
+    let _: Option<PathBuf> = None;
+}

@@ -1,0 +1,78 @@
+//! Errors returned by the engine.
+//!
+//! Every failure a caller can cause or meet (bad input, damaged files, a full
+//! pool, a pool held by another process) is a variant here with a message that
+//! names the limit or the file; the engine never panics on them.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in Persimmon.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file exists but does not start with the pool magic.
+    #[error("{path}: not a Persimmon pool (bad magic)")]
+    NotAPool { path: PathBuf },
+    /// The file is shorter than its superblock says, or cut mid-segment.
+    #[error("{path}: pool file is truncated ({detail})")]
+    Truncated { path: PathBuf, detail: String },
+    /// The superblock checksum or one of its fields is wrong.
+    #[error("{path}: superblock is damaged ({detail})")]
+    CorruptSuperblock { path: PathBuf, detail: String },
+    /// The pool was written by a newer (or unknown) format version.
+    #[error("{path}: pool format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// Another process (or another `Db` in this process) has the pool open.
+    #[error("{path}: pool is in use by another process (file lock held)")]
+    Locked { path: PathBuf },
+    /// The pool file does not exist and `Options::create` is false.
+    #[error("{path}: pool does not exist")]
+    NotFound { path: PathBuf },
+    /// A key longer than [`crate::MAX_KEY_BYTES`].
+    #[error("key is {len} bytes; the limit is {max} bytes")]
+    KeyTooLarge { len: usize, max: usize },
+    /// A value longer than [`crate::MAX_VALUE_BYTES`].
+    #[error("value is {len} bytes; the limit is {max} bytes")]
+    ValueTooLarge { len: usize, max: usize },
+    /// No free space is left and the pool is at its configured maximum size.
+    #[error("pool is full: {pool_bytes_max} bytes (the configured maximum) are in use; delete keys or reopen with a larger pool_bytes_max")]
+    PoolFull { pool_bytes_max: u64 },
+    /// The point index cannot take another key (directory at its maximum depth).
+    #[error("point index is full: {detail}")]
+    IndexFull { detail: String },
+    /// Damaged data was found on the media (CRC mismatch, impossible offset).
+    #[error("corruption at pool offset {offset:#x}: {detail}")]
+    Corruption { offset: u64, detail: String },
+    /// Options that cannot be used.
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corruption(offset: u64, detail: impl Into<String>) -> Self {
+        Error::Corruption {
+            offset,
+            detail: detail.into(),
+        }
+    }
+}

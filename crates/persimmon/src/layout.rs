@@ -1,0 +1,514 @@
+//! On-media formats: superblock, segment header, record, bucket and slot.
+//!
+//! Everything here is little-endian, fixed-size and free of `usize`; the byte
+//! offsets are the ones drawn in `docs/design.md`, and the tests at the end of
+//! this file assert each of them so prose and code cannot drift.
+//!
+//! Invariants:
+//! - Offsets below `SUPERBLOCK_BYTES` never name a record: the slot word 0
+//!   is an empty slot, and a slot whose offset is `MARKER_OFFSET` (8) is a
+//!   delete marker (any fingerprint, including 0, stays non-zero).
+//! - A segment header's first word is its *state word* (kind + CRC of the
+//!   rest of the header). It is the header's commit point: the other fields
+//!   are written and persisted first, then the state word in one 8-byte
+//!   atomic store. A state word of 0 means "free".
+//! - A record is immutable once written; its CRC32C covers everything after
+//!   the CRC field (rest of header, key, value).
+
+/// Pool magic, first 8 bytes of the file.
+pub const MAGIC: [u8; 8] = *b"PERSIMMN";
+/// Format version written by and readable by this build.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes reserved for the superblock; segment 0 starts here.
+pub const SUPERBLOCK_BYTES: u64 = 4096;
+
+// Superblock field offsets.
+pub const SB_MAGIC: usize = 0;
+pub const SB_FORMAT_VERSION: usize = 8;
+pub const SB_SUPERBLOCK_BYTES: usize = 12;
+pub const SB_SEGMENT_BYTES: usize = 16;
+pub const SB_HASH_SEED: usize = 24;
+pub const SB_POOL_ID: usize = 32;
+pub const SB_CREATED_UNIX_SECS: usize = 48;
+pub const SB_FLAGS: usize = 56;
+pub const SB_CRC: usize = 124;
+/// Bytes covered by the superblock CRC (`0..SB_CRC`).
+pub const SB_FIXED_BYTES: usize = 128;
+/// Mutable word on its own cache line: bit 0 = closed cleanly, bits 1.. =
+/// key count at that clean close.
+pub const SB_CLEAN_STATE: u64 = 512;
+
+/// Immutable superblock fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    pub format_version: u32,
+    pub segment_bytes: u64,
+    pub hash_seed: u64,
+    pub pool_id: [u8; 16],
+    pub created_unix_secs: u64,
+    pub flags: u64,
+}
+
+impl Superblock {
+    pub fn encode(&self) -> [u8; SB_FIXED_BYTES] {
+        let mut b = [0u8; SB_FIXED_BYTES];
+        b[SB_MAGIC..SB_MAGIC + 8].copy_from_slice(&MAGIC);
+        put_u32(&mut b, SB_FORMAT_VERSION, self.format_version);
+        put_u32(&mut b, SB_SUPERBLOCK_BYTES, SUPERBLOCK_BYTES as u32);
+        put_u64(&mut b, SB_SEGMENT_BYTES, self.segment_bytes);
+        put_u64(&mut b, SB_HASH_SEED, self.hash_seed);
+        b[SB_POOL_ID..SB_POOL_ID + 16].copy_from_slice(&self.pool_id);
+        put_u64(&mut b, SB_CREATED_UNIX_SECS, self.created_unix_secs);
+        put_u64(&mut b, SB_FLAGS, self.flags);
+        let crc = crc32c::crc32c(&b[..SB_CRC]);
+        put_u32(&mut b, SB_CRC, crc);
+        b
+    }
+
+    /// Decodes and validates; the error string says what is wrong.
+    pub fn decode(b: &[u8]) -> Result<Superblock, SuperblockError> {
+        if b.len() < SB_FIXED_BYTES {
+            return Err(SuperblockError::Short);
+        }
+        if b[SB_MAGIC..SB_MAGIC + 8] != MAGIC {
+            return Err(SuperblockError::BadMagic);
+        }
+        let stored = get_u32(b, SB_CRC);
+        let computed = crc32c::crc32c(&b[..SB_CRC]);
+        let version = get_u32(b, SB_FORMAT_VERSION);
+        if stored != computed {
+            return Err(SuperblockError::Damaged(format!(
+                "checksum {stored:#010x} does not match contents {computed:#010x}"
+            )));
+        }
+        if version != FORMAT_VERSION {
+            return Err(SuperblockError::Version(version));
+        }
+        let sb = Superblock {
+            format_version: version,
+            segment_bytes: get_u64(b, SB_SEGMENT_BYTES),
+            hash_seed: get_u64(b, SB_HASH_SEED),
+            pool_id: b[SB_POOL_ID..SB_POOL_ID + 16].try_into().unwrap(),
+            created_unix_secs: get_u64(b, SB_CREATED_UNIX_SECS),
+            flags: get_u64(b, SB_FLAGS),
+        };
+        if get_u32(b, SB_SUPERBLOCK_BYTES) as u64 != SUPERBLOCK_BYTES {
+            return Err(SuperblockError::Damaged("superblock size field".into()));
+        }
+        if !valid_segment_bytes(sb.segment_bytes) {
+            return Err(SuperblockError::Damaged(format!(
+                "segment size {} is not a power of two in 256 KiB..=64 MiB",
+                sb.segment_bytes
+            )));
+        }
+        Ok(sb)
+    }
+}
+
+#[derive(Debug)]
+pub enum SuperblockError {
+    Short,
+    BadMagic,
+    Damaged(String),
+    Version(u32),
+}
+
+pub const MIN_SEGMENT_BYTES: u64 = 256 << 10;
+pub const MAX_SEGMENT_BYTES: u64 = 64 << 20;
+
+pub fn valid_segment_bytes(n: u64) -> bool {
+    n.is_power_of_two() && (MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&n)
+}
+
+// ---------------------------------------------------------------- segments
+
+/// Bytes of the header at the start of every segment.
+pub const SEGMENT_HEADER_BYTES: u64 = 64;
+pub const SEG_STATE: usize = 0;
+pub const SEG_LANE_OR_DEPTH: usize = 8;
+pub const SEG_RUN_SEGMENTS: usize = 12;
+pub const SEG_BASE_SEQ_OR_PREFIX: usize = 16;
+/// Tag byte in the state word, so random bytes rarely pass as a header.
+pub const SEG_TAG: u8 = 0xA7;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SegmentKind {
+    Free = 0,
+    /// Records appended by one lane.
+    Log = 1,
+    /// Buckets of the point index.
+    Index = 2,
+    /// First segment of a run holding one large record.
+    Large = 3,
+}
+
+/// Decoded segment header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentHeader {
+    pub kind: SegmentKind,
+    /// Log/Large: lane that owns it. Index: local depth.
+    pub lane_or_depth: u32,
+    /// Large: number of segments in the run. Others: 1.
+    pub run_segments: u32,
+    /// Log: lane sequence counter at allocation. Index: hash prefix (the top
+    /// `depth` bits of the hash, right-aligned).
+    pub base_seq_or_prefix: u64,
+}
+
+/// What a header's state word says.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HeaderState {
+    Free,
+    Valid(SegmentHeader),
+    /// Non-zero state word that does not verify: media damage.
+    Damaged(String),
+}
+
+impl SegmentHeader {
+    /// The 56 bytes after the state word.
+    pub fn encode_body(&self) -> [u8; 56] {
+        let mut b = [0u8; 56];
+        put_u32(&mut b, SEG_LANE_OR_DEPTH - 8, self.lane_or_depth);
+        put_u32(&mut b, SEG_RUN_SEGMENTS - 8, self.run_segments);
+        put_u64(&mut b, SEG_BASE_SEQ_OR_PREFIX - 8, self.base_seq_or_prefix);
+        b
+    }
+
+    /// The state word committing a body: kind | tag | crc32c(body) << 32.
+    pub fn state_word(&self, body: &[u8; 56]) -> u64 {
+        (self.kind as u64) | ((SEG_TAG as u64) << 8) | ((crc32c::crc32c(body) as u64) << 32)
+    }
+
+    pub fn decode(header: &[u8]) -> HeaderState {
+        let state = get_u64(header, SEG_STATE);
+        if state == 0 {
+            return HeaderState::Free;
+        }
+        let body = &header[8..64];
+        let kind = match state & 0xff {
+            1 => SegmentKind::Log,
+            2 => SegmentKind::Index,
+            3 => SegmentKind::Large,
+            k => return HeaderState::Damaged(format!("unknown segment kind {k}")),
+        };
+        if (state >> 8) & 0xff != SEG_TAG as u64 {
+            return HeaderState::Damaged("bad header tag".into());
+        }
+        if (state >> 32) as u32 != crc32c::crc32c(body) {
+            return HeaderState::Damaged("header checksum mismatch".into());
+        }
+        HeaderState::Valid(SegmentHeader {
+            kind,
+            lane_or_depth: get_u32(header, SEG_LANE_OR_DEPTH),
+            run_segments: get_u32(header, SEG_RUN_SEGMENTS),
+            base_seq_or_prefix: get_u64(header, SEG_BASE_SEQ_OR_PREFIX),
+        })
+    }
+}
+
+// ----------------------------------------------------------------- records
+
+pub const RECORD_HEADER_BYTES: usize = 24;
+pub const REC_CRC: usize = 0;
+pub const REC_KEY_LEN: usize = 4;
+pub const REC_VALUE_LEN: usize = 8;
+pub const REC_FLAGS: usize = 12;
+pub const REC_SEQ: usize = 16;
+/// Record flag: written by a read-modify-write (`update`); such a record must
+/// never let a concurrent `put` be eliminated (the update read the old value).
+pub const REC_FLAG_RMW: u32 = 1;
+/// Records are 8-byte aligned.
+pub const RECORD_ALIGN: u64 = 8;
+
+/// Total bytes a record occupies in the log (header, key, value, padding).
+#[inline]
+pub fn record_bytes(key_len: usize, value_len: usize) -> u64 {
+    (RECORD_HEADER_BYTES as u64 + key_len as u64 + value_len as u64).next_multiple_of(RECORD_ALIGN)
+}
+
+/// Decoded record header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub crc: u32,
+    pub key_len: u32,
+    pub value_len: u32,
+    pub flags: u32,
+    pub seq: u64,
+}
+
+impl RecordHeader {
+    #[inline]
+    pub fn decode(b: &[u8]) -> RecordHeader {
+        RecordHeader {
+            crc: get_u32(b, REC_CRC),
+            key_len: get_u32(b, REC_KEY_LEN),
+            value_len: get_u32(b, REC_VALUE_LEN),
+            flags: get_u32(b, REC_FLAGS),
+            seq: get_u64(b, REC_SEQ),
+        }
+    }
+
+    /// Header bytes with the CRC over header tail, key and value filled in.
+    #[inline]
+    pub fn encode(key: &[u8], value: &[u8], flags: u32, seq: u64) -> [u8; RECORD_HEADER_BYTES] {
+        let mut b = [0u8; RECORD_HEADER_BYTES];
+        put_u32(&mut b, REC_KEY_LEN, key.len() as u32);
+        put_u32(&mut b, REC_VALUE_LEN, value.len() as u32);
+        put_u32(&mut b, REC_FLAGS, flags);
+        put_u64(&mut b, REC_SEQ, seq);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&b[4..]), key);
+        let crc = crc32c::crc32c_append(crc, value);
+        put_u32(&mut b, REC_CRC, crc);
+        b
+    }
+
+    #[inline]
+    pub fn total_bytes(&self) -> u64 {
+        record_bytes(self.key_len as usize, self.value_len as usize)
+    }
+}
+
+/// CRC32C a record should carry, computed from its bytes after the CRC field.
+pub fn record_crc(record_after_crc: &[u8]) -> u32 {
+    crc32c::crc32c(record_after_crc)
+}
+
+// ------------------------------------------------------------ bucket, slot
+
+pub const SLOT_BYTES: u64 = 8;
+pub const SLOTS_PER_BUCKET: usize = 8;
+pub const BUCKET_BYTES: u64 = 64;
+/// Buckets a key may live in: its home bucket and the next one.
+pub const PROBE_BUCKETS: u64 = 2;
+
+/// A slot word: `fingerprint:16 | record offset / 8 : 47 | persist:1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot(pub u64);
+
+impl Slot {
+    pub const EMPTY: Slot = Slot(0);
+    pub const PERSIST_BIT: u64 = 1;
+    /// Largest record offset a slot can hold (47 bits of 8-byte units).
+    pub const MAX_OFFSET: u64 = ((1u64 << 47) - 1) * 8;
+
+    #[inline]
+    pub fn new(fingerprint: u16, record_offset: u64, persist: bool) -> Slot {
+        debug_assert!(record_offset % 8 == 0 && record_offset <= Self::MAX_OFFSET);
+        Slot(((fingerprint as u64) << 48) | ((record_offset >> 3) << 1) | persist as u64)
+    }
+
+    /// Offset stored in a delete marker (inside the superblock, never a record).
+    pub const MARKER_OFFSET: u64 = 8;
+
+    /// A delete marker for `fingerprint`, not yet known durable.
+    #[inline]
+    pub fn delete_marker(fingerprint: u16) -> Slot {
+        Slot::new(fingerprint, Self::MARKER_OFFSET, false)
+    }
+
+    #[inline]
+    pub fn fingerprint(self) -> u16 {
+        (self.0 >> 48) as u16
+    }
+
+    #[inline]
+    pub fn offset(self) -> u64 {
+        ((self.0 >> 1) & ((1u64 << 47) - 1)) << 3
+    }
+
+    #[inline]
+    pub fn persisted(self) -> bool {
+        self.0 & Self::PERSIST_BIT != 0
+    }
+
+    #[inline]
+    pub fn with_persist(self) -> Slot {
+        Slot(self.0 | Self::PERSIST_BIT)
+    }
+
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// A delete marker.
+    #[inline]
+    pub fn is_marker(self) -> bool {
+        self.offset() == Self::MARKER_OFFSET
+    }
+}
+
+// ------------------------------------------------------------------ helpers
+
+#[inline]
+pub fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+#[inline]
+pub fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+#[inline]
+pub fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+#[inline]
+pub fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+const _: () = assert!(SLOT_BYTES as usize == std::mem::size_of::<u64>());
+const _: () = assert!(BUCKET_BYTES == SLOT_BYTES * SLOTS_PER_BUCKET as u64);
+const _: () = assert!(SEGMENT_HEADER_BYTES == BUCKET_BYTES);
+const _: () = assert!(SB_CLEAN_STATE as usize >= SB_FIXED_BYTES && SB_CLEAN_STATE % 64 == 0);
+const _: () = assert!(RECORD_HEADER_BYTES % RECORD_ALIGN as usize == 0);
+
+#[cfg(test)]
+mod tests {
+    //! These assert every offset `docs/design.md` states; change both together.
+    use super::*;
+
+    #[test]
+    fn superblock_offsets_match_design_doc() {
+        assert_eq!(SUPERBLOCK_BYTES, 4096);
+        assert_eq!(
+            [
+                SB_MAGIC,
+                SB_FORMAT_VERSION,
+                SB_SUPERBLOCK_BYTES,
+                SB_SEGMENT_BYTES,
+                SB_HASH_SEED
+            ],
+            [0, 8, 12, 16, 24]
+        );
+        assert_eq!(
+            [SB_POOL_ID, SB_CREATED_UNIX_SECS, SB_FLAGS, SB_CRC],
+            [32, 48, 56, 124]
+        );
+        assert_eq!(SB_CLEAN_STATE, 512);
+        let sb = Superblock {
+            format_version: FORMAT_VERSION,
+            segment_bytes: 1 << 20,
+            hash_seed: 0x1122_3344_5566_7788,
+            pool_id: [7; 16],
+            created_unix_secs: 99,
+            flags: 0,
+        };
+        let b = sb.encode();
+        assert_eq!(&b[0..8], b"PERSIMMN");
+        assert_eq!(get_u32(&b, 8), 1);
+        assert_eq!(get_u32(&b, 12), 4096);
+        assert_eq!(get_u64(&b, 16), 1 << 20);
+        assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
+        assert_eq!(get_u32(&b, 124), crc32c::crc32c(&b[..124]));
+        assert_eq!(Superblock::decode(&b).unwrap(), sb);
+    }
+
+    #[test]
+    fn superblock_rejects_damage_and_new_versions() {
+        let sb = Superblock {
+            format_version: FORMAT_VERSION,
+            segment_bytes: 1 << 20,
+            hash_seed: 1,
+            pool_id: [0; 16],
+            created_unix_secs: 0,
+            flags: 0,
+        };
+        let mut b = sb.encode();
+        b[30] ^= 1;
+        assert!(matches!(
+            Superblock::decode(&b),
+            Err(SuperblockError::Damaged(_))
+        ));
+        let mut v2 = sb;
+        v2.format_version = FORMAT_VERSION + 1;
+        assert!(matches!(
+            Superblock::decode(&v2.encode()),
+            Err(SuperblockError::Version(2))
+        ));
+        let mut bad = sb.encode();
+        bad[0] = b'X';
+        assert!(matches!(
+            Superblock::decode(&bad),
+            Err(SuperblockError::BadMagic)
+        ));
+    }
+
+    #[test]
+    fn segment_header_offsets_match_design_doc() {
+        assert_eq!(SEGMENT_HEADER_BYTES, 64);
+        assert_eq!(
+            [
+                SEG_STATE,
+                SEG_LANE_OR_DEPTH,
+                SEG_RUN_SEGMENTS,
+                SEG_BASE_SEQ_OR_PREFIX
+            ],
+            [0, 8, 12, 16]
+        );
+        let h = SegmentHeader {
+            kind: SegmentKind::Log,
+            lane_or_depth: 3,
+            run_segments: 1,
+            base_seq_or_prefix: 0xABCD,
+        };
+        let body = h.encode_body();
+        let state = h.state_word(&body);
+        assert_eq!(state & 0xff, 1);
+        assert_eq!((state >> 8) & 0xff, 0xA7);
+        let mut full = [0u8; 64];
+        full[..8].copy_from_slice(&state.to_le_bytes());
+        full[8..].copy_from_slice(&body);
+        assert_eq!(get_u32(&full, 8), 3);
+        assert_eq!(get_u32(&full, 12), 1);
+        assert_eq!(get_u64(&full, 16), 0xABCD);
+        assert_eq!(SegmentHeader::decode(&full), HeaderState::Valid(h));
+        full[20] ^= 0x10;
+        assert!(matches!(
+            SegmentHeader::decode(&full),
+            HeaderState::Damaged(_)
+        ));
+        assert_eq!(SegmentHeader::decode(&[0u8; 64]), HeaderState::Free);
+    }
+
+    #[test]
+    fn record_offsets_match_design_doc() {
+        assert_eq!(RECORD_HEADER_BYTES, 24);
+        assert_eq!(
+            [REC_CRC, REC_KEY_LEN, REC_VALUE_LEN, REC_FLAGS, REC_SEQ],
+            [0, 4, 8, 12, 16]
+        );
+        let h = RecordHeader::encode(b"key", b"value", REC_FLAG_RMW, 42);
+        let d = RecordHeader::decode(&h);
+        assert_eq!((d.key_len, d.value_len, d.flags, d.seq), (3, 5, 1, 42));
+        let mut all = h.to_vec();
+        all.extend_from_slice(b"keyvalue");
+        assert_eq!(record_crc(&all[4..]), d.crc);
+        assert_eq!(record_bytes(8, 64), 96);
+        assert_eq!(record_bytes(3, 5), 32);
+        assert_eq!(record_bytes(0, 0), 24);
+    }
+
+    #[test]
+    fn slot_packs_fingerprint_offset_persist() {
+        let s = Slot::new(0xBEEF, 0x1234_5678, false);
+        assert_eq!(s.0 >> 48, 0xBEEF);
+        assert_eq!(s.0 & 1, 0);
+        assert_eq!((s.0 >> 1) & ((1 << 47) - 1), 0x1234_5678 >> 3);
+        assert_eq!(s.offset(), 0x1234_5678);
+        assert_eq!(s.fingerprint(), 0xBEEF);
+        assert!(s.with_persist().persisted());
+        let max = Slot::new(0xFFFF, Slot::MAX_OFFSET, true);
+        assert_eq!(max.offset(), Slot::MAX_OFFSET);
+        assert!(Slot::delete_marker(5).is_marker());
+        assert!(Slot::delete_marker(0).is_marker());
+        assert_ne!(Slot::delete_marker(0), Slot::EMPTY);
+        assert!(!Slot::EMPTY.is_marker());
+        assert_eq!(BUCKET_BYTES, 64);
+        assert_eq!(SLOTS_PER_BUCKET, 8);
+    }
+}

@@ -1,0 +1,44 @@
+//! Persimmon: a crash-safe key-value store for persistent memory.
+//!
+//! ```no_run
+//! use persimmon::{Db, Options};
+//!
+//! let db = Db::open("/dev/shm/example.pool", Options::default())?;
+//! db.put(b"user:1", b"Ada")?;
+//! assert_eq!(db.get(b"user:1")?.as_deref(), Some(&b"Ada"[..]));
+//! db.delete(b"user:1")?;
+//! # Ok::<(), persimmon::Error>(())
+//! ```
+//!
+//! Layers, bottom up (each a module):
+//! - [`pmem`]: maps the pool file and is the only code that writes into it
+//!   (stores, flushes, fences, non-temporal copies); all `unsafe` lives there.
+//! - `layout`: the on-media formats (superblock, segment header, record,
+//!   bucket, slot), drawn byte by byte in `docs/design.md`.
+//! - `pool`: segments, free space, growth; `log`: per-lane record append.
+//! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
+//! - `db`: the [`Db`] API and its write protocol.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod db;
+mod error;
+mod index;
+mod layout;
+mod log;
+mod options;
+pub mod pmem;
+mod pool;
+
+pub use db::{CheckReport, Db, Iter, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use error::{Error, Result};
+pub use options::{FlushMode, Options};
+pub use pmem::{Durability, PersistObserver, PmemCounters};
+
+/// On-media format constants, exposed for tools and fixture tests.
+pub mod format {
+    pub use crate::layout::{
+        FORMAT_VERSION, MAGIC, RECORD_HEADER_BYTES, SB_CLEAN_STATE, SEGMENT_HEADER_BYTES,
+        SUPERBLOCK_BYTES,
+    };
+}

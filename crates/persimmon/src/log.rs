@@ -1,0 +1,182 @@
+//! Lanes: per-thread log-structured allocation of records.
+//!
+//! Each lane appends records to its own active log segment and hands out
+//! sequence numbers `lane:8 | counter:56`. Nothing about a lane is persisted
+//! on every write: its tail and counter are recovered by walking the active
+//! segment once, on the lane's first use after open.
+//!
+//! Invariants:
+//! - A lane's records are appended and made durable strictly one after the
+//!   other (the lane mutex is held from reserving space until the record's
+//!   fence), so after a crash the valid records of the active segment form a
+//!   prefix: the walk stops at the first record that does not verify and
+//!   appending resumes there. Bytes past that point are never referenced
+//!   (a slot names a record only after the record's fence).
+//! - Every sequence number a lane hands out is larger than every one it
+//!   handed out before, across restarts: a new segment's header records the
+//!   counter at allocation, a large record's header its own sequence, and
+//!   the walk of the active segment adds the records' own.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::Result;
+use crate::layout::{self, RecordHeader, SegmentHeader, SegmentKind};
+use crate::pool::Pool;
+use crate::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+
+/// Lane id reserved for internal lock holders (tally, split, check); never
+/// written into a record.
+pub(crate) const INTERNAL_LANE: u64 = 255;
+const COUNTER_MASK: u64 = (1 << 56) - 1;
+
+pub(crate) struct Lane {
+    pub id: u8,
+    counter: AtomicU64,
+    ready: AtomicBool,
+    state: parking_lot::Mutex<LaneState>,
+}
+
+struct LaneState {
+    /// Active segment index, if any.
+    segment: Option<u32>,
+    /// Pool offset where the next record goes.
+    tail: u64,
+    /// Pool offset of the active segment's end.
+    end: u64,
+    /// Active segment found at open, still to be walked.
+    to_recover: Option<u32>,
+}
+
+/// One record met by [`walk_segment`].
+pub(crate) struct WalkedRecord {
+    pub offset: u64,
+    pub header: RecordHeader,
+}
+
+/// Walks the valid record prefix of a log segment; returns the offset just
+/// past it. `visit` sees each record.
+pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&WalkedRecord)) -> u64 {
+    let start = pool.segment_offset(index);
+    let end = start + pool.segment_bytes;
+    let mut at = start + layout::SEGMENT_HEADER_BYTES;
+    while at + layout::RECORD_HEADER_BYTES as u64 <= end {
+        let Ok(hb) = pool.pm.slice(at, layout::RECORD_HEADER_BYTES) else {
+            break;
+        };
+        let h = RecordHeader::decode(hb);
+        if h.key_len as usize > MAX_KEY_BYTES || h.value_len as usize > MAX_VALUE_BYTES {
+            break;
+        }
+        let total = h.total_bytes();
+        if at + total > end {
+            break;
+        }
+        let body_len = layout::RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize;
+        let Ok(body) = pool.pm.slice(at + 4, body_len) else {
+            break;
+        };
+        if layout::record_crc(body) != h.crc {
+            break;
+        }
+        visit(&WalkedRecord {
+            offset: at,
+            header: h,
+        });
+        at += total;
+    }
+    at
+}
+
+impl Lane {
+    pub fn new(id: u8, max_seq_seen: u64, to_recover: Option<u32>) -> Lane {
+        Lane {
+            id,
+            counter: AtomicU64::new((max_seq_seen & COUNTER_MASK) + 1),
+            ready: AtomicBool::new(to_recover.is_none()),
+            state: parking_lot::Mutex::new(LaneState {
+                segment: None,
+                tail: 0,
+                end: 0,
+                to_recover,
+            }),
+        }
+    }
+
+    /// Walks the active segment left by the previous run, if not done yet.
+    pub fn recover(&self, pool: &Pool) {
+        if self.ready.load(Ordering::Acquire) {
+            return;
+        }
+        let mut st = self.state.lock();
+        if let Some(seg) = st.to_recover.take() {
+            let lane = self.id as u64;
+            let mut max = 0;
+            let tail = walk_segment(pool, seg, |r| {
+                if r.header.seq >> 56 == lane {
+                    max = max.max(r.header.seq & COUNTER_MASK);
+                }
+            });
+            self.counter.fetch_max(max + 1, Ordering::AcqRel);
+            st.segment = Some(seg);
+            st.tail = tail;
+            st.end = pool.segment_offset(seg) + pool.segment_bytes;
+        }
+        self.ready.store(true, Ordering::Release);
+    }
+
+    /// A fresh sequence number of this lane.
+    #[inline]
+    pub fn next_seq(&self, pool: &Pool) -> u64 {
+        self.recover(pool);
+        ((self.id as u64) << 56) | (self.counter.fetch_add(1, Ordering::Relaxed) & COUNTER_MASK)
+    }
+
+    /// Appends a record of `total` bytes: `write(at)` must store it and flush
+    /// it; this issues the fence. Returns the record offset and, when the
+    /// append sealed the previous active segment, that segment.
+    pub fn append(
+        &self,
+        pool: &Pool,
+        total: u64,
+        write: impl FnOnce(u64),
+    ) -> Result<(u64, Option<u32>)> {
+        self.recover(pool);
+        let mut st = self.state.lock();
+        let mut sealed = None;
+        if st.segment.is_none() || st.tail + total > st.end {
+            let header = SegmentHeader {
+                kind: SegmentKind::Log,
+                lane_or_depth: self.id as u32,
+                run_segments: 1,
+                base_seq_or_prefix: self.counter.load(Ordering::Acquire),
+            };
+            let seg = pool.allocate(header)?;
+            if let Some(old) = st.segment.replace(seg) {
+                pool.segments[old as usize]
+                    .sealed
+                    .store(true, Ordering::SeqCst);
+                sealed = Some(old);
+            }
+            st.tail = pool.segment_offset(seg) + layout::SEGMENT_HEADER_BYTES;
+            st.end = pool.segment_offset(seg) + pool.segment_bytes;
+        }
+        let at = st.tail;
+        write(at);
+        // Persist point: the record is durable before any slot names it, and
+        // before the next record of this lane is written.
+        pool.pm.fence();
+        st.tail = at + total;
+        // Count the record live before the segment can be sealed by the next
+        // append; the caller takes it back if the record is never published.
+        pool.segments[pool.segment_of(at) as usize]
+            .live_bytes
+            .fetch_add(total, Ordering::SeqCst);
+        Ok((at, sealed))
+    }
+
+    /// The active segment, if any.
+    pub fn active_segment(&self) -> Option<u32> {
+        let st = self.state.lock();
+        st.segment.or(st.to_recover)
+    }
+}

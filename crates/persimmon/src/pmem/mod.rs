@@ -1,0 +1,544 @@
+//! The pmem layer: the only code that maps the pool and writes into it.
+//!
+//! Everything above this module names pool locations by [`PmOffset`]-style
+//! `u64` offsets and goes through the methods here to store, flush and fence.
+//! That single door is what lets the crash simulator (a [`PersistObserver`])
+//! see every persist, and what keeps all `unsafe` of the engine in one place.
+//!
+//! Invariants:
+//! - The mapping starts at a fixed address for the life of the `PmemFile`:
+//!   address space for `reserved_bytes` is reserved at open (`PROT_NONE`), and
+//!   growth maps new file space *in place* after the current end, so offsets
+//!   and references handed out earlier stay valid while the pool grows.
+//! - `mapped_bytes` only grows, and only after the new range is mapped; every
+//!   access is bounds-checked against it.
+//! - A byte range returned by [`PmemFile::slice`] is only read; the engine's
+//!   protocols (append-only records, epoch-protected reuse) guarantee no one
+//!   writes it while the view is alive.
+//! - Durability: after `write*` + `flush` of a range and a later `fence` on
+//!   the same thread, the range is in the persistence domain (for
+//!   [`Durability::Msync`], `fence` runs `msync` on the ranges flushed since
+//!   the last fence).
+
+pub mod counters;
+pub mod cpu;
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+pub use counters::{process_counters, thread_counters, PmemCounters};
+pub use cpu::{FlushInstruction, NtCopy, CACHE_LINE_BYTES};
+
+/// Writes at least this long go through non-temporal stores.
+pub const NT_THRESHOLD_BYTES: usize = 256;
+
+/// How far a persisted write survives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// DAX mapping with `MAP_SYNC` (or eADR): flushed data survives power loss.
+    PowerFail,
+    /// tmpfs or page cache: data survives a process crash, not power loss.
+    ProcessCrash,
+    /// Regular file: every fence runs `msync`, so data survives power loss
+    /// (slowly).
+    Msync,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::PowerFail => "power-fail",
+            Durability::ProcessCrash => "process-crash",
+            Durability::Msync => "msync",
+        }
+    }
+}
+
+/// Sees every store, flush and fence the engine issues on one pool.
+///
+/// The crash simulator implements this to keep a model of what is durable.
+/// Offsets are pool offsets; `data` is what was just stored there.
+pub trait PersistObserver: Send + Sync {
+    /// A regular (cached) store of `data` at `offset`.
+    fn store(&self, offset: u64, data: &[u8]);
+    /// A non-temporal store of `data` at `offset` (durable at the next fence).
+    fn nt_store(&self, offset: u64, data: &[u8]);
+    /// A write-back of the cache line containing `offset`.
+    fn flush(&self, offset: u64);
+    /// A store fence.
+    fn fence(&self);
+}
+
+/// A pool file mapped into memory.
+pub struct PmemFile {
+    file: File,
+    base: NonNull<u8>,
+    reserved_bytes: u64,
+    mapped_bytes: AtomicU64,
+    grow_lock: parking_lot::Mutex<()>,
+    durability: Durability,
+    map_sync: bool,
+    flush: FlushInstruction,
+    nt: NtCopy,
+    observer: Option<Arc<dyn PersistObserver>>,
+}
+
+// SAFETY: the raw base pointer refers to a shared file mapping that lives as
+// long as `self`; all mutation goes through atomics or through ranges whose
+// exclusive use the engine's protocols guarantee (see module invariants).
+unsafe impl Send for PmemFile {}
+// SAFETY: as above; concurrent access is to disjoint ranges or via atomics.
+unsafe impl Sync for PmemFile {}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const PAGE_BYTES: u64 = 4096;
+
+thread_local! {
+    /// Page ranges flushed since this thread's last fence (msync durability).
+    static MSYNC_PENDING: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl PmemFile {
+    /// Maps `file` (already locked and validated by the caller) with address
+    /// space reserved for `reserve_bytes`.
+    pub fn map(
+        file: File,
+        reserve_bytes: u64,
+        eadr: bool,
+        observer: Option<Arc<dyn PersistObserver>>,
+    ) -> Result<PmemFile> {
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::io("stat pool file", e))?
+            .len();
+        let reserve = reserve_bytes.max(file_len).div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        let fd = file.as_raw_fd();
+        // SAFETY: anonymous PROT_NONE reservation; no memory is touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                reserve as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(Error::io(
+                format!("reserve {reserve} bytes of address space"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let base = NonNull::new(base as *mut u8).expect("mmap returned null");
+        let map_sync = probe_map_sync(fd);
+        let durability = if map_sync || eadr {
+            Durability::PowerFail
+        } else if is_tmpfs(fd) {
+            Durability::ProcessCrash
+        } else {
+            Durability::Msync
+        };
+        let pm = PmemFile {
+            file,
+            base,
+            reserved_bytes: reserve,
+            mapped_bytes: AtomicU64::new(0),
+            grow_lock: parking_lot::Mutex::new(()),
+            durability,
+            map_sync,
+            flush: if eadr {
+                FlushInstruction::None
+            } else {
+                cpu::detect_flush()
+            },
+            nt: cpu::detect_nt(),
+            observer,
+        };
+        pm.map_range(0, file_len)?;
+        pm.mapped_bytes.store(file_len, Ordering::Release);
+        Ok(pm)
+    }
+
+    fn map_range(&self, from: u64, to: u64) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        let flags = if self.map_sync {
+            libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC | libc::MAP_FIXED
+        } else {
+            libc::MAP_SHARED | libc::MAP_FIXED
+        };
+        // SAFETY: `from..to` lies inside our reservation (checked by callers
+        // against `reserved_bytes`) and is currently PROT_NONE, so MAP_FIXED
+        // replaces only our own reservation, never memory in use.
+        let p = unsafe {
+            libc::mmap(
+                self.base.as_ptr().add(from as usize) as *mut libc::c_void,
+                (to - from) as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                self.file.as_raw_fd(),
+                from as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::io(
+                format!("map pool bytes {from}..{to}"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Extends the file to `new_len` bytes and maps the new part in place.
+    /// Readers of the existing part are never paused. Returns the new length.
+    pub fn grow(&self, new_len: u64) -> Result<u64> {
+        let _g = self.grow_lock.lock();
+        let old = self.len();
+        if new_len <= old {
+            return Ok(old);
+        }
+        if new_len > self.reserved_bytes {
+            return Err(Error::InvalidOptions(format!(
+                "cannot grow pool to {new_len} bytes: only {} bytes of address space reserved",
+                self.reserved_bytes
+            )));
+        }
+        // SAFETY: plain syscall on our own descriptor.
+        let rc = unsafe {
+            libc::posix_fallocate(
+                self.file.as_raw_fd(),
+                old as libc::off_t,
+                (new_len - old) as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            // Give back anything half-allocated so the file stays a whole
+            // number of segments.
+            let _ = self.file.set_len(old);
+            return Err(Error::io(
+                format!("extend pool file from {old} to {new_len} bytes"),
+                std::io::Error::from_raw_os_error(rc),
+            ));
+        }
+        self.map_range(old, new_len)?;
+        self.mapped_bytes.store(new_len, Ordering::Release);
+        Ok(new_len)
+    }
+
+    /// Bytes currently mapped (the file length).
+    #[inline]
+    pub fn len(&self) -> u64 {
+        self.mapped_bytes.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reserved_bytes
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    pub fn flush_instruction(&self) -> FlushInstruction {
+        self.flush
+    }
+
+    pub fn nt_copy(&self) -> NtCopy {
+        self.nt
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    #[inline(always)]
+    fn check(&self, offset: u64, len: usize) {
+        let end = offset.checked_add(len as u64);
+        assert!(
+            matches!(end, Some(e) if e <= self.len()),
+            "pmem access {offset:#x}+{len} outside the mapped {} bytes",
+            self.len()
+        );
+    }
+
+    #[inline(always)]
+    fn ptr(&self, offset: u64) -> *mut u8 {
+        // SAFETY: callers have bounds-checked `offset` against the mapping.
+        unsafe { self.base.as_ptr().add(offset as usize) }
+    }
+
+    /// A read-only view of `len` bytes at `offset`, or a corruption error if
+    /// the range is outside the pool (offsets read from media are untrusted).
+    #[inline]
+    pub fn slice(&self, offset: u64, len: usize) -> Result<&[u8]> {
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.len() => {
+                // SAFETY: in bounds of the live mapping, which outlives `&self`;
+                // the engine never writes a range while views of it are live
+                // (append-only records, epoch-deferred reuse).
+                Ok(unsafe { std::slice::from_raw_parts(self.ptr(offset), len) })
+            }
+            _ => Err(Error::corruption(
+                offset,
+                format!("range of {len} bytes runs past the pool end {}", self.len()),
+            )),
+        }
+    }
+
+    /// The 8-byte word at `offset` (8-aligned) as an atomic.
+    #[inline(always)]
+    fn atomic(&self, offset: u64) -> &AtomicU64 {
+        self.check(offset, 8);
+        assert!(offset % 8 == 0, "unaligned atomic at {offset:#x}");
+        // SAFETY: in bounds, 8-byte aligned (the mapping is page aligned) and
+        // the mapping outlives `&self`; AtomicU64 has the layout of u64.
+        unsafe { &*(self.ptr(offset) as *const AtomicU64) }
+    }
+
+    /// Atomic load (acquire) of the 8-byte word at `offset`.
+    #[inline(always)]
+    pub fn load_u64(&self, offset: u64) -> u64 {
+        self.atomic(offset).load(Ordering::Acquire)
+    }
+
+    /// Atomic store (release) of an 8-byte word. Not durable until flushed
+    /// and fenced.
+    #[inline(always)]
+    pub fn store_u64(&self, offset: u64, value: u64) {
+        self.atomic(offset).store(value, Ordering::Release);
+        counters::add_bytes(8, false);
+        if let Some(o) = &self.observer {
+            o.store(offset, &value.to_le_bytes());
+        }
+    }
+
+    /// Compare-and-swap of an 8-byte word; `Ok(old)` when it was replaced.
+    #[inline(always)]
+    pub fn cas_u64(&self, offset: u64, current: u64, new: u64) -> Result<u64, u64> {
+        let r =
+            self.atomic(offset)
+                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire);
+        if r.is_ok() {
+            counters::add_bytes(8, false);
+            if let Some(o) = &self.observer {
+                o.store(offset, &new.to_le_bytes());
+            }
+        }
+        r
+    }
+
+    /// Regular (cached) copy of `data` to `offset`. The range must not be
+    /// visible to any reader yet. Not durable until flushed and fenced.
+    #[inline]
+    pub fn write(&self, offset: u64, data: &[u8]) {
+        self.check(offset, data.len());
+        // SAFETY: bounds checked; the engine writes only ranges it owns
+        // exclusively (fresh log space or a slot it holds the lock for).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr(offset), data.len()) };
+        counters::add_bytes(data.len() as u64, false);
+        if let Some(o) = &self.observer {
+            o.store(offset, data);
+        }
+    }
+
+    /// Copies `data` to `offset` so that one [`fence`](Self::fence) makes it
+    /// durable: non-temporal stores for writes of [`NT_THRESHOLD_BYTES`] and
+    /// more, regular stores plus flushes below that.
+    #[inline]
+    pub fn write_persistent(&self, offset: u64, data: &[u8]) {
+        if data.len() < NT_THRESHOLD_BYTES || self.nt == NtCopy::Plain {
+            self.write(offset, data);
+            self.flush(offset, data.len());
+            return;
+        }
+        self.check(offset, data.len());
+        // SAFETY: bounds checked; exclusive range as for `write`.
+        unsafe { cpu::nt_copy(self.nt, self.flush, self.ptr(offset), data) };
+        counters::add_bytes(data.len() as u64, true);
+        let head_tail_lines = lines_partial(offset, data.len());
+        if self.flush != FlushInstruction::None {
+            counters::add_flushes(head_tail_lines);
+        }
+        if let Some(o) = &self.observer {
+            o.nt_store(offset, data);
+        }
+        self.note_msync(offset, data.len());
+    }
+
+    /// Writes `len` zero bytes at `offset` so that one fence makes them durable.
+    pub fn zero_persistent(&self, offset: u64, len: usize) {
+        const CHUNK: usize = 64 << 10;
+        let zeros = [0u8; CHUNK];
+        let mut done = 0;
+        while done < len {
+            let n = CHUNK.min(len - done);
+            self.write_persistent(offset + done as u64, &zeros[..n]);
+            done += n;
+        }
+    }
+
+    /// Writes back every cache line of `offset..offset+len`.
+    #[inline]
+    pub fn flush(&self, offset: u64, len: usize) {
+        if len == 0 {
+            return;
+        }
+        self.check(offset, len);
+        let first = offset & !(CACHE_LINE_BYTES as u64 - 1);
+        let end = offset + len as u64;
+        let mut line = first;
+        let mut n = 0;
+        while line < end {
+            // SAFETY: every line start is inside the checked range's lines,
+            // which are inside the page-granular mapping.
+            unsafe { cpu::flush_line(self.flush, self.ptr(line)) };
+            if let Some(o) = &self.observer {
+                o.flush(line);
+            }
+            line += CACHE_LINE_BYTES as u64;
+            n += 1;
+        }
+        if self.flush != FlushInstruction::None {
+            counters::add_flushes(n);
+        }
+        self.note_msync(offset, len);
+    }
+
+    /// Store fence: everything flushed or stored non-temporally before it on
+    /// this thread is durable after it.
+    #[inline]
+    pub fn fence(&self) {
+        cpu::store_fence();
+        counters::add_fence();
+        if self.durability == Durability::Msync {
+            self.run_msync();
+        }
+        if let Some(o) = &self.observer {
+            o.fence();
+        }
+    }
+
+    /// `flush` then `fence`.
+    #[inline]
+    pub fn persist(&self, offset: u64, len: usize) {
+        self.flush(offset, len);
+        self.fence();
+    }
+
+    #[inline]
+    fn note_msync(&self, offset: u64, len: usize) {
+        if self.durability != Durability::Msync {
+            return;
+        }
+        let start = self.ptr(offset) as usize & !(PAGE_BYTES as usize - 1);
+        let end =
+            (self.ptr(offset) as usize + len).div_ceil(PAGE_BYTES as usize) * PAGE_BYTES as usize;
+        MSYNC_PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if let Some(last) = p.last_mut() {
+                if start <= last.1 && end >= last.0 {
+                    last.0 = last.0.min(start);
+                    last.1 = last.1.max(end);
+                    return;
+                }
+            }
+            p.push((start, end));
+        });
+    }
+
+    fn run_msync(&self) {
+        MSYNC_PENDING.with(|p| {
+            for (start, end) in p.borrow_mut().drain(..) {
+                // SAFETY: page-aligned range inside a mapping of this process;
+                // msync only writes dirty pages back to the file.
+                unsafe { libc::msync(start as *mut libc::c_void, end - start, libc::MS_SYNC) };
+            }
+        });
+    }
+}
+
+impl Drop for PmemFile {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the reservation made in `map`; no references
+        // into it outlive `self` (they borrow from it).
+        unsafe {
+            libc::munmap(
+                self.base.as_ptr() as *mut libc::c_void,
+                self.reserved_bytes as usize,
+            )
+        };
+    }
+}
+
+fn lines_partial(offset: u64, len: usize) -> u64 {
+    let line = CACHE_LINE_BYTES as u64;
+    let end = offset + len as u64;
+    (offset % line != 0) as u64 + (end % line != 0 && end / line != offset / line) as u64
+}
+
+/// Whether the file system under `fd` accepts `MAP_SYNC` (DAX).
+fn probe_map_sync(fd: i32) -> bool {
+    // SAFETY: a one-page probe mapping that is unmapped at once.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            PAGE_BYTES as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC,
+            fd,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, PAGE_BYTES as usize);
+        true
+    }
+}
+
+fn is_tmpfs(fd: i32) -> bool {
+    // SAFETY: fstatfs fills a zeroed plain-data struct.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::fstatfs(fd, &mut st) == 0 && st.f_type as i64 == TMPFS_MAGIC
+    }
+}
+
+/// Takes an exclusive, non-blocking `flock` on the pool file. Returns false
+/// when another open file description holds it.
+pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
+    // SAFETY: plain syscall on a valid descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+/// Allocates file space for `len` bytes (so a full tmpfs fails here with an
+/// error, never later with SIGBUS on a store).
+pub fn allocate_file(file: &File, len: u64) -> std::io::Result<()> {
+    // SAFETY: plain syscall on a valid descriptor.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc))
+    }
+}

@@ -1,0 +1,536 @@
+//! The pool: superblock, segments and free-space tracking.
+//!
+//! A pool file is a 4 KiB superblock followed by equal segments. Each segment
+//! starts with a 64-byte header whose first word (the state word) commits it
+//! as free, log, index or the head of a large-record run.
+//!
+//! Invariants:
+//! - The file length is always `SUPERBLOCK_BYTES + n * segment_bytes`.
+//! - A segment becomes non-free only through [`Pool::allocate`]: header body
+//!   persisted, then the state word persisted; nothing is written into the
+//!   segment before that. It becomes free through [`Pool::release`], which
+//!   persists state word 0 (continuation segments of a run first, head last).
+//! - Free-space and live-byte tables live in DRAM only; they are rebuilt
+//!   after open (headers synchronously, live bytes in the background).
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::layout::{self, HeaderState, SegmentHeader, SegmentKind, Superblock, SuperblockError};
+use crate::options::{FlushMode, Options};
+use crate::pmem::{self, PersistObserver, PmemFile};
+
+/// DRAM state of one segment.
+pub(crate) struct SegmentInfo {
+    /// `SegmentKind as u8`, or `KIND_CONTINUATION` / `KIND_DAMAGED`.
+    pub kind: AtomicU8,
+    /// Bytes of records in this segment that the index references.
+    pub live_bytes: AtomicU64,
+    /// No more records will be appended (not a lane's active segment).
+    pub sealed: AtomicBool,
+}
+
+pub(crate) const KIND_CONTINUATION: u8 = 0xC0;
+pub(crate) const KIND_DAMAGED: u8 = 0xDD;
+pub(crate) const KIND_FREEING: u8 = 0xFE;
+
+/// What the header scan at open found.
+pub(crate) struct ScanResult {
+    /// (segment index, local depth, prefix) of every index segment.
+    pub index_segments: Vec<(u32, u8, u64)>,
+    /// Per lane: the newest log segment (highest base sequence).
+    pub active_log: Vec<Option<(u32, u64)>>,
+    /// Per lane: highest base sequence over all its segments.
+    pub lane_max_seq: Vec<u64>,
+    /// Damaged headers: (segment index, reason).
+    pub damaged: Vec<(u32, String)>,
+}
+
+pub(crate) struct Pool {
+    pub pm: PmemFile,
+    pub sb: Superblock,
+    pub path: PathBuf,
+    pub segment_bytes: u64,
+    pub pool_bytes_max: u64,
+    pub segments: Vec<SegmentInfo>,
+    free: parking_lot::Mutex<BTreeSet<u32>>,
+    /// Key count recorded by the last clean close, if the pool was closed cleanly.
+    pub clean_key_count: Option<u64>,
+}
+
+fn now_unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(now_unix_secs());
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+impl Pool {
+    /// Opens `path`, creating it first when allowed. Validates the superblock
+    /// before mapping; a file that fails validation is never written.
+    pub fn open(
+        path: &Path,
+        opts: &Options,
+        observer: Option<Arc<dyn PersistObserver>>,
+    ) -> Result<(Pool, ScanResult)> {
+        validate_options(opts)?;
+        if !path.exists() {
+            if !opts.create {
+                return Err(Error::NotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            create_pool_file(path, opts)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        match pmem::try_lock_exclusive(&file) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(Error::io(format!("lock {}", path.display()), e)),
+        }
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
+            .len();
+        let sb = read_superblock(&file, path, file_len)?;
+        let seg = sb.segment_bytes;
+        if file_len < layout::SUPERBLOCK_BYTES + seg
+            || (file_len - layout::SUPERBLOCK_BYTES) % seg != 0
+        {
+            return Err(Error::Truncated {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "{file_len} bytes is not the 4096-byte superblock plus a whole number of {seg}-byte segments"
+                ),
+            });
+        }
+        let pool_bytes_max = opts.pool_bytes_max.max(file_len);
+        let pm = PmemFile::map(
+            file,
+            pool_bytes_max,
+            opts.flush_mode == FlushMode::Eadr,
+            observer,
+        )?;
+        let max_segments = ((pool_bytes_max - layout::SUPERBLOCK_BYTES) / seg) as usize;
+        let segments = (0..max_segments)
+            .map(|_| SegmentInfo {
+                kind: AtomicU8::new(SegmentKind::Free as u8),
+                live_bytes: AtomicU64::new(0),
+                sealed: AtomicBool::new(false),
+            })
+            .collect();
+        let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
+        let mut pool = Pool {
+            pm,
+            sb,
+            path: path.to_path_buf(),
+            segment_bytes: seg,
+            pool_bytes_max,
+            segments,
+            free: parking_lot::Mutex::new(BTreeSet::new()),
+            clean_key_count: (clean_state & 1 == 1).then_some(clean_state >> 1),
+        };
+        let scan = pool.scan_headers();
+        // From here on the pool is open: a crash must not be taken for a clean close.
+        pool.pm.store_u64(layout::SB_CLEAN_STATE, 0);
+        pool.pm.persist(layout::SB_CLEAN_STATE, 8);
+        Ok((pool, scan))
+    }
+
+    /// Number of segments the file holds now.
+    pub fn segment_count(&self) -> u32 {
+        ((self.pm.len() - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32
+    }
+
+    #[inline]
+    pub fn segment_offset(&self, index: u32) -> u64 {
+        layout::SUPERBLOCK_BYTES + index as u64 * self.segment_bytes
+    }
+
+    /// Segment index holding pool offset `offset` (which must be past the superblock).
+    #[inline]
+    pub fn segment_of(&self, offset: u64) -> u32 {
+        ((offset - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32
+    }
+
+    pub fn kind(&self, index: u32) -> u8 {
+        self.segments[index as usize].kind.load(Ordering::Acquire)
+    }
+
+    fn scan_headers(&mut self) -> ScanResult {
+        let lanes = 256;
+        let mut r = ScanResult {
+            index_segments: Vec::new(),
+            active_log: vec![None; lanes],
+            lane_max_seq: vec![0; lanes],
+            damaged: Vec::new(),
+        };
+        let n = self.segment_count();
+        let mut free = BTreeSet::new();
+        let mut i = 0;
+        while i < n {
+            let off = self.segment_offset(i);
+            let header = self
+                .pm
+                .slice(off, 64)
+                .expect("segment header inside the file");
+            let info = &self.segments[i as usize];
+            match SegmentHeader::decode(header) {
+                HeaderState::Free => {
+                    free.insert(i);
+                }
+                HeaderState::Damaged(why) => {
+                    info.kind.store(KIND_DAMAGED, Ordering::Relaxed);
+                    r.damaged.push((i, why));
+                }
+                HeaderState::Valid(h) => match h.kind {
+                    SegmentKind::Index => {
+                        info.kind.store(SegmentKind::Index as u8, Ordering::Relaxed);
+                        r.index_segments
+                            .push((i, h.lane_or_depth as u8, h.base_seq_or_prefix));
+                    }
+                    SegmentKind::Log | SegmentKind::Large => {
+                        let lane = (h.lane_or_depth as usize).min(lanes - 1);
+                        info.kind.store(h.kind as u8, Ordering::Relaxed);
+                        info.sealed.store(true, Ordering::Relaxed);
+                        r.lane_max_seq[lane] = r.lane_max_seq[lane].max(h.base_seq_or_prefix);
+                        if h.kind == SegmentKind::Log
+                            && r.active_log[lane].is_none_or(|(_, s)| h.base_seq_or_prefix >= s)
+                        {
+                            r.active_log[lane] = Some((i, h.base_seq_or_prefix));
+                        }
+                        if h.kind == SegmentKind::Large {
+                            let run = h.run_segments.max(1).min(n - i);
+                            for c in 1..run {
+                                self.segments[(i + c) as usize]
+                                    .kind
+                                    .store(KIND_CONTINUATION, Ordering::Relaxed);
+                            }
+                            i += run;
+                            continue;
+                        }
+                    }
+                    SegmentKind::Free => {
+                        free.insert(i);
+                    }
+                },
+            }
+            i += 1;
+        }
+        *self.free.lock() = free;
+        r
+    }
+
+    /// Allocates `run` contiguous segments (1 for log and index segments),
+    /// growing the file if needed, and commits `header` on the first one.
+    pub fn allocate(&self, header: SegmentHeader) -> Result<u32> {
+        let first = self.reserve(header.run_segments.max(1))?;
+        self.commit(first, header);
+        Ok(first)
+    }
+
+    /// Takes `run` contiguous free segments without writing anything: on
+    /// media they stay free until [`commit`](Self::commit). The caller may
+    /// fill them first (an index segment's buckets must be durable before its
+    /// header names it).
+    pub fn reserve(&self, run: u32) -> Result<u32> {
+        self.take_free_run(run)
+    }
+
+    /// Commits `header` on reserved segment `first`.
+    pub fn commit(&self, first: u32, header: SegmentHeader) {
+        let run = header.run_segments.max(1);
+        let off = self.segment_offset(first);
+        let body = header.encode_body();
+        self.pm.write(off + 8, &body);
+        self.pm.flush(off + 8, body.len());
+        // Persist point: header body durable before the state word names it.
+        self.pm.fence();
+        self.pm.store_u64(off, header.state_word(&body));
+        self.pm.flush(off, 8);
+        // Persist point: the segment is now owned (kind durable).
+        self.pm.fence();
+        for c in 0..run {
+            let info = &self.segments[(first + c) as usize];
+            info.live_bytes.store(0, Ordering::Relaxed);
+            info.sealed.store(false, Ordering::Relaxed);
+            let k = if c == 0 {
+                header.kind as u8
+            } else {
+                KIND_CONTINUATION
+            };
+            info.kind.store(k, Ordering::Release);
+        }
+    }
+
+    fn take_free_run(&self, run: u32) -> Result<u32> {
+        let mut free = self.free.lock();
+        loop {
+            if let Some(first) = find_run(&free, run) {
+                for c in 0..run {
+                    free.remove(&(first + c));
+                }
+                return Ok(first);
+            }
+            // Grow: at least what is missing, at least 1/8 of the pool, at
+            // least 16 segments; never past the maximum.
+            let have = self.segment_count();
+            let cap =
+                ((self.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32;
+            if have >= cap {
+                return Err(Error::PoolFull {
+                    pool_bytes_max: self.pool_bytes_max,
+                });
+            }
+            let want = (have / 8).max(16).max(run).min(cap - have);
+            let new_len = self.segment_offset(have + want);
+            self.pm.grow(new_len).map_err(|e| match e {
+                Error::Io { ref source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
+                    Error::PoolFull {
+                        pool_bytes_max: self.pm.len(),
+                    }
+                }
+                other => other,
+            })?;
+            for s in have..have + want {
+                free.insert(s);
+            }
+        }
+    }
+
+    /// Returns a segment (or a large run) to the free set. The caller
+    /// guarantees nothing references it and no reader can still see it.
+    pub fn release(&self, first: u32) {
+        let info = &self.segments[first as usize];
+        let mut run = 1;
+        while (first + run) < self.segment_count() && self.kind(first + run) == KIND_CONTINUATION {
+            run += 1;
+        }
+        // Continuation segments hold record bytes where a header would be:
+        // clear their state words first, so a crash never leaves one of them
+        // looking like a header while the head is already free.
+        for c in (1..run).rev() {
+            let off = self.segment_offset(first + c);
+            self.pm.store_u64(off, 0);
+            self.pm.flush(off, 8);
+        }
+        if run > 1 {
+            // Persist point: continuation state words are 0.
+            self.pm.fence();
+        }
+        let off = self.segment_offset(first);
+        self.pm.store_u64(off, 0);
+        self.pm.flush(off, 8);
+        // Persist point: the segment (run) is free.
+        self.pm.fence();
+        let mut free = self.free.lock();
+        for c in 0..run {
+            let i = &self.segments[(first + c) as usize];
+            i.live_bytes.store(0, Ordering::Relaxed);
+            i.sealed.store(false, Ordering::Relaxed);
+            i.kind.store(SegmentKind::Free as u8, Ordering::Release);
+            free.insert(first + c);
+        }
+        drop(free);
+        let _ = info;
+    }
+
+    pub fn free_segment_count(&self) -> u32 {
+        self.free.lock().len() as u32
+    }
+
+    /// Records the key count as of a clean close (bit 0 = clean).
+    pub fn mark_clean(&self, keys: u64) {
+        self.pm.store_u64(layout::SB_CLEAN_STATE, (keys << 1) | 1);
+        // Persist point: a later open trusts this key count.
+        self.pm.persist(layout::SB_CLEAN_STATE, 8);
+    }
+}
+
+fn find_run(free: &BTreeSet<u32>, run: u32) -> Option<u32> {
+    if run == 1 {
+        return free.iter().next().copied();
+    }
+    let mut start = None;
+    let mut len = 0;
+    let mut prev = None;
+    for &s in free {
+        if prev.is_some_and(|p: u32| p + 1 == s) {
+            len += 1;
+        } else {
+            start = Some(s);
+            len = 1;
+        }
+        if len == run {
+            return start;
+        }
+        prev = Some(s);
+    }
+    None
+}
+
+fn validate_options(opts: &Options) -> Result<()> {
+    if !layout::valid_segment_bytes(opts.segment_bytes) {
+        return Err(Error::InvalidOptions(format!(
+            "segment_bytes {} must be a power of two between {} and {}",
+            opts.segment_bytes,
+            layout::MIN_SEGMENT_BYTES,
+            layout::MAX_SEGMENT_BYTES
+        )));
+    }
+    if opts.lanes == 0 || opts.lanes > 255 {
+        return Err(Error::InvalidOptions(format!(
+            "lanes {} must be in 1..=255",
+            opts.lanes
+        )));
+    }
+    let min = layout::SUPERBLOCK_BYTES + 2 * opts.segment_bytes;
+    if opts.pool_bytes_max < min {
+        return Err(Error::InvalidOptions(format!(
+            "pool_bytes_max {} is below the minimum of {min} (superblock and two segments)",
+            opts.pool_bytes_max
+        )));
+    }
+    if opts.pool_bytes_max > Slot_MAX_POOL {
+        return Err(Error::InvalidOptions(format!(
+            "pool_bytes_max {} exceeds what a slot can address ({Slot_MAX_POOL})",
+            opts.pool_bytes_max
+        )));
+    }
+    Ok(())
+}
+
+#[allow(non_upper_case_globals)]
+const Slot_MAX_POOL: u64 = layout::Slot::MAX_OFFSET;
+
+fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock> {
+    if file_len < layout::SB_FIXED_BYTES as u64 {
+        if file_len >= 8 {
+            let mut magic = [0u8; 8];
+            file.read_exact_at(&mut magic, 0)
+                .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+            if magic == layout::MAGIC {
+                return Err(Error::Truncated {
+                    path: path.to_path_buf(),
+                    detail: format!("only {file_len} bytes, shorter than the superblock"),
+                });
+            }
+        }
+        return Err(Error::NotAPool {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut buf = [0u8; layout::SB_FIXED_BYTES];
+    file.read_exact_at(&mut buf, 0)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    Superblock::decode(&buf).map_err(|e| match e {
+        SuperblockError::Short | SuperblockError::BadMagic => Error::NotAPool {
+            path: path.to_path_buf(),
+        },
+        SuperblockError::Damaged(detail) => Error::CorruptSuperblock {
+            path: path.to_path_buf(),
+            detail,
+        },
+        SuperblockError::Version(found) => Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: layout::FORMAT_VERSION,
+        },
+    })
+}
+
+/// Creates a new pool at `path`: built under a temporary name, synced, then
+/// renamed into place, so a crash during creation never leaves a half-made
+/// pool under the real name.
+fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
+    let seg = opts.segment_bytes;
+    let initial = opts
+        .pool_bytes_initial
+        .clamp(layout::SUPERBLOCK_BYTES + 2 * seg, opts.pool_bytes_max);
+    let segments = (initial - layout::SUPERBLOCK_BYTES) / seg;
+    let len = layout::SUPERBLOCK_BYTES + segments * seg;
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".creating.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(format!("create {}", tmp.display()), e))?;
+    let result = (|| {
+        pmem::allocate_file(&file, len)
+            .map_err(|e| Error::io(format!("allocate {len} bytes for {}", tmp.display()), e))?;
+        let pm = PmemFile::map(
+            file.try_clone()
+                .map_err(|e| Error::io("duplicate pool descriptor", e))?,
+            len,
+            opts.flush_mode == FlushMode::Eadr,
+            None,
+        )?;
+        let sb = Superblock {
+            format_version: layout::FORMAT_VERSION,
+            segment_bytes: seg,
+            hash_seed: random_u64(),
+            pool_id: {
+                let mut id = [0u8; 16];
+                id[..8].copy_from_slice(&random_u64().to_le_bytes());
+                id[8..].copy_from_slice(&random_u64().rotate_left(17).to_le_bytes());
+                id
+            },
+            created_unix_secs: now_unix_secs(),
+            flags: 0,
+        };
+        let bytes = sb.encode();
+        pm.write(0, &bytes);
+        pm.persist(0, bytes.len());
+        drop(pm);
+        file.sync_all()
+            .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
+        // A hard link creates the name only if it is absent: two processes
+        // creating the same pool at once end up sharing the first one.
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(Error::io(
+                    format!("link {} to {}", tmp.display(), path.display()),
+                    e,
+                ))
+            }
+        }
+        let _ = std::fs::remove_file(&tmp);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
