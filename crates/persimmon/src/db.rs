@@ -587,13 +587,15 @@ impl Engine {
             }
             let pm = &self.pool.pm;
             let mut found = None;
-            let mut free: Vec<(u64, u64)> = Vec::new();
+            let mut free = [(0u64, 0u64); 2 * layout::SLOTS_PER_BUCKET];
+            let mut free_count = 0;
             for bucket in probe {
                 for addr in index::slot_offsets(bucket) {
                     let v = pm.load_u64(addr);
                     let s = Slot(v);
                     if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
-                        free.push((addr, v));
+                        free[free_count] = (addr, v);
+                        free_count += 1;
                         continue;
                     }
                     if s.is_marker() || s.fingerprint() != fp || found.is_some() {
@@ -609,7 +611,7 @@ impl Engine {
                     }
                 }
             }
-            match body(&seg, observed, found, &free, &guard)? {
+            match body(&seg, observed, found, &free[..free_count], &guard)? {
                 Locked::Done(r) => return Ok(r),
                 Locked::Split(seg) => {
                     drop(lock);
@@ -644,8 +646,8 @@ impl Engine {
         let total = layout::record_bytes(key.len(), value.len());
         let pm = &self.pool.pm;
         let write = |at: u64| {
-            if total <= 4096 {
-                let mut buf = [0u8; 4096];
+            if total <= 512 {
+                let mut buf = [0u8; 512];
                 let n = RECORD_HEADER_BYTES + key.len() + value.len();
                 buf[..RECORD_HEADER_BYTES].copy_from_slice(&header);
                 buf[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key.len()].copy_from_slice(key);
@@ -803,7 +805,7 @@ impl Engine {
         pm.flush(f.addr, 8);
         // Persist point: the delete is durable (a marker reads as absent).
         pm.fence();
-        pm.store_u64(f.addr, 0);
+        pm.store_u64(f.addr, Slot::EMPTY.0);
         self.account(
             lane_index,
             f.addr,

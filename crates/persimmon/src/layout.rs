@@ -279,8 +279,6 @@ pub fn record_crc(record_after_crc: &[u8]) -> u32 {
 pub const SLOT_BYTES: u64 = 8;
 pub const SLOTS_PER_BUCKET: usize = 8;
 pub const BUCKET_BYTES: u64 = 64;
-/// Buckets a key may live in: its home bucket and the next one.
-pub const PROBE_BUCKETS: u64 = 2;
 
 /// A slot word: `fingerprint:16 | record offset / 8 : 47 | persist:1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -491,6 +489,75 @@ mod tests {
         assert_eq!(record_bytes(8, 64), 96);
         assert_eq!(record_bytes(3, 5), 32);
         assert_eq!(record_bytes(0, 0), 24);
+    }
+
+    /// Rows `| offset | bytes | field |` of the table between
+    /// `<!-- layout:NAME -->` and `<!-- /layout -->` in docs/design.md.
+    fn design_table(name: &str) -> Vec<(u64, String)> {
+        let doc = include_str!("../../../docs/design.md");
+        let start = doc
+            .find(&format!("<!-- layout:{name} -->"))
+            .unwrap_or_else(|| panic!("table {name} missing from docs/design.md"));
+        let body = &doc[start..];
+        let body = &body[..body.find("<!-- /layout -->").expect("table end")];
+        body.lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let first = cells.get(1)?;
+                let offset = first.split('–').next()?.parse::<u64>().ok()?;
+                Some((offset, cells.get(3).map(|c| c.to_string()).unwrap_or_default()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn design_doc_tables_match_code() {
+        let sb: Vec<u64> = design_table("superblock").iter().map(|r| r.0).collect();
+        assert_eq!(
+            sb,
+            vec![
+                SB_MAGIC as u64,
+                SB_FORMAT_VERSION as u64,
+                SB_SUPERBLOCK_BYTES as u64,
+                SB_SEGMENT_BYTES as u64,
+                SB_HASH_SEED as u64,
+                SB_POOL_ID as u64,
+                SB_CREATED_UNIX_SECS as u64,
+                SB_FLAGS as u64,
+                SB_CRC as u64,
+                SB_CLEAN_STATE,
+            ]
+        );
+        let seg: Vec<u64> = design_table("segment").iter().map(|r| r.0).collect();
+        assert_eq!(
+            seg,
+            vec![
+                SEG_STATE as u64,
+                SEG_LANE_OR_DEPTH as u64,
+                SEG_RUN_SEGMENTS as u64,
+                SEG_BASE_SEQ_OR_PREFIX as u64,
+                24
+            ]
+        );
+        let rec: Vec<u64> = design_table("record").iter().map(|r| r.0).collect();
+        assert_eq!(
+            rec,
+            vec![
+                REC_CRC as u64,
+                REC_KEY_LEN as u64,
+                REC_VALUE_LEN as u64,
+                REC_FLAGS as u64,
+                REC_SEQ as u64,
+                RECORD_HEADER_BYTES as u64
+            ]
+        );
+        // Slot bit fields: fingerprint from bit 48, offset/8 from bit 1, persist bit 0.
+        let slot: Vec<u64> = design_table("slot").iter().map(|r| r.0).collect();
+        assert_eq!(slot, vec![48, 1, 0]);
+        let s = Slot::new(0xFFFF, 8 * 3, true);
+        assert_eq!(s.0 >> 48, 0xFFFF);
+        assert_eq!((s.0 >> 1) & ((1 << 47) - 1), 3);
+        assert_eq!(s.0 & 1, 1);
     }
 
     #[test]

@@ -49,7 +49,6 @@ struct LaneState {
 
 /// One record met by [`walk_segment`].
 pub(crate) struct WalkedRecord {
-    pub offset: u64,
     pub header: RecordHeader,
 }
 
@@ -79,7 +78,6 @@ pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&Walke
             break;
         }
         visit(&WalkedRecord {
-            offset: at,
             header: h,
         });
         at += total;
@@ -172,11 +170,5 @@ impl Lane {
             .live_bytes
             .fetch_add(total, Ordering::SeqCst);
         Ok((at, sealed))
-    }
-
-    /// The active segment, if any.
-    pub fn active_segment(&self) -> Option<u32> {
-        let st = self.state.lock();
-        st.segment.or(st.to_recover)
     }
 }

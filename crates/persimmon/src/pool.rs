@@ -356,9 +356,6 @@ impl Pool {
         let _ = info;
     }
 
-    pub fn free_segment_count(&self) -> u32 {
-        self.free.lock().len() as u32
-    }
 
     /// Records the key count as of a clean close (bit 0 = clean).
     pub fn mark_clean(&self, keys: u64) {
