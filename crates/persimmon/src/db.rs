@@ -458,7 +458,7 @@ impl Engine {
     /// Decodes and sanity-checks the record header at `offset` (an offset
     /// read from a slot, so untrusted).
     fn record_header(&self, offset: u64) -> Result<RecordHeader> {
-        if offset < layout::SUPERBLOCK_BYTES || offset % layout::RECORD_ALIGN != 0 {
+        if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
             return Err(Error::corruption(
                 offset,
                 "slot names an impossible record offset",

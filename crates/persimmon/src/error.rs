@@ -36,7 +36,7 @@ pub enum Error {
         supported: u32,
     },
     /// Another process (or another `Db` in this process) has the pool open.
-    #[error("{path}: pool is in use by another process (file lock held)")]
+    #[error("{path}: pool is already open (another process, or another Db in this one, holds its file lock)")]
     Locked { path: PathBuf },
     /// The pool file does not exist and `Options::create` is false.
     #[error("{path}: pool does not exist")]

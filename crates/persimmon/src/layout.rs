@@ -292,7 +292,7 @@ impl Slot {
 
     #[inline]
     pub fn new(fingerprint: u16, record_offset: u64, persist: bool) -> Slot {
-        debug_assert!(record_offset % 8 == 0 && record_offset <= Self::MAX_OFFSET);
+        debug_assert!(record_offset.is_multiple_of(8) && record_offset <= Self::MAX_OFFSET);
         Slot(((fingerprint as u64) << 48) | ((record_offset >> 3) << 1) | persist as u64)
     }
 
@@ -362,8 +362,8 @@ pub fn put_u64(b: &mut [u8], at: usize, v: u64) {
 const _: () = assert!(SLOT_BYTES as usize == std::mem::size_of::<u64>());
 const _: () = assert!(BUCKET_BYTES == SLOT_BYTES * SLOTS_PER_BUCKET as u64);
 const _: () = assert!(SEGMENT_HEADER_BYTES == BUCKET_BYTES);
-const _: () = assert!(SB_CLEAN_STATE as usize >= SB_FIXED_BYTES && SB_CLEAN_STATE % 64 == 0);
-const _: () = assert!(RECORD_HEADER_BYTES % RECORD_ALIGN as usize == 0);
+const _: () = assert!(SB_CLEAN_STATE as usize >= SB_FIXED_BYTES && SB_CLEAN_STATE.is_multiple_of(64));
+const _: () = assert!(RECORD_HEADER_BYTES.is_multiple_of(RECORD_ALIGN as usize));
 
 #[cfg(test)]
 mod tests {

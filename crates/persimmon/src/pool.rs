@@ -116,7 +116,7 @@ impl Pool {
         let sb = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
         if file_len < layout::SUPERBLOCK_BYTES + seg
-            || (file_len - layout::SUPERBLOCK_BYTES) % seg != 0
+            || !(file_len - layout::SUPERBLOCK_BYTES).is_multiple_of(seg)
         {
             return Err(Error::Truncated {
                 path: path.to_path_buf(),
@@ -465,7 +465,8 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
     let initial = opts
         .pool_bytes_initial
         .clamp(layout::SUPERBLOCK_BYTES + 2 * seg, opts.pool_bytes_max);
-    let segments = (initial - layout::SUPERBLOCK_BYTES) / seg;
+    let segments = ((initial - layout::SUPERBLOCK_BYTES).div_ceil(seg))
+        .min((opts.pool_bytes_max - layout::SUPERBLOCK_BYTES) / seg);
     let len = layout::SUPERBLOCK_BYTES + segments * seg;
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".creating.{}", std::process::id()));

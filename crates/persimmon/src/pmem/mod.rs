@@ -300,7 +300,7 @@ impl PmemFile {
     #[inline(always)]
     fn atomic(&self, offset: u64) -> &AtomicU64 {
         self.check(offset, 8);
-        assert!(offset % 8 == 0, "unaligned atomic at {offset:#x}");
+        assert!(offset.is_multiple_of(8), "unaligned atomic at {offset:#x}");
         // SAFETY: in bounds, 8-byte aligned (the mapping is page aligned) and
         // the mapping outlives `&self`; AtomicU64 has the layout of u64.
         unsafe { &*(self.ptr(offset) as *const AtomicU64) }
@@ -484,7 +484,7 @@ impl Drop for PmemFile {
 fn lines_partial(offset: u64, len: usize) -> u64 {
     let line = CACHE_LINE_BYTES as u64;
     let end = offset + len as u64;
-    (offset % line != 0) as u64 + (end % line != 0 && end / line != offset / line) as u64
+    !offset.is_multiple_of(line) as u64 + (!end.is_multiple_of(line) && end / line != offset / line) as u64
 }
 
 /// Whether the file system under `fd` accepts `MAP_SYNC` (DAX).

@@ -1,0 +1,167 @@
+//! Command-line syntax (clap derive). The help texts here are the user
+//! documentation of the command; keep them in step with the code.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::size::parse_bytes;
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success; 1 key not found (get, del); 2 error (bad input, \
+unreadable file, not a pool, pool in use, ...); 3 check found the pool \
+inconsistent. Errors are printed on stderr as `persimmon: <error>`.";
+
+const FORMAT_HELP: &str = "\
+Format: one record per line, key<TAB>value<LF>. Inside keys and values the \
+escapes \\t (tab), \\n (line feed), \\r (carriage return), \\\\ (backslash) \
+and \\xHH (any byte) are decoded; every other byte stands for itself. Lines \
+end at LF only (a CR before it is part of the value).";
+
+/// Persimmon: a crash-safe key-value store for persistent memory.
+#[derive(Parser, Debug)]
+#[command(name = "persimmon", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub pool: PoolArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Which pool to open, and how big to make it.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Pool options")]
+pub struct PoolArgs {
+    /// Pool file. put, load and demo create it when missing; the other
+    /// commands need it to exist.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        default_value = "persimmon.pool"
+    )]
+    pub pool: PathBuf,
+
+    /// Initial size of a pool this command creates; ignored when the pool
+    /// exists. Suffixes K, M, G, T are powers of 1024 [default: 64M]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    pub pool_size: Option<u64>,
+
+    /// Largest size the pool file may grow to while this command runs
+    /// (address space for it is reserved at open) [default: 64G]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    pub pool_max: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Store VALUE under KEY, replacing any value it had (durable on exit 0)
+    Put(PutArgs),
+    /// Print the value of KEY and a newline on stdout; exit 1 when KEY is absent
+    Get(KeyArgs),
+    /// Delete KEY; exit 1 when KEY was absent
+    Del(KeyArgs),
+    /// Load key<TAB>value lines from FILE (or stdin) into the pool
+    #[command(after_help = FORMAT_HELP)]
+    Load(LoadArgs),
+    /// Write every record to stdout as key<TAB>value lines, in no particular order
+    #[command(
+        long_about = "Write every record to stdout as key<TAB>value lines, in no particular order.\n\n\
+Tab, line feed and backslash are written as \\t, \\n and \\\\, every byte that \
+is not part of valid UTF-8 as \\xHH; valid UTF-8 (non-ASCII included) is \
+written as is. `persimmon load` reads this back exactly, for any binary keys \
+and values."
+    )]
+    Dump,
+    /// Show figures about the pool (keys, sizes, segments, durability, ...)
+    Stats(StatsArgs),
+    /// Verify the whole pool; exit 3 when it is inconsistent
+    #[command(
+        long_about = "Verify the whole pool: every index entry names a record with a valid \
+CRC in the right place, live bytes and the key count match. Prints a report \
+(keys, segments, live bytes, one line per error). Exit 0 when the pool is \
+consistent, 3 when it is not, 2 when it cannot be opened (missing, not a \
+pool, damaged superblock, in use)."
+    )]
+    Check,
+    /// Benchmark: put N keys, read them back and verify them, reopen the pool
+    #[command(
+        long_about = "Benchmark and smoke test. Creates the pool (or reopens it; see --fresh), puts N keys (8-digit \
+decimal keys such as 00000042, zero-padded further for N above 10^8) with \
+VALUE_BYTES-byte values derived from the key, reads every key back and \
+verifies its value, then closes and reopens the pool. Reports put and get \
+rates, pool bytes per key, the open time (Db::open plus the first get) and the \
+persistent-memory work per operation (bytes written, cache-line flushes and \
+fences, measured on the calling thread). Exit 0 only when every value \
+verified.\n\n\
+The pool is left in place for stats or check. A file on a regular file system \
+gets msync durability (every fence is an msync) and makes the demo slow; use \
+a DAX mount or /dev/shm."
+    )]
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PutArgs {
+    /// Key (raw bytes, at most 64 KiB)
+    #[arg(value_name = "KEY")]
+    pub key: OsString,
+    /// Value (raw bytes, at most 64 MiB)
+    #[arg(value_name = "VALUE")]
+    pub value: OsString,
+    /// Decode backslash escapes (\t \n \r \\ \xHH) in KEY and VALUE, as load does
+    #[arg(short, long)]
+    pub escaped: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct KeyArgs {
+    /// Key (raw bytes)
+    #[arg(value_name = "KEY")]
+    pub key: OsString,
+    /// Decode backslash escapes (\t \n \r \\ \xHH) in KEY; get also prints
+    /// the value escaped, as dump does
+    #[arg(short, long)]
+    pub escaped: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Input file; stdin when absent or `-`
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Number of keys to put and read back
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub keys: u64,
+    /// Size of each value in bytes (suffixes K, M as for --pool-size)
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_bytes)]
+    pub value_bytes: u64,
+    /// Start from an empty pool: delete the pool at PATH first if it exists
+    /// (only if it is a Persimmon pool no one has open)
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}

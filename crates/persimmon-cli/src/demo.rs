@@ -1,0 +1,276 @@
+//! `persimmon demo`: put N keys, read them back and verify, reopen; report
+//! rates, space per key, open time and persistent-memory work per operation.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use persimmon::pmem::thread_counters;
+use persimmon::{Db, PmemCounters, MAX_VALUE_BYTES};
+
+use crate::cli::{DemoArgs, PoolArgs};
+use crate::commands::{options, print};
+use crate::failure::Failure;
+use crate::progress;
+use crate::size::human_bytes;
+
+/// Operations between progress bar updates.
+const PROGRESS_EVERY: u64 = 4096;
+/// Wrong or missing values listed in the report at most.
+const MAX_LISTED_MISMATCHES: usize = 5;
+
+/// Key `i`: `i` in decimal, zero-padded to `width` digits.
+fn key_of(i: u64, width: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = i;
+    for slot in buf[20 - width..].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    &buf[20 - width..]
+}
+
+/// Value of key `i`: `buf.len()` pseudo-random bytes seeded by `i`.
+fn value_of(i: u64, buf: &mut [u8]) {
+    let mut state = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    for chunk in buf.chunks_mut(8) {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+    }
+}
+
+fn per_op(c: &PmemCounters, ops: u64) -> String {
+    let ops = ops.max(1) as f64;
+    format!(
+        "{:.1} bytes written ({:.1} non-temporal), {:.2} flushes, {:.2} fences",
+        c.bytes_written as f64 / ops,
+        c.nt_bytes_written as f64 / ops,
+        c.flushes as f64 / ops,
+        c.fences as f64 / ops
+    )
+}
+
+fn rate(ops: u64, d: Duration) -> f64 {
+    let s = d.as_secs_f64();
+    if s > 0.0 {
+        ops as f64 / s
+    } else {
+        0.0
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// With `--fresh`, deletes an existing pool at the demo's path first.
+fn start_fresh(pool: &PoolArgs) -> Result<(), Failure> {
+    let path = &pool.pool;
+    if !path.exists() {
+        return Ok(());
+    }
+    // Only ever delete a Persimmon pool nobody else has open.
+    drop(Db::open(path, options(pool, false)?)?);
+    std::fs::remove_file(path)
+        .map_err(|e| Failure::error(format!("remove {}: {e}", path.display())))
+}
+
+pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
+    let n = args.keys;
+    if args.value_bytes > MAX_VALUE_BYTES as u64 {
+        return Err(Failure::error(format!(
+            "--value-bytes {} is above the engine's limit of {MAX_VALUE_BYTES} bytes",
+            args.value_bytes
+        )));
+    }
+    let value_bytes = args.value_bytes as usize;
+    let width = n.saturating_sub(1).to_string().len().max(8);
+    if args.fresh {
+        start_fresh(pool)?;
+    }
+    let path = &pool.pool;
+    let db = Db::open(path, options(pool, true)?)?;
+    let keys_before = db.len();
+    let s = db.stats();
+    let mut out = format!(
+        "demo: {n} keys of {width} bytes, values of {value_bytes} bytes, pool {} ({})\n\
+         \x20     durability {}, flush {}, nt copy {}, {} lanes\n",
+        path.display(),
+        if keys_before == 0 {
+            "empty".to_string()
+        } else {
+            format!("reopened with {keys_before} keys")
+        },
+        s.durability.name(),
+        s.flush_instruction,
+        s.nt_copy,
+        s.lanes
+    );
+    print(&out)?;
+    out.clear();
+
+    let (mut key_buf, mut value) = ([0u8; 20], vec![0u8; value_bytes]);
+
+    // Put phase.
+    let bar = progress::items(n, "put");
+    let before = thread_counters();
+    let start = Instant::now();
+    for i in 0..n {
+        value_of(i, &mut value);
+        let key = key_of(i, width, &mut key_buf);
+        db.put(key, &value)
+            .map_err(|e| Failure::error(format!("put of key {i} failed: {e}")))?;
+        if i % PROGRESS_EVERY == 0 {
+            bar.set_position(i);
+        }
+    }
+    let put_time = start.elapsed();
+    let put_pm = thread_counters().since(&before);
+    bar.finish_and_clear();
+
+    // Get phase.
+    let bar = progress::items(n, "get");
+    let mut mismatches: Vec<String> = Vec::new();
+    let (mut wrong, mut missing) = (0u64, 0u64);
+    let before = thread_counters();
+    let start = Instant::now();
+    for i in 0..n {
+        value_of(i, &mut value);
+        let key = key_of(i, width, &mut key_buf);
+        match db.get_with(key, |v| v == value.as_slice()) {
+            Ok(Some(true)) => {}
+            Ok(Some(false)) => {
+                wrong += 1;
+                if mismatches.len() < MAX_LISTED_MISMATCHES {
+                    mismatches.push(format!("key {i}: wrong value"));
+                }
+            }
+            Ok(None) => {
+                missing += 1;
+                if mismatches.len() < MAX_LISTED_MISMATCHES {
+                    mismatches.push(format!("key {i}: missing"));
+                }
+            }
+            Err(e) => return Err(Failure::error(format!("get of key {i} failed: {e}"))),
+        }
+        if i % PROGRESS_EVERY == 0 {
+            bar.set_position(i);
+        }
+    }
+    let get_time = start.elapsed();
+    let get_pm = thread_counters().since(&before);
+    bar.finish_and_clear();
+    let verified = n - wrong - missing;
+
+    db.wait_for_rebuild();
+    let s = db.stats();
+    let per_key = |bytes: u64| {
+        if s.keys == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}", bytes as f64 / s.keys as f64)
+        }
+    };
+    let _ = writeln!(
+        out,
+        "put:   {n} in {:.3} s = {:.0} puts/s\n\
+         \x20      per put: {}\n\
+         get:   {n} in {:.3} s = {:.0} gets/s, {verified} values verified, {wrong} wrong, {missing} missing\n\
+         \x20      per get: {}\n\
+         pool:  {} keys; file {} bytes ({}) = {} bytes per key; used {} = {} per key; live {} = {} per key",
+        put_time.as_secs_f64(),
+        rate(n, put_time),
+        per_op(&put_pm, n),
+        get_time.as_secs_f64(),
+        rate(n, get_time),
+        per_op(&get_pm, n),
+        s.keys,
+        s.pool_bytes,
+        human_bytes(s.pool_bytes),
+        per_key(s.pool_bytes),
+        s.used_bytes,
+        per_key(s.used_bytes),
+        s.live_bytes,
+        per_key(s.live_bytes),
+    );
+    print(&out)?;
+    out.clear();
+
+    // Close, then time the reopen up to the first answered get.
+    drop(db);
+    let reopen_options = options(pool, false)?;
+    let probe = n / 2;
+    value_of(probe, &mut value);
+    let start = Instant::now();
+    let db = Db::open(path, reopen_options)?;
+    let open_time = start.elapsed();
+    let first = db.get_with(key_of(probe, width, &mut key_buf), |v| {
+        v == value.as_slice()
+    })?;
+    let first_get_time = start.elapsed();
+    db.wait_for_rebuild();
+    let rebuild_time = start.elapsed();
+    let reopened_ok = n == 0 || first == Some(true);
+    let reopened_keys = db.len();
+    let _ = writeln!(
+        out,
+        "open:  {:.3} ms (Db::open {:.3} ms + first get {:.3} ms, value {}); background rebuild done after {:.1} ms; {reopened_keys} keys",
+        ms(first_get_time),
+        ms(open_time),
+        ms(first_get_time - open_time),
+        if n == 0 { "-" } else if reopened_ok { "verified" } else { "WRONG" },
+        ms(rebuild_time),
+    );
+    for m in &mismatches {
+        let _ = writeln!(out, "error: {m}");
+    }
+    let ok = verified == n && reopened_ok && reopened_keys == s.keys;
+    let _ = writeln!(
+        out,
+        "result: {}",
+        if ok {
+            format!("ok, all {n} values verified")
+        } else {
+            "FAILED".to_string()
+        }
+    );
+    print(&out)?;
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::error(format!(
+            "demo failed: {wrong} wrong and {missing} missing values, first get after reopen {}, {reopened_keys} keys after reopen ({} before close)",
+            if reopened_ok { "ok" } else { "returned a wrong value" },
+            s.keys
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_zero_padded_decimal() {
+        let mut buf = [0u8; 20];
+        assert_eq!(key_of(42, 8, &mut buf), b"00000042");
+        assert_eq!(key_of(123_456_789, 9, &mut buf), b"123456789");
+        assert_eq!(
+            key_of(u64::MAX, 20, &mut buf),
+            u64::MAX.to_string().as_bytes()
+        );
+    }
+
+    #[test]
+    fn values_depend_on_the_key_and_fill_any_length() {
+        let (mut a, mut b) = (vec![0u8; 61], vec![0u8; 61]);
+        value_of(1, &mut a);
+        value_of(2, &mut b);
+        assert_ne!(a, b);
+        value_of(1, &mut b);
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,445 @@
+//! End-to-end tests of the `persimmon` binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .expect("create a temporary directory")
+}
+
+/// Small pools keep the tests light.
+fn persimmon(pool: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_persimmon"));
+    cmd.args(args)
+        .arg("--pool")
+        .arg(pool)
+        .args(["--pool-size", "4M", "--pool-max", "1G"]);
+    cmd
+}
+
+fn run(pool: &Path, args: &[&str]) -> Output {
+    persimmon(pool, args).output().expect("run persimmon")
+}
+
+fn run_with_stdin(pool: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = persimmon(pool, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn persimmon");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for persimmon")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn pool_in(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("test.pool")
+}
+
+#[test]
+fn put_get_del_round_trip_and_exit_codes() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+
+    let o = run(&pool, &["put", "greeting", "hello world"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&pool, &["get", "greeting"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(o.stdout, b"hello world\n");
+
+    let o = run(&pool, &["put", "greeting", "bonjour"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(run(&pool, &["get", "greeting"]).stdout, b"bonjour\n");
+
+    let o = run(&pool, &["get", "absent"]);
+    assert_eq!(code(&o), 1);
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).starts_with("persimmon: "), "{}", stderr(&o));
+    assert!(stderr(&o).contains("absent"), "{}", stderr(&o));
+
+    let o = run(&pool, &["del", "greeting"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&run(&pool, &["get", "greeting"])), 1);
+    let o = run(&pool, &["del", "greeting"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+
+    // Escaped keys and values, printed back raw or escaped.
+    let o = run(
+        &pool,
+        &["put", "-e", "bin\\xff\\tkey", "line1\\nline2\\x00"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        run(&pool, &["get", "-e", "bin\\xff\\tkey"]).stdout,
+        b"line1\\nline2\x00\n"
+    );
+    assert_eq!(
+        run(&pool, &["get", "--escaped", "bin\\xff\\tkey"]).stdout,
+        b"line1\\nline2\x00\n"
+    );
+    let o = run(&pool, &["get", "bin\\xff\\tkey"]);
+    assert_eq!(code(&o), 1, "without -e the backslashes are literal");
+}
+
+#[test]
+fn errors_exit_2_with_a_message() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    // Commands other than put/load/demo do not create a pool.
+    for args in [
+        &["get", "k"][..],
+        &["del", "k"],
+        &["dump"],
+        &["stats"],
+        &["check"],
+    ] {
+        let o = run(&pool, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    }
+    assert!(!pool.exists());
+
+    let big_key = "k".repeat(70_000);
+    let o = run(&pool, &["put", &big_key, "v"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("limit"), "{}", stderr(&o));
+
+    let o = run(&pool, &["put", "-e", "bad\\q", "v"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("unknown escape"), "{}", stderr(&o));
+
+    let o = run(
+        &pool,
+        &["load", dir.path().join("missing.txt").to_str().unwrap()],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("missing.txt"), "{}", stderr(&o));
+
+    let o = persimmon(&pool, &["put", "k", "v"])
+        .args(["--pool-size", "1X"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+#[test]
+fn load_then_dump_round_trips_binary_data() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b"plain".to_vec(), b"value".to_vec()),
+        (b"tab\there".to_vec(), b"new\nline".to_vec()),
+        (
+            b"back\\slash".to_vec(),
+            b"\\x41 is not an escape here".to_vec(),
+        ),
+        (b"\xff\xfe\x00\x01".to_vec(), b"\xff".to_vec()),
+        (
+            "cl\u{e9} \u{1f351}".as_bytes().to_vec(),
+            "\u{65e5}\u{672c}".as_bytes().to_vec(),
+        ),
+        (b"empty value".to_vec(), Vec::new()),
+        (Vec::new(), b"empty key".to_vec()),
+        (b"cr\r".to_vec(), b"\r\n\t\\".to_vec()),
+        (b"truncated utf8 \xe2\x82".to_vec(), b"\xc3(".to_vec()),
+    ];
+    for i in 0..300u32 {
+        let key: Vec<u8> = (0..(i % 17))
+            .map(|j| (i * 31 + j * 7) as u8)
+            .chain(i.to_le_bytes())
+            .collect();
+        let value: Vec<u8> = (0..(i % 100)).map(|j| (i ^ (j * 13)) as u8).collect();
+        records.push((key, value));
+    }
+    // Load through our own escaping (checked against the expected bytes
+    // below), with a hand-written line using uppercase hex and \r.
+    let mut input = Vec::new();
+    for (k, v) in &records {
+        input.extend(escape(k));
+        input.push(b'\t');
+        input.extend(escape(v));
+        input.push(b'\n');
+    }
+    input.extend_from_slice(b"hand\\x2Dwritten\tx\\ry\n");
+    records.push((b"hand-written".to_vec(), b"x\ry".to_vec()));
+    let file = dir.path().join("in.tsv");
+    std::fs::write(&file, &input).unwrap();
+
+    let o = run(&pool, &["load", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let n = records.len();
+    assert!(
+        stderr(&o).contains(&format!("loaded {n} records")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("records/s"), "{}", stderr(&o));
+
+    let o = run(&pool, &["dump"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        std::str::from_utf8(&o.stdout).is_ok(),
+        "dump output is UTF-8"
+    );
+    let mut dumped = parse_dump(&o.stdout);
+    dumped.sort();
+    records.sort();
+    assert_eq!(dumped, records);
+
+    // The dump loads back into a fresh pool (from stdin) and dumps the same.
+    let pool2 = dir.path().join("copy.pool");
+    let o = run_with_stdin(&pool2, &["load"], &o.stdout);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut again = parse_dump(&run(&pool2, &["dump"]).stdout);
+    again.sort();
+    assert_eq!(again, records);
+}
+
+/// Reference escaping, written independently of the binary's.
+fn escape(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\t' => out.extend_from_slice(b"\\t"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                c => out.extend_from_slice(c.to_string().as_bytes()),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+        }
+    }
+    out
+}
+
+fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] != b'\\' {
+            out.push(s[i]);
+            i += 1;
+            continue;
+        }
+        match s[i + 1] {
+            b't' => out.push(b'\t'),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b'\\' => out.push(b'\\'),
+            b'x' => {
+                let hex = std::str::from_utf8(&s[i + 2..i + 4]).unwrap();
+                out.push(u8::from_str_radix(hex, 16).unwrap());
+                i += 2;
+            }
+            c => panic!("unexpected escape {c}"),
+        }
+        i += 2;
+    }
+    out
+}
+
+fn parse_dump(out: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    assert!(out.is_empty() || out.ends_with(b"\n"));
+    out.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let fields: Vec<&[u8]> = l.split(|&b| b == b'\t').collect();
+            assert_eq!(
+                fields.len(),
+                2,
+                "one tab per line: {:?}",
+                String::from_utf8_lossy(l)
+            );
+            (unescape(fields[0]), unescape(fields[1]))
+        })
+        .collect()
+}
+
+#[test]
+fn malformed_load_lines_exit_2_naming_the_line() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let cases: [(&[u8], &str, &str); 5] = [
+        (b"a\t1\nb\t2\nno tab here\nd\t4\n", "line 3", "no tab"),
+        (b"a\t1\nbad\\q\t2\n", "line 2", "unknown escape"),
+        (b"a\t1\nb\t2\nc\t3\\x4\n", "line 3", "hex"),
+        (b"a\tb\tc\n", "line 1", "second tab"),
+        (b"a\t1\nb\ttrailing\\", "line 2", "backslash"),
+    ];
+    for (input, line, what) in cases {
+        let o = run_with_stdin(&pool, &["load"], input);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.starts_with("persimmon: "), "{e}");
+        assert!(e.contains(line), "{e}");
+        assert!(e.contains(what), "{e}");
+    }
+}
+
+#[test]
+fn stats_json_has_the_fields_and_the_key_count() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let input: String = (0..1234).map(|i| format!("key{i}\tvalue{i}\n")).collect();
+    let o = run_with_stdin(&pool, &["load"], input.as_bytes());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&run(&pool, &["del", "key7"])), 0);
+
+    let o = run(&pool, &["stats", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stats --json is JSON");
+    assert_eq!(v["keys"], 1233);
+    // --pool-size 4M: the engine rounds down to whole segments.
+    assert!(v["pool_bytes"].as_u64().unwrap() >= 3 << 20);
+    assert!(v["used_bytes"].as_u64().unwrap() > 0);
+    assert!(v["used_bytes"].as_u64() <= v["pool_bytes"].as_u64());
+    assert!(v["live_bytes"].as_u64().unwrap() > 0);
+    let durability = v["durability"].as_str().unwrap();
+    assert!(
+        ["power-fail", "process-crash", "msync"].contains(&durability),
+        "{durability}"
+    );
+    for field in [
+        "segments_total",
+        "index_depth",
+        "lanes",
+        "flush_instruction",
+        "rebuild_done",
+    ] {
+        assert!(!v[field].is_null(), "{field} missing");
+    }
+    assert!(v["pmem"]["fences"].is_u64());
+
+    let o = run(&pool, &["stats"]);
+    assert_eq!(code(&o), 0);
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("keys") && table.contains("1233"), "{table}");
+    assert!(table.contains(durability), "{table}");
+}
+
+#[test]
+fn check_reports_good_pools_and_rejects_other_files() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    for i in 0..100 {
+        assert_eq!(code(&run(&pool, &["put", &format!("k{i}"), "v"])), 0);
+    }
+    let o = run(&pool, &["check"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        report.contains("keys") && report.contains("100"),
+        "{report}"
+    );
+    assert!(report.contains("consistent"), "{report}");
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just some text\n").unwrap();
+    let o = run(&text, &["check"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a Persimmon pool"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(&text).unwrap(),
+        b"just some text\n",
+        "left untouched"
+    );
+
+    let big = dir.path().join("zeros.bin");
+    std::fs::write(&big, vec![0u8; 3 << 20]).unwrap();
+    for args in [&["check"][..], &["get", "k"], &["put", "k", "v"], &["dump"]] {
+        let o = run(&big, args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(
+            stderr(&o).contains("not a Persimmon pool"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn demo_verifies_its_keys() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let o = run(&pool, &["demo", "--keys", "2000"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "puts/s",
+        "gets/s",
+        "per put",
+        "per get",
+        "bytes per key",
+        "Db::open",
+        "all 2000 values verified",
+    ] {
+        assert!(report.contains(needle), "{needle}: {report}");
+    }
+    // The pool stays, holds the keys, and checks clean.
+    let o = run(&pool, &["stats", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["keys"], 2000);
+    assert_eq!(code(&run(&pool, &["check"])), 0);
+    assert_eq!(run(&pool, &["get", "00000042"]).stdout.len(), 65);
+
+    // A second run reopens the pool and overwrites the same keys.
+    let o = run(&pool, &["demo", "--keys", "500"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report = String::from_utf8(o.stdout).unwrap();
+    assert!(report.contains("reopened with 2000 keys"), "{report}");
+    assert_eq!(code(&run(&pool, &["check"])), 0);
+    // --fresh starts over, but deletes only a pool.
+    let o = run(&pool, &["demo", "--keys", "10", "--fresh"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&pool, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["keys"], 10);
+    let text = dir.path().join("precious.txt");
+    std::fs::write(&text, "keep me").unwrap();
+    let o = run(&text, &["demo", "--keys", "10", "--fresh"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a Persimmon pool"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&text).unwrap(), b"keep me");
+}
+
+#[test]
+fn help_is_available_for_every_command() {
+    for cmd in [
+        "put", "get", "del", "load", "dump", "stats", "check", "demo",
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+            .args([cmd, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{cmd}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(text.contains("--pool"), "{cmd}: {text}");
+    }
+}
