@@ -144,7 +144,7 @@ pub struct StatsArgs {
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Number of keys to put and read back
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub keys: u64,
     /// Size of each value in bytes (suffixes K, M as for --pool-size)
     #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_bytes)]
