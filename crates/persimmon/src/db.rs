@@ -69,6 +69,10 @@ const SPLIT_SEQ: u64 = (INTERNAL_LANE << 56) | 1;
 const TALLY_SEQ: u64 = (INTERNAL_LANE << 56) | 2;
 const CHECK_SEQ: u64 = (INTERNAL_LANE << 56) | 3;
 
+/// Rebuild stages signalled through `tally_signal`.
+const REBUILD_TALLIED: u8 = 1;
+const REBUILD_SWEPT: u8 = 2;
+
 static NEXT_THREAD_TICKET: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     static THREAD_TICKET: u64 = NEXT_THREAD_TICKET.fetch_add(1, Ordering::Relaxed);
@@ -92,7 +96,7 @@ pub(crate) struct Engine {
     clean_open: bool,
     tally_cursor: AtomicU64,
     tally_done: AtomicBool,
-    tally_signal: (Mutex<bool>, Condvar),
+    tally_signal: (Mutex<u8>, Condvar),
     base_count: AtomicU64,
     count_deltas: Box<[CachePadded<AtomicI64>]>,
     stop: AtomicBool,
@@ -240,7 +244,7 @@ impl Db {
             clean_open: clean_count.is_some(),
             tally_cursor: AtomicU64::new(0),
             tally_done: AtomicBool::new(false),
-            tally_signal: (Mutex::new(false), Condvar::new()),
+            tally_signal: (Mutex::new(0), Condvar::new()),
             base_count: AtomicU64::new(clean_count.unwrap_or(0)),
             count_deltas: (0..lane_count)
                 .map(|_| CachePadded::new(AtomicI64::new(0)))
@@ -350,9 +354,11 @@ impl Db {
         &self.engine.pool.path
     }
 
-    /// Blocks until the background rebuild after open has finished.
+    /// Blocks until the background rebuild after open has finished: live
+    /// bytes and the key count are exact and every segment found dead has
+    /// been handed to the epoch for release.
     pub fn wait_for_rebuild(&self) {
-        self.engine.wait_tally();
+        self.engine.wait_rebuild(REBUILD_SWEPT);
     }
 
     /// Closes the pool cleanly (the same as dropping the `Db`, but reports
@@ -611,13 +617,23 @@ impl Engine {
                     }
                 }
             }
-            match body(&seg, observed, found, &free[..free_count], &guard)? {
-                Locked::Done(r) => return Ok(r),
-                Locked::Split(seg) => {
+            match body(&seg, observed, found, &free[..free_count], &guard) {
+                Ok(Locked::Done(r)) => return Ok(r),
+                Ok(Locked::Split(seg)) => {
                     drop(lock);
                     drop(guard);
                     self.split(seg)?;
                 }
+                Err(Error::PoolFull { .. })
+                    if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
+                {
+                    // Dead segments are waiting for their epoch: unpin, let it
+                    // pass, and try again.
+                    drop(lock);
+                    drop(guard);
+                    self.reclaim_pending()?;
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -894,6 +910,7 @@ impl Engine {
         {
             return;
         }
+        self.pool.releases_pending.fetch_add(1, Ordering::AcqRel);
         let me = self.me.clone();
         guard.defer(move || {
             if let Some(engine) = me.upgrade() {
@@ -903,8 +920,43 @@ impl Engine {
         guard.flush();
     }
 
+    /// Drives the epoch until some segment handed to it is released, for
+    /// a writer that found the pool full. Fails with `PoolFull` when nothing
+    /// is released within a short while.
+    fn reclaim_pending(&self) -> Result<()> {
+        let before = self.pool.releases_pending.load(Ordering::Acquire);
+        for attempt in 0..200 {
+            let guard = epoch::pin();
+            guard.flush();
+            drop(guard);
+            let now = self.pool.releases_pending.load(Ordering::Acquire);
+            if now < before || now == 0 {
+                return Ok(());
+            }
+            if attempt > 10 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        Err(Error::PoolFull {
+            pool_bytes_max: self.pool.pool_bytes_max,
+        })
+    }
+
     /// Splits index segment `seg` into two of depth + 1 (CCEH style).
     fn split(&self, seg: SegRef) -> Result<()> {
+        loop {
+            match self.split_once(seg) {
+                Err(Error::PoolFull { .. })
+                    if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
+                {
+                    self.reclaim_pending()?
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn split_once(&self, seg: SegRef) -> Result<()> {
         self.wait_tally();
         let _serial = self.split_mutex.lock();
         let dir = self.index.dir.load_full();
@@ -983,11 +1035,25 @@ impl Engine {
         if self.tally_done.load(Ordering::Acquire) {
             return;
         }
+        self.wait_rebuild(REBUILD_TALLIED);
+    }
+
+    fn wait_rebuild(&self, stage: u8) {
         let (m, cv) = &self.tally_signal;
         let mut done = m.lock().unwrap_or_else(|e| e.into_inner());
-        while !*done {
+        while *done < stage {
             done = cv.wait(done).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    fn signal_rebuild(&self, stage: u8) {
+        let (m, cv) = &self.tally_signal;
+        let mut done = m.lock().unwrap_or_else(|e| e.into_inner());
+        if stage >= REBUILD_TALLIED {
+            self.tally_done.store(true, Ordering::Release);
+        }
+        *done = stage;
+        cv.notify_all();
     }
 
     fn count_now(&self) -> u64 {
@@ -1065,17 +1131,13 @@ impl Engine {
         if !self.clean_open {
             self.base_count.store(keys, Ordering::Release);
         }
-        {
-            let (m, cv) = &self.tally_signal;
-            let mut done = m.lock().unwrap_or_else(|e| e.into_inner());
-            self.tally_done.store(true, Ordering::Release);
-            *done = true;
-            cv.notify_all();
-        }
+        self.signal_rebuild(REBUILD_TALLIED);
         let guard = epoch::pin();
         for s in 0..self.pool.segment_count() {
             self.maybe_free(s, &guard);
         }
+        drop(guard);
+        self.signal_rebuild(REBUILD_SWEPT);
     }
 
     fn stats(&self) -> Stats {

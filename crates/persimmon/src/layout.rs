@@ -362,7 +362,8 @@ pub fn put_u64(b: &mut [u8], at: usize, v: u64) {
 const _: () = assert!(SLOT_BYTES as usize == std::mem::size_of::<u64>());
 const _: () = assert!(BUCKET_BYTES == SLOT_BYTES * SLOTS_PER_BUCKET as u64);
 const _: () = assert!(SEGMENT_HEADER_BYTES == BUCKET_BYTES);
-const _: () = assert!(SB_CLEAN_STATE as usize >= SB_FIXED_BYTES && SB_CLEAN_STATE.is_multiple_of(64));
+const _: () =
+    assert!(SB_CLEAN_STATE as usize >= SB_FIXED_BYTES && SB_CLEAN_STATE.is_multiple_of(64));
 const _: () = assert!(RECORD_HEADER_BYTES.is_multiple_of(RECORD_ALIGN as usize));
 
 #[cfg(test)]
@@ -505,7 +506,10 @@ mod tests {
                 let cells: Vec<&str> = l.split('|').map(str::trim).collect();
                 let first = cells.get(1)?;
                 let offset = first.split('–').next()?.parse::<u64>().ok()?;
-                Some((offset, cells.get(3).map(|c| c.to_string()).unwrap_or_default()))
+                Some((
+                    offset,
+                    cells.get(3).map(|c| c.to_string()).unwrap_or_default(),
+                ))
             })
             .collect()
     }

@@ -77,9 +77,7 @@ pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&Walke
         if layout::record_crc(body) != h.crc {
             break;
         }
-        visit(&WalkedRecord {
-            header: h,
-        });
+        visit(&WalkedRecord { header: h });
         at += total;
     }
     at

@@ -61,6 +61,8 @@ pub(crate) struct Pool {
     free: parking_lot::Mutex<BTreeSet<u32>>,
     /// Key count recorded by the last clean close, if the pool was closed cleanly.
     pub clean_key_count: Option<u64>,
+    /// Segments handed to an epoch for release and not yet released.
+    pub releases_pending: AtomicU64,
 }
 
 fn now_unix_secs() -> u64 {
@@ -150,6 +152,7 @@ impl Pool {
             segments,
             free: parking_lot::Mutex::new(BTreeSet::new()),
             clean_key_count: (clean_state & 1 == 1).then_some(clean_state >> 1),
+            releases_pending: AtomicU64::new(0),
         };
         let scan = pool.scan_headers();
         // From here on the pool is open: a crash must not be taken for a clean close.
@@ -322,7 +325,6 @@ impl Pool {
     /// Returns a segment (or a large run) to the free set. The caller
     /// guarantees nothing references it and no reader can still see it.
     pub fn release(&self, first: u32) {
-        let info = &self.segments[first as usize];
         let mut run = 1;
         while (first + run) < self.segment_count() && self.kind(first + run) == KIND_CONTINUATION {
             run += 1;
@@ -353,9 +355,9 @@ impl Pool {
             free.insert(first + c);
         }
         drop(free);
-        let _ = info;
+        // Every release comes from a hand-over to the epoch that counted it.
+        self.releases_pending.fetch_sub(1, Ordering::AcqRel);
     }
-
 
     /// Records the key count as of a clean close (bit 0 = clean).
     pub fn mark_clean(&self, keys: u64) {

@@ -1,19 +1,13 @@
 //! The basic story: put, get, overwrite, delete, close, reopen, grow the index.
 
-use persimmon::{Db, Options, Update};
+mod common;
 
-fn small_options() -> Options {
-    Options {
-        pool_bytes_initial: 4 << 20,
-        pool_bytes_max: 1 << 30,
-        segment_bytes: 256 << 10,
-        ..Options::default()
-    }
-}
+use common::{pool_dir, small_options};
+use persimmon::{Db, Update};
 
 #[test]
 fn put_get_delete_survive_reopen_and_index_splits() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = pool_dir();
     let path = dir.path().join("p.pool");
     let n = 50_000u64;
     {

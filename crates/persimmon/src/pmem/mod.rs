@@ -484,7 +484,8 @@ impl Drop for PmemFile {
 fn lines_partial(offset: u64, len: usize) -> u64 {
     let line = CACHE_LINE_BYTES as u64;
     let end = offset + len as u64;
-    !offset.is_multiple_of(line) as u64 + (!end.is_multiple_of(line) && end / line != offset / line) as u64
+    !offset.is_multiple_of(line) as u64
+        + (!end.is_multiple_of(line) && end / line != offset / line) as u64
 }
 
 /// Whether the file system under `fd` accepts `MAP_SYNC` (DAX).

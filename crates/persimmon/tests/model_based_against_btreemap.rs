@@ -1,0 +1,227 @@
+//! Model-based story: a random sequence of puts, deletes, gets, updates,
+//! reopens, length queries and full iterations runs against both a `Db` and
+//! an in-memory `BTreeMap`, and the two must agree after every step.
+//!
+//! Keys come from a small space (including the empty key and some long keys)
+//! so overwrites, deletes of present keys and re-inserts are frequent; values
+//! are 0..300 bytes, so both the cached-store path and the non-temporal path
+//! (writes of 256 bytes and more) are used. After every reopen and at the end
+//! the whole pool is compared with the model: `iter()` contents (each key
+//! exactly once), `len()`, and `check()` reporting a consistent pool with as
+//! many keys as the model.
+//!
+//! 64 cases by default; set `PROPTEST_CASES` to run more or fewer.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use persimmon::{Db, Update};
+use proptest::prelude::*;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// What an `update` closure does with the current value.
+#[derive(Debug, Clone)]
+enum UpdateAction {
+    /// Append one byte (inserting a one-byte value when absent).
+    AppendByte(u8),
+    /// Delete the key (a no-op when absent).
+    Delete,
+    /// Leave the key as it is.
+    Keep,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put { key: u8, len: usize, seed: u8 },
+    Delete { key: u8 },
+    Get { key: u8 },
+    Update { key: u8, action: UpdateAction },
+    Reopen,
+    Len,
+    IterCompare,
+}
+
+const KEY_SPACE: u8 = 24;
+
+/// Key number `k`: 0 is the empty key, every fifth a long (100..) byte key,
+/// the rest short text keys.
+fn key_bytes(k: u8) -> Vec<u8> {
+    match k {
+        0 => Vec::new(),
+        k if k % 5 == 1 => (0..100 + k as usize).map(|i| (i as u8) ^ k).collect(),
+        k => format!("key-{k}").into_bytes(),
+    }
+}
+
+fn value_bytes(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| seed.wrapping_add((i as u8).wrapping_mul(31)))
+        .collect()
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let key = 0..KEY_SPACE;
+    let len = prop_oneof![
+        3 => 0usize..64,
+        2 => 64usize..300,
+        2 => 250usize..300,
+    ];
+    let action = prop_oneof![
+        3 => any::<u8>().prop_map(UpdateAction::AppendByte),
+        1 => Just(UpdateAction::Delete),
+        1 => Just(UpdateAction::Keep),
+    ];
+    prop_oneof![
+        10 => (key.clone(), len, any::<u8>()).prop_map(|(key, len, seed)| Op::Put { key, len, seed }),
+        4 => key.clone().prop_map(|key| Op::Delete { key }),
+        4 => key.clone().prop_map(|key| Op::Get { key }),
+        4 => (key, action).prop_map(|(key, action)| Op::Update { key, action }),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Len),
+        1 => Just(Op::IterCompare),
+    ]
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64)
+}
+
+fn open(path: &Path) -> Db {
+    Db::open(path, common::small_options()).expect("open pool")
+}
+
+/// Full comparison: iteration (each key once), length, and `check()`.
+fn compare_all(db: &Db, model: &Model, when: &str) -> Result<(), TestCaseError> {
+    let mut seen = Model::new();
+    for item in db.iter() {
+        let (k, v) = item.map_err(|e| TestCaseError::fail(format!("{when}: iter error {e}")))?;
+        prop_assert!(
+            seen.insert(k.clone(), v).is_none(),
+            "{when}: iter returned key {:?} twice",
+            k
+        );
+    }
+    prop_assert_eq!(&seen, model, "{}: iter() differs from the model", when);
+    prop_assert_eq!(db.len(), model.len() as u64, "{}: len()", when);
+    let report = db
+        .check()
+        .map_err(|e| TestCaseError::fail(format!("{when}: check() failed: {e}")))?;
+    prop_assert!(
+        report.is_ok(),
+        "{}: check() errors {:?}",
+        when,
+        report.errors
+    );
+    prop_assert_eq!(report.keys, model.len() as u64, "{}: check().keys", when);
+    Ok(())
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let dir = common::pool_dir();
+    let path = dir.path().join("model.pool");
+    let mut db = Some(open(&path));
+    let mut model = Model::new();
+    for (step, op) in ops.into_iter().enumerate() {
+        let d = db.as_ref().unwrap();
+        let when = format!("step {step} ({op:?})");
+        match op {
+            Op::Put { key, len, seed } => {
+                let (k, v) = (key_bytes(key), value_bytes(len, seed));
+                d.put(&k, &v)
+                    .map_err(|e| TestCaseError::fail(format!("{when}: put failed: {e}")))?;
+                model.insert(k.clone(), v);
+                prop_assert_eq!(d.get(&k).unwrap(), model.get(&k).cloned(), "{}", when);
+            }
+            Op::Delete { key } => {
+                let k = key_bytes(key);
+                let existed = d.delete(&k).unwrap();
+                prop_assert_eq!(
+                    existed,
+                    model.remove(&k).is_some(),
+                    "{}: delete result",
+                    when
+                );
+                prop_assert_eq!(d.get(&k).unwrap(), None, "{}", when);
+            }
+            Op::Get { key } => {
+                let k = key_bytes(key);
+                prop_assert_eq!(d.get(&k).unwrap(), model.get(&k).cloned(), "{}", when);
+                prop_assert_eq!(d.contains(&k).unwrap(), model.contains_key(&k), "{}", when);
+            }
+            Op::Update { key, action } => {
+                let k = key_bytes(key);
+                let a = action.clone();
+                let saw = d
+                    .update(&k, move |cur| {
+                        let saw = cur.map(|c| c.to_vec());
+                        let decision = match a {
+                            UpdateAction::AppendByte(b) => {
+                                let mut v = cur.map(|c| c.to_vec()).unwrap_or_default();
+                                v.push(b);
+                                Update::Put(v)
+                            }
+                            UpdateAction::Delete => Update::Delete,
+                            UpdateAction::Keep => Update::Keep,
+                        };
+                        (decision, saw)
+                    })
+                    .map_err(|e| TestCaseError::fail(format!("{when}: update failed: {e}")))?;
+                prop_assert_eq!(&saw, &model.get(&k).cloned(), "{}: update saw", when);
+                match action {
+                    UpdateAction::AppendByte(b) => {
+                        model.entry(k.clone()).or_default().push(b);
+                    }
+                    UpdateAction::Delete => {
+                        model.remove(&k);
+                    }
+                    UpdateAction::Keep => {}
+                }
+                prop_assert_eq!(d.get(&k).unwrap(), model.get(&k).cloned(), "{}", when);
+            }
+            Op::Reopen => {
+                drop(db.take());
+                let d = open(&path);
+                compare_all(&d, &model, &when)?;
+                db = Some(d);
+            }
+            Op::Len => {
+                prop_assert_eq!(d.len(), model.len() as u64, "{}", when);
+                prop_assert_eq!(d.is_empty(), model.is_empty(), "{}", when);
+            }
+            Op::IterCompare => {
+                let mut seen = Model::new();
+                for item in d.iter() {
+                    let (k, v) = item.unwrap();
+                    prop_assert!(seen.insert(k, v).is_none(), "{}: duplicate key", when);
+                }
+                prop_assert_eq!(&seen, &model, "{}", when);
+            }
+        }
+    }
+    let d = db.take().unwrap();
+    compare_all(&d, &model, "end")?;
+    // Every key of the space agrees, including absent ones.
+    for k in 0..KEY_SPACE {
+        let k = key_bytes(k);
+        prop_assert_eq!(d.get(&k).unwrap(), model.get(&k).cloned());
+    }
+    drop(d);
+    let d = open(&path);
+    compare_all(&d, &model, "final reopen")?;
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn db_agrees_with_btreemap_model(ops in prop::collection::vec(op_strategy(), 1..150)) {
+        run(ops)?;
+    }
+}
