@@ -170,6 +170,20 @@ struct Found {
     header: RecordHeader,
 }
 
+/// Stores 0 into a reserved slot when dropped while still armed.
+struct ClaimGuard<'a> {
+    pm: &'a pmem::PmemFile,
+    addr: Option<u64>,
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(a) = self.addr {
+            self.pm.store_u64(a, Slot::EMPTY.0);
+        }
+    }
+}
+
 /// Releases a bucket lock when dropped.
 struct BucketLock<'a> {
     locks: &'a LockTable,
@@ -437,6 +451,17 @@ enum Locked<R> {
     Done(R),
     /// The bucket pair has no free slot: split this segment and retry.
     Split(SegRef),
+    /// Free slots seen by the scan were taken by writers of the neighbour
+    /// bucket meanwhile: look again before deciding to split.
+    Rescan,
+}
+
+/// What the locked part of a write knows about its lock.
+struct LockCtx {
+    seg: SegRef,
+    /// A holder seen *before it started publishing*, or 0 (see `LockTable::lock`).
+    observed: u64,
+    lock_index: usize,
 }
 
 impl Engine {
@@ -575,7 +600,7 @@ impl Engine {
         key: &[u8],
         h: u64,
         seq: u64,
-        mut body: impl FnMut(&SegRef, u64, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+        mut body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
     ) -> Result<R> {
         let fp = index::fingerprint(h);
         loop {
@@ -617,13 +642,19 @@ impl Engine {
                     }
                 }
             }
-            match body(&seg, observed, found, &free[..free_count], &guard) {
+            let ctx = LockCtx {
+                seg,
+                observed,
+                lock_index: li,
+            };
+            match body(&ctx, found, &free[..free_count], &guard) {
                 Ok(Locked::Done(r)) => return Ok(r),
                 Ok(Locked::Split(seg)) => {
                     drop(lock);
                     drop(guard);
                     self.split(seg)?;
                 }
+                Ok(Locked::Rescan) => {}
                 Err(Error::PoolFull { .. })
                     if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
                 {
@@ -654,24 +685,23 @@ impl Engine {
         lane: &Lane,
         key: &[u8],
         value: &[u8],
-        flags: u32,
-        seq: u64,
+        header: &[u8; RECORD_HEADER_BYTES],
         guard: &Guard,
     ) -> Result<(u64, u64)> {
-        let header = RecordHeader::encode(key, value, flags, seq);
+        let seq = RecordHeader::decode(header).seq;
         let total = layout::record_bytes(key.len(), value.len());
         let pm = &self.pool.pm;
         let write = |at: u64| {
             if total <= 512 {
                 let mut buf = [0u8; 512];
                 let n = RECORD_HEADER_BYTES + key.len() + value.len();
-                buf[..RECORD_HEADER_BYTES].copy_from_slice(&header);
+                buf[..RECORD_HEADER_BYTES].copy_from_slice(header);
                 buf[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key.len()].copy_from_slice(key);
                 buf[RECORD_HEADER_BYTES + key.len()..n].copy_from_slice(value);
                 pm.write_persistent(at, &buf[..n]);
             } else {
                 let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + key.len());
-                head.extend_from_slice(&header);
+                head.extend_from_slice(header);
                 head.extend_from_slice(key);
                 pm.write_persistent(at, &head);
                 pm.write_persistent(at + head.len() as u64, value);
@@ -684,7 +714,7 @@ impl Engine {
                 kind: SegmentKind::Large,
                 lane_or_depth: lane.id as u32,
                 run_segments: run as u32,
-                base_seq_or_prefix: seq & ((1 << 56) - 1),
+                base_seq_or_prefix: seq & crate::log::COUNTER_MASK,
             })?;
             let at = self.pool.segment_offset(first) + layout::SEGMENT_HEADER_BYTES;
             write(at);
@@ -766,9 +796,15 @@ impl Engine {
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
-        self.with_locked(key, h, seq, |seg, observed, found, free, guard| {
+        // The CRC over the value is computed before taking the lock.
+        let header = RecordHeader::encode(key, value, 0, seq);
+        self.with_locked(key, h, seq, |ctx, found, free, guard| {
+            let lock_index = ctx.lock_index;
             if let Some(f) = &found {
-                if observed != 0 && f.header.seq == observed && f.header.flags & REC_FLAG_RMW == 0 {
+                if ctx.observed != 0
+                    && f.header.seq == ctx.observed
+                    && f.header.flags & REC_FLAG_RMW == 0
+                {
                     // Concurrent write elimination: the holder we waited for
                     // stored this key while we were in flight; order our put
                     // just before it.
@@ -780,10 +816,11 @@ impl Engine {
                 Some(f) => f.addr,
                 None => match self.claim(free, fp) {
                     Some(a) => a,
-                    None => return Ok(Locked::Split(*seg)),
+                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
+                    None => return Ok(Locked::Rescan),
                 },
             };
-            let (off, total) = match self.write_record(lane, key, value, 0, seq, guard) {
+            let (off, total) = match self.write_record(lane, key, value, &header, guard) {
                 Ok(r) => r,
                 Err(e) => {
                     if found.is_none() {
@@ -792,6 +829,9 @@ impl Engine {
                     return Err(e);
                 }
             };
+            // Waiters that first see us from here on started after our
+            // value may have become visible: they must not be eliminated.
+            self.index.locks.mark_publishing(lock_index, seq);
             self.publish(addr, fp, off);
             let old = found.map(|f| (f.slot.offset(), f.header.total_bytes()));
             self.account(lane_index, addr, Some((off, total)), old, guard);
@@ -805,7 +845,7 @@ impl Engine {
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
-        self.with_locked(key, h, seq, |_seg, _observed, found, _free, guard| {
+        self.with_locked(key, h, seq, |_ctx, found, _free, guard| {
             let Some(f) = found else {
                 return Ok(Locked::Done(false));
             };
@@ -838,15 +878,21 @@ impl Engine {
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
         let mut f = Some(f);
-        self.with_locked(key, h, seq, |seg, _observed, found, free, guard| {
+        self.with_locked(key, h, seq, |ctx, found, free, guard| {
             // Make sure a new key has a slot before asking the closure, which
             // may run only once.
             let claimed = match &found {
                 Some(_) => None,
                 None => match self.claim(free, fp) {
                     Some(a) => Some(a),
-                    None => return Ok(Locked::Split(*seg)),
+                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
+                    None => return Ok(Locked::Rescan),
                 },
+            };
+            // Gives the reserved slot back if the closure panics.
+            let mut claim_guard = ClaimGuard {
+                pm: &self.pool.pm,
+                addr: claimed,
             };
             let release_claim = || {
                 if let Some(a) = claimed {
@@ -858,6 +904,7 @@ impl Engine {
                 None => None,
             };
             let (decision, result) = (f.take().expect("update closure runs once"))(current);
+            claim_guard.addr = None;
             match decision {
                 Update::Keep => release_claim(),
                 Update::Delete => {
@@ -872,14 +919,14 @@ impl Engine {
                         return Err(e);
                     }
                     let addr = found.as_ref().map(|fd| fd.addr).or(claimed).expect("slot");
-                    let (off, total) =
-                        match self.write_record(lane, key, &value, REC_FLAG_RMW, seq, guard) {
-                            Ok(r) => r,
-                            Err(e) => {
-                                release_claim();
-                                return Err(e);
-                            }
-                        };
+                    let header = RecordHeader::encode(key, &value, REC_FLAG_RMW, seq);
+                    let (off, total) = match self.write_record(lane, key, &value, &header, guard) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            release_claim();
+                            return Err(e);
+                        }
+                    };
                     self.publish(addr, fp, off);
                     let old = found.map(|fd| (fd.slot.offset(), fd.header.total_bytes()));
                     self.account(lane_index, addr, Some((off, total)), old, guard);
@@ -924,8 +971,12 @@ impl Engine {
     /// a writer that found the pool full. Fails with `PoolFull` when nothing
     /// is released within a short while.
     fn reclaim_pending(&self) -> Result<()> {
+        // Another thread may hold its epoch pinned for a while (copying a
+        // large value): wait up to two seconds before calling the pool full.
         let before = self.pool.releases_pending.load(Ordering::Acquire);
-        for attempt in 0..200 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut attempt = 0u32;
+        while std::time::Instant::now() < deadline {
             let guard = epoch::pin();
             guard.flush();
             drop(guard);
@@ -933,6 +984,7 @@ impl Engine {
             if now < before || now == 0 {
                 return Ok(());
             }
+            attempt += 1;
             if attempt > 10 {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }

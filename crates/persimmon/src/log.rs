@@ -27,7 +27,9 @@ use crate::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 /// Lane id reserved for internal lock holders (tally, split, check); never
 /// written into a record.
 pub(crate) const INTERNAL_LANE: u64 = 255;
-const COUNTER_MASK: u64 = (1 << 56) - 1;
+/// Bits of the lane counter in a sequence number. Bit 55 is never part of a
+/// sequence number: the lock table uses it as the holder's "publishing" flag.
+pub(crate) const COUNTER_MASK: u64 = (1 << 55) - 1;
 
 pub(crate) struct Lane {
     pub id: u8,
@@ -144,7 +146,9 @@ impl Lane {
                 kind: SegmentKind::Log,
                 lane_or_depth: self.id as u32,
                 run_segments: 1,
-                base_seq_or_prefix: self.counter.load(Ordering::Acquire),
+                // Draw a number: bases strictly increase, so the newest
+                // segment of the lane is the one with the highest base.
+                base_seq_or_prefix: self.counter.fetch_add(1, Ordering::AcqRel) & COUNTER_MASK,
             };
             let seg = pool.allocate(header)?;
             if let Some(old) = st.segment.replace(seg) {
@@ -168,5 +172,87 @@ impl Lane {
             .live_bytes
             .fetch_add(total, Ordering::SeqCst);
         Ok((at, sealed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Regression: sequence numbers repeated after a restart. Several threads
+    //! sharing a lane drew numbers, then each append opened a new segment
+    //! whose base was `counter.load()` — so three segments got the same base,
+    //! the open-time scan picked the wrong one as active (ties broken by
+    //! segment index, and freed segments are reused lowest first), and the
+    //! counter restarted below numbers already written. Write elimination
+    //! compares these numbers, so a repeat could drop an acknowledged put.
+    use super::*;
+    use crate::options::Options;
+
+    fn append(pool: &Pool, lane: &Lane, seq: u64, value_len: usize) -> u64 {
+        let key = seq.to_le_bytes();
+        let value = vec![1u8; value_len];
+        let header = RecordHeader::encode(&key, &value, 0, seq);
+        let total = layout::record_bytes(key.len(), value_len);
+        let (at, _) = lane
+            .append(pool, total, |at| {
+                let mut bytes = header.to_vec();
+                bytes.extend_from_slice(&key);
+                bytes.extend_from_slice(&value);
+                pool.pm.write_persistent(at, &bytes);
+            })
+            .unwrap();
+        at
+    }
+
+    #[test]
+    fn sequence_numbers_never_repeat_across_restart_when_lane_is_shared() {
+        let dir = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        let path = dir.path().join("seq.pool");
+        let options = Options {
+            segment_bytes: 256 << 10,
+            pool_bytes_initial: 16 << 20,
+            lanes: 1,
+            ..Options::default()
+        };
+        // Each record is just over half a segment: every append opens a segment.
+        let big = ((options.segment_bytes - 64) / 2) as usize;
+        let mut max_written = 0;
+        {
+            let (pool, _) = Pool::open(&path, &options, None).unwrap();
+            let lane = Lane::new(0, 0, None);
+            let spacer = pool
+                .allocate(SegmentHeader {
+                    kind: SegmentKind::Log,
+                    lane_or_depth: 9,
+                    run_segments: 1,
+                    base_seq_or_prefix: 0,
+                })
+                .unwrap();
+            // Three threads of the shared lane drew numbers before any appended.
+            let drawn: Vec<u64> = (0..3).map(|_| lane.next_seq(&pool)).collect();
+            let mut newest = 0;
+            for (i, &seq) in drawn.iter().enumerate() {
+                if i == 2 {
+                    // Free a low segment so the newest segment reuses it.
+                    pool.releases_pending.fetch_add(1, Ordering::AcqRel);
+                    pool.release(spacer);
+                }
+                newest = pool.segment_of(append(&pool, &lane, seq, big));
+                max_written = max_written.max(seq & COUNTER_MASK);
+            }
+            for _ in 0..5 {
+                let seq = lane.next_seq(&pool);
+                assert_eq!(pool.segment_of(append(&pool, &lane, seq, 100)), newest);
+                max_written = max_written.max(seq & COUNTER_MASK);
+            }
+        }
+        let (pool, scan) = Pool::open(&path, &options, None).unwrap();
+        let lane = Lane::new(0, scan.lane_max_seq[0], scan.active_log[0].map(|a| a.0));
+        let next = lane.next_seq(&pool) & COUNTER_MASK;
+        assert!(
+            next > max_written,
+            "first number after restart {next} repeats one written before ({max_written})"
+        );
     }
 }

@@ -411,6 +411,12 @@ fn validate_options(opts: &Options) -> Result<()> {
             opts.pool_bytes_max
         )));
     }
+    if opts.pool_bytes_max / opts.segment_bytes > MAX_SEGMENTS {
+        return Err(Error::InvalidOptions(format!(
+            "pool_bytes_max {} is more than {MAX_SEGMENTS} segments of {} bytes; use larger segments",
+            opts.pool_bytes_max, opts.segment_bytes
+        )));
+    }
     if opts.pool_bytes_max > Slot_MAX_POOL {
         return Err(Error::InvalidOptions(format!(
             "pool_bytes_max {} exceeds what a slot can address ({Slot_MAX_POOL})",
@@ -419,6 +425,9 @@ fn validate_options(opts: &Options) -> Result<()> {
     }
     Ok(())
 }
+
+/// Most segments a pool may have (DRAM tables hold one entry per segment).
+const MAX_SEGMENTS: u64 = 1 << 22;
 
 #[allow(non_upper_case_globals)]
 const Slot_MAX_POOL: u64 = layout::Slot::MAX_OFFSET;

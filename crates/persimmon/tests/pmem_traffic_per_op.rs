@@ -187,7 +187,7 @@ impl PersistObserver for Recorder {
     }
 }
 
-const LINE: u64 = pmem::CACHE_LINE_BYTES as u64;
+const LINE: u64 = 64; // cache line bytes
 
 fn lines(offset: u64, len: usize) -> impl Iterator<Item = u64> {
     let first = offset & !(LINE - 1);

@@ -33,6 +33,9 @@ use crate::layout::{Slot, BUCKET_BYTES, SEGMENT_HEADER_BYTES, SLOTS_PER_BUCKET, 
 pub(crate) const MAX_DEPTH: u8 = 16;
 /// Number of lock words in the volatile lock table.
 pub(crate) const LOCK_WORDS: usize = 4096;
+/// Flag in a lock word: the holder has started publishing its value.
+/// Bit 55 is never part of a sequence number (`log::COUNTER_MASK`).
+pub(crate) const PUBLISHING: u64 = 1 << 55;
 
 /// The volatile lock table (DRAM only): one word per lock, 0 when free, the
 /// holder's sequence number when held. Each word sits on its own cache line.
@@ -55,9 +58,10 @@ impl LockTable {
         (mix64(bucket_offset) >> (64 - 12)) as usize
     }
 
-    /// Takes lock `i` for `seq`. Returns the last holder's sequence number
-    /// seen while waiting (0 when the lock was free at once): that holder's
-    /// operation overlapped ours in time.
+    /// Takes lock `i` for `seq`. Returns the sequence number of the last
+    /// holder seen while waiting *before that holder started publishing*
+    /// (0 if none): that holder's write became visible only after this call
+    /// began, so the two writes overlapped in time.
     #[inline]
     pub fn lock(&self, i: usize, seq: u64) -> u64 {
         let w = &self.words[i];
@@ -67,7 +71,7 @@ impl LockTable {
             match w.compare_exchange_weak(0, seq, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return observed,
                 Err(cur) => {
-                    if cur != 0 {
+                    if cur != 0 && cur & PUBLISHING == 0 {
                         observed = cur;
                     }
                     spins += 1;
@@ -79,6 +83,13 @@ impl LockTable {
                 }
             }
         }
+    }
+
+    /// Marks the holder of lock `i` as publishing (its value may become
+    /// visible from now on). Only the holder calls this.
+    #[inline]
+    pub fn mark_publishing(&self, i: usize, seq: u64) {
+        self.words[i].store(seq | PUBLISHING, Ordering::SeqCst);
     }
 
     #[inline]

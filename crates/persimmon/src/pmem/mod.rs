@@ -1,5 +1,9 @@
 //! The pmem layer: the only code that maps the pool and writes into it.
 //!
+//! Public outside the crate: the durability level, the observer hook and the
+//! persistence counters. The mapping itself (`PmemFile`) is crate-private:
+//! its safe methods rely on the engine's protocols for exclusive ranges.
+//!
 //! Everything above this module names pool locations by [`PmOffset`]-style
 //! `u64` offsets and goes through the methods here to store, flush and fence.
 //! That single door is what lets the crash simulator (a [`PersistObserver`])
@@ -21,7 +25,7 @@
 //!   the last fence).
 
 pub mod counters;
-pub mod cpu;
+pub(crate) mod cpu;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -32,10 +36,10 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 pub use counters::{process_counters, thread_counters, PmemCounters};
-pub use cpu::{FlushInstruction, NtCopy, CACHE_LINE_BYTES};
+pub(crate) use cpu::{FlushInstruction, NtCopy, CACHE_LINE_BYTES};
 
 /// Writes at least this long go through non-temporal stores.
-pub const NT_THRESHOLD_BYTES: usize = 256;
+pub(crate) const NT_THRESHOLD_BYTES: usize = 256;
 
 /// How far a persisted write survives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +79,7 @@ pub trait PersistObserver: Send + Sync {
 }
 
 /// A pool file mapped into memory.
-pub struct PmemFile {
+pub(crate) struct PmemFile {
     file: File,
     base: NonNull<u8>,
     reserved_bytes: u64,
@@ -238,14 +242,6 @@ impl PmemFile {
         self.mapped_bytes.load(Ordering::Acquire)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn reserved_bytes(&self) -> u64 {
-        self.reserved_bytes
-    }
-
     pub fn durability(&self) -> Durability {
         self.durability
     }
@@ -256,10 +252,6 @@ impl PmemFile {
 
     pub fn nt_copy(&self) -> NtCopy {
         self.nt
-    }
-
-    pub fn file(&self) -> &File {
-        &self.file
     }
 
     #[inline(always)]
@@ -518,7 +510,7 @@ fn is_tmpfs(fd: i32) -> bool {
 
 /// Takes an exclusive, non-blocking `flock` on the pool file. Returns false
 /// when another open file description holds it.
-pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
+pub(crate) fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
     // SAFETY: plain syscall on a valid descriptor.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
@@ -534,7 +526,7 @@ pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
 
 /// Allocates file space for `len` bytes (so a full tmpfs fails here with an
 /// error, never later with SIGBUS on a store).
-pub fn allocate_file(file: &File, len: u64) -> std::io::Result<()> {
+pub(crate) fn allocate_file(file: &File, len: u64) -> std::io::Result<()> {
     // SAFETY: plain syscall on a valid descriptor.
     let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
     if rc == 0 {
