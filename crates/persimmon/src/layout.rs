@@ -97,7 +97,7 @@ impl Superblock {
         }
         if !valid_segment_bytes(sb.segment_bytes) {
             return Err(SuperblockError::Damaged(format!(
-                "segment size {} is not a power of two in 256 KiB..=64 MiB",
+                "segment size {} is not a power of two in 64 KiB..=64 MiB",
                 sb.segment_bytes
             )));
         }
@@ -113,7 +113,7 @@ pub enum SuperblockError {
     Version(u32),
 }
 
-pub const MIN_SEGMENT_BYTES: u64 = 256 << 10;
+pub const MIN_SEGMENT_BYTES: u64 = 64 << 10;
 pub const MAX_SEGMENT_BYTES: u64 = 64 << 20;
 
 pub fn valid_segment_bytes(n: u64) -> bool {

@@ -32,7 +32,7 @@ mod pool;
 
 pub use db::{CheckReport, Db, Iter, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use error::{Error, Result};
-pub use options::{FlushMode, Options};
+pub use options::{FlushMode, Mechanisms, Options};
 pub use pmem::{Durability, PersistObserver, PmemCounters};
 
 /// On-media format constants, exposed for tools and fixture tests.

@@ -14,6 +14,45 @@ pub enum FlushMode {
     Eadr,
 }
 
+/// The three MPKV mechanisms, each of which can be switched off alone to
+/// measure what it buys (ablation). All on is the normal engine; all off is
+/// the MPKV paper's *Baseline* ([`Options::baseline`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mechanisms {
+    /// Writers lock buckets through a lock table in DRAM. Off: each bucket
+    /// carries a reader-writer lock word in persistent memory (its last slot),
+    /// as in the Baseline. This one changes the bucket layout, so it is fixed
+    /// when the pool is created and must match on every open.
+    pub volatile_lock_table: bool,
+    /// Two-phase atomic write with lock-free reads. Off: a writer stores the
+    /// slot with its persist bit already set and readers take the bucket's
+    /// read lock.
+    pub lock_free_reads: bool,
+    /// Concurrent write elimination. Off: every put writes.
+    pub write_elimination: bool,
+}
+
+impl Mechanisms {
+    /// All three mechanisms on (the default).
+    pub const ALL: Mechanisms = Mechanisms {
+        volatile_lock_table: true,
+        lock_free_reads: true,
+        write_elimination: true,
+    };
+    /// All three off: the MPKV paper's Baseline.
+    pub const NONE: Mechanisms = Mechanisms {
+        volatile_lock_table: false,
+        lock_free_reads: false,
+        write_elimination: false,
+    };
+}
+
+impl Default for Mechanisms {
+    fn default() -> Self {
+        Mechanisms::ALL
+    }
+}
+
 /// Options for [`crate::Db::open`].
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -25,10 +64,10 @@ pub struct Options {
     /// Address space for this much is reserved at open; the file itself grows
     /// on demand in steps. `PoolFull` is returned only at this size.
     pub pool_bytes_max: u64,
-    /// *Creation*: size of one segment in bytes (power of two, 256 KiB..=64 MiB;
+    /// *Creation*: size of one segment in bytes (power of two, 64 KiB..=64 MiB;
     /// default 1 MiB).
     pub segment_bytes: u64,
-    /// Number of log lanes (1..=255). Each lane appends to its own segment;
+    /// Number of log lanes (1..=254). Each lane appends to its own segment;
     /// threads are spread over lanes. Default: 4 × available cores, at most 64.
     pub lanes: usize,
     /// Flush mode (default [`FlushMode::Flush`]).
@@ -36,6 +75,24 @@ pub struct Options {
     /// Verify the CRC32C of every record a read returns (default `false`; a
     /// mismatch is returned as [`crate::Error::Corruption`]).
     pub verify_reads: bool,
+    /// Which MPKV mechanisms are on (default: all). See [`Mechanisms`].
+    pub mechanisms: Mechanisms,
+    /// Run the background log cleaner (default `true`).
+    pub cleaner: bool,
+    /// Most bytes per second the cleaner copies while the pool has room to
+    /// spare (default 256 MiB/s); it runs unthrottled when free space is low.
+    pub cleaner_bytes_per_sec: u64,
+}
+
+impl Options {
+    /// Options for the MPKV paper's Baseline: locks in the persistent
+    /// buckets, locked reads, no write elimination; everything else default.
+    pub fn baseline() -> Options {
+        Options {
+            mechanisms: Mechanisms::NONE,
+            ..Options::default()
+        }
+    }
 }
 
 impl Default for Options {
@@ -51,6 +108,9 @@ impl Default for Options {
             lanes: (cores * 4).clamp(1, 64),
             flush_mode: FlushMode::Flush,
             verify_reads: false,
+            mechanisms: Mechanisms::ALL,
+            cleaner: true,
+            cleaner_bytes_per_sec: 256 << 20,
         }
     }
 }

@@ -398,9 +398,9 @@ fn validate_options(opts: &Options) -> Result<()> {
             layout::MAX_SEGMENT_BYTES
         )));
     }
-    if opts.lanes == 0 || opts.lanes > 255 {
+    if opts.lanes == 0 || opts.lanes > 254 {
         return Err(Error::InvalidOptions(format!(
-            "lanes {} must be in 1..=255",
+            "lanes {} must be in 1..=254 (lane 254 is the cleaner's, 255 internal)",
             opts.lanes
         )));
     }

@@ -1,0 +1,1 @@
+//! Benchmark workloads and peer adapters.
