@@ -37,6 +37,14 @@ pub const SB_FIXED_BYTES: usize = 128;
 /// Mutable word on its own cache line: bit 0 = closed cleanly, bits 1.. =
 /// key count at that clean close.
 pub const SB_CLEAN_STATE: u64 = 512;
+/// Mutable word, same line: number of opens (its low 16 bits tag persistent
+/// bucket lock words in the Baseline layout).
+pub const SB_OPEN_COUNT: u64 = 520;
+/// Superblock flag: buckets keep a reader-writer lock word in their last
+/// slot (the Baseline layout; `Mechanisms::volatile_lock_table` off).
+pub const SB_FLAG_PM_BUCKET_LOCKS: u64 = 1;
+/// Every flag this build understands.
+pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +100,12 @@ impl Superblock {
             created_unix_secs: get_u64(b, SB_CREATED_UNIX_SECS),
             flags: get_u64(b, SB_FLAGS),
         };
+        if sb.flags & !SB_KNOWN_FLAGS != 0 {
+            return Err(SuperblockError::Damaged(format!(
+                "unknown flags {:#x}",
+                sb.flags & !SB_KNOWN_FLAGS
+            )));
+        }
         if get_u32(b, SB_SUPERBLOCK_BYTES) as u64 != SUPERBLOCK_BYTES {
             return Err(SuperblockError::Damaged("superblock size field".into()));
         }
@@ -530,6 +544,7 @@ mod tests {
                 SB_FLAGS as u64,
                 SB_CRC as u64,
                 SB_CLEAN_STATE,
+                SB_OPEN_COUNT,
             ]
         );
         let seg: Vec<u64> = design_table("segment").iter().map(|r| r.0).collect();

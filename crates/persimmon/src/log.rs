@@ -24,6 +24,9 @@ use crate::layout::{self, RecordHeader, SegmentHeader, SegmentKind};
 use crate::pool::Pool;
 use crate::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
+/// Lane of the log cleaner: its segments hold relocated records, which keep
+/// the sequence numbers of the lanes that wrote them.
+pub(crate) const CLEANER_LANE: u8 = 254;
 /// Lane id reserved for internal lock holders (tally, split, check); never
 /// written into a record.
 pub(crate) const INTERNAL_LANE: u64 = 255;
@@ -33,6 +36,8 @@ pub(crate) const COUNTER_MASK: u64 = (1 << 55) - 1;
 
 pub(crate) struct Lane {
     pub id: u8,
+    /// The cleaner's lane: may use the pool's spare segments.
+    cleaner: bool,
     counter: AtomicU64,
     ready: AtomicBool,
     state: parking_lot::Mutex<LaneState>,
@@ -51,6 +56,7 @@ struct LaneState {
 
 /// One record met by [`walk_segment`].
 pub(crate) struct WalkedRecord {
+    pub offset: u64,
     pub header: RecordHeader,
 }
 
@@ -79,7 +85,10 @@ pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&Walke
         if layout::record_crc(body) != h.crc {
             break;
         }
-        visit(&WalkedRecord { header: h });
+        visit(&WalkedRecord {
+            offset: at,
+            header: h,
+        });
         at += total;
     }
     at
@@ -89,6 +98,7 @@ impl Lane {
     pub fn new(id: u8, max_seq_seen: u64, to_recover: Option<u32>) -> Lane {
         Lane {
             id,
+            cleaner: id == CLEANER_LANE,
             counter: AtomicU64::new((max_seq_seen & COUNTER_MASK) + 1),
             ready: AtomicBool::new(to_recover.is_none()),
             state: parking_lot::Mutex::new(LaneState {
@@ -150,7 +160,7 @@ impl Lane {
                 // segment of the lane is the one with the highest base.
                 base_seq_or_prefix: self.counter.fetch_add(1, Ordering::AcqRel) & COUNTER_MASK,
             };
-            let seg = pool.allocate(header)?;
+            let seg = pool.allocate_as(header, self.cleaner)?;
             if let Some(old) = st.segment.replace(seg) {
                 pool.segments[old as usize]
                     .sealed

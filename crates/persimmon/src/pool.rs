@@ -63,6 +63,10 @@ pub(crate) struct Pool {
     pub clean_key_count: Option<u64>,
     /// Segments handed to an epoch for release and not yet released.
     pub releases_pending: AtomicU64,
+    /// This open's number (from the superblock's open count).
+    pub open_count: u64,
+    /// Segments only the cleaner may take (so it can free space in a full pool).
+    pub spare_segments: u32,
 }
 
 fn now_unix_secs() -> u64 {
@@ -142,7 +146,18 @@ impl Pool {
                 sealed: AtomicBool::new(false),
             })
             .collect();
+        let wants_pm_locks = !opts.mechanisms.volatile_lock_table;
+        let has_pm_locks = sb.flags & layout::SB_FLAG_PM_BUCKET_LOCKS != 0;
+        if wants_pm_locks != has_pm_locks {
+            return Err(Error::InvalidOptions(format!(
+                "{}: the pool was created {} persistent bucket locks; open it with mechanisms.volatile_lock_table = {}",
+                path.display(),
+                if has_pm_locks { "with" } else { "without" },
+                !has_pm_locks
+            )));
+        }
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
+        let open_count = pm.load_u64(layout::SB_OPEN_COUNT) + 1;
         let mut pool = Pool {
             pm,
             sb,
@@ -153,11 +168,14 @@ impl Pool {
             free: parking_lot::Mutex::new(BTreeSet::new()),
             clean_key_count: (clean_state & 1 == 1).then_some(clean_state >> 1),
             releases_pending: AtomicU64::new(0),
+            open_count,
+            spare_segments: if opts.cleaner { 2 } else { 0 },
         };
         let scan = pool.scan_headers();
         // From here on the pool is open: a crash must not be taken for a clean close.
         pool.pm.store_u64(layout::SB_CLEAN_STATE, 0);
-        pool.pm.persist(layout::SB_CLEAN_STATE, 8);
+        pool.pm.store_u64(layout::SB_OPEN_COUNT, open_count);
+        pool.pm.persist(layout::SB_CLEAN_STATE, 16);
         Ok((pool, scan))
     }
 
@@ -248,7 +266,14 @@ impl Pool {
     /// Allocates `run` contiguous segments (1 for log and index segments),
     /// growing the file if needed, and commits `header` on the first one.
     pub fn allocate(&self, header: SegmentHeader) -> Result<u32> {
-        let first = self.reserve(header.run_segments.max(1))?;
+        self.allocate_as(header, false)
+    }
+
+    /// Like [`allocate`](Self::allocate); the cleaner (`cleaner = true`) may
+    /// also take the spare segments kept back from everyone else, so it can
+    /// always make progress in a full pool.
+    pub fn allocate_as(&self, header: SegmentHeader, cleaner: bool) -> Result<u32> {
+        let first = self.take_free_run(header.run_segments.max(1), cleaner)?;
         self.commit(first, header);
         Ok(first)
     }
@@ -258,7 +283,7 @@ impl Pool {
     /// fill them first (an index segment's buckets must be durable before its
     /// header names it).
     pub fn reserve(&self, run: u32) -> Result<u32> {
-        self.take_free_run(run)
+        self.take_free_run(run, false)
     }
 
     /// Commits `header` on reserved segment `first`.
@@ -287,9 +312,16 @@ impl Pool {
         }
     }
 
-    fn take_free_run(&self, run: u32) -> Result<u32> {
+    fn take_free_run(&self, run: u32, cleaner: bool) -> Result<u32> {
         let mut free = self.free.lock();
+        let cap = ((self.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32;
         loop {
+            let available = free.len() as u64 + (cap - self.segment_count()) as u64;
+            if !cleaner && available < (run + self.spare_segments) as u64 {
+                return Err(Error::PoolFull {
+                    pool_bytes_max: self.pool_bytes_max,
+                });
+            }
             if let Some(first) = find_run(&free, run) {
                 for c in 0..run {
                     free.remove(&(first + c));
@@ -299,8 +331,6 @@ impl Pool {
             // Grow: at least what is missing, at least 1/8 of the pool, at
             // least 16 segments; never past the maximum.
             let have = self.segment_count();
-            let cap =
-                ((self.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32;
             if have >= cap {
                 return Err(Error::PoolFull {
                     pool_bytes_max: self.pool_bytes_max,
@@ -510,7 +540,11 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
                 id
             },
             created_unix_secs: now_unix_secs(),
-            flags: 0,
+            flags: if opts.mechanisms.volatile_lock_table {
+                0
+            } else {
+                layout::SB_FLAG_PM_BUCKET_LOCKS
+            },
         };
         let bytes = sb.encode();
         pm.write(0, &bytes);

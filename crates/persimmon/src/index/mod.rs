@@ -22,95 +22,14 @@
 //! - Splits hold every lock of the lock table, so no writer runs during a
 //!   split; readers never wait.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) mod locks;
 
 use arc_swap::ArcSwap;
-use crossbeam_utils::CachePadded;
 
 use crate::layout::{Slot, BUCKET_BYTES, SEGMENT_HEADER_BYTES, SLOTS_PER_BUCKET, SLOT_BYTES};
 
 /// Deepest directory: the fingerprint has 16 bits.
 pub(crate) const MAX_DEPTH: u8 = 16;
-/// Number of lock words in the volatile lock table.
-pub(crate) const LOCK_WORDS: usize = 4096;
-/// Flag in a lock word: the holder has started publishing its value.
-/// Bit 55 is never part of a sequence number (`log::COUNTER_MASK`).
-pub(crate) const PUBLISHING: u64 = 1 << 55;
-
-/// The volatile lock table (DRAM only): one word per lock, 0 when free, the
-/// holder's sequence number when held. Each word sits on its own cache line.
-pub(crate) struct LockTable {
-    words: Box<[CachePadded<AtomicU64>]>,
-}
-
-impl LockTable {
-    pub fn new() -> LockTable {
-        LockTable {
-            words: (0..LOCK_WORDS)
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
-        }
-    }
-
-    /// Lock word for the bucket at pool offset `bucket_offset`.
-    #[inline]
-    pub fn index_of(bucket_offset: u64) -> usize {
-        (mix64(bucket_offset) >> (64 - 12)) as usize
-    }
-
-    /// Takes lock `i` for `seq`. Returns the sequence number of the last
-    /// holder seen while waiting *before that holder started publishing*
-    /// (0 if none): that holder's write became visible only after this call
-    /// began, so the two writes overlapped in time.
-    #[inline]
-    pub fn lock(&self, i: usize, seq: u64) -> u64 {
-        let w = &self.words[i];
-        let mut observed = 0;
-        let mut spins = 0u32;
-        loop {
-            match w.compare_exchange_weak(0, seq, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return observed,
-                Err(cur) => {
-                    if cur != 0 && cur & PUBLISHING == 0 {
-                        observed = cur;
-                    }
-                    spins += 1;
-                    if spins < 64 {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                }
-            }
-        }
-    }
-
-    /// Marks the holder of lock `i` as publishing (its value may become
-    /// visible from now on). Only the holder calls this.
-    #[inline]
-    pub fn mark_publishing(&self, i: usize, seq: u64) {
-        self.words[i].store(seq | PUBLISHING, Ordering::SeqCst);
-    }
-
-    #[inline]
-    pub fn unlock(&self, i: usize) {
-        self.words[i].store(0, Ordering::Release);
-    }
-
-    /// Takes every lock, in index order (the only multi-lock holder besides
-    /// the pairs taken by the tally, which also go in index order).
-    pub fn lock_all(&self, seq: u64) {
-        for i in 0..LOCK_WORDS {
-            self.lock(i, seq);
-        }
-    }
-
-    pub fn unlock_all(&self) {
-        for i in 0..LOCK_WORDS {
-            self.unlock(i);
-        }
-    }
-}
 
 /// A 64-bit finaliser (from splitmix64) to spread bucket offsets over locks.
 #[inline]
@@ -281,26 +200,34 @@ pub(crate) fn home_bucket(h: u64, buckets: u64) -> u64 {
     ((h & 0xffff_ffff) * buckets) >> 32
 }
 
-/// Pool offsets of the `SLOTS_PER_BUCKET` slots of the bucket at `bucket_offset`.
-#[inline]
-pub(crate) fn slot_offsets(bucket_offset: u64) -> impl Iterator<Item = u64> {
-    (0..SLOTS_PER_BUCKET as u64).map(move |i| bucket_offset + i * SLOT_BYTES)
-}
-
-/// The index: directory (swapped whole on a split) and lock table.
+/// The index: directory (swapped whole on a split) and bucket locks.
 pub(crate) struct Index {
     pub dir: ArcSwap<Directory>,
-    pub locks: LockTable,
+    pub locks: locks::BucketLocks,
     pub buckets: u64,
+    /// Data slots per bucket: 8, or 7 when the last slot is a lock word.
+    pub slots_per_bucket: u64,
 }
 
 impl Index {
-    pub fn new(dir: Directory, segment_bytes: u64) -> Index {
+    pub fn new(dir: Directory, segment_bytes: u64, locks: locks::BucketLocks) -> Index {
+        let slots_per_bucket = if locks.in_pm() {
+            SLOTS_PER_BUCKET as u64 - 1
+        } else {
+            SLOTS_PER_BUCKET as u64
+        };
         Index {
             dir: ArcSwap::from_pointee(dir),
-            locks: LockTable::new(),
+            locks,
             buckets: buckets_per_segment(segment_bytes),
+            slots_per_bucket,
         }
+    }
+
+    /// Pool offsets of the data slots of the bucket at `bucket_offset`.
+    #[inline]
+    pub fn slots(&self, bucket_offset: u64) -> impl Iterator<Item = u64> {
+        (0..self.slots_per_bucket).map(move |i| bucket_offset + i * SLOT_BYTES)
     }
 
     /// The home and neighbour bucket offsets of `h` in `seg`.

@@ -40,11 +40,14 @@ use crossbeam_epoch::{self as epoch, Guard};
 use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
-use crate::index::{self, Directory, Index, LockTable, SegRef};
+use crate::index::locks::{BucketLocks, Held};
+use crate::index::{self, Directory, Index, SegRef};
 use crate::layout::{
     self, RecordHeader, SegmentHeader, SegmentKind, Slot, RECORD_HEADER_BYTES, REC_FLAG_RMW,
 };
-use crate::log::{walk_segment, Lane, INTERNAL_LANE};
+use crate::log::{walk_segment, Lane, CLEANER_LANE, INTERNAL_LANE};
+
+mod cleaner;
 use crate::options::Options;
 use crate::pmem::{self, Durability, PersistObserver};
 use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
@@ -91,8 +94,15 @@ pub(crate) struct Engine {
     pub(crate) pool: Pool,
     pub(crate) index: Index,
     lanes: Vec<Lane>,
+    /// The log cleaner's own lane.
+    cleaner_lane: Lane,
     seed: u64,
     verify_reads: bool,
+    /// Concurrent write elimination is on.
+    eliminate: bool,
+    /// Two-phase atomic write with lock-free reads is on (else: locked
+    /// reads, slots stored already persisted).
+    two_phase: bool,
     clean_open: bool,
     tally_cursor: AtomicU64,
     tally_done: AtomicBool,
@@ -104,6 +114,8 @@ pub(crate) struct Engine {
     split_mutex: parking_lot::Mutex<()>,
     eliminated_puts: AtomicU64,
     splits: AtomicU64,
+    cleaned_segments: AtomicU64,
+    cleaned_bytes: AtomicU64,
     tally_errors: parking_lot::Mutex<Vec<String>>,
 }
 
@@ -138,6 +150,9 @@ pub struct Stats {
     pub eliminated_puts: u64,
     /// Index segment splits since open.
     pub index_splits: u64,
+    /// Log segments the cleaner processed since open, and bytes it copied.
+    pub cleaned_segments: u64,
+    pub cleaned_bytes: u64,
     /// Whether the background rebuild after open (live bytes, key count) is done.
     pub rebuild_done: bool,
     /// Persistence counters of the whole process.
@@ -184,15 +199,29 @@ impl Drop for ClaimGuard<'_> {
     }
 }
 
-/// Releases a bucket lock when dropped.
+/// Releases a bucket write lock when dropped.
 struct BucketLock<'a> {
-    locks: &'a LockTable,
-    index: usize,
+    locks: &'a BucketLocks,
+    pm: &'a pmem::PmemFile,
+    held: Held,
 }
 
 impl Drop for BucketLock<'_> {
     fn drop(&mut self) {
-        self.locks.unlock(self.index);
+        self.locks.unlock(self.pm, self.held);
+    }
+}
+
+/// Releases a bucket read lock when dropped (locked reads only).
+struct ReadLock<'a> {
+    locks: &'a BucketLocks,
+    pm: &'a pmem::PmemFile,
+    held: Held,
+}
+
+impl Drop for ReadLock<'_> {
+    fn drop(&mut self) {
+        self.locks.read_unlock(self.pm, self.held);
     }
 }
 
@@ -245,16 +274,36 @@ impl Db {
                 Lane::new(i as u8, scan.lane_max_seq[i], active)
             })
             .collect();
+        let cleaner_active = scan.active_log[CLEANER_LANE as usize].map(|(s, _)| s);
+        if let Some(s) = cleaner_active {
+            pool.segments[s as usize]
+                .sealed
+                .store(false, Ordering::SeqCst);
+        }
+        let cleaner_lane = Lane::new(
+            CLEANER_LANE,
+            scan.lane_max_seq[CLEANER_LANE as usize],
+            cleaner_active,
+        );
         let clean_count = pool.clean_key_count;
-        let index = Index::new(dir, pool.segment_bytes);
+        let mech = options.mechanisms;
+        let locks = BucketLocks::new(
+            !mech.volatile_lock_table,
+            !mech.lock_free_reads,
+            (pool.open_count & 0xffff) as u16,
+        );
+        let index = Index::new(dir, pool.segment_bytes, locks);
         let seed = pool.sb.hash_seed;
         let lane_count = lanes.len();
         let engine = Arc::new_cyclic(|me| Engine {
             pool,
             index,
             lanes,
+            cleaner_lane,
             seed,
             verify_reads: options.verify_reads,
+            eliminate: mech.write_elimination,
+            two_phase: mech.lock_free_reads,
             clean_open: clean_count.is_some(),
             tally_cursor: AtomicU64::new(0),
             tally_done: AtomicBool::new(false),
@@ -268,12 +317,20 @@ impl Db {
             split_mutex: parking_lot::Mutex::new(()),
             eliminated_puts: AtomicU64::new(0),
             splits: AtomicU64::new(0),
+            cleaned_segments: AtomicU64::new(0),
+            cleaned_bytes: AtomicU64::new(0),
             tally_errors: parking_lot::Mutex::new(Vec::new()),
         });
         let bg = engine.clone();
+        let (run_cleaner, cleaner_rate) = (options.cleaner, options.cleaner_bytes_per_sec);
         let background = std::thread::Builder::new()
-            .name("persimmon-rebuild".into())
-            .spawn(move || bg.rebuild())
+            .name("persimmon-background".into())
+            .spawn(move || {
+                bg.rebuild();
+                if run_cleaner {
+                    bg.cleaner_loop(cleaner_rate);
+                }
+            })
             .map_err(|e| Error::io("spawn the rebuild thread", e))?;
         Ok(Db {
             engine,
@@ -368,6 +425,15 @@ impl Db {
         &self.engine.pool.path
     }
 
+    /// Runs the log cleaner once over every sealed log segment that has dead
+    /// space, on the calling thread; returns how many segments it cleaned.
+    /// (The background cleaner does this on its own when space runs high;
+    /// this is for tests and tools.)
+    #[doc(hidden)]
+    pub fn clean_now(&self) -> Result<usize> {
+        self.engine.clean_now()
+    }
+
     /// Blocks until the background rebuild after open has finished: live
     /// bytes and the key count are exact and every segment found dead has
     /// been handed to the epoch for release.
@@ -459,9 +525,9 @@ enum Locked<R> {
 /// What the locked part of a write knows about its lock.
 struct LockCtx {
     seg: SegRef,
-    /// A holder seen *before it started publishing*, or 0 (see `LockTable::lock`).
+    /// A holder seen *before it started publishing*, or 0 (see `BucketLocks::lock`).
     observed: u64,
-    lock_index: usize,
+    held: Held,
 }
 
 impl Engine {
@@ -549,7 +615,7 @@ impl Engine {
         let fp = index::fingerprint(h);
         let pm = &self.pool.pm;
         for bucket in self.index.probe(seg, h) {
-            for addr in index::slot_offsets(bucket) {
+            for addr in self.index.slots(bucket) {
                 let v = pm.load_u64(addr);
                 let s = Slot(v);
                 if s.is_empty() || s.fingerprint() != fp {
@@ -580,6 +646,15 @@ impl Engine {
         loop {
             let _guard = epoch::pin();
             let seg = self.index.dir.load().lookup(h);
+            let _read = (!self.two_phase).then(|| {
+                let pm = &self.pool.pm;
+                let bucket = self.index.probe(&seg, h)[0];
+                ReadLock {
+                    locks: &self.index.locks,
+                    pm,
+                    held: self.index.locks.read_lock(pm, bucket),
+                }
+            });
             let found = self.find_lockfree(&seg, h, key)?;
             // A split may have moved the key to a new segment after we chose
             // this one (and writers may then reuse the old copy's slot).
@@ -607,11 +682,11 @@ impl Engine {
             let guard = epoch::pin();
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
-            let li = LockTable::index_of(probe[0]);
-            let observed = self.index.locks.lock(li, seq);
+            let (held, observed) = self.index.locks.lock(&self.pool.pm, probe[0], seq);
             let lock = BucketLock {
                 locks: &self.index.locks,
-                index: li,
+                pm: &self.pool.pm,
+                held,
             };
             if self.index.dir.load().lookup(h) != seg {
                 continue;
@@ -621,7 +696,7 @@ impl Engine {
             let mut free = [(0u64, 0u64); 2 * layout::SLOTS_PER_BUCKET];
             let mut free_count = 0;
             for bucket in probe {
-                for addr in index::slot_offsets(bucket) {
+                for addr in self.index.slots(bucket) {
                     let v = pm.load_u64(addr);
                     let s = Slot(v);
                     if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
@@ -644,8 +719,8 @@ impl Engine {
             }
             let ctx = LockCtx {
                 seg,
-                observed,
-                lock_index: li,
+                observed: if self.eliminate { observed } else { 0 },
+                held,
             };
             match body(&ctx, found, &free[..free_count], &guard) {
                 Ok(Locked::Done(r)) => return Ok(r),
@@ -782,6 +857,14 @@ impl Engine {
     fn publish(&self, addr: u64, fp: u16, off: u64) {
         let pm = &self.pool.pm;
         let slot = Slot::new(fp, off, false);
+        if !self.two_phase {
+            // Ablation: readers lock the bucket, so the slot goes in with its
+            // persist bit set and is durable before the lock is released.
+            pm.store_u64(addr, slot.with_persist().0);
+            pm.flush(addr, 8);
+            pm.fence();
+            return;
+        }
         pm.store_u64(addr, slot.0);
         pm.flush(addr, 8);
         // Persist point: the slot names the record durably; the write is done.
@@ -799,7 +882,7 @@ impl Engine {
         // The CRC over the value is computed before taking the lock.
         let header = RecordHeader::encode(key, value, 0, seq);
         self.with_locked(key, h, seq, |ctx, found, free, guard| {
-            let lock_index = ctx.lock_index;
+            let held = ctx.held;
             if let Some(f) = &found {
                 if ctx.observed != 0
                     && f.header.seq == ctx.observed
@@ -831,7 +914,7 @@ impl Engine {
             };
             // Waiters that first see us from here on started after our
             // value may have become visible: they must not be eliminated.
-            self.index.locks.mark_publishing(lock_index, seq);
+            self.index.locks.mark_publishing(&held, seq);
             self.publish(addr, fp, off);
             let old = found.map(|f| (f.slot.offset(), f.header.total_bytes()));
             self.account(lane_index, addr, Some((off, total)), old, guard);
@@ -857,11 +940,19 @@ impl Engine {
     /// Deletes the entry `f` (bucket lock held).
     fn remove(&self, lane_index: usize, f: &Found, fp: u16, guard: &Guard) {
         let pm = &self.pool.pm;
-        pm.store_u64(f.addr, Slot::delete_marker(fp).0);
-        pm.flush(f.addr, 8);
-        // Persist point: the delete is durable (a marker reads as absent).
-        pm.fence();
-        pm.store_u64(f.addr, Slot::EMPTY.0);
+        if self.two_phase {
+            pm.store_u64(f.addr, Slot::delete_marker(fp).0);
+            pm.flush(f.addr, 8);
+            // Persist point: the delete is durable (a marker reads as absent).
+            pm.fence();
+            pm.store_u64(f.addr, Slot::EMPTY.0);
+        } else {
+            // Ablation (locked reads): no reader sees the slot before the
+            // fence, so it can be cleared directly.
+            pm.store_u64(f.addr, Slot::EMPTY.0);
+            pm.flush(f.addr, 8);
+            pm.fence();
+        }
         self.account(
             lane_index,
             f.addr,
@@ -1023,9 +1114,13 @@ impl Engine {
                 ),
             });
         }
-        self.index.locks.lock_all(SPLIT_SEQ);
+        let pm = &self.pool.pm;
+        let held = self
+            .index
+            .locks
+            .lock_all(pm, &[seg.offset], self.index.buckets, SPLIT_SEQ);
         let result = self.split_locked(&dir, seg);
-        self.index.locks.unlock_all();
+        self.index.locks.unlock_all(pm, held);
         result
     }
 
@@ -1039,7 +1134,7 @@ impl Engine {
         let mut buf = vec![0u8; area];
         for b in 0..self.index.buckets {
             let bucket = seg.bucket_offset(b);
-            for (i, addr) in index::slot_offsets(bucket).enumerate() {
+            for (i, addr) in self.index.slots(bucket).enumerate() {
                 let s = Slot(pm.load_u64(addr));
                 if !Index::is_live_entry(&seg, s) {
                     continue;
@@ -1128,7 +1223,7 @@ impl Engine {
     /// per segment and keys by one pass over the index; then free segments
     /// with nothing live.
     fn rebuild(&self) {
-        for lane in &self.lanes {
+        for lane in self.lanes.iter().chain([&self.cleaner_lane]) {
             lane.recover(&self.pool);
         }
         let dir = self.index.dir.load_full();
@@ -1145,13 +1240,11 @@ impl Engine {
                 let bucket = seg.bucket_offset(b);
                 let prev = seg.bucket_offset(if b == 0 { buckets - 1 } else { b - 1 });
                 // Keys in bucket b have home b or b-1: hold both locks.
-                let mut ls = [LockTable::index_of(bucket), LockTable::index_of(prev)];
-                ls.sort_unstable();
-                self.index.locks.lock(ls[0], TALLY_SEQ);
-                if ls[1] != ls[0] {
-                    self.index.locks.lock(ls[1], TALLY_SEQ);
-                }
-                for addr in index::slot_offsets(bucket) {
+                let held = self
+                    .index
+                    .locks
+                    .lock_many(pm, &mut vec![bucket, prev], TALLY_SEQ);
+                for addr in self.index.slots(bucket) {
                     let s = Slot(pm.load_u64(addr));
                     if s.is_marker() {
                         // No delete is in flight here (we hold both home
@@ -1174,10 +1267,7 @@ impl Engine {
                 }
                 self.tally_cursor
                     .store(bucket + layout::BUCKET_BYTES, Ordering::Release);
-                self.index.locks.unlock(ls[0]);
-                if ls[1] != ls[0] {
-                    self.index.locks.unlock(ls[1]);
-                }
+                self.index.locks.unlock_all(pm, held);
             }
         }
         if !self.clean_open {
@@ -1229,6 +1319,8 @@ impl Engine {
             nt_copy: self.pool.pm.nt_copy().name(),
             eliminated_puts: self.eliminated_puts.load(Ordering::Relaxed),
             index_splits: self.splits.load(Ordering::Relaxed),
+            cleaned_segments: self.cleaned_segments.load(Ordering::Relaxed),
+            cleaned_bytes: self.cleaned_bytes.load(Ordering::Relaxed),
             rebuild_done: self.tally_done.load(Ordering::Acquire),
             pmem: pmem::process_counters(),
         }
@@ -1236,9 +1328,21 @@ impl Engine {
 
     fn check(&self) -> Result<CheckReport> {
         self.wait_tally();
-        self.index.locks.lock_all(CHECK_SEQ);
+        let pm = &self.pool.pm;
+        let segments: Vec<u64> = self
+            .index
+            .dir
+            .load()
+            .segments()
+            .iter()
+            .map(|s| s.offset)
+            .collect();
+        let held = self
+            .index
+            .locks
+            .lock_all(pm, &segments, self.index.buckets, CHECK_SEQ);
         let report = self.check_locked();
-        self.index.locks.unlock_all();
+        self.index.locks.unlock_all(pm, held);
         Ok(report)
     }
 
@@ -1265,7 +1369,7 @@ impl Engine {
         r.index_segments = segs.len() as u32;
         for seg in &segs {
             for b in 0..self.index.buckets {
-                for addr in index::slot_offsets(seg.bucket_offset(b)) {
+                for addr in self.index.slots(seg.bucket_offset(b)) {
                     let s = Slot(pm.load_u64(addr));
                     if !Index::is_live_entry(seg, s) {
                         continue;
@@ -1315,20 +1419,15 @@ impl Engine {
                         err("entry sits outside its key's bucket pair".into());
                     }
                     // The first slot of the pair naming this key must be this one.
-                    let first = probe
-                        .iter()
-                        .flat_map(|&p| index::slot_offsets(p))
-                        .find(|&a| {
-                            let o = Slot(pm.load_u64(a));
-                            Index::is_live_entry(seg, o)
-                                && o.fingerprint() == s.fingerprint()
-                                && self
-                                    .record_header(o.offset())
-                                    .and_then(|oh| {
-                                        self.record_key(o.offset(), &oh).map(|k| k == key)
-                                    })
-                                    .unwrap_or(false)
-                        });
+                    let first = probe.iter().flat_map(|&p| self.index.slots(p)).find(|&a| {
+                        let o = Slot(pm.load_u64(a));
+                        Index::is_live_entry(seg, o)
+                            && o.fingerprint() == s.fingerprint()
+                            && self
+                                .record_header(o.offset())
+                                .and_then(|oh| self.record_key(o.offset(), &oh).map(|k| k == key))
+                                .unwrap_or(false)
+                    });
                     if first != Some(addr) {
                         err("key appears in more than one slot".into());
                     }
@@ -1393,7 +1492,7 @@ impl Iter<'_> {
         let _guard = epoch::pin();
         let seg = e.index.dir.load().lookup((self.prefix16 as u64) << 48);
         let pm = &e.pool.pm;
-        for addr in index::slot_offsets(seg.bucket_offset(self.bucket)) {
+        for addr in e.index.slots(seg.bucket_offset(self.bucket)) {
             let v = pm.load_u64(addr);
             let s = Slot(v);
             if !Index::is_live_entry(&seg, s) {
