@@ -231,10 +231,38 @@ fn reader(
 
 #[test]
 fn concurrent_writers_and_readers_see_only_whole_values() {
+    stress(persimmon::Mechanisms::ALL);
+}
+
+#[test]
+fn baseline_concurrent_writers_and_readers_see_only_whole_values() {
+    stress(persimmon::Mechanisms::NONE);
+}
+
+fn stress(mechanisms: persimmon::Mechanisms) {
     let started = std::time::Instant::now();
     let dir = common::pool_dir();
     let path = dir.path().join("stress.pool");
-    let db = Arc::new(Db::open(&path, common::small_options()).unwrap());
+    let options = persimmon::Options {
+        mechanisms,
+        ..common::small_options()
+    };
+    let db = Arc::new(Db::open(&path, options.clone()).unwrap());
+    // Runs the log cleaner over and over while the writers overwrite and the
+    // index splits, so readers meet relocated records too.
+    let cleaning_done = Arc::new(AtomicBool::new(false));
+    let cleaner = {
+        let (db, done) = (db.clone(), cleaning_done.clone());
+        std::thread::spawn(move || {
+            let mut passes = 0u64;
+            while !done.load(Ordering::Acquire) {
+                db.clean_now().expect("clean_now");
+                passes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            passes
+        })
+    };
     let start = Arc::new(Barrier::new(THREADS));
     let writers_left = Arc::new(AtomicUsize::new(WRITERS));
     let failed = Arc::new(AtomicBool::new(false));
@@ -292,7 +320,14 @@ fn concurrent_writers_and_readers_see_only_whole_values() {
         last_hot_by_thread.push(hot);
     }
 
+    cleaning_done.store(true, Ordering::Release);
+    let cleaner_passes = cleaner.join().expect("cleaner thread panicked");
     let stats = db.stats();
+    assert!(cleaner_passes > 0);
+    eprintln!(
+        "cleaner: {cleaner_passes} passes, {} segments cleaned, {} bytes moved",
+        stats.cleaned_segments, stats.cleaned_bytes
+    );
     eprintln!(
         "stress: {:?}, {} reads, {} eliminated puts, {} index splits, depth {}",
         started.elapsed(),
@@ -344,7 +379,7 @@ fn concurrent_writers_and_readers_see_only_whole_values() {
     assert_eq!(report.keys, expected_keys);
 
     drop(Arc::try_unwrap(db).expect("all threads joined"));
-    let db = Db::open(&path, common::small_options()).unwrap();
+    let db = Db::open(&path, options).unwrap();
     assert_eq!(db.len(), expected_keys);
     verify_owned(&db);
     assert_eq!(read_counter(&db), INCREMENTS_PER_THREAD * THREADS as u64);

@@ -10,14 +10,18 @@
 //! exactly once), `len()`, and `check()` reporting a consistent pool with as
 //! many keys as the model.
 //!
-//! 64 cases by default; set `PROPTEST_CASES` to run more or fewer.
+//! The same story runs once per engine mode: all MPKV mechanisms on, the
+//! paper's Baseline (all off), and each mechanism off alone. A `Clean` step
+//! runs the log cleaner over every segment with dead space.
+//!
+//! 64 cases per mode by default; set `PROPTEST_CASES` to run more or fewer.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use persimmon::{Db, Update};
+use persimmon::{Db, Mechanisms, Update};
 use proptest::prelude::*;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -42,6 +46,7 @@ enum Op {
     Reopen,
     Len,
     IterCompare,
+    Clean,
 }
 
 const KEY_SPACE: u8 = 24;
@@ -82,6 +87,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Len),
         1 => Just(Op::IterCompare),
+        1 => Just(Op::Clean),
     ]
 }
 
@@ -92,8 +98,12 @@ fn cases() -> u32 {
         .unwrap_or(64)
 }
 
-fn open(path: &Path) -> Db {
-    Db::open(path, common::small_options()).expect("open pool")
+fn open(path: &Path, mechanisms: Mechanisms) -> Db {
+    let options = persimmon::Options {
+        mechanisms,
+        ..common::small_options()
+    };
+    Db::open(path, options).expect("open pool")
 }
 
 /// Full comparison: iteration (each key once), length, and `check()`.
@@ -122,10 +132,10 @@ fn compare_all(db: &Db, model: &Model, when: &str) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mechanisms: Mechanisms) -> Result<(), TestCaseError> {
     let dir = common::pool_dir();
     let path = dir.path().join("model.pool");
-    let mut db = Some(open(&path));
+    let mut db = Some(open(&path, mechanisms));
     let mut model = Model::new();
     for (step, op) in ops.into_iter().enumerate() {
         let d = db.as_ref().unwrap();
@@ -186,7 +196,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Reopen => {
                 drop(db.take());
-                let d = open(&path);
+                let d = open(&path, mechanisms);
                 compare_all(&d, &model, &when)?;
                 db = Some(d);
             }
@@ -202,6 +212,11 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 prop_assert_eq!(&seen, &model, "{}", when);
             }
+            Op::Clean => {
+                d.clean_now()
+                    .map_err(|e| TestCaseError::fail(format!("{when}: clean failed: {e}")))?;
+                compare_all(d, &model, &when)?;
+            }
         }
     }
     let d = db.take().unwrap();
@@ -212,7 +227,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         prop_assert_eq!(d.get(&k).unwrap(), model.get(&k).cloned());
     }
     drop(d);
-    let d = open(&path);
+    let d = open(&path, mechanisms);
     compare_all(&d, &model, "final reopen")?;
     Ok(())
 }
@@ -222,6 +237,30 @@ proptest! {
 
     #[test]
     fn db_agrees_with_btreemap_model(ops in prop::collection::vec(op_strategy(), 1..150)) {
-        run(ops)?;
+        run(ops, Mechanisms::ALL)?;
+    }
+
+    #[test]
+    fn baseline_agrees_with_btreemap_model(ops in prop::collection::vec(op_strategy(), 1..150)) {
+        run(ops, Mechanisms::NONE)?;
+    }
+
+    #[test]
+    fn persistent_bucket_locks_agree_with_btreemap_model(
+        ops in prop::collection::vec(op_strategy(), 1..150)
+    ) {
+        run(ops, Mechanisms { volatile_lock_table: false, ..Mechanisms::ALL })?;
+    }
+
+    #[test]
+    fn locked_reads_agree_with_btreemap_model(ops in prop::collection::vec(op_strategy(), 1..150)) {
+        run(ops, Mechanisms { lock_free_reads: false, ..Mechanisms::ALL })?;
+    }
+
+    #[test]
+    fn no_write_elimination_agrees_with_btreemap_model(
+        ops in prop::collection::vec(op_strategy(), 1..150)
+    ) {
+        run(ops, Mechanisms { write_elimination: false, ..Mechanisms::ALL })?;
     }
 }
