@@ -68,7 +68,7 @@ where
                 let mut x = 0x1234_5678 ^ (t + 1).wrapping_mul(0x9E37_79B9);
                 let mut n = 0u64;
                 let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-                while n % 1024 != 0 || Instant::now() < deadline {
+                while !n.is_multiple_of(1024) || Instant::now() < deadline {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
@@ -149,9 +149,15 @@ fn main() {
         return;
     }
     let n = a.keys;
-    for (name, options) in [("persimmon", Options::default()), ("baseline", Options::baseline())] {
+    for (name, options) in [
+        ("persimmon", Options::default()),
+        ("baseline", Options::baseline()),
+    ] {
         let path = a.dir.join(format!("core-driver-{name}.pool"));
-        println!("== {name}: {n} keys, 8-byte keys, 64-byte values, uniform, {}", path.display());
+        println!(
+            "== {name}: {n} keys, 8-byte keys, 64-byte values, uniform, {}",
+            path.display()
+        );
         for threads in [1u64, 2] {
             let _ = std::fs::remove_file(&path);
             let db = Arc::new(Db::open(&path, options.clone()).unwrap());
@@ -166,11 +172,17 @@ fn main() {
             let (ops, c, k) = timed(&db, threads, a.seconds, move |db, x| {
                 db.get_with(&key(x % n), |_| ()).unwrap().expect("present");
             });
-            println!("  threads {threads}: GET {ops:.0} ops/s; per GET {}", per_op(&c, k));
+            println!(
+                "  threads {threads}: GET {ops:.0} ops/s; per GET {}",
+                per_op(&c, k)
+            );
             let (ops, c, k) = timed(&db, threads, a.seconds, move |db, x| {
                 db.put(&key(x % n), &VALUE).unwrap();
             });
-            println!("  threads {threads}: PUT {ops:.0} ops/s; per PUT {}", per_op(&c, k));
+            println!(
+                "  threads {threads}: PUT {ops:.0} ops/s; per PUT {}",
+                per_op(&c, k)
+            );
             let (ops, _, _) = timed(&db, threads, a.seconds, move |db, x| {
                 if x & 1 == 0 {
                     db.get_with(&key((x >> 1) % n), |_| ()).unwrap();
@@ -226,7 +238,11 @@ fn main() {
         println!("  open after kill -9, to first served GET: {took:?}");
         let rebuild = Instant::now();
         db.wait_for_rebuild();
-        println!("  background rebuild after kill -9: {:?}, {} keys", rebuild.elapsed(), db.len());
+        println!(
+            "  background rebuild after kill -9: {:?}, {} keys",
+            rebuild.elapsed(),
+            db.len()
+        );
         drop(db);
         let _ = std::fs::remove_file(&path);
     }

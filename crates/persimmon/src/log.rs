@@ -13,9 +13,15 @@
 //!   appending resumes there. Bytes past that point are never referenced
 //!   (a slot names a record only after the record's fence).
 //! - Every sequence number a lane hands out is larger than every one it
-//!   handed out before, across restarts: a new segment's header records the
-//!   counter at allocation, a large record's header its own sequence, and
-//!   the walk of the active segment adds the records' own.
+//!   handed out before, across restarts: a new segment's header records a
+//!   counter drawn at allocation, a large record's header its own sequence,
+//!   and the walk of the active segment adds the records' own. The cleaner
+//!   copies records of every lane into lane 254's segments, so after a
+//!   restart every lane starts above a pool-wide floor: the largest base of
+//!   any segment and the largest counter in the cleaner's active segment (the
+//!   cleaner raises its own counter past each record it copies, so its later
+//!   segments' bases cover the copies). A lane whose own segments were all
+//!   cleaned away therefore cannot repeat a number.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -39,6 +45,8 @@ pub(crate) struct Lane {
     /// The cleaner's lane: may use the pool's spare segments.
     cleaner: bool,
     counter: AtomicU64,
+    /// Largest counter of any record (of any lane) the recovery walk met.
+    walked_max: AtomicU64,
     ready: AtomicBool,
     state: parking_lot::Mutex<LaneState>,
 }
@@ -100,6 +108,7 @@ impl Lane {
             id,
             cleaner: id == CLEANER_LANE,
             counter: AtomicU64::new((max_seq_seen & COUNTER_MASK) + 1),
+            walked_max: AtomicU64::new(0),
             ready: AtomicBool::new(to_recover.is_none()),
             state: parking_lot::Mutex::new(LaneState {
                 segment: None,
@@ -117,19 +126,28 @@ impl Lane {
         }
         let mut st = self.state.lock();
         if let Some(seg) = st.to_recover.take() {
-            let lane = self.id as u64;
+            // Records of other lanes appear only in the cleaner's segments;
+            // counting them too keeps its bases above everything it copied.
             let mut max = 0;
-            let tail = walk_segment(pool, seg, |r| {
-                if r.header.seq >> 56 == lane {
-                    max = max.max(r.header.seq & COUNTER_MASK);
-                }
-            });
+            let tail = walk_segment(pool, seg, |r| max = max.max(r.header.seq & COUNTER_MASK));
+            self.walked_max.fetch_max(max, Ordering::AcqRel);
             self.counter.fetch_max(max + 1, Ordering::AcqRel);
             st.segment = Some(seg);
             st.tail = tail;
             st.end = pool.segment_offset(seg) + pool.segment_bytes;
         }
         self.ready.store(true, Ordering::Release);
+    }
+
+    /// Largest record counter the recovery walk met (0 before it ran).
+    pub fn walked_max(&self) -> u64 {
+        self.walked_max.load(Ordering::Acquire)
+    }
+
+    /// Makes every number handed out from now on larger than `counter`.
+    pub fn raise(&self, counter: u64) {
+        self.counter
+            .fetch_max((counter & COUNTER_MASK) + 1, Ordering::AcqRel);
     }
 
     /// A fresh sequence number of this lane.

@@ -67,6 +67,16 @@ pub(crate) struct Pool {
     pub open_count: u64,
     /// Segments only the cleaner may take (so it can free space in a full pool).
     pub spare_segments: u32,
+    /// Until this time (ms since the epoch) the file is not grown: the file
+    /// system reported it full.
+    growth_stalled_until_ms: AtomicU64,
+}
+
+fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn now_unix_secs() -> u64 {
@@ -157,7 +167,7 @@ impl Pool {
             )));
         }
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
-        let open_count = pm.load_u64(layout::SB_OPEN_COUNT) + 1;
+        let open_count = pm.load_u64(layout::SB_OPEN_COUNT).wrapping_add(1);
         let mut pool = Pool {
             pm,
             sb,
@@ -170,6 +180,7 @@ impl Pool {
             releases_pending: AtomicU64::new(0),
             open_count,
             spare_segments: if opts.cleaner { 2 } else { 0 },
+            growth_stalled_until_ms: AtomicU64::new(0),
         };
         let scan = pool.scan_headers();
         // From here on the pool is open: a crash must not be taken for a clean close.
@@ -312,15 +323,27 @@ impl Pool {
         }
     }
 
+    /// Segments the file can still grow by: up to `pool_bytes_max`, or none
+    /// for a while after the file system said it was full.
+    pub fn growth_headroom(&self) -> u32 {
+        let cap = ((self.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32;
+        if now_millis() < self.growth_stalled_until_ms.load(Ordering::Acquire) {
+            0
+        } else {
+            cap - self.segment_count()
+        }
+    }
+
     fn take_free_run(&self, run: u32, cleaner: bool) -> Result<u32> {
         let mut free = self.free.lock();
-        let cap = ((self.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32;
+        let full = || Error::PoolFull {
+            pool_bytes_max: self.pool_bytes_max,
+        };
         loop {
-            let available = free.len() as u64 + (cap - self.segment_count()) as u64;
+            let headroom = self.growth_headroom();
+            let available = free.len() as u64 + headroom as u64;
             if !cleaner && available < (run + self.spare_segments) as u64 {
-                return Err(Error::PoolFull {
-                    pool_bytes_max: self.pool_bytes_max,
-                });
+                return Err(full());
             }
             if let Some(first) = find_run(&free, run) {
                 for c in 0..run {
@@ -328,24 +351,34 @@ impl Pool {
                 }
                 return Ok(first);
             }
-            // Grow: at least what is missing, at least 1/8 of the pool, at
-            // least 16 segments; never past the maximum.
-            let have = self.segment_count();
-            if have >= cap {
-                return Err(Error::PoolFull {
-                    pool_bytes_max: self.pool_bytes_max,
-                });
+            if headroom == 0 {
+                return Err(full());
             }
-            let want = (have / 8).max(16).max(run).min(cap - have);
-            let new_len = self.segment_offset(have + want);
-            self.pm.grow(new_len).map_err(|e| match e {
-                Error::Io { ref source, .. } if source.raw_os_error() == Some(libc::ENOSPC) => {
-                    Error::PoolFull {
-                        pool_bytes_max: self.pm.len(),
+            // Grow: at least what is missing, at least 1/8 of the pool, at
+            // least 16 segments; never past the maximum. If the file system
+            // is full, try just what is missing before giving up.
+            let have = self.segment_count();
+            let mut want = (have / 8).max(16).max(run).min(headroom);
+            loop {
+                match self.pm.grow(self.segment_offset(have + want)) {
+                    Ok(_) => break,
+                    Err(Error::Io { ref source, .. })
+                        if source.raw_os_error() == Some(libc::ENOSPC) =>
+                    {
+                        if want > run {
+                            want = run;
+                            continue;
+                        }
+                        // Treat the file as at its maximum for a second, so
+                        // the spare segments and the cleaner's urgency count
+                        // what is really there.
+                        self.growth_stalled_until_ms
+                            .store(now_millis() + 1000, Ordering::Release);
+                        return Err(full());
                     }
+                    Err(other) => return Err(other),
                 }
-                other => other,
-            })?;
+            }
             for s in have..have + want {
                 free.insert(s);
             }

@@ -66,11 +66,10 @@ impl Engine {
 
     pub(super) fn log_space(&self) -> LogSpace {
         let n = self.pool.segment_count();
-        let cap_segments =
-            (self.pool.pool_bytes_max - layout::SUPERBLOCK_BYTES) / self.pool.segment_bytes;
+        let headroom = self.pool.growth_headroom() as u64;
         let mut space = LogSpace {
-            total_segments: cap_segments,
-            available_segments: cap_segments - n as u64,
+            total_segments: n as u64 + headroom,
+            available_segments: headroom,
             ..LogSpace::default()
         };
         for s in 0..n {
@@ -99,23 +98,30 @@ impl Engine {
     /// Moves the live records of segment `seg` to the cleaner's lane.
     /// Returns the bytes copied.
     pub(super) fn clean_segment(&self, seg: u32) -> Result<u64> {
-        if self.cleanable(seg).is_none() {
-            return Ok(0);
-        }
-        // Pinned for the whole walk: if the segment dies and is freed while
-        // we work, its bytes stay readable until we are done.
-        let outer = epoch::pin();
         let mut records = Vec::new();
-        walk_segment(&self.pool, seg, |r| records.push((r.offset, r.header)));
+        {
+            // Pinned while reading the victim: once we have seen it sealed
+            // and in use, it cannot be freed and reused under us.
+            let _pin = epoch::pin();
+            if self.cleanable(seg).is_none() {
+                return Ok(0);
+            }
+            walk_segment(&self.pool, seg, |r| records.push((r.offset, r.header)));
+        }
         let info = &self.pool.segments[seg as usize];
         let mut moved = 0;
-        for (off, header) in records {
+        for (off, walked) in records {
             if info.live_bytes.load(Ordering::SeqCst) == 0 || self.stop.load(Ordering::Acquire) {
                 break;
             }
-            let key = self.record_key(off, &header)?.to_vec();
+            let key = {
+                let _pin = epoch::pin();
+                if self.cleanable(seg).is_none() {
+                    break;
+                }
+                self.record_key(off, &walked)?.to_vec()
+            };
             let h = self.hash(&key);
-            let total = header.total_bytes();
             moved += self.with_locked(&key, h, CLEANER_SEQ, |_ctx, found, _free, guard| {
                 let Some(f) = found else {
                     return Ok(Locked::Done(0));
@@ -123,9 +129,15 @@ impl Engine {
                 if f.slot.offset() != off {
                     return Ok(Locked::Done(0)); // a newer record holds the key
                 }
+                // The header as read under the lock (`f.header`), not the one
+                // walked earlier: only this one is known to be the key's.
+                let header = f.header;
+                let total = header.total_bytes();
                 let pm = &self.pool.pm;
                 let len = RECORD_HEADER_BYTES + header.key_len as usize + header.value_len as usize;
                 let src = pm.slice(off, len)?;
+                // Later cleaner segments' bases must exceed the copied number.
+                self.cleaner_lane.raise(header.seq);
                 let (at, sealed) = self.cleaner_lane.append(&self.pool, total, |at| {
                     pm.write_persistent(at, src);
                 })?;
@@ -137,7 +149,8 @@ impl Engine {
                 Ok(Locked::Done(total))
             })?;
         }
-        drop(outer);
+        // A victim that was already dead on arrival still needs handing over.
+        self.maybe_free(seg, &epoch::pin());
         self.cleaned_segments.fetch_add(1, Ordering::Relaxed);
         self.cleaned_bytes.fetch_add(moved, Ordering::Relaxed);
         Ok(moved)
@@ -158,6 +171,9 @@ impl Engine {
     /// The background cleaner: runs after the rebuild until the `Db` closes.
     pub(super) fn cleaner_loop(&self, bytes_per_sec: u64) {
         let mut active = false;
+        // Victims that could not be emptied (damaged records, errors): not
+        // tried again while their live bytes stay the same.
+        let mut stuck: std::collections::HashMap<u32, u64> = Default::default();
         while !self.stop.load(Ordering::Acquire) {
             let space = self.log_space();
             let garbage = space.sealed_capacity - space.sealed_live.min(space.sealed_capacity);
@@ -168,11 +184,20 @@ impl Engine {
             } else {
                 garbage > percent(START_GARBAGE_PERCENT)
             };
+            // When space is short, any segment with dead space is worth it.
+            let max_live = if urgent {
+                self.segment_capacity() - 1
+            } else {
+                self.segment_capacity() * MAX_VICTIM_LIVE_PERCENT / 100
+            };
             let victim = (active || (urgent && garbage > 0))
                 .then(|| {
-                    self.victims(self.segment_capacity() * MAX_VICTIM_LIVE_PERCENT / 100)
-                        .first()
-                        .copied()
+                    self.victims(max_live).into_iter().find(|s| {
+                        let live = self.pool.segments[*s as usize]
+                            .live_bytes
+                            .load(Ordering::SeqCst);
+                        stuck.get(s) != Some(&live)
+                    })
                 })
                 .flatten();
             let Some(victim) = victim else {
@@ -181,15 +206,23 @@ impl Engine {
                 continue;
             };
             let started = Instant::now();
-            match self.clean_segment(victim) {
-                Ok(moved) if !urgent && bytes_per_sec > 0 => {
+            let result = self.clean_segment(victim);
+            let info = &self.pool.segments[victim as usize];
+            if self.cleanable(victim).is_some() && info.live_bytes.load(Ordering::SeqCst) > 0 {
+                stuck.insert(victim, info.live_bytes.load(Ordering::SeqCst));
+            } else {
+                stuck.remove(&victim);
+            }
+            match result {
+                Ok(moved) if moved > 0 && !urgent && bytes_per_sec > 0 => {
                     // Rate limit: spend at least moved / rate on this segment.
                     let budget = Duration::from_secs_f64(moved as f64 / bytes_per_sec as f64);
                     if let Some(rest) = budget.checked_sub(started.elapsed()) {
                         self.idle(rest);
                     }
                 }
-                Ok(_) => {}
+                Ok(moved) if moved > 0 => {}
+                Ok(_) => self.idle(Duration::from_millis(5)),
                 Err(_) => self.idle(Duration::from_millis(100)), // e.g. pool full: retry later
             }
         }

@@ -48,6 +48,8 @@ use crate::layout::{
 use crate::log::{walk_segment, Lane, CLEANER_LANE, INTERNAL_LANE};
 
 mod cleaner;
+#[cfg(test)]
+mod tests;
 use crate::options::Options;
 use crate::pmem::{self, Durability, PersistObserver};
 use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
@@ -96,6 +98,11 @@ pub(crate) struct Engine {
     lanes: Vec<Lane>,
     /// The log cleaner's own lane.
     cleaner_lane: Lane,
+    /// Largest base sequence counter of any segment found at open.
+    base_seq_floor: u64,
+    /// Raises every lane above the pool-wide floor once, before the first
+    /// sequence number is drawn (see `log` module invariants).
+    seq_floor_ready: std::sync::Once,
     seed: u64,
     verify_reads: bool,
     /// Concurrent write elimination is on.
@@ -285,12 +292,13 @@ impl Db {
             scan.lane_max_seq[CLEANER_LANE as usize],
             cleaner_active,
         );
+        let base_seq_floor = scan.lane_max_seq.iter().copied().max().unwrap_or(0);
         let clean_count = pool.clean_key_count;
         let mech = options.mechanisms;
         let locks = BucketLocks::new(
             !mech.volatile_lock_table,
             !mech.lock_free_reads,
-            (pool.open_count & 0xffff) as u16,
+            pool.open_count,
         );
         let index = Index::new(dir, pool.segment_bytes, locks);
         let seed = pool.sb.hash_seed;
@@ -300,6 +308,8 @@ impl Db {
             index,
             lanes,
             cleaner_lane,
+            base_seq_floor,
+            seq_floor_ready: std::sync::Once::new(),
             seed,
             verify_reads: options.verify_reads,
             eliminate: mech.write_elimination,
@@ -538,6 +548,13 @@ impl Engine {
 
     #[inline]
     fn lane(&self) -> (usize, &Lane) {
+        self.seq_floor_ready.call_once(|| {
+            self.cleaner_lane.recover(&self.pool);
+            let floor = self.base_seq_floor.max(self.cleaner_lane.walked_max());
+            for lane in &self.lanes {
+                lane.raise(floor);
+            }
+        });
         let i = THREAD_TICKET.with(|t| *t as usize) % self.lanes.len();
         (i, &self.lanes[i])
     }
@@ -1328,6 +1345,8 @@ impl Engine {
 
     fn check(&self) -> Result<CheckReport> {
         self.wait_tally();
+        // No split may add a segment between listing and locking them.
+        let _serial = self.split_mutex.lock();
         let pm = &self.pool.pm;
         let segments: Vec<u64> = self
             .index
@@ -1492,6 +1511,32 @@ impl Iter<'_> {
         let _guard = epoch::pin();
         let seg = e.index.dir.load().lookup((self.prefix16 as u64) << 48);
         let pm = &e.pool.pm;
+        // Locked reads: slots are stored already marked persisted and made
+        // durable under the writer's lock, so read the bucket under the read
+        // locks of both homes its keys can have (this bucket and the one
+        // before it).
+        let _read: Vec<ReadLock> = if e.two_phase {
+            Vec::new()
+        } else {
+            let prev = if self.bucket == 0 {
+                e.index.buckets - 1
+            } else {
+                self.bucket - 1
+            };
+            e.index
+                .locks
+                .read_lock_many(
+                    pm,
+                    &mut vec![seg.bucket_offset(self.bucket), seg.bucket_offset(prev)],
+                )
+                .into_iter()
+                .map(|held| ReadLock {
+                    locks: &e.index.locks,
+                    pm,
+                    held,
+                })
+                .collect()
+        };
         for addr in e.index.slots(seg.bucket_offset(self.bucket)) {
             let v = pm.load_u64(addr);
             let s = Slot(v);

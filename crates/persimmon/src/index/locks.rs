@@ -30,8 +30,13 @@ pub(crate) const PUBLISHING: u64 = 1 << 55;
 
 /// Offset of the lock word inside a bucket in the persistent-lock layout.
 pub(crate) const PM_LOCK_SLOT_OFFSET: u64 = (SLOTS_PER_BUCKET as u64 - 1) * SLOT_BYTES;
-const PM_WRITER: u64 = 1 << 47;
+/// Persistent lock word: open-count tag in bits 40..64, writer bit 39,
+/// writer-waiting bit 38 (new readers hold back), readers in bits 0..32.
+const PM_TAG_SHIFT: u32 = 40;
+const PM_WRITER: u64 = 1 << 39;
+const PM_WAITING: u64 = 1 << 38;
 const PM_READERS: u64 = 0xffff_ffff;
+const PM_STATE: u64 = PM_WRITER | PM_WAITING | PM_READERS;
 
 /// One DRAM lock: the writer's sequence number (0 when free) and, for
 /// locked reads, a reader count on the same cache line.
@@ -80,7 +85,7 @@ pub(crate) struct BucketLocks {
     in_pm: bool,
     /// Readers take read locks (two-phase atomic write switched off).
     locked_reads: bool,
-    /// Open generation, in bits 48..64 of every persistent lock word.
+    /// Open generation, in bits 40..64 of every persistent lock word.
     generation: u64,
 }
 
@@ -95,12 +100,13 @@ fn backoff(spins: &mut u32) {
 }
 
 impl BucketLocks {
-    pub fn new(in_pm: bool, locked_reads: bool, generation: u16) -> BucketLocks {
+    /// `open_count` tags persistent lock words (its low 24 bits).
+    pub fn new(in_pm: bool, locked_reads: bool, open_count: u64) -> BucketLocks {
         BucketLocks {
             table: LockTable::new(),
             in_pm,
             locked_reads,
-            generation: (generation as u64) << 48,
+            generation: (open_count & 0xff_ffff) << PM_TAG_SHIFT,
         }
     }
 
@@ -108,12 +114,12 @@ impl BucketLocks {
         self.in_pm
     }
 
-    /// A persistent lock word's (writer bit | readers), 0 when it belongs to
-    /// an earlier open generation.
+    /// A persistent lock word's state bits, 0 when it belongs to an earlier
+    /// open generation.
     #[inline]
     fn pm_state(&self, word: u64) -> u64 {
-        if word & !((1 << 48) - 1) == self.generation {
-            word & (PM_WRITER | PM_READERS)
+        if word & !((1 << PM_TAG_SHIFT) - 1) == self.generation {
+            word & PM_STATE
         } else {
             0
         }
@@ -136,10 +142,14 @@ impl BucketLocks {
             let at = bucket + PM_LOCK_SLOT_OFFSET;
             loop {
                 let word = pm.load_u64(at);
-                if self.pm_state(word) == 0
-                    && pm.cas_u64(at, word, self.generation | PM_WRITER).is_ok()
-                {
-                    break;
+                let state = self.pm_state(word);
+                if state & (PM_WRITER | PM_READERS) == 0 {
+                    if pm.cas_u64(at, word, self.generation | PM_WRITER).is_ok() {
+                        break;
+                    }
+                } else if state & PM_WAITING == 0 {
+                    // Ask new readers to hold back so we are not starved.
+                    let _ = pm.cas_u64(at, word, self.generation | state | PM_WAITING);
                 }
                 note(w.writer.load(Ordering::Acquire));
                 backoff(&mut spins);
@@ -201,7 +211,7 @@ impl BucketLocks {
             loop {
                 let word = pm.load_u64(at);
                 let state = self.pm_state(word);
-                if state & PM_WRITER == 0
+                if state & (PM_WRITER | PM_WAITING) == 0
                     && state & PM_READERS < PM_READERS
                     && pm.cas_u64(at, word, self.generation | (state + 1)).is_ok()
                 {
@@ -243,6 +253,24 @@ impl BucketLocks {
             self.table.words[held.table_index]
                 .readers
                 .fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Read-locks every bucket in `buckets`, in the same order `lock_many`
+    /// takes write locks.
+    pub fn read_lock_many(&self, pm: &PmemFile, buckets: &mut Vec<u64>) -> Vec<Held> {
+        if self.in_pm {
+            buckets.sort_unstable();
+            buckets.dedup();
+            buckets.iter().map(|&b| self.read_lock(pm, b)).collect()
+        } else {
+            let mut idx: Vec<(usize, u64)> = buckets
+                .iter()
+                .map(|&b| (LockTable::index_of(b), b))
+                .collect();
+            idx.sort_unstable_by_key(|e| e.0);
+            idx.dedup_by_key(|e| e.0);
+            idx.iter().map(|&(_, b)| self.read_lock(pm, b)).collect()
         }
     }
 
