@@ -9,9 +9,10 @@
 //! - A lane's records are appended and made durable strictly one after the
 //!   other (the lane mutex is held from reserving space until the record's
 //!   fence), so after a crash the valid records of the active segment form a
-//!   prefix: the walk stops at the first record that does not verify and
-//!   appending resumes there. Bytes past that point are never referenced
-//!   (a slot names a record only after the record's fence).
+//!   prefix. After a restart a lane never appends to a segment of an earlier
+//!   run: it starts a new one (the old one is sealed and left to the
+//!   cleaner), so damage inside the old segment can never make it write over
+//!   live records.
 //! - Every sequence number a lane hands out is larger than every one it
 //!   handed out before, across restarts: a new segment's header records a
 //!   counter drawn at allocation, a large record's header its own sequence,
@@ -102,6 +103,34 @@ pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&Walke
     at
 }
 
+/// Visits every record that verifies (sane lengths, CRC) at any 8-byte
+/// aligned position from `from` to the end of log segment `index`.
+fn scan_verifiable(pool: &Pool, index: u32, from: u64, mut visit: impl FnMut(&RecordHeader)) {
+    let end = pool.segment_offset(index) + pool.segment_bytes;
+    let mut at = from.next_multiple_of(layout::RECORD_ALIGN);
+    while at + layout::RECORD_HEADER_BYTES as u64 <= end {
+        let Ok(hb) = pool.pm.slice(at, layout::RECORD_HEADER_BYTES) else {
+            return;
+        };
+        let h = RecordHeader::decode(hb);
+        let sane = h.key_len as usize <= MAX_KEY_BYTES
+            && h.value_len as usize <= MAX_VALUE_BYTES
+            && at + h.total_bytes() <= end;
+        if sane {
+            let body_len =
+                layout::RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize;
+            if let Ok(body) = pool.pm.slice(at + 4, body_len) {
+                if layout::record_crc(body) == h.crc {
+                    visit(&h);
+                    at += h.total_bytes();
+                    continue;
+                }
+            }
+        }
+        at += layout::RECORD_ALIGN;
+    }
+}
+
 impl Lane {
     pub fn new(id: u8, max_seq_seen: u64, to_recover: Option<u32>) -> Lane {
         Lane {
@@ -119,7 +148,11 @@ impl Lane {
         }
     }
 
-    /// Walks the active segment left by the previous run, if not done yet.
+    /// Reads the active segment left by the previous run, if not done yet,
+    /// for the sequence numbers its records carry. The lane never appends to
+    /// it again (it stays sealed; the cleaner reclaims its free tail): a
+    /// damaged record in the middle would otherwise end the valid prefix
+    /// early, and appending there would overwrite live records after it.
     pub fn recover(&self, pool: &Pool) {
         if self.ready.load(Ordering::Acquire) {
             return;
@@ -129,12 +162,13 @@ impl Lane {
             // Records of other lanes appear only in the cleaner's segments;
             // counting them too keeps its bases above everything it copied.
             let mut max = 0;
-            let tail = walk_segment(pool, seg, |r| max = max.max(r.header.seq & COUNTER_MASK));
+            let mut note = |h: &RecordHeader| max = max.max(h.seq & COUNTER_MASK);
+            let prefix_end = walk_segment(pool, seg, |r| note(&r.header));
+            // Past the valid prefix (a torn tail, damage, or records of an
+            // earlier use of the segment), count every record that verifies.
+            scan_verifiable(pool, seg, prefix_end, |h| note(h));
             self.walked_max.fetch_max(max, Ordering::AcqRel);
             self.counter.fetch_max(max + 1, Ordering::AcqRel);
-            st.segment = Some(seg);
-            st.tail = tail;
-            st.end = pool.segment_offset(seg) + pool.segment_bytes;
         }
         self.ready.store(true, Ordering::Release);
     }

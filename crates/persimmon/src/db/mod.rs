@@ -273,20 +273,10 @@ impl Db {
         let lanes: Vec<Lane> = (0..options.lanes)
             .map(|i| {
                 let active = scan.active_log[i].map(|(s, _)| s);
-                if let Some(s) = active {
-                    pool.segments[s as usize]
-                        .sealed
-                        .store(false, Ordering::SeqCst);
-                }
                 Lane::new(i as u8, scan.lane_max_seq[i], active)
             })
             .collect();
         let cleaner_active = scan.active_log[CLEANER_LANE as usize].map(|(s, _)| s);
-        if let Some(s) = cleaner_active {
-            pool.segments[s as usize]
-                .sealed
-                .store(false, Ordering::SeqCst);
-        }
         let cleaner_lane = Lane::new(
             CLEANER_LANE,
             scan.lane_max_seq[CLEANER_LANE as usize],
