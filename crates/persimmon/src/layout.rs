@@ -209,6 +209,9 @@ impl SegmentHeader {
         if (state >> 8) & 0xff != SEG_TAG as u64 {
             return HeaderState::Damaged("bad header tag".into());
         }
+        if (state >> 16) & 0xffff != 0 {
+            return HeaderState::Damaged("reserved bits of the state word are set".into());
+        }
         if (state >> 32) as u32 != crc32c::crc32c(body) {
             return HeaderState::Damaged("header checksum mismatch".into());
         }

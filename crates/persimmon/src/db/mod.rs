@@ -642,6 +642,11 @@ impl Engine {
                     }
                     return Ok(Some((off, hdr)));
                 }
+                if self.verify_reads {
+                    // A damaged key must not pass for "some other key": with
+                    // verification on, a fingerprint match gets its CRC checked.
+                    self.verify_record(off, &hdr)?;
+                }
             }
         }
         Ok(None)

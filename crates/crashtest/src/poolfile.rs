@@ -1,0 +1,308 @@
+//! Pool files outside the engine: deterministic creation and an independent
+//! parser of images, both written from the format in `docs/design.md` §3.
+//!
+//! Creation: the engine draws a pool's hash seed at random, so where keys
+//! land (and when an index segment splits) would change from run to run. The
+//! harness writes the superblock itself with a seed derived from the run's
+//! seed, then lets `Db::open` do the rest (the first index segment).
+//!
+//! Parsing: the oracle and the fault injector need to know, from the bytes
+//! alone, which segments are committed, which slots are live and where their
+//! records are. The parser mirrors the engine's rules:
+//! - a slot is live when it is neither empty nor a delete marker, names a
+//!   record with a valid CRC whose key's hash carries the slot's fingerprint,
+//!   and the key routes to this index segment (the deepest index segment
+//!   whose (depth, prefix) covers the key's hash);
+//! - a data segment (log, or a large run) is *needed* when a live slot names
+//!   a record in it, or when it is its lane's newest log segment (the lane
+//!   appends there after a restart); any other committed data segment is
+//!   dead and must be reclaimable after recovery.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use persimmon::format::{
+    FORMAT_VERSION, MAGIC, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SUPERBLOCK_BYTES,
+};
+
+/// Slot word bits: fingerprint 48..64, offset/8 in 1..48, persist bit 0.
+pub const MARKER_OFFSET: u64 = 8;
+
+pub fn slot_offset(word: u64) -> u64 {
+    ((word >> 1) & ((1u64 << 47) - 1)) << 3
+}
+
+pub fn slot_fingerprint(word: u64) -> u16 {
+    (word >> 48) as u16
+}
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Superblock flag bit 0: buckets carry a persistent lock word in their last
+/// slot (the Baseline layout, `Mechanisms::volatile_lock_table = false`).
+pub const FLAG_PERSISTENT_LOCKS: u64 = 1;
+
+/// The superblock's flags word of an image (0 when unreadable).
+pub fn flags(img: &[u8]) -> u64 {
+    if img.len() < 64 {
+        return 0;
+    }
+    get_u64(img, 56)
+}
+
+/// Writes a fresh, empty pool of `segments` segments with the given hash
+/// seed and flags (every segment free; the first open creates the index).
+pub fn create(
+    path: &Path,
+    segment_bytes: u64,
+    segments: u64,
+    hash_seed: u64,
+    flags: u64,
+) -> std::io::Result<()> {
+    let mut sb = vec![0u8; SUPERBLOCK_BYTES as usize];
+    sb[0..8].copy_from_slice(&MAGIC);
+    sb[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
+    sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
+    sb[24..32].copy_from_slice(&hash_seed.to_le_bytes());
+    sb[32..48].copy_from_slice(&[0xC7; 16]); // pool id
+    sb[48..56].copy_from_slice(&1_700_000_000u64.to_le_bytes());
+    sb[56..64].copy_from_slice(&flags.to_le_bytes());
+    let crc = crc32c::crc32c(&sb[..124]);
+    sb[124..128].copy_from_slice(&crc.to_le_bytes());
+    let mut file = std::fs::File::create(path)?;
+    std::io::Write::write_all(&mut file, &sb)?;
+    file.set_len(SUPERBLOCK_BYTES + segments * segment_bytes)?;
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegKind {
+    Free,
+    Log { lane: u32, base: u64 },
+    Index { depth: u8, prefix: u64 },
+    Large { run: u32 },
+    Continuation,
+    Damaged,
+}
+
+/// A live slot and the record it names.
+#[derive(Clone, Debug)]
+pub struct LiveRecord {
+    pub slot_addr: u64,
+    pub record: u64,
+    /// Bytes covered by the CRC end here (before the padding).
+    pub body_end: u64,
+    pub key: Vec<u8>,
+}
+
+pub struct Parsed {
+    pub segment_bytes: u64,
+    pub segments: Vec<SegKind>,
+    pub live: Vec<LiveRecord>,
+    /// Index segments that own no directory entry (never reachable).
+    pub orphan_index_segments: Vec<u32>,
+}
+
+impl Parsed {
+    pub fn segment_offset(&self, i: u32) -> u64 {
+        SUPERBLOCK_BYTES + i as u64 * self.segment_bytes
+    }
+
+    fn segment_of(&self, off: u64) -> u32 {
+        ((off - SUPERBLOCK_BYTES) / self.segment_bytes) as u32
+    }
+
+    /// Heads (log segments, large runs) that hold no live record and are not
+    /// their lane's newest log segment: recovery must find them reclaimable.
+    pub fn dead_heads(&self) -> Vec<u32> {
+        let used: BTreeSet<u32> = self
+            .live
+            .iter()
+            .map(|r| self.segment_of(r.record))
+            .collect();
+        let mut newest: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
+        for (i, k) in self.segments.iter().enumerate() {
+            if let SegKind::Log { lane, base } = *k {
+                let e = newest.entry(lane).or_insert((base, i as u32));
+                if base >= e.0 {
+                    *e = (base, i as u32);
+                }
+            }
+        }
+        let active: BTreeSet<u32> = newest.values().map(|v| v.1).collect();
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| {
+                let i = *i as u32;
+                match k {
+                    SegKind::Log { .. } => !used.contains(&i) && !active.contains(&i),
+                    SegKind::Large { .. } => !used.contains(&i),
+                    _ => false,
+                }
+            })
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+}
+
+fn decode_header(h: &[u8]) -> SegKind {
+    let state = get_u64(h, 0);
+    if state == 0 {
+        return SegKind::Free;
+    }
+    if (state >> 8) & 0xff != 0xA7 || (state >> 32) as u32 != crc32c::crc32c(&h[8..64]) {
+        return SegKind::Damaged;
+    }
+    match state & 0xff {
+        1 => SegKind::Log {
+            lane: get_u32(h, 8),
+            base: get_u64(h, 16),
+        },
+        2 => SegKind::Index {
+            depth: get_u32(h, 8) as u8,
+            prefix: get_u64(h, 16),
+        },
+        3 => SegKind::Large {
+            run: get_u32(h, 12).max(1),
+        },
+        _ => SegKind::Damaged,
+    }
+}
+
+/// Parses an image. Returns `None` when the superblock is unreadable.
+pub fn parse(img: &[u8]) -> Option<Parsed> {
+    if img.len() < SUPERBLOCK_BYTES as usize || img[0..8] != MAGIC {
+        return None;
+    }
+    let segment_bytes = get_u64(img, 16);
+    let hash_seed = get_u64(img, 24);
+    if !segment_bytes.is_power_of_two() || segment_bytes < 64 << 10 {
+        return None;
+    }
+    let n = ((img.len() as u64 - SUPERBLOCK_BYTES) / segment_bytes) as usize;
+    let mut segments = vec![SegKind::Free; n];
+    let mut i = 0;
+    while i < n {
+        let off = (SUPERBLOCK_BYTES + i as u64 * segment_bytes) as usize;
+        let k = decode_header(&img[off..off + 64]);
+        segments[i] = k;
+        if let SegKind::Large { run } = k {
+            for c in 1..run as usize {
+                if i + c < n {
+                    segments[i + c] = SegKind::Continuation;
+                }
+            }
+            i += run as usize;
+            continue;
+        }
+        i += 1;
+    }
+    let mut index: Vec<(u32, u8, u64)> = segments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| match k {
+            SegKind::Index { depth, prefix } => Some((i as u32, *depth, *prefix)),
+            _ => None,
+        })
+        .collect();
+    // Deepest first: the owner of a hash is the first segment that covers it.
+    index.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let owner = |h: u64| {
+        index
+            .iter()
+            .find(|&&(_, d, p)| d == 0 || (d <= 16 && h >> (64 - d as u32) == p))
+            .map(|s| s.0)
+    };
+    let max_depth = index.iter().map(|s| s.1).max().unwrap_or(0).min(16);
+    let mut owns: BTreeSet<u32> = BTreeSet::new();
+    for e in 0..(1u64 << max_depth) {
+        let h = if max_depth == 0 {
+            0
+        } else {
+            e << (64 - max_depth as u32)
+        };
+        if let Some(o) = owner(h) {
+            owns.insert(o);
+        }
+    }
+    let orphan_index_segments = index
+        .iter()
+        .map(|s| s.0)
+        .filter(|s| !owns.contains(s))
+        .collect();
+    let mut p = Parsed {
+        segment_bytes,
+        segments,
+        live: Vec::new(),
+        orphan_index_segments,
+    };
+    let buckets = (segment_bytes - SEGMENT_HEADER_BYTES) / 64;
+    // With persistent bucket locks the last slot of a bucket is a lock word.
+    let lock_slot = flags(img) & FLAG_PERSISTENT_LOCKS != 0;
+    let mut seen_keys: BTreeSet<Vec<u8>> = BTreeSet::new();
+    for &(seg, _, _) in &index {
+        let base = p.segment_offset(seg) + SEGMENT_HEADER_BYTES;
+        for s in 0..buckets * 8 {
+            let addr = base + s * 8;
+            if lock_slot && s % 8 == 7 {
+                continue;
+            }
+            let w = get_u64(img, addr as usize);
+            let off = slot_offset(w);
+            if w == 0 || off == MARKER_OFFSET {
+                continue;
+            }
+            let Some(rec) = read_record(img, off) else {
+                continue;
+            };
+            let h = xxhash_rust::xxh3::xxh3_64_with_seed(&rec.key, hash_seed);
+            if (h >> 48) as u16 != slot_fingerprint(w) || owner(h) != Some(seg) {
+                continue;
+            }
+            if !seen_keys.insert(rec.key.clone()) {
+                continue;
+            }
+            p.live.push(LiveRecord {
+                slot_addr: addr,
+                ..rec
+            });
+        }
+    }
+    Some(p)
+}
+
+/// The record at `off` if its lengths are sane and its CRC verifies.
+fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
+    let off_us = off as usize;
+    if off < SUPERBLOCK_BYTES || off_us + RECORD_HEADER_BYTES > img.len() || !off.is_multiple_of(8)
+    {
+        return None;
+    }
+    let key_len = get_u32(img, off_us + 4) as usize;
+    let value_len = get_u32(img, off_us + 8) as usize;
+    if key_len > 64 << 10 || value_len > 64 << 20 {
+        return None;
+    }
+    let body_end = off_us + RECORD_HEADER_BYTES + key_len + value_len;
+    if body_end > img.len() {
+        return None;
+    }
+    if crc32c::crc32c(&img[off_us + 4..body_end]) != get_u32(img, off_us) {
+        return None;
+    }
+    let key_at = off_us + RECORD_HEADER_BYTES;
+    Some(LiveRecord {
+        slot_addr: 0,
+        record: off,
+        body_end: body_end as u64,
+        key: img[key_at..key_at + key_len].to_vec(),
+    })
+}

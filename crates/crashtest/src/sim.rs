@@ -1,0 +1,478 @@
+//! The simulator: a `PersistObserver` that feeds the model, and at every
+//! fence (a crash point) builds the post-crash images and runs the oracle.
+//!
+//! Invariants:
+//! - Every store, flush and fence on the observed pool reaches the model in
+//!   the order the observer sees them, under one mutex; the model lock is
+//!   never held while the engine or the oracle runs, so callbacks that come
+//!   back re-entrantly (epoch-deferred work of the observed engine running
+//!   inside oracle code) are modelled, never explored.
+//! - A crash point is explored *before* the fence is applied to the model:
+//!   the fencing thread's flushed lines are then still optional, which
+//!   covers every crash moment between the previous fence and this one.
+//! - Crash points are explored one at a time (`exploring`); a fence that
+//!   arrives while one is explored is modelled, not explored. Such fences
+//!   come from work the observed engine deferred through the epoch, which
+//!   crossbeam may run on *any* thread that collects garbage — including the
+//!   oracle's own engine threads, which the explorer is waiting for (waiting
+//!   there would deadlock). Reader probes (`get` from the prober thread in
+//!   the middle of a write) run with exploration suppressed; their flushes
+//!   and fences are modelled like any other thread's.
+//! - Everything random is drawn from the run seed and the crash point's
+//!   number, so one (workload, seed) replays the same images.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::ThreadId;
+use std::time::Instant;
+
+use persimmon::{Db, Options, PersistObserver};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::images;
+use crate::model::{Model, OpTag};
+use crate::oracle::{self, Expect, Val};
+
+thread_local! {
+    /// Set while this thread runs the oracle: its callbacks are only modelled.
+    static IN_ORACLE: Cell<bool> = const { Cell::new(false) };
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// splitmix64: derives independent seeds.
+pub fn mix(a: u64, b: u64) -> u64 {
+    let mut x = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[derive(Clone)]
+pub struct SimConfig {
+    pub workload: &'static str,
+    pub seed: u64,
+    pub options: Options,
+    /// Enumerate every focus combination when there are at most this many.
+    pub cap: u64,
+    /// Random images per crash point otherwise.
+    pub samples: usize,
+    /// Scratch directory (under /dev/shm) for pools and images.
+    pub dir: PathBuf,
+    /// Stop exploring after this moment (the workload still completes).
+    pub deadline: Option<Instant>,
+    /// One crash point in this many gets a reader probe (0: never).
+    pub probe_every: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SimStats {
+    pub points: u64,
+    pub points_exhaustive: u64,
+    pub images: u64,
+    pub duplicates: u64,
+    pub probes: u64,
+    pub inconsistencies: u64,
+    pub failures: Vec<String>,
+}
+
+/// Holds one thread at its next fence until released (write elimination).
+pub struct Gate {
+    thread: Mutex<Option<ThreadId>>,
+    state: Mutex<(bool, bool)>, // (reached, released)
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn new() -> Arc<Gate> {
+        Arc::new(Gate {
+            thread: Mutex::new(None),
+            state: Mutex::new((false, false)),
+            cv: Condvar::new(),
+        })
+    }
+
+    pub fn wait_reached(&self) {
+        let mut s = lock(&self.state);
+        while !s.0 {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub fn release(&self) {
+        lock(&self.state).1 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// What a capture request grabbed: one image of a crash point and the
+/// expectation at that moment.
+pub struct Captured {
+    pub image: Vec<u8>,
+    pub expect: Expect,
+}
+
+struct Prober {
+    tx: mpsc::Sender<(Arc<Db>, Vec<u8>)>,
+    rx: mpsc::Receiver<Result<Option<Val>, String>>,
+}
+
+pub struct Sim {
+    pub cfg: SimConfig,
+    pool_path: PathBuf,
+    image_path: PathBuf,
+    model: Mutex<Model>,
+    pub expect: Mutex<Expect>,
+    explore: AtomicBool,
+    suppress: AtomicBool,
+    exploring: AtomicBool,
+    pub stats: Mutex<SimStats>,
+    seen: Mutex<HashSet<(u128, u64)>>,
+    db: Mutex<Weak<Db>>,
+    prober: Mutex<Option<Prober>>,
+    gate: Mutex<Option<Arc<Gate>>>,
+    /// (fences to skip, result)
+    capture: Mutex<Option<(u64, Option<Captured>)>>,
+    next_op: AtomicU64,
+    saved_failures: AtomicU64,
+}
+
+impl Sim {
+    /// A simulator for the pool at `pool_path`, whose media holds `initial`.
+    pub fn new(cfg: SimConfig, pool_path: &Path, initial: Vec<u8>, expect: Expect) -> Arc<Sim> {
+        let image_path = cfg.dir.join("image.pool");
+        Arc::new(Sim {
+            cfg,
+            pool_path: pool_path.to_path_buf(),
+            image_path,
+            model: Mutex::new(Model::new(initial)),
+            expect: Mutex::new(expect),
+            explore: AtomicBool::new(false),
+            suppress: AtomicBool::new(false),
+            exploring: AtomicBool::new(false),
+            stats: Mutex::new(SimStats::default()),
+            seen: Mutex::new(HashSet::new()),
+            db: Mutex::new(Weak::new()),
+            prober: Mutex::new(None),
+            gate: Mutex::new(None),
+            capture: Mutex::new(None),
+            next_op: AtomicU64::new(1),
+            saved_failures: AtomicU64::new(0),
+        })
+    }
+
+    pub fn model(&self) -> MutexGuard<'_, Model> {
+        lock(&self.model)
+    }
+
+    pub fn set_explore(&self, on: bool) {
+        let expired = self.cfg.deadline.is_some_and(|d| Instant::now() >= d);
+        self.explore.store(on && !expired, Ordering::SeqCst);
+    }
+
+    /// The `Db` reader probes use (held weakly: the workload owns it).
+    pub fn set_db(self: &Arc<Self>, db: &Arc<Db>) {
+        *lock(&self.db) = Arc::downgrade(db);
+        if self.cfg.probe_every > 0 && lock(&self.prober).is_none() {
+            let (tx, rx_job) = mpsc::channel::<(Arc<Db>, Vec<u8>)>();
+            let (tx_res, rx) = mpsc::channel();
+            let me = Arc::downgrade(self);
+            std::thread::Builder::new()
+                .name("crashtest-prober".into())
+                .spawn(move || {
+                    for (db, key) in rx_job {
+                        let sim = me.upgrade();
+                        if let Some(s) = &sim {
+                            s.model().begin_op(
+                                std::thread::current().id(),
+                                OpTag {
+                                    id: s.next_op.fetch_add(1, Ordering::Relaxed),
+                                    kind: "reader-probe",
+                                },
+                            );
+                        }
+                        let r = db.get(&key).map_err(|e| e.to_string());
+                        if let Some(s) = &sim {
+                            // A reader's persist-bit CAS is left pending by
+                            // design: no persistence assertion for probes.
+                            s.model().end_op_unchecked(std::thread::current().id());
+                        }
+                        drop(sim);
+                        drop(db);
+                        if tx_res.send(r).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .expect("spawn the prober thread");
+            *lock(&self.prober) = Some(Prober { tx, rx });
+        }
+    }
+
+    pub fn fail(&self, msg: String) {
+        let mut s = lock(&self.stats);
+        s.inconsistencies += 1;
+        if s.failures.len() < 10 {
+            s.failures.push(msg);
+        }
+    }
+
+    /// Starts an operation of `kind` on this thread; `key`/`after` (when
+    /// given) enter the expectation as in flight.
+    pub fn begin(&self, kind: &'static str, key: Option<(&[u8], Option<Val>)>) -> OpTag {
+        let tag = OpTag {
+            id: self.next_op.fetch_add(1, Ordering::Relaxed),
+            kind,
+        };
+        if let Some((k, after)) = key {
+            lock(&self.expect).begin(k, after);
+        }
+        self.model().begin_op(std::thread::current().id(), tag);
+        tag
+    }
+
+    /// Ends this thread's operation (persistence assertions run here); when
+    /// `ack` is given the key is acknowledged with that value.
+    pub fn end(&self, ack: Option<(&[u8], Option<Val>)>) {
+        let (before, after, msg) = {
+            let mut m = self.model();
+            let before = m.violation_count;
+            m.end_op(std::thread::current().id());
+            (before, m.violation_count, m.violations.last().cloned())
+        };
+        if after > before {
+            self.fail(format!(
+                "persistence assertion: {}",
+                msg.unwrap_or_default()
+            ));
+        }
+        if let Some((k, v)) = ack {
+            lock(&self.expect).ack(k, v);
+        }
+    }
+
+    /// Holds the calling thread at its next fence until `gate` is released.
+    pub fn arm_gate(&self, gate: &Arc<Gate>) {
+        *lock(&gate.thread) = Some(std::thread::current().id());
+        *lock(&self.gate) = Some(gate.clone());
+    }
+
+    /// Grabs one random image of the crash point `fences` fences from now.
+    pub fn request_capture(&self, fences: u64) {
+        *lock(&self.capture) = Some((fences, None));
+    }
+
+    pub fn has_capture(&self) -> bool {
+        matches!(*lock(&self.capture), Some((_, Some(_))))
+    }
+
+    pub fn take_capture(&self) -> Option<Captured> {
+        lock(&self.capture).take().and_then(|c| c.1)
+    }
+
+    fn pool_len(&self) -> u64 {
+        std::fs::metadata(&self.pool_path)
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    /// Explores the current state as a crash point (also called directly at
+    /// quiescent moments, e.g. after the last operation).
+    pub fn crash_point(&self) {
+        if IN_ORACLE.with(|f| f.get()) || self.suppress.load(Ordering::SeqCst) {
+            return;
+        }
+        let capture_now = {
+            let mut c = lock(&self.capture);
+            match c.as_mut() {
+                Some((n, None)) if *n == 0 => true,
+                Some((n, None)) => {
+                    *n -= 1;
+                    false
+                }
+                _ => false,
+            }
+        };
+        if !capture_now && !self.explore.load(Ordering::SeqCst) {
+            return;
+        }
+        if self
+            .exploring
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return; // modelled only: see the module header
+        }
+        self.explore_exclusive(capture_now);
+        self.exploring.store(false, Ordering::SeqCst);
+    }
+
+    fn explore_exclusive(&self, capture_now: bool) {
+        if self.cfg.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.explore.store(false, Ordering::SeqCst);
+            if !capture_now {
+                return;
+            }
+        }
+        let point = {
+            let mut s = lock(&self.stats);
+            s.points += 1;
+            s.points
+        };
+        let mut rng = StdRng::seed_from_u64(mix(self.cfg.seed, point));
+        if self.cfg.probe_every > 0 && rng.gen_range(0..self.cfg.probe_every) == 0 {
+            self.probe();
+        }
+        let (durable, choices, focus_ops, generation) = {
+            let m = self.model();
+            let focus: Vec<u64> = m.ops_in_flight().iter().map(|o| o.id).collect();
+            let len = self.pool_len();
+            (
+                m.durable_image(len),
+                m.choices(&focus),
+                focus,
+                m.durable_generation,
+            )
+        };
+        let expect = lock(&self.expect).clone();
+        let plan = images::plan(&choices, self.cfg.cap, self.cfg.samples, &mut rng);
+        if capture_now {
+            let pick = &plan.picks[rng.gen_range(0..plan.picks.len())];
+            let image = images::build(&durable, &choices, pick);
+            *lock(&self.capture) = Some((
+                0,
+                Some(Captured {
+                    image,
+                    expect: expect.clone(),
+                }),
+            ));
+            if !self.explore.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+        if plan.exhaustive {
+            lock(&self.stats).points_exhaustive += 1;
+        }
+        let digest = expect.digest();
+        IN_ORACLE.with(|f| f.set(true));
+        for (i, pick) in plan.picks.iter().enumerate() {
+            let h = images::image_id(generation, durable.len() as u64, &choices, pick);
+            if !lock(&self.seen).insert((h, digest)) {
+                lock(&self.stats).duplicates += 1;
+                continue;
+            }
+            let img = images::build(&durable, &choices, pick);
+            lock(&self.stats).images += 1;
+            let write_probe = rng.gen_range(0..8) == 0;
+            if let Err(e) = oracle::check_image(
+                &img,
+                &self.image_path,
+                &self.cfg.options,
+                &expect,
+                write_probe,
+            ) {
+                let saved = self.save_failing_image(&img, point, i);
+                self.fail(format!(
+                    "crash point {point} (ops in flight {focus_ops:?}), image {i} of {} ({} lines pending): {e}{saved}",
+                    plan.picks.len(),
+                    choices.len()
+                ));
+            }
+        }
+        IN_ORACLE.with(|f| f.set(false));
+    }
+
+    fn save_failing_image(&self, img: &[u8], point: u64, i: usize) -> String {
+        if self.saved_failures.fetch_add(1, Ordering::Relaxed) >= 2 {
+            return String::new();
+        }
+        let p = std::env::temp_dir().join(format!(
+            "crashtest-{}-{}-p{point}-i{i}.pool",
+            self.cfg.workload, self.cfg.seed
+        ));
+        match std::fs::write(&p, img) {
+            Ok(()) => format!(" [image saved to {}]", p.display()),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// A reader `get`s the one in-flight key from another thread, in the
+    /// middle of the write; what it saw must survive every later crash.
+    fn probe(&self) {
+        let key = {
+            let e = lock(&self.expect);
+            if e.in_flight.len() != 1 {
+                return;
+            }
+            e.in_flight.keys().next().cloned().unwrap()
+        };
+        let Some(db) = lock(&self.db).upgrade() else {
+            return;
+        };
+        let guard = lock(&self.prober);
+        let Some(p) = guard.as_ref() else { return };
+        self.suppress.store(true, Ordering::SeqCst);
+        let sent = p.tx.send((db, key.clone())).is_ok();
+        let got = if sent { p.rx.recv().ok() } else { None };
+        self.suppress.store(false, Ordering::SeqCst);
+        drop(guard);
+        lock(&self.stats).probes += 1;
+        match got {
+            Some(Ok(seen)) => {
+                if let Err(e) = lock(&self.expect).reader_saw(&key, &seen) {
+                    self.fail(e);
+                }
+            }
+            Some(Err(e)) => self.fail(format!("reader probe: get failed: {e}")),
+            None => {}
+        }
+    }
+
+    fn pass_gate(&self, t: ThreadId) {
+        let gate = {
+            let mut g = lock(&self.gate);
+            match g.as_ref() {
+                Some(gate) if *lock(&gate.thread) == Some(t) => g.take(),
+                _ => None,
+            }
+        };
+        if let Some(gate) = gate {
+            let mut s = lock(&gate.state);
+            s.0 = true;
+            gate.cv.notify_all();
+            while !s.1 {
+                s = gate.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+}
+
+impl PersistObserver for Sim {
+    fn store(&self, offset: u64, data: &[u8]) {
+        self.model()
+            .store(std::thread::current().id(), offset, data);
+    }
+
+    fn nt_store(&self, offset: u64, data: &[u8]) {
+        self.model()
+            .nt_store(std::thread::current().id(), offset, data);
+    }
+
+    fn flush(&self, offset: u64) {
+        self.model().flush(std::thread::current().id(), offset);
+    }
+
+    fn fence(&self) {
+        let t = std::thread::current().id();
+        self.crash_point();
+        self.model().fence(t);
+        self.pass_gate(t);
+    }
+}
