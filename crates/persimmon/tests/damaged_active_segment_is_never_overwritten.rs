@@ -58,3 +58,42 @@ fn new_writes_after_a_damaged_record_keep_every_other_key() {
     let report = db.check().unwrap();
     assert!(!report.is_ok(), "check must report the damaged record");
 }
+
+/// Regression (crash harness): with `verify_reads`, damage to a record's key
+/// bytes made a read of that key answer "absent" (the key comparison failed
+/// before any CRC was checked). Now a fingerprint match is CRC-checked.
+#[test]
+fn damaged_key_bytes_read_as_an_error_not_as_absent() {
+    let dir = common::pool_dir();
+    let path = dir.path().join("damaged-key.pool");
+    let options = Options {
+        lanes: 1,
+        cleaner: false,
+        ..common::small_options()
+    };
+    {
+        let db = Db::open(&path, options.clone()).unwrap();
+        for i in 0..50u32 {
+            db.put(format!("key-{i:04}").as_bytes(), b"v").unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(8)
+        .position(|w| w == b"key-0030")
+        .expect("record of key 30");
+    bytes[at + 7] ^= 0x01; // "key-0030" becomes "key-0031" on media
+    std::fs::write(&path, &bytes).unwrap();
+    let db = Db::open(
+        &path,
+        Options {
+            verify_reads: true,
+            ..options
+        },
+    )
+    .unwrap();
+    assert!(
+        db.get(b"key-0030").is_err(),
+        "a damaged key must read as an error"
+    );
+}
