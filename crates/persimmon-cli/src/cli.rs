@@ -101,6 +101,47 @@ gets msync durability (every fence is an msync) and makes the demo slow; use \
 a DAX mount or /dev/shm."
     )]
     Demo(DemoArgs),
+    /// Benchmark Persimmon against its Baseline, ablation variants and peers
+    /// (YCSB, the MPKV paper's experiments), or probe the machine's limits
+    #[command(
+        long_about = "Benchmark Persimmon against its Baseline, its ablation variants and its \
+peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-D and F and the \
+MPKV paper's experiments (GET ratio, value size, thread sweeps). Each engine gets a fresh \
+store in its own directory under --pool-dir, is loaded with the same keys, warmed up, then \
+timed; every operation is timed individually (HDR histograms). Prints one row per \
+(engine, workload, threads, value size) and writes --json, --markdown (tables with the \
+first engine's ratio to each other one) and --plot (SVG).\n\n\
+--probe measures the machine instead: dependent random-load latency on a pool-sized file \
+mapping in --pool-dir and non-temporal write bandwidth. --report FILES renders earlier \
+JSON results (bench and probe) without running anything.\n\n\
+The global --pool-size and --pool-max set Persimmon's initial and largest pool size (and \
+LMDB's map size); --pool is not used. lmdb and rocksdb need a build with \
+`--features peers`.",
+        after_help = "Examples:\n  \
+persimmon bench --engines persimmon,baseline,lmdb,rocksdb --workload get-ratio:0,50,95,100 \
+--keys 1000000 --threads 2 --duration-secs 10 --json fig4.json --plot fig4.svg\n  \
+persimmon bench --probe --json probe.json\n  \
+persimmon bench --report fig4.json,probe.json --markdown fig4.md"
+    )]
+    Bench(Box<persimmon_bench::BenchArgs>),
+    /// Serve the pool over the Redis protocol (RESP2/RESP3) until SIGINT,
+    /// SIGTERM or SHUTDOWN
+    #[command(
+        long_about = "Serve the pool over the Redis protocol (RESP2 and RESP3) for unmodified \
+Redis clients and tools (redis-cli, redis-benchmark, client libraries). Creates the pool when \
+it is missing. Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
+until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
+durable before its reply is sent.\n\n\
+Security as in Redis: binds to loopback by default; without a password, clients from other \
+addresses are refused (protected mode); with --requirepass every command but AUTH, HELLO and \
+QUIT needs authentication first.",
+        after_help = "Config file (TOML, every key optional; flags win over it):\n  \
+pool = \"/dev/shm/app.pool\"   pool-size = \"64M\"   pool-max = \"64G\"\n  \
+bind = \"127.0.0.1\"   port = 6479   requirepass = \"...\"   protected-mode = true\n  \
+maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit = \"1G\"\n  \
+client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2"
+    )]
+    Serve(ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +194,30 @@ pub struct DemoArgs {
     /// (only if it is a Persimmon pool no one has open)
     #[arg(long)]
     pub fresh: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// TCP port to listen on; 0 picks a free one [default: 6479]
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Address to listen on [default: 127.0.0.1]
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Password clients must give (AUTH, or HELLO 3 AUTH default PASSWORD)
+    /// before any other command
+    #[arg(long, value_name = "PASSWORD")]
+    pub requirepass: Option<String>,
+    /// Most clients connected at once [default: 10000]
+    #[arg(long, value_name = "N")]
+    pub maxclients: Option<usize>,
+    /// TOML configuration file (see below)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Whether --pool was given on the command line (it then wins over the
+    /// config file's `pool`); set by `main`.
+    #[arg(skip)]
+    pub pool_given: bool,
 }
 
 #[cfg(test)]

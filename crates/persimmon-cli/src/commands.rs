@@ -25,7 +25,24 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Stats(args) => stats(pool, args),
         Command::Check => check(pool),
         Command::Demo(args) => demo::run(pool, args),
+        Command::Bench(args) => bench(pool, &args),
+        Command::Serve(args) => crate::serve::run(pool, args),
     }
+}
+
+/// `persimmon bench`: the benchmark crate does the work.
+fn bench(pool: &PoolArgs, args: &persimmon_bench::BenchArgs) -> Result<(), Failure> {
+    let sizes = persimmon_bench::PoolSizes {
+        initial: pool.pool_size,
+        max: pool.pool_max,
+    };
+    persimmon_bench::run(args, sizes, &mut io::stdout().lock()).map_err(|e| {
+        if e.is_broken_pipe() {
+            Failure::BrokenPipe
+        } else {
+            Failure::error(e.to_string())
+        }
+    })
 }
 
 /// Engine options for `pool`; `create` says whether a missing pool is made.

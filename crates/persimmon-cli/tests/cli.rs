@@ -432,7 +432,7 @@ fn demo_verifies_its_keys() {
 #[test]
 fn help_is_available_for_every_command() {
     for cmd in [
-        "put", "get", "del", "load", "dump", "stats", "check", "demo",
+        "put", "get", "del", "load", "dump", "stats", "check", "demo", "bench",
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
             .args([cmd, "--help"])
@@ -441,5 +441,88 @@ fn help_is_available_for_every_command() {
         assert_eq!(code(&o), 0, "{cmd}");
         let text = String::from_utf8(o.stdout).unwrap();
         assert!(text.contains("--pool"), "{cmd}: {text}");
+    }
+}
+
+/// `persimmon bench` with the interface's exact flags, Persimmon only, for
+/// about a second; the JSON holds the agreed fields.
+#[test]
+fn bench_runs_persimmon_for_a_second_and_writes_json() {
+    let dir = tempdir();
+    let json = dir.path().join("bench.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args([
+            "bench",
+            "--engines",
+            "persimmon",
+            "--workload",
+            "get-ratio:50,95",
+        ])
+        .args([
+            "--keys",
+            "20000",
+            "--threads",
+            "1,2",
+            "--duration-secs",
+            "0.25",
+        ])
+        .args(["--warmup-secs", "0.05", "--pool-dir"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run persimmon bench");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("get-ratio:95"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let records = v.as_array().expect("a JSON array");
+    assert_eq!(records.len(), 4, "2 workloads × 2 thread counts");
+    for r in records {
+        for field in [
+            "engine",
+            "workload",
+            "threads",
+            "value_size",
+            "ops_per_sec",
+            "p50_ns",
+            "p99_ns",
+            "p999_ns",
+            "max_ns",
+            "pm_bytes_per_op",
+            "flushes_per_op",
+            "fences_per_op",
+        ] {
+            assert!(r.get(field).is_some(), "missing {field} in {r}");
+        }
+        assert_eq!(r["engine"], "persimmon");
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn bench_refuses_ycsb_e_and_unknown_engines_clearly() {
+    let dir = tempdir();
+    let bench = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_persimmon"))
+            .arg("bench")
+            .args(args)
+            .arg("--pool-dir")
+            .arg(dir.path())
+            .output()
+            .expect("run persimmon bench")
+    };
+    let o = bench(&["--workload", "ycsb-e"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("range scans"), "{}", stderr(&o));
+
+    let o = bench(&["--engines", "persimmon,mysql"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("unknown engine"), "{}", stderr(&o));
+
+    if !cfg!(feature = "rocksdb") {
+        let o = bench(&["--engines", "persimmon,rocksdb", "--keys", "10"]);
+        assert_eq!(code(&o), 2);
+        assert!(stderr(&o).contains("--features peers"), "{}", stderr(&o));
     }
 }

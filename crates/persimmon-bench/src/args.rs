@@ -1,0 +1,309 @@
+//! The arguments of `persimmon bench` (clap derive; the CLI flattens
+//! [`BenchArgs`] into its `bench` subcommand). The help texts are the
+//! user documentation of the tool.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::distribution::check_theta;
+use crate::engines::EngineKind;
+use crate::workload::{parse_workloads, WorkloadSpec};
+
+/// Most threads a run may use.
+pub const MAX_THREADS: usize = 1024;
+
+/// Arguments of `persimmon bench`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Engines to compare, run one after the other; the first is the subject
+    /// of the ratio columns. Names: persimmon, baseline, no-volatile-locks,
+    /// no-lock-free-reads, no-write-elimination, lmdb, rocksdb; `ablation`
+    /// stands for baseline and the three no-* variants. lmdb and rocksdb need
+    /// a build with `--features peers`.
+    #[arg(long, value_name = "LIST", default_value = "persimmon", value_parser = parse_engines)]
+    pub engines: EngineList,
+
+    /// Workloads, comma-separated: ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-f
+    /// (ycsb = all five; ycsb-e needs range scans, not there yet),
+    /// get-ratio:R (R % GET, the rest PUT of existing keys; a list such as
+    /// get-ratio:0,50,95,100 makes one figure), value-size:B (50 % GET with
+    /// B-byte values; value-size:64,256,1K,4K)
+    #[arg(long, value_name = "W", default_value = "ycsb-a", value_parser = parse_workload_list)]
+    pub workload: WorkloadList,
+
+    /// Keys loaded into every engine before its timed phase
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = parse_count)]
+    pub keys: u64,
+
+    /// Worker threads: a number, a list (1,2,4) or a range A-B (powers of
+    /// two from A, then B: 1-18 = 1,2,4,8,16,18). More threads than cores
+    /// is allowed: they take turns
+    #[arg(long, value_name = "T", default_value = "2", value_parser = parse_threads)]
+    pub threads: ThreadList,
+
+    /// Length of each timed phase, in seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub duration_secs: f64,
+
+    /// Run this many operations per timed phase (split over the threads)
+    /// instead of --duration-secs
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub ops: Option<u64>,
+
+    /// Warm-up before each timed phase, in seconds (same operations, not
+    /// counted)
+    #[arg(long, value_name = "S", default_value_t = 1.0, value_parser = parse_seconds)]
+    pub warmup_secs: f64,
+
+    /// Key distribution; default: zipfian for YCSB A, B, C, F, latest for
+    /// YCSB D, uniform for get-ratio and value-size (the MPKV paper's)
+    #[arg(long, value_name = "D")]
+    pub distribution: Option<DistributionName>,
+
+    /// Zipfian constant θ for zipfian and latest (0 <= θ < 1)
+    #[arg(long, value_name = "THETA", default_value_t = 0.99, value_parser = parse_theta)]
+    pub zipf_theta: f64,
+
+    /// Value size in bytes (suffix K = 1024) unless the workload sets it
+    #[arg(long, value_name = "BYTES", default_value = "64", value_parser = parse_value_size)]
+    pub value_size: usize,
+
+    /// Key size in bytes: a big-endian u64 of the scrambled key index,
+    /// padded beyond 8 bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = parse_key_size)]
+    pub key_size: usize,
+
+    /// Directory for the engines' stores (each gets a fresh subdirectory,
+    /// removed afterwards) and for the probe's mapping. Use tmpfs or a DAX
+    /// mount: on a disk every persist point is a sync
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    pub pool_dir: PathBuf,
+
+    /// Seed of the per-thread random generators (the same for every engine)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Threads of the load phase [default: the number of cores]
+    #[arg(long, value_name = "N", value_parser = parse_threads_one)]
+    pub load_threads: Option<usize>,
+
+    /// Write the results as a JSON array (one object per engine, workload,
+    /// threads and value size), rewritten after every result
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Draw throughput against GET ratio, value size, threads or workload,
+    /// one line (or bar) per engine, as an SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Write Markdown tables: throughput per engine with the ratios of the
+    /// first engine to each other one, then latency and PM traffic
+    #[arg(long, value_name = "FILE.md")]
+    pub markdown: Option<PathBuf>,
+
+    /// Do not run: read results from these JSON files (comma-separated;
+    /// probe records included) and write --markdown and --plot from them, or
+    /// print the tables
+    #[arg(
+        long,
+        value_name = "FILES",
+        value_delimiter = ',',
+        conflicts_with = "probe"
+    )]
+    pub report: Vec<PathBuf>,
+
+    /// Measure the machine instead: dependent random-read latency on a
+    /// pool-sized file mapping in --pool-dir (pointer chasing) and
+    /// non-temporal write bandwidth
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Size of the probe's mapping [default: the pool size --keys and
+    /// --value-size need, at least 64M]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size_arg)]
+    pub probe_bytes: Option<u64>,
+
+    /// Keep each engine's store after its run (in --pool-dir) instead of
+    /// removing it
+    #[arg(long)]
+    pub keep_stores: bool,
+}
+
+/// Key distribution names for `--distribution`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DistributionName {
+    Uniform,
+    Zipfian,
+    Latest,
+}
+
+/// Engines in command-line order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineList(pub Vec<EngineKind>);
+
+/// Workloads in command-line order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadList(pub Vec<WorkloadSpec>);
+
+/// Thread counts in command-line order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadList(pub Vec<usize>);
+
+/// Pool sizes from the CLI's global `--pool-size` / `--pool-max`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PoolSizes {
+    pub initial: Option<u64>,
+    pub max: Option<u64>,
+}
+
+fn parse_engines(text: &str) -> Result<EngineList, String> {
+    EngineKind::parse_list(text).map(EngineList)
+}
+
+fn parse_workload_list(text: &str) -> Result<WorkloadList, String> {
+    parse_workloads(text).map(WorkloadList)
+}
+
+/// A count: digits, `_` separators allowed (no suffixes: is 1M 10^6 or 2^20?).
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "{text:?} is not a whole number (digits, `_` allowed)"
+        )),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds from 0 to 86400"
+        )),
+    }
+}
+
+fn parse_theta(text: &str) -> Result<f64, String> {
+    let theta: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    check_theta(theta)
+}
+
+fn parse_value_size(text: &str) -> Result<usize, String> {
+    match parse_size(text)? {
+        0 => Err("values are at least 1 byte".into()),
+        n if n > persimmon::MAX_VALUE_BYTES as u64 => Err(format!(
+            "values are at most {} bytes (the engine's limit)",
+            persimmon::MAX_VALUE_BYTES
+        )),
+        n => Ok(n as usize),
+    }
+}
+
+fn parse_key_size(text: &str) -> Result<usize, String> {
+    match parse_size(text)? {
+        n @ 8..=1024 => Ok(n as usize),
+        _ => Err("keys are 8 to 1024 bytes (8 bytes hold the key index)".into()),
+    }
+}
+
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    parse_size(text)
+}
+
+fn parse_threads_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n @ 1..=MAX_THREADS) => Ok(n),
+        _ => Err(format!("{text:?}: threads are 1 to {MAX_THREADS}")),
+    }
+}
+
+/// Parses `4`, `1,2,4` or `1-64` (powers of two from the start, then the
+/// end).
+pub fn parse_threads(text: &str) -> Result<ThreadList, String> {
+    let mut out: Vec<usize> = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        if let Some((a, b)) = item.split_once('-') {
+            let (a, b) = (parse_threads_one(a)?, parse_threads_one(b)?);
+            if a > b {
+                return Err(format!("thread range {item:?} runs backwards"));
+            }
+            let mut t = a;
+            while t < b {
+                out.push(t);
+                t *= 2;
+            }
+            out.push(b);
+        } else {
+            out.push(parse_threads_one(item)?);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|t| seen.insert(*t));
+    Ok(ThreadList(out))
+}
+
+/// Parses a count or byte size with an optional suffix K, M, G (powers of
+/// 1024; KiB, MiB, GiB and a trailing B also accepted) or `_` separators.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{text:?}: unknown suffix (use K, M, G or T)")),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_lists_and_ranges() {
+        assert_eq!(parse_threads("4").unwrap().0, vec![4]);
+        assert_eq!(parse_threads("1,2,4").unwrap().0, vec![1, 2, 4]);
+        assert_eq!(parse_threads("1-18").unwrap().0, vec![1, 2, 4, 8, 16, 18]);
+        assert_eq!(
+            parse_threads("1-64").unwrap().0,
+            vec![1, 2, 4, 8, 16, 32, 64]
+        );
+        assert_eq!(parse_threads("2,2,1").unwrap().0, vec![2, 1]);
+        assert!(parse_threads("0").is_err());
+        assert!(parse_threads("8-2").is_err());
+        assert!(parse_threads("2000").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64"), Ok(64));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("1_000_000"), Ok(1_000_000));
+        assert_eq!(parse_size("2M"), Ok(2 << 20));
+        assert!(parse_size("1.5K").is_err());
+        assert!(parse_size("12X").is_err());
+        assert!(parse_value_size("0").is_err());
+        assert!(parse_key_size("4").is_err());
+        assert!(parse_seconds("-1").is_err());
+        assert_eq!(parse_count("2_000_000"), Ok(2_000_000));
+        assert!(parse_count("1M").is_err());
+        assert!(parse_count("0").is_err());
+        assert!(parse_theta("1").is_err());
+    }
+}

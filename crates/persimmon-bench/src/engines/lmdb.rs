@@ -1,0 +1,95 @@
+//! LMDB through `heed` (feature `lmdb`).
+//!
+//! Settings (printed with the results): default environment flags — no
+//! `MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_WRITEMAP` or `MDB_MAPASYNC` — so
+//! every write transaction's commit writes its pages and `fdatasync`s data
+//! and meta page before returning. Each write is one write transaction;
+//! read-modify-write reads and writes inside one write transaction; each
+//! read is one read-only transaction (`mdb_get`, value copied out). LMDB
+//! allows one writer at a time. The load phase commits 1 024 pairs per
+//! transaction.
+
+use heed::types::Bytes;
+use heed::{Database, Env};
+
+use super::{Batch, OpenConfig, Store};
+use crate::error::{Error, Result};
+
+/// An LMDB environment with one unnamed database.
+pub struct LmdbStore {
+    env: Env,
+    db: Database<Bytes, Bytes>,
+}
+
+fn fail(e: heed::Error) -> Error {
+    Error::engine("lmdb", e)
+}
+
+/// LMDB's map size must be a multiple of the page size.
+const PAGE: u64 = 4096;
+
+impl LmdbStore {
+    pub fn open(config: &OpenConfig) -> Result<LmdbStore> {
+        let map_bytes = config.pool_bytes_max.max(1 << 30).div_ceil(PAGE) * PAGE;
+        let map_bytes = usize::try_from(map_bytes)
+            .map_err(|_| Error::engine("lmdb", "map size does not fit the address space"))?;
+        // One reader slot per thread (read transactions use thread-local
+        // slots), plus room for the loader threads.
+        let readers = u32::try_from(config.max_threads + 64).unwrap_or(u32::MAX);
+        let env = crate::raw::open_lmdb_env(&config.dir, map_bytes, readers).map_err(fail)?;
+        let mut txn = env.write_txn().map_err(fail)?;
+        let db = env.create_database(&mut txn, None).map_err(fail)?;
+        txn.commit().map_err(fail)?;
+        Ok(LmdbStore { env, db })
+    }
+}
+
+impl Store for LmdbStore {
+    fn durability(&self) -> String {
+        "default env flags (sync commit: pages written, fdatasync of data and meta before \
+         return); one write transaction per write; read-modify-write = get + put in one write \
+         transaction; reads = one read-only transaction + mdb_get each; single writer"
+            .into()
+    }
+
+    fn load(&self, batch: &Batch) -> Result<()> {
+        let mut txn = self.env.write_txn().map_err(fail)?;
+        for (key, value) in batch.iter() {
+            self.db.put(&mut txn, key, value).map_err(fail)?;
+        }
+        txn.commit().map_err(fail)
+    }
+
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let txn = self.env.read_txn().map_err(fail)?;
+        match self.db.get(&txn, key).map_err(fail)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut txn = self.env.write_txn().map_err(fail)?;
+        self.db.put(&mut txn, key, value).map_err(fail)?;
+        txn.commit().map_err(fail)
+    }
+
+    fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let mut txn = self.env.write_txn().map_err(fail)?;
+        let found = match self.db.get(&txn, key).map_err(fail)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                true
+            }
+            None => false,
+        };
+        self.db.put(&mut txn, key, value).map_err(fail)?;
+        txn.commit().map_err(fail)?;
+        Ok(found)
+    }
+}

@@ -1,0 +1,299 @@
+//! The engines under test, behind one [`Store`] trait.
+//!
+//! - Persimmon and its ablation variants ([`persimmon`]), always built.
+//! - LMDB ([`lmdb`], feature `lmdb`) and RocksDB ([`rocksdb`], feature
+//!   `rocksdb`), the peers, built only when asked so that the workspace
+//!   builds without compiling them.
+//!
+//! Every engine gets its own fresh directory, is loaded with the same keys
+//! and values, and runs the same operation sequences (the per-thread seeds
+//! do not depend on the engine).
+//!
+//! Fairness rules every adapter follows: a write is durable when it returns
+//! (the engine's own per-operation durability, stated by
+//! [`Store::durability`]); a read copies the value out into the caller's
+//! buffer; a read-modify-write reads and writes in one atomic step (a
+//! transaction where the engine has them); the load phase may batch and is
+//! not measured.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+#[cfg(feature = "lmdb")]
+pub mod lmdb;
+pub mod persimmon;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+
+/// An engine the benchmark can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// Persimmon with all three MPKV mechanisms (the default options).
+    Persimmon,
+    /// `Options::baseline()`: the MPKV paper's Baseline, all mechanisms off.
+    Baseline,
+    /// All mechanisms but the volatile lock table.
+    NoVolatileLocks,
+    /// All mechanisms but lock-free reads (two-phase atomic write).
+    NoLockFreeReads,
+    /// All mechanisms but concurrent write elimination.
+    NoWriteElimination,
+    /// LMDB through `heed` (feature `lmdb`).
+    Lmdb,
+    /// RocksDB through `rocksdb` (feature `rocksdb`).
+    Rocksdb,
+}
+
+/// Alias in `--engines` for the Baseline and the three one-off variants.
+const ABLATION: [EngineKind; 4] = [
+    EngineKind::Baseline,
+    EngineKind::NoVolatileLocks,
+    EngineKind::NoLockFreeReads,
+    EngineKind::NoWriteElimination,
+];
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Persimmon,
+        EngineKind::Baseline,
+        EngineKind::NoVolatileLocks,
+        EngineKind::NoLockFreeReads,
+        EngineKind::NoWriteElimination,
+        EngineKind::Lmdb,
+        EngineKind::Rocksdb,
+    ];
+
+    /// The name used on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Persimmon => "persimmon",
+            EngineKind::Baseline => "baseline",
+            EngineKind::NoVolatileLocks => "no-volatile-locks",
+            EngineKind::NoLockFreeReads => "no-lock-free-reads",
+            EngineKind::NoWriteElimination => "no-write-elimination",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Rocksdb => "rocksdb",
+        }
+    }
+
+    /// Whether this build has the engine's adapter.
+    pub fn built(self) -> bool {
+        let lmdb_ok = self != EngineKind::Lmdb || cfg!(feature = "lmdb");
+        let rocksdb_ok = self != EngineKind::Rocksdb || cfg!(feature = "rocksdb");
+        lmdb_ok && rocksdb_ok
+    }
+
+    /// Parses `persimmon,baseline,lmdb,...` (`ablation` stands for baseline
+    /// and the three no-* variants). Duplicates are dropped, order is kept.
+    pub fn parse_list(text: &str) -> Result<Vec<EngineKind>, String> {
+        let mut out: Vec<EngineKind> = Vec::new();
+        for raw in text.split(',') {
+            let name = raw.trim().to_ascii_lowercase();
+            let kinds: Vec<EngineKind> = if name == "ablation" {
+                ABLATION.to_vec()
+            } else {
+                match EngineKind::ALL.iter().find(|k| k.name() == name) {
+                    Some(k) => vec![*k],
+                    None => {
+                        let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                        return Err(format!(
+                            "unknown engine {name:?}: use {} or ablation (= baseline and the three no-* variants)",
+                            names.join(", ")
+                        ));
+                    }
+                }
+            };
+            for k in kinds {
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// An error unless this build has the adapter.
+    pub fn check_built(self) -> Result<()> {
+        if self.built() {
+            return Ok(());
+        }
+        Err(Error::usage(format!(
+            "this build has no {} adapter: the peers are behind cargo features; rebuild with \
+             `cargo build --release -p persimmon-cli --features peers` (or --features {})",
+            self.name(),
+            self.name()
+        )))
+    }
+}
+
+/// Where and how big to make an engine's store.
+#[derive(Clone, Debug)]
+pub struct OpenConfig {
+    /// The engine's own directory (created empty by the caller).
+    pub dir: PathBuf,
+    /// Initial pool size for Persimmon.
+    pub pool_bytes_initial: u64,
+    /// Largest pool size for Persimmon; LMDB's map size.
+    pub pool_bytes_max: u64,
+    /// Most threads that will use the store at once (LMDB reader slots).
+    pub max_threads: usize,
+}
+
+/// Key-value pairs for the load phase, stored flat.
+#[derive(Debug)]
+pub struct Batch {
+    key_bytes: usize,
+    value_bytes: usize,
+    keys: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl Batch {
+    pub fn new(key_bytes: usize, value_bytes: usize, capacity: usize) -> Batch {
+        Batch {
+            key_bytes,
+            value_bytes,
+            keys: Vec::with_capacity(key_bytes * capacity),
+            values: Vec::with_capacity(value_bytes * capacity),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.values.clear();
+    }
+
+    /// Adds a pair; `key` and `value` must have the batch's sizes.
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        assert_eq!(key.len(), self.key_bytes);
+        assert_eq!(value.len(), self.value_bytes);
+        self.keys.extend_from_slice(key);
+        self.values.extend_from_slice(value);
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len() / self.key_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.keys
+            .chunks_exact(self.key_bytes)
+            .zip(self.values.chunks_exact(self.value_bytes.max(1)))
+    }
+}
+
+/// One engine's store, shared by the worker threads.
+pub trait Store: Send + Sync {
+    /// How a write becomes durable, and the settings that matter for the
+    /// comparison; printed before the results and kept in every record.
+    fn durability(&self) -> String;
+
+    /// Stores a batch of the load phase (may batch, need not sync each pair;
+    /// not measured).
+    fn load(&self, batch: &Batch) -> Result<()>;
+
+    /// Called once after the load phase (e.g. flush and compact).
+    fn finish_load(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Copies the value of `key` into `out`; false when `key` is absent.
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+
+    /// Stores `value` under `key` (update or insert), durable on return.
+    fn write(&self, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// Atomically reads `key` (copied into `out`; false when absent) and
+    /// stores `value`, durable on return.
+    fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+
+    /// Writes the engine skipped by concurrent write elimination so far
+    /// (Persimmon only).
+    fn eliminated_writes(&self) -> u64 {
+        0
+    }
+}
+
+/// Opens a fresh store of `kind` in `config.dir`.
+pub fn open(kind: EngineKind, config: &OpenConfig) -> Result<Box<dyn Store>> {
+    kind.check_built()?;
+    match kind {
+        EngineKind::Lmdb => open_lmdb(config),
+        EngineKind::Rocksdb => open_rocksdb(config),
+        _ => Ok(Box::new(persimmon::PersimmonStore::open(kind, config)?)),
+    }
+}
+
+#[cfg(feature = "lmdb")]
+fn open_lmdb(config: &OpenConfig) -> Result<Box<dyn Store>> {
+    Ok(Box::new(lmdb::LmdbStore::open(config)?))
+}
+
+#[cfg(not(feature = "lmdb"))]
+fn open_lmdb(_: &OpenConfig) -> Result<Box<dyn Store>> {
+    Err(EngineKind::Lmdb.check_built().unwrap_err())
+}
+
+#[cfg(feature = "rocksdb")]
+fn open_rocksdb(config: &OpenConfig) -> Result<Box<dyn Store>> {
+    Ok(Box::new(rocksdb::RocksdbStore::open(config)?))
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn open_rocksdb(_: &OpenConfig) -> Result<Box<dyn Store>> {
+    Err(EngineKind::Rocksdb.check_built().unwrap_err())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_lists_parse_with_the_ablation_alias() {
+        assert_eq!(
+            EngineKind::parse_list("persimmon, ablation,lmdb,baseline").unwrap(),
+            vec![
+                EngineKind::Persimmon,
+                EngineKind::Baseline,
+                EngineKind::NoVolatileLocks,
+                EngineKind::NoLockFreeReads,
+                EngineKind::NoWriteElimination,
+                EngineKind::Lmdb,
+            ]
+        );
+        let e = EngineKind::parse_list("persimmon,sqlite").unwrap_err();
+        assert!(e.contains("sqlite") && e.contains("rocksdb"), "{e}");
+        for k in EngineKind::ALL {
+            assert_eq!(EngineKind::parse_list(k.name()).unwrap(), vec![k]);
+        }
+    }
+
+    #[test]
+    fn missing_peer_adapters_say_how_to_build_them() {
+        if !cfg!(feature = "rocksdb") {
+            let e = EngineKind::Rocksdb.check_built().unwrap_err().to_string();
+            assert!(e.contains("--features peers"), "{e}");
+        }
+        assert!(EngineKind::Persimmon.check_built().is_ok());
+    }
+
+    #[test]
+    fn batches_iterate_in_order() {
+        let mut b = Batch::new(2, 3, 4);
+        b.push(b"k1", b"abc");
+        b.push(b"k2", b"def");
+        let pairs: Vec<_> = b.iter().collect();
+        assert_eq!(
+            pairs,
+            vec![(&b"k1"[..], &b"abc"[..]), (&b"k2"[..], &b"def"[..])]
+        );
+        assert_eq!(b.len(), 2);
+        b.clear();
+        assert!(b.is_empty());
+    }
+}

@@ -1,0 +1,150 @@
+//! Persimmon and its ablation variants: the default options (all three MPKV
+//! mechanisms), `Options::baseline()` (none), and each mechanism switched
+//! off alone.
+
+use persimmon::{Db, Mechanisms, Options, Update};
+
+use super::{Batch, EngineKind, OpenConfig, Store};
+use crate::error::{Error, Result};
+
+/// A Persimmon pool in its engine directory.
+pub struct PersimmonStore {
+    name: &'static str,
+    mechanisms: Mechanisms,
+    db: Db,
+}
+
+/// The engine options of `kind` (a Persimmon variant).
+pub fn options(kind: EngineKind) -> Options {
+    let all = Mechanisms::ALL;
+    let mechanisms = match kind {
+        EngineKind::Baseline => return Options::baseline(),
+        EngineKind::NoVolatileLocks => Mechanisms {
+            volatile_lock_table: false,
+            ..all
+        },
+        EngineKind::NoLockFreeReads => Mechanisms {
+            lock_free_reads: false,
+            ..all
+        },
+        EngineKind::NoWriteElimination => Mechanisms {
+            write_elimination: false,
+            ..all
+        },
+        EngineKind::Persimmon => all,
+        EngineKind::Lmdb | EngineKind::Rocksdb => unreachable!("not a Persimmon variant"),
+    };
+    Options {
+        mechanisms,
+        ..Options::default()
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+impl PersimmonStore {
+    pub fn open(kind: EngineKind, config: &OpenConfig) -> Result<PersimmonStore> {
+        let options = Options {
+            pool_bytes_initial: config.pool_bytes_initial,
+            pool_bytes_max: config.pool_bytes_max.max(config.pool_bytes_initial),
+            ..options(kind)
+        };
+        let mechanisms = options.mechanisms;
+        let path = config.dir.join("persimmon.pool");
+        let db = Db::open(&path, options).map_err(|e| Error::engine(kind.name(), e))?;
+        Ok(PersimmonStore {
+            name: kind.name(),
+            mechanisms,
+            db,
+        })
+    }
+
+    fn fail(&self, e: persimmon::Error) -> Error {
+        Error::engine(self.name, e)
+    }
+}
+
+impl Store for PersimmonStore {
+    fn durability(&self) -> String {
+        let s = self.db.stats();
+        let m = self.mechanisms;
+        format!(
+            "pool durability {} (flush {}, nt copy {}); a put or update is durable on return \
+             (record flushed and fenced, then slot flushed and fenced); {} lanes; mechanisms: \
+             volatile lock table {}, lock-free reads {}, write elimination {}",
+            s.durability.name(),
+            s.flush_instruction,
+            s.nt_copy,
+            s.lanes,
+            on_off(m.volatile_lock_table),
+            on_off(m.lock_free_reads),
+            on_off(m.write_elimination),
+        )
+    }
+
+    fn load(&self, batch: &Batch) -> Result<()> {
+        for (key, value) in batch.iter() {
+            self.db.put(key, value).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let found = self
+            .db
+            .get_with(key, |v| {
+                out.clear();
+                out.extend_from_slice(v);
+            })
+            .map_err(|e| self.fail(e))?;
+        Ok(found.is_some())
+    }
+
+    fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db.put(key, value).map_err(|e| self.fail(e))
+    }
+
+    fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.db
+            .update(key, |old| {
+                out.clear();
+                if let Some(old) = old {
+                    out.extend_from_slice(old);
+                }
+                (Update::Put(value.to_vec()), old.is_some())
+            })
+            .map_err(|e| self.fail(e))
+    }
+
+    fn eliminated_writes(&self) -> u64 {
+        self.db.stats().eliminated_puts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_variant_switches_off_exactly_its_mechanism() {
+        assert_eq!(options(EngineKind::Persimmon).mechanisms, Mechanisms::ALL);
+        assert_eq!(options(EngineKind::Baseline).mechanisms, Mechanisms::NONE);
+        let off = |k| {
+            let m: Mechanisms = options(k).mechanisms;
+            [
+                m.volatile_lock_table,
+                m.lock_free_reads,
+                m.write_elimination,
+            ]
+        };
+        assert_eq!(off(EngineKind::NoVolatileLocks), [false, true, true]);
+        assert_eq!(off(EngineKind::NoLockFreeReads), [true, false, true]);
+        assert_eq!(off(EngineKind::NoWriteElimination), [true, true, false]);
+    }
+}

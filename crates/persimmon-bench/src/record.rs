@@ -1,0 +1,89 @@
+//! What a run produces: one [`Record`] per (engine, workload, threads,
+//! value size), and a [`ProbeRecord`] from `--probe`. Both serialize to the
+//! JSON objects of `--json`; the field names are part of the tool's
+//! interface (scripts and `--report` read them).
+
+use serde::{Deserialize, Serialize};
+
+/// Results of one timed phase. Fields missing from a JSON file (written by
+/// an older version) read as their defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Record {
+    /// Engine name (`persimmon`, `baseline`, `lmdb`, ...).
+    pub engine: String,
+    /// Workload as named on the command line (`ycsb-a`, `get-ratio:95`,
+    /// `value-size:256`).
+    pub workload: String,
+    /// Key distribution (`uniform`, `zipfian(0.99)`, `latest(0.99)`).
+    pub distribution: String,
+    pub threads: usize,
+    pub value_size: usize,
+    pub key_size: usize,
+    /// Keys loaded before the timed phase.
+    pub keys: u64,
+    /// Percentage of reads in the mix.
+    pub get_percent: f64,
+    /// Operations in the timed phase (warm-up excluded).
+    pub ops: u64,
+    /// Length of the timed phase.
+    pub duration_secs: f64,
+    pub ops_per_sec: f64,
+    /// Latency of single operations (HDR histograms, 3 significant digits).
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// Persistent-memory work per operation: per-thread counter deltas of
+    /// the worker threads, summed, divided by `ops` (0 for the peers, which
+    /// do not write through Persimmon's pmem layer).
+    pub pm_bytes_per_op: f64,
+    pub pm_nt_bytes_per_op: f64,
+    pub flushes_per_op: f64,
+    pub fences_per_op: f64,
+    /// Reads that found no value (should be 0: every read targets a key
+    /// that exists).
+    pub read_misses: u64,
+    /// Puts skipped by concurrent write elimination during the phase.
+    pub eliminated_writes: u64,
+    /// The engine's durability settings, as printed.
+    pub durability: String,
+    /// Cores of the machine (`available_parallelism`).
+    pub cores: usize,
+    /// Seconds the load phase took (batched for the peers; not a figure of
+    /// merit).
+    pub load_secs: f64,
+    /// Seed of the run.
+    pub seed: u64,
+}
+
+/// The physical limits measured by `--probe`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProbeRecord {
+    /// Always `probe`.
+    pub engine: String,
+    /// Directory the mapping was made in (the pools' file system).
+    pub pool_dir: String,
+    pub mapping_bytes: u64,
+    /// One load that depends on the previous one, at a random cache line of
+    /// the mapping (pointer chasing through a random cyclic permutation):
+    /// the 10th percentile over short blocks, robust to a busy machine.
+    pub dependent_load_ns: f64,
+    /// The median over the same blocks.
+    pub dependent_load_ns_median: f64,
+    /// A GET needs at least two dependent misses (bucket, then record).
+    pub get_floor_ns: f64,
+    /// `1e9 / get_floor_ns`: the most GETs per second one thread can do.
+    pub get_bound_ops_per_sec_per_thread: f64,
+    /// Non-temporal write bandwidth with `nt_write_threads` threads, GB/s
+    /// (10^9 bytes per second): the best pass over the whole mapping.
+    pub nt_write_gbps: f64,
+    pub nt_write_threads: usize,
+    /// The same with one thread.
+    pub nt_write_gbps_1thread: f64,
+    /// How the stores were made.
+    pub nt_store: String,
+    pub cores: usize,
+}

@@ -1,0 +1,496 @@
+//! Figures and Markdown tables from records.
+//!
+//! Records are grouped into *figures* the way the MPKV paper draws them:
+//! throughput against one varying quantity (GET ratio, value size, threads,
+//! or the YCSB workload), one line per engine. A figure's table has one
+//! row per x value, one throughput column per engine, and the ratio of the
+//! first engine (the subject, normally `persimmon`) to each other engine.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use crate::record::{ProbeRecord, Record};
+
+/// The quantity a figure varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XAxis {
+    GetRatio,
+    ValueSize,
+    Threads,
+    Workload,
+}
+
+impl XAxis {
+    pub fn label(self) -> &'static str {
+        match self {
+            XAxis::GetRatio => "GET ratio (%)",
+            XAxis::ValueSize => "value size (bytes)",
+            XAxis::Threads => "threads",
+            XAxis::Workload => "workload",
+        }
+    }
+
+    /// Whether x values are points of a numeric sweep (drawn as lines) or
+    /// separate workloads (drawn as bars).
+    pub fn is_sweep(self) -> bool {
+        self != XAxis::Workload
+    }
+}
+
+/// One figure: throughput per engine at each x value.
+#[derive(Debug)]
+pub struct Figure<'a> {
+    /// What is drawn ("Throughput vs GET ratio").
+    pub title: String,
+    /// What is held fixed ("2 threads, 64 B values, ...").
+    pub subtitle: String,
+    pub x_axis: XAxis,
+    /// X labels, in order.
+    pub xs: Vec<String>,
+    /// Engines in order of first appearance; the first is the subject.
+    pub engines: Vec<String>,
+    cells: HashMap<(usize, usize), &'a Record>,
+}
+
+impl<'a> Figure<'a> {
+    /// The record of engine `e` at x index `x` (the last one if repeated).
+    pub fn cell(&self, x: usize, e: usize) -> Option<&'a Record> {
+        self.cells.get(&(x, e)).copied()
+    }
+}
+
+fn family(workload: &str) -> &str {
+    match workload.split_once(':') {
+        Some((f, _)) => f,
+        None if workload.starts_with("ycsb") => "ycsb",
+        None => workload,
+    }
+}
+
+/// Sort key of a workload on its axis: the number after `:`, else its name.
+fn workload_order(w: &str) -> (u64, String) {
+    let n = w
+        .split_once(':')
+        .and_then(|(_, n)| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    (n, w.to_string())
+}
+
+fn first_seen<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Groups `records` into figures.
+pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
+    // Records that differ only in workload or threads (and, within one
+    // family, in distribution) belong to one group.
+    type GroupKey = (String, usize, usize, u64);
+    let key_of = |r: &Record| -> GroupKey {
+        let f = family(&r.workload).to_string();
+        let value = if f == "value-size" { 0 } else { r.value_size };
+        (f, value, r.key_size, r.keys)
+    };
+    let groups = first_seen(records.iter().map(key_of));
+    let mut out = Vec::new();
+    for g in groups {
+        let members: Vec<&Record> = records.iter().filter(|r| key_of(r) == g).collect();
+        let workloads = first_seen(members.iter().map(|r| r.workload.clone()));
+        let threads = first_seen(members.iter().map(|r| r.threads));
+        let axis_of_workload = match g.0.as_str() {
+            "get-ratio" => XAxis::GetRatio,
+            "value-size" => XAxis::ValueSize,
+            _ => XAxis::Workload,
+        };
+        // One figure per thread count when workloads vary; else threads vary.
+        let splits: Vec<(XAxis, Vec<&Record>)> = if workloads.len() > 1 || threads.len() == 1 {
+            threads
+                .iter()
+                .map(|t| {
+                    let rs = members
+                        .iter()
+                        .copied()
+                        .filter(|r| r.threads == *t)
+                        .collect();
+                    (axis_of_workload, rs)
+                })
+                .collect()
+        } else {
+            vec![(XAxis::Threads, members.clone())]
+        };
+        for (axis, rs) in splits {
+            out.push(figure(axis, &rs));
+        }
+    }
+    out
+}
+
+fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
+    let x_of = |r: &Record| -> String {
+        match axis {
+            XAxis::GetRatio => format!("{}", r.get_percent.round()),
+            XAxis::ValueSize => r.value_size.to_string(),
+            XAxis::Threads => r.threads.to_string(),
+            XAxis::Workload => r.workload.clone(),
+        }
+    };
+    let mut xs = first_seen(rs.iter().map(|r| x_of(r)));
+    match axis {
+        XAxis::Workload => xs.sort_by_key(|w| workload_order(w)),
+        _ => xs.sort_by_key(|x| x.parse::<u64>().unwrap_or(u64::MAX)),
+    }
+    let engines = first_seen(rs.iter().map(|r| r.engine.clone()));
+    let mut cells = HashMap::new();
+    for r in rs {
+        let x = xs.iter().position(|v| *v == x_of(r)).expect("x listed");
+        let e = engines
+            .iter()
+            .position(|v| *v == r.engine)
+            .expect("engine listed");
+        cells.insert((x, e), *r);
+    }
+    let first = rs[0];
+    let distributions: BTreeSet<&str> = rs.iter().map(|r| r.distribution.as_str()).collect();
+    let mut parts = Vec::new();
+    if axis != XAxis::Threads {
+        let plural = if first.threads == 1 { "" } else { "s" };
+        parts.push(format!("{} thread{plural}", first.threads));
+    }
+    match axis {
+        XAxis::ValueSize => {
+            parts.push(format!("{} % GET", first.get_percent.round()));
+        }
+        XAxis::Threads => {
+            parts.push(first.workload.clone());
+            parts.push(format!("{} B values", first.value_size));
+        }
+        XAxis::GetRatio | XAxis::Workload => parts.push(format!("{} B values", first.value_size)),
+    }
+    parts.push(format!("{} B keys", first.key_size));
+    parts.push(format!("{} keys", first.keys));
+    parts.push(distributions.into_iter().collect::<Vec<_>>().join("/"));
+    let what = match axis {
+        XAxis::Workload => "Throughput per workload".to_string(),
+        _ => format!(
+            "Throughput vs {}",
+            axis.label().split(" (").next().unwrap_or("")
+        ),
+    };
+    Figure {
+        title: what,
+        subtitle: parts.join(", "),
+        x_axis: axis,
+        xs,
+        engines,
+        cells,
+    }
+}
+
+/// `ns` as a short latency: `312 ns`, `4.5 µs`, `12.0 ms`.
+pub fn latency(ns: u64) -> String {
+    let n = ns as f64;
+    if n < 1e3 {
+        format!("{ns} ns")
+    } else if n < 1e6 {
+        format!("{:.1} µs", n / 1e3)
+    } else if n < 1e9 {
+        format!("{:.1} ms", n / 1e6)
+    } else {
+        format!("{:.2} s", n / 1e9)
+    }
+}
+
+/// Throughput in millions of operations per second.
+pub fn mops(ops_per_sec: f64) -> String {
+    if ops_per_sec >= 1e5 {
+        format!("{:.3}", ops_per_sec / 1e6)
+    } else {
+        format!("{:.4}", ops_per_sec / 1e6)
+    }
+}
+
+fn ratio(a: Option<&Record>, b: Option<&Record>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b.ops_per_sec > 0.0 => {
+            format!("{:.2}×", a.ops_per_sec / b.ops_per_sec)
+        }
+        _ => "–".into(),
+    }
+}
+
+/// The throughput table of `fig` with the subject's ratios.
+pub fn throughput_table(fig: &Figure<'_>) -> String {
+    let mut s = String::new();
+    let subject = &fig.engines[0];
+    let mut header = vec![fig.x_axis.label().to_string()];
+    header.extend(fig.engines.iter().map(|e| format!("{e} Mops/s")));
+    header.extend(fig.engines[1..].iter().map(|e| format!("{subject} ÷ {e}")));
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        s,
+        "|{}",
+        std::iter::repeat_n("---:|", header.len()).collect::<String>()
+    );
+    for (xi, x) in fig.xs.iter().enumerate() {
+        let mut row = vec![x.clone()];
+        for ei in 0..fig.engines.len() {
+            row.push(fig.cell(xi, ei).map_or("–".into(), |r| mops(r.ops_per_sec)));
+        }
+        for ei in 1..fig.engines.len() {
+            row.push(ratio(fig.cell(xi, 0), fig.cell(xi, ei)));
+        }
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s
+}
+
+/// Per-engine latency and PM traffic of `fig`, with the fraction of the
+/// machine's limits when a probe is known.
+pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
+    let mut s = String::new();
+    let mut header: Vec<&str> = vec![
+        fig.x_axis.label(),
+        "engine",
+        "Mops/s",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "PM B/op",
+        "flushes/op",
+        "fences/op",
+        "eliminated",
+    ];
+    if probe.is_some() {
+        header.extend(["% of GET bound", "PM write GB/s (% of NT)"]);
+    }
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        s,
+        "|---|---|{}",
+        std::iter::repeat_n("---:|", header.len() - 2).collect::<String>()
+    );
+    for (xi, x) in fig.xs.iter().enumerate() {
+        for (ei, engine) in fig.engines.iter().enumerate() {
+            let Some(r) = fig.cell(xi, ei) else { continue };
+            let mut row = vec![
+                x.clone(),
+                engine.clone(),
+                mops(r.ops_per_sec),
+                latency(r.p50_ns),
+                latency(r.p99_ns),
+                latency(r.p999_ns),
+                latency(r.max_ns),
+                format!("{:.1}", r.pm_bytes_per_op),
+                format!("{:.2}", r.flushes_per_op),
+                format!("{:.2}", r.fences_per_op),
+                r.eliminated_writes.to_string(),
+            ];
+            if let Some(p) = probe {
+                let cores = r.threads.min(p.cores.max(1)) as f64;
+                let bound = cores * p.get_bound_ops_per_sec_per_thread;
+                row.push(format!("{:.0} %", 100.0 * r.ops_per_sec / bound));
+                let gbps = r.pm_bytes_per_op * r.ops_per_sec / 1e9;
+                row.push(format!(
+                    "{gbps:.2} ({:.0} %)",
+                    100.0 * gbps / p.nt_write_gbps.max(1e-9)
+                ));
+            }
+            let _ = writeln!(s, "| {} |", row.join(" | "));
+        }
+    }
+    s
+}
+
+/// One line on the machine's limits.
+pub fn probe_summary(p: &ProbeRecord) -> String {
+    format!(
+        "Machine limits (`persimmon bench --probe`, {} mapping in {}): dependent random load \
+         {:.1} ns, so a GET (bucket, then record: two dependent misses) takes at least {:.1} ns \
+         = {:.2} M GETs/s per thread; non-temporal write bandwidth {:.2} GB/s with {} threads \
+         ({:.2} GB/s with one). \"% of GET bound\" divides throughput by min(threads, {} cores) × \
+         the per-thread bound; \"PM write GB/s\" is PM bytes per operation × operations per second.",
+        human_bytes(p.mapping_bytes),
+        p.pool_dir,
+        p.dependent_load_ns,
+        p.get_floor_ns,
+        p.get_bound_ops_per_sec_per_thread / 1e6,
+        p.nt_write_gbps,
+        p.nt_write_threads,
+        p.nt_write_gbps_1thread,
+        p.cores,
+    )
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let (mut v, mut u) = (bytes as f64, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Each engine's durability settings, one bullet each.
+pub fn durability_list(records: &[Record]) -> String {
+    let mut s = String::new();
+    for engine in first_seen(records.iter().map(|r| r.engine.clone())) {
+        let d = records
+            .iter()
+            .find(|r| r.engine == engine)
+            .map_or("", |r| r.durability.as_str());
+        let _ = writeln!(s, "- `{engine}`: {d}");
+    }
+    s
+}
+
+/// The whole Markdown report: durability settings, then per figure the
+/// throughput table with ratios and the details table.
+pub fn markdown(records: &[Record], probe: Option<&ProbeRecord>, source: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "<!-- generated by persimmon bench from {source} -->\n");
+    if let Some(p) = probe {
+        let _ = writeln!(s, "{}\n", probe_summary(p));
+    }
+    if !records.is_empty() {
+        let cores = records[0].cores;
+        let _ = writeln!(
+            s,
+            "{} cores; each engine in its own fresh store, loaded with the same keys, then a \
+             timed phase of {:.1} s after warm-up per point. Durability settings:\n",
+            cores, records[0].duration_secs
+        );
+        s.push_str(&durability_list(records));
+        s.push('\n');
+    }
+    for fig in figures(records) {
+        let _ = writeln!(s, "### {}: {}\n", fig.title, fig.subtitle);
+        s.push_str(&throughput_table(&fig));
+        s.push('\n');
+        s.push_str(&details_table(&fig, probe));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn record(engine: &str, workload: &str, threads: usize, ops_per_sec: f64) -> Record {
+        let get_percent = workload
+            .strip_prefix("get-ratio:")
+            .map_or(50.0, |r| r.parse().unwrap());
+        let value_size = workload
+            .strip_prefix("value-size:")
+            .map_or(64, |v| v.parse().unwrap());
+        Record {
+            engine: engine.into(),
+            workload: workload.into(),
+            distribution: "uniform".into(),
+            threads,
+            value_size,
+            key_size: 8,
+            keys: 1000,
+            get_percent,
+            ops_per_sec,
+            p50_ns: 300,
+            p99_ns: 2_500,
+            p999_ns: 40_000,
+            max_ns: 2_000_000,
+            durability: format!("{engine} settings"),
+            cores: 2,
+            duration_secs: 10.0,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn a_get_ratio_sweep_is_one_figure_with_ratios() {
+        let mut rs = Vec::new();
+        for r in [100, 0, 50] {
+            rs.push(record("persimmon", &format!("get-ratio:{r}"), 2, 2e6));
+            rs.push(record("baseline", &format!("get-ratio:{r}"), 2, 1e6));
+        }
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 1);
+        let f = &figs[0];
+        assert_eq!(f.x_axis, XAxis::GetRatio);
+        assert_eq!(f.xs, ["0", "50", "100"]);
+        assert_eq!(f.engines, ["persimmon", "baseline"]);
+        let t = throughput_table(f);
+        assert!(t.contains("| 0 | 2.000 | 1.000 | 2.00× |"), "{t}");
+        assert!(t.contains("persimmon ÷ baseline"), "{t}");
+        assert!(f.subtitle.contains("2 threads"), "{}", f.subtitle);
+    }
+
+    #[test]
+    fn a_thread_sweep_has_threads_on_x() {
+        let rs: Vec<Record> = [1, 2, 4, 8]
+            .iter()
+            .flat_map(|&t| {
+                [
+                    record("persimmon", "get-ratio:95", t, 1e6 * t as f64),
+                    record("lmdb", "get-ratio:95", t, 5e5 * t as f64),
+                ]
+            })
+            .collect();
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 1);
+        assert_eq!(figs[0].x_axis, XAxis::Threads);
+        assert_eq!(figs[0].xs, ["1", "2", "4", "8"]);
+    }
+
+    #[test]
+    fn sweeps_with_several_thread_counts_split_into_figures() {
+        let mut rs = Vec::new();
+        for t in [1, 2] {
+            for v in [64, 4096, 256] {
+                rs.push(record("persimmon", &format!("value-size:{v}"), t, 1e6));
+            }
+        }
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 2);
+        assert_eq!(figs[0].x_axis, XAxis::ValueSize);
+        assert_eq!(figs[0].xs, ["64", "256", "4096"]);
+    }
+
+    #[test]
+    fn markdown_states_durability_and_details() {
+        let rs = vec![
+            record("persimmon", "ycsb-a", 2, 1e6),
+            record("rocksdb", "ycsb-a", 2, 2.5e5),
+            record("persimmon", "ycsb-c", 2, 3e6),
+            record("rocksdb", "ycsb-c", 2, 1e6),
+        ];
+        let probe = ProbeRecord {
+            engine: "probe".into(),
+            dependent_load_ns: 100.0,
+            get_floor_ns: 200.0,
+            get_bound_ops_per_sec_per_thread: 5e6,
+            nt_write_gbps: 10.0,
+            cores: 2,
+            ..ProbeRecord::default()
+        };
+        let md = markdown(&rs, Some(&probe), "x.json");
+        assert!(md.contains("- `rocksdb`: rocksdb settings"), "{md}");
+        assert!(md.contains("| ycsb-a | 1.000 | 0.250 | 4.00× |"), "{md}");
+        assert!(md.contains("% of GET bound"), "{md}");
+        // 1 M ops/s on 2 threads of a 5 M/s-per-thread bound: 10 %.
+        assert!(
+            md.contains("| ycsb-a | persimmon | 1.000 | 300 ns | 2.5 µs | 40.0 µs | 2.0 ms |"),
+            "{md}"
+        );
+        assert!(md.contains("| 10 % |"), "{md}");
+    }
+}

@@ -1,0 +1,434 @@
+//! The load phase and the timed phase of one engine.
+//!
+//! Timed phase: `threads` workers start together; each runs the workload
+//! until the warm-up deadline `t0` without recording, snapshots its
+//! persistent-memory counters, then times every operation individually into
+//! its own HDR histogram until the end `t1` (or its share of `--ops`). The
+//! histograms are merged afterwards; no worker touches shared state per
+//! operation except the engine (and, for inserts, the insert counter).
+//!
+//! Invariants:
+//! - An operation is counted iff it *starts* inside `[t0, t1)`; throughput is
+//!   counted operations over `max(t1, end of the last counted op) - t0`, so a
+//!   worker descheduled across `t1` (more threads than cores) lengthens the
+//!   window instead of losing operations.
+//! - The key and the operation are chosen before the clock starts; only the
+//!   engine call (and, for an insert, taking its index) is timed.
+//! - Per-thread seeds depend on the run seed, the workload point and the
+//!   thread, never on the engine: every engine sees the same operations.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use persimmon::pmem::thread_counters;
+use persimmon::PmemCounters;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::distribution::{Distribution, InsertCounter, KeyChooser, Zipfian};
+use crate::engines::{Batch, Store};
+use crate::error::{Error, Result};
+use crate::keys::{fill_value, scramble, stamp_value, KeyBuf};
+use crate::workload::{Mix, Op};
+
+/// Largest latency the histograms hold (longer ones are recorded as this).
+const MAX_LATENCY_NS: u64 = 100_000_000_000;
+/// Pairs per load batch.
+const LOAD_BATCH: u64 = 1024;
+/// How often the coordinating thread reports progress.
+const TICK: Duration = Duration::from_millis(100);
+
+/// When a timed phase ends.
+#[derive(Clone, Copy, Debug)]
+pub enum Stop {
+    /// After this long.
+    After(Duration),
+    /// After this many operations in all (split over the threads).
+    Ops(u64),
+}
+
+/// One timed phase.
+#[derive(Clone, Debug)]
+pub struct Phase<'a> {
+    pub mix: Mix,
+    pub distribution: Distribution,
+    /// ζ computed once for the loaded key count (zipfian and latest).
+    pub zipfian: Option<&'a Zipfian>,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub threads: usize,
+    pub warmup: Duration,
+    pub stop: Stop,
+    /// Seed for this phase's per-thread generators.
+    pub seed: u64,
+}
+
+/// What a timed phase measured.
+#[derive(Debug)]
+pub struct PhaseResult {
+    pub ops: u64,
+    pub elapsed: Duration,
+    pub latency: Histogram<u64>,
+    /// Sum of the workers' per-thread counter deltas.
+    pub pm: PmemCounters,
+    pub read_misses: u64,
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
+}
+
+fn add_counters(a: &mut PmemCounters, b: &PmemCounters) {
+    a.flushes += b.flushes;
+    a.fences += b.fences;
+    a.bytes_written += b.bytes_written;
+    a.nt_bytes_written += b.nt_bytes_written;
+}
+
+/// Counts a worker out when it ends, even by panicking, so the
+/// coordinating thread never waits for it forever.
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Loads keys `0..keys` (values derived from the key index) with
+/// `threads` threads; calls `progress` with the number of keys stored so
+/// far about every 100 ms. Returns how long it took, finish included.
+pub fn load(
+    store: &dyn Store,
+    keys: u64,
+    key_size: usize,
+    value_size: usize,
+    threads: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Duration> {
+    let start = Instant::now();
+    let next = AtomicU64::new(0);
+    let stored = AtomicU64::new(0);
+    let finished = AtomicUsize::new(0);
+    let abort = AtomicBool::new(false);
+    let threads = threads.clamp(1, keys.div_ceil(LOAD_BATCH).max(1) as usize);
+    let outcome: Result<()> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for t in 0..threads {
+            let (next, stored, finished, abort) = (&next, &stored, &finished, &abort);
+            let spawned = std::thread::Builder::new()
+                .name(format!("bench-load-{t}"))
+                .spawn_scoped(s, move || -> Result<()> {
+                    let _finished = Finished(finished);
+                    let mut batch = Batch::new(key_size, value_size, LOAD_BATCH as usize);
+                    let mut key = KeyBuf::new(key_size);
+                    let mut value = vec![0u8; value_size];
+                    while !abort.load(Ordering::Relaxed) {
+                        let first = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
+                        if first >= keys {
+                            break;
+                        }
+                        batch.clear();
+                        for i in first..(first + LOAD_BATCH).min(keys) {
+                            fill_value(i, &mut value);
+                            batch.push(key.key(i), &value);
+                        }
+                        if let Err(e) = store.load(&batch) {
+                            abort.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                        stored.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    }
+                    Ok(())
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    abort.store(true, Ordering::Relaxed);
+                    return Err(Error::io("spawn a load thread", e));
+                }
+            }
+        }
+        while finished.load(Ordering::Acquire) < handles.len() {
+            progress(stored.load(Ordering::Relaxed));
+            std::thread::sleep(TICK);
+        }
+        progress(stored.load(Ordering::Relaxed));
+        for h in handles {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        }
+        Ok(())
+    });
+    outcome?;
+    store.finish_load()?;
+    Ok(start.elapsed())
+}
+
+/// The seed of worker `thread` in a phase seeded `seed`.
+fn thread_seed(seed: u64, threads: usize, thread: usize) -> u64 {
+    scramble(seed ^ scramble(((threads as u64) << 32) | thread as u64))
+}
+
+/// What one worker measured.
+struct Outcome {
+    ops: u64,
+    read_misses: u64,
+    latency: Histogram<u64>,
+    pm: PmemCounters,
+    last_end: Option<Instant>,
+}
+
+/// State shared by the workers of a phase.
+struct Shared<'a> {
+    store: &'a dyn Store,
+    phase: &'a Phase<'a>,
+    inserts: &'a InsertCounter,
+    ready: AtomicUsize,
+    go: AtomicBool,
+    abort: AtomicBool,
+    finished: AtomicUsize,
+    /// Warm-up end `t0` and, for timed phases, end `t1`.
+    window: OnceLock<(Instant, Option<Instant>)>,
+}
+
+/// A worker's reusable buffers and generators.
+struct Worker<'a> {
+    shared: &'a Shared<'a>,
+    rng: SmallRng,
+    chooser: KeyChooser,
+    key: KeyBuf,
+    value: Vec<u8>,
+    out: Vec<u8>,
+    stamp: u64,
+}
+
+impl Worker<'_> {
+    /// Chooses the next operation and, unless it inserts, its key.
+    fn choose(&mut self) -> (Op, u64) {
+        let op = self.shared.phase.mix.choose(self.rng.gen());
+        let index = match op {
+            Op::Insert => 0,
+            _ => {
+                let items = self.shared.inserts.acknowledged();
+                self.chooser.next(&mut self.rng, items)
+            }
+        };
+        (op, index)
+    }
+
+    /// Runs `op` on key `index` (inserts take a fresh index). Returns
+    /// whether a read found its key.
+    fn execute(&mut self, op: Op, index: u64) -> Result<bool> {
+        let store = self.shared.store;
+        match op {
+            Op::Read => store.read(self.key.key(index), &mut self.out),
+            Op::Update => {
+                self.stamp += 1;
+                stamp_value(self.stamp, &mut self.value);
+                store.write(self.key.key(index), &self.value).map(|()| true)
+            }
+            Op::Insert => {
+                let index = self.shared.inserts.reserve();
+                self.stamp += 1;
+                stamp_value(self.stamp, &mut self.value);
+                store.write(self.key.key(index), &self.value)?;
+                self.shared.inserts.acknowledge(index);
+                Ok(true)
+            }
+            Op::ReadModifyWrite => {
+                self.stamp += 1;
+                stamp_value(self.stamp, &mut self.value);
+                store.read_modify_write(self.key.key(index), &self.value, &mut self.out)
+            }
+        }
+    }
+
+    fn run(&mut self, quota: Option<u64>) -> Result<Outcome> {
+        let shared = self.shared;
+        shared.ready.fetch_add(1, Ordering::Release);
+        while !shared.go.load(Ordering::Acquire) {
+            if shared.abort.load(Ordering::Relaxed) {
+                return Err(Error::usage("aborted before the start"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let (t0, t1) = *shared.window.get().expect("window set before go");
+
+        // Warm-up: the same operations, not recorded.
+        while Instant::now() < t0 && !shared.abort.load(Ordering::Relaxed) {
+            let (op, index) = self.choose();
+            self.execute(op, index)?;
+        }
+
+        let mut latency = new_histogram();
+        let (mut ops, mut read_misses, mut last_end) = (0u64, 0u64, None);
+        let pm_start = thread_counters();
+        loop {
+            if quota == Some(ops) || shared.abort.load(Ordering::Relaxed) {
+                break;
+            }
+            let (op, index) = self.choose();
+            let start = Instant::now();
+            if t1.is_some_and(|t1| start >= t1) {
+                break;
+            }
+            let found = self.execute(op, index)?;
+            let end = Instant::now();
+            latency.saturating_record((end - start).as_nanos().max(1) as u64);
+            ops += 1;
+            read_misses += u64::from(!found);
+            last_end = Some(end);
+        }
+        let pm = thread_counters().since(&pm_start);
+        Ok(Outcome {
+            ops,
+            read_misses,
+            latency,
+            pm,
+            last_end,
+        })
+    }
+}
+
+/// Runs one timed phase on `store`; `tick` is called with the time since
+/// the start about every 100 ms.
+pub fn run_phase(
+    store: &dyn Store,
+    phase: &Phase<'_>,
+    inserts: &InsertCounter,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<PhaseResult> {
+    let shared = Shared {
+        store,
+        phase,
+        inserts,
+        ready: AtomicUsize::new(0),
+        go: AtomicBool::new(false),
+        abort: AtomicBool::new(false),
+        finished: AtomicUsize::new(0),
+        window: OnceLock::new(),
+    };
+    let threads = phase.threads.max(1);
+    let outcomes: Result<Vec<Outcome>> = std::thread::scope(|s| {
+        let shared = &shared;
+        let mut handles = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let quota = match phase.stop {
+                Stop::Ops(total) => {
+                    Some(total / threads as u64 + u64::from((t as u64) < total % threads as u64))
+                }
+                Stop::After(_) => None,
+            };
+            let mut rng = SmallRng::seed_from_u64(thread_seed(phase.seed, threads, t));
+            let mut value = vec![0u8; phase.value_size];
+            fill_value(rng.gen(), &mut value);
+            let mut worker = Worker {
+                shared,
+                chooser: KeyChooser::new(phase.distribution, inserts.acknowledged(), phase.zipfian),
+                rng,
+                key: KeyBuf::new(phase.key_size),
+                value,
+                out: Vec::with_capacity(phase.value_size),
+                stamp: (t as u64) << 40,
+            };
+            let spawned = std::thread::Builder::new()
+                .name(format!("bench-worker-{t}"))
+                .spawn_scoped(s, move || {
+                    let _finished = Finished(&shared.finished);
+                    let outcome = worker.run(quota);
+                    if outcome.is_err() {
+                        shared.abort.store(true, Ordering::Relaxed);
+                    }
+                    outcome
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    shared.abort.store(true, Ordering::Relaxed);
+                    return Err(Error::io(
+                        format!("spawn worker thread {t} of {threads}"),
+                        e,
+                    ));
+                }
+            }
+        }
+        while shared.ready.load(Ordering::Acquire) < threads {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let begin = Instant::now();
+        let t0 = begin + phase.warmup;
+        let t1 = match phase.stop {
+            Stop::After(d) => Some(t0 + d),
+            Stop::Ops(_) => None,
+        };
+        shared.window.set((t0, t1)).expect("window set once");
+        shared.go.store(true, Ordering::Release);
+        while shared.finished.load(Ordering::Acquire) < threads {
+            tick(begin.elapsed());
+            std::thread::sleep(TICK);
+        }
+        let results: Vec<Result<Outcome>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        // Report the first real failure, not a worker's "aborted".
+        let mut outcomes = Vec::with_capacity(threads);
+        let mut first_error = None;
+        for r in results {
+            match r {
+                Ok(o) => outcomes.push(o),
+                Err(e) => {
+                    if first_error.is_none() || matches!(first_error, Some(Error::Usage(_))) {
+                        first_error = Some(e);
+                    }
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(outcomes),
+        }
+    });
+    let outcomes = outcomes?;
+    let (t0, t1) = *shared.window.get().expect("window set");
+    let mut latency = new_histogram();
+    let mut pm = PmemCounters::default();
+    let (mut ops, mut read_misses) = (0, 0);
+    let mut end = t1.unwrap_or(t0);
+    for o in &outcomes {
+        latency
+            .add(&o.latency)
+            .expect("histograms with the same bounds");
+        add_counters(&mut pm, &o.pm);
+        ops += o.ops;
+        read_misses += o.read_misses;
+        if let Some(e) = o.last_end {
+            end = end.max(e);
+        }
+    }
+    Ok(PhaseResult {
+        ops,
+        elapsed: end.saturating_duration_since(t0),
+        latency,
+        pm,
+        read_misses,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_seeds_differ_per_thread_and_sweep_point() {
+        let a: Vec<u64> = (0..8).map(|t| thread_seed(1, 8, t)).collect();
+        let mut dedup = a.clone();
+        dedup.sort_unstable();
+        dedup.dedup();
+        assert_eq!(dedup.len(), 8);
+        assert_ne!(thread_seed(1, 4, 0), thread_seed(1, 8, 0));
+        assert_ne!(thread_seed(1, 4, 0), thread_seed(2, 4, 0));
+    }
+}

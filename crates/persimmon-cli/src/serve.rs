@@ -1,0 +1,68 @@
+//! `persimmon serve`: the RESP server (crate `persimmon-server`) behind a
+//! few lines: settings are the defaults, then the config file, then flags.
+
+use std::io::Write;
+
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
+use crate::cli::{Cli, Command, PoolArgs, ServeArgs};
+use crate::failure::Failure;
+
+/// Records whether `--pool` came from the command line (its default must
+/// not override a config file's `pool`).
+pub fn note_pool_source(cli: &mut Cli, matches: &ArgMatches) {
+    if let Command::Serve(args) = &mut cli.command {
+        let source = matches
+            .subcommand_matches("serve")
+            .and_then(|m| m.value_source("pool"))
+            .or_else(|| matches.value_source("pool"));
+        args.pool_given = source == Some(ValueSource::CommandLine);
+    }
+}
+
+pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
+    let mut config = persimmon_server::Config::default();
+    if let Some(path) = &args.config {
+        config
+            .apply_file(path)
+            .map_err(|e| Failure::error(e.to_string()))?;
+    }
+    if args.pool_given || args.config.is_none() {
+        config.pool = pool.pool.clone();
+    }
+    if pool.pool_size.is_some() {
+        config.pool_size = pool.pool_size;
+    }
+    if pool.pool_max.is_some() {
+        config.pool_max = pool.pool_max;
+    }
+    if let Some(port) = args.port {
+        config.port = port;
+    }
+    if let Some(bind) = &args.bind {
+        config.bind = persimmon_server::parse_bind(bind)
+            .map_err(|e| Failure::error(format!("--bind: {e}")))?;
+    }
+    if let Some(password) = args.requirepass {
+        config.requirepass = (!password.is_empty()).then_some(password);
+    }
+    if let Some(n) = args.maxclients {
+        config.limits.maxclients = n;
+    }
+    config.validate().map_err(Failure::error)?;
+    let pool_path = config.pool.clone();
+    // Whoever started the server may stop reading its output after the
+    // listening line: a closed stdout must not stop (or panic) the server.
+    persimmon_server::run(config, args.config.clone(), |ready| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "persimmon: {ready}").and_then(|()| out.flush());
+    })
+    .map_err(|e| Failure::error(e.to_string()))?;
+    let _ = writeln!(
+        std::io::stdout(),
+        "persimmon: pool {} closed",
+        pool_path.display()
+    );
+    Ok(())
+}

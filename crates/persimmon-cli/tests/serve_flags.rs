@@ -1,0 +1,168 @@
+//! `persimmon serve` from the command line: the listening line, flags over
+//! the config file over defaults, bad settings refused, SIGTERM closing the
+//! pool cleanly.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn serve(args: &[&str], dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .arg("serve")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn persimmon serve")
+}
+
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+fn addr_of(line: &str) -> String {
+    line.strip_prefix("persimmon: listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Sends one inline command; returns the first reply line.
+fn ask(addr: &str, command: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("{command}\r\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+#[test]
+fn config_file_sets_the_pool_and_flags_win_over_it() {
+    let dir = tempdir();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        "pool = \"from-file.pool\"\nport = 1\nrequirepass = \"filepw\"\npool-size = \"8M\"\n",
+    )
+    .unwrap();
+    // The file's pool and password; the flag's port.
+    let mut child = serve(
+        &["--config", config.to_str().unwrap(), "--port", "0"],
+        dir.path(),
+    );
+    let line = first_line(&mut child);
+    assert!(line.contains("(pool from-file.pool, durability "), "{line}");
+    let addr = addr_of(&line);
+    assert_eq!(ask(&addr, "PING"), "-NOAUTH Authentication required.\r\n");
+    assert_eq!(ask(&addr, "AUTH filepw"), "+OK\r\n");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // --pool and --requirepass on the command line win.
+    let mut child = serve(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--port",
+            "0",
+            "--pool",
+            "flag.pool",
+            "--requirepass",
+            "flagpw",
+        ],
+        dir.path(),
+    );
+    let line = first_line(&mut child);
+    assert!(line.contains("(pool flag.pool, "), "{line}");
+    let addr = addr_of(&line);
+    assert_eq!(ask(&addr, "AUTH filepw").chars().next(), Some('-'));
+    assert_eq!(ask(&addr, "AUTH flagpw"), "+OK\r\n");
+    // SIGTERM closes the pool cleanly and exits 0.
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("persimmon: pool flag.pool closed"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SIGTERM received"));
+    assert!(dir.path().join("flag.pool").exists());
+}
+
+#[test]
+fn default_pool_is_in_the_working_directory() {
+    let dir = tempdir();
+    let mut child = serve(&["--port", "0"], dir.path());
+    let line = first_line(&mut child);
+    assert!(
+        line.starts_with("persimmon: listening on 127.0.0.1:"),
+        "{line}"
+    );
+    assert!(line.contains("(pool persimmon.pool, durability "), "{line}");
+    let addr = addr_of(&line);
+    assert_eq!(ask(&addr, "SET k v"), "+OK\r\n");
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"SHUTDOWN\r\n").unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "SHUTDOWN sends no reply");
+    assert!(child.wait().unwrap().success());
+    assert!(dir.path().join("persimmon.pool").exists());
+    // The CLI reads what the server wrote: its 1-byte type tag, then the value.
+    let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["get", "k"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"\x01v\n");
+}
+
+#[test]
+fn bad_settings_are_refused_with_a_message() {
+    let dir = tempdir();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "no-such-key = 1\n").unwrap();
+    for (args, needle) in [
+        (vec!["--config", bad.to_str().unwrap()], "unknown field"),
+        (vec!["--config", "/nonexistent.toml"], "/nonexistent.toml"),
+        (vec!["--bind", "not-an-ip", "--port", "0"], "--bind"),
+        (vec!["--maxclients", "0", "--port", "0"], "maxclients"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+            .arg("serve")
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A port in use is a clear error too.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["serve", "--port", &port])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"));
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# redis-benchmark GET and SET against `persimmon serve` and `redis-server`
+# on the same machine in the same run:
+#   persimmon serve     pool on /dev/shm (every write durable when acknowledged)
+#   redis (no persist)  --save '' --appendonly no
+#   redis (AOF always)  --appendonly yes --appendfsync always, dir on /dev/shm
+# each with -P 1 and -P 16, 50 clients. Prints every raw `-q` line and a
+# Markdown table (for BENCHMARKS.md). The servers take turns for each -P,
+# so drift in machine load hits all of them alike; REPEAT runs the whole
+# round several times (the table shows the median).
+#
+#   bash crates/persimmon-server/bench-vs-redis.sh
+# Environment: PERSIMMON_BIN (default target/release/persimmon, built when
+# missing), N (requests per test, default 200000), REPEAT (default 3),
+# KEYSPACE (redis-benchmark -r: random keys out of this many; default none,
+# i.e. redis-benchmark's single key).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+BIN=${PERSIMMON_BIN:-target/release/persimmon}
+N=${N:-200000}
+REPEAT=${REPEAT:-3}
+KEYSPACE=${KEYSPACE:-}
+random_keys=${KEYSPACE:+-r $KEYSPACE}
+P_PERSIMMON=6479
+P_REDIS=6380
+P_REDIS_AOF=6381
+
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+[ -x "$BIN" ] || cargo build --release --bin persimmon
+
+dir=$(mktemp -d /dev/shm/persimmon-vs-redis.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$BIN" serve --pool "$dir/bench.pool" --port $P_PERSIMMON >"$dir/persimmon.log" 2>&1 &
+pids+=($!)
+mkdir -p "$dir/redis" "$dir/redis-aof"
+redis-server --port $P_REDIS --save '' --appendonly no --dir "$dir/redis" \
+  --daemonize no --logfile "$dir/redis.log" &
+pids+=($!)
+redis-server --port $P_REDIS_AOF --save '' --appendonly yes --appendfsync always \
+  --dir "$dir/redis-aof" --daemonize no --logfile "$dir/redis-aof.log" &
+pids+=($!)
+for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+  for _ in $(seq 100); do redis-cli -p $port PING >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -p $port PING >/dev/null || { echo "server on $port did not start"; exit 1; }
+done
+cat "$dir/persimmon.log"
+
+name_of() {
+  case $1 in
+    $P_PERSIMMON) echo "persimmon serve (durable per write)" ;;
+    $P_REDIS) echo "redis-server, no persistence" ;;
+    $P_REDIS_AOF) echo "redis-server, appendfsync always" ;;
+  esac
+}
+
+echo "machine: $(nproc) cores, $(uname -r); redis $(redis-server --version | awk '{print $3}')"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+results="$dir/results.tsv"
+: >"$results"
+for round in $(seq "$REPEAT"); do
+  for P in 1 16; do
+    for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+      cmd="redis-benchmark -p $port -t set,get -n $N -c 50 -P $P $random_keys -q"
+      echo "# round $round: $(name_of $port): $cmd"
+      $cmd 2>&1 | tr '\r' '\n' | grep "requests per second" | while read -r line; do
+        echo "$line"
+        test_name=${line%%:*}
+        rps=$(echo "$line" | awk '{print $2}')
+        printf '%s\t%s\t%s\t%s\n' "$port" "$P" "$test_name" "$rps" >>"$results"
+      done
+    done
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+echo
+echo "| server | -P | SET req/s | GET req/s |"
+echo "|---|---|---|---|"
+for P in 1 16; do
+  for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+    set_rps=$(awk -F'\t' -v p=$port -v q=$P '$1==p && $2==q && $3=="SET" {print $4}' "$results" | median)
+    get_rps=$(awk -F'\t' -v p=$port -v q=$P '$1==p && $2==q && $3=="GET" {print $4}' "$results" | median)
+    printf '| %s | %s | %.0f | %.0f |\n' "$(name_of $port)" "$P" "$set_rps" "$get_rps"
+  done
+done
+redis-cli -p $P_PERSIMMON SHUTDOWN >/dev/null 2>&1 || true

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Smoke test of `persimmon serve` with the real Redis tools: starts the
+# release server on a /dev/shm pool, checks replies with redis-cli, runs
+# redis-benchmark (which must report no error), stops the server with
+# `redis-cli SHUTDOWN` and checks the pool. Fails on any error.
+#
+# Called from .ci/run:   bash crates/persimmon-server/ci-smoke.sh
+# Environment: PERSIMMON_BIN (default target/release/persimmon, built when
+# missing), PORT (default 6479), BENCH_N (default 100000).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+BIN=${PERSIMMON_BIN:-target/release/persimmon}
+PORT=${PORT:-6479}
+BENCH_N=${BENCH_N:-100000}
+
+if ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq redis-tools >/dev/null
+fi
+if [ ! -x "$BIN" ]; then
+  cargo build --release --bin persimmon
+fi
+
+dir=$(mktemp -d /dev/shm/persimmon-serve-ci.XXXXXX)
+pid=
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$BIN" serve --pool "$dir/smoke.pool" --port "$PORT" >"$dir/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+  grep -q "listening on" "$dir/serve.log" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.log"; echo "ci-smoke: server exited"; exit 1; }
+  sleep 0.1
+done
+grep "listening on" "$dir/serve.log" || { cat "$dir/serve.log"; echo "ci-smoke: no listening line"; exit 1; }
+
+cli() { redis-cli -p "$PORT" "$@"; }
+expect() { # expect WANT CMD...: the reply of redis-cli CMD must be WANT
+  local want=$1; shift
+  local got
+  got=$(cli "$@")
+  if [ "$got" != "$want" ]; then
+    echo "ci-smoke: redis-cli $* replied '$got', expected '$want'"; exit 1
+  fi
+  echo "ok: $* -> $(echo "$got" | head -1)"
+}
+
+expect PONG PING
+expect OK SET greeting "hello world"
+expect "hello world" GET greeting
+expect 1 INCR counter
+expect 11 INCRBY counter 10
+expect 2 HSET user:1 name Ada born 1815
+expect Ada HGET user:1 name
+expect hash TYPE user:1
+expect "WRONGTYPE Operation against a key holding the wrong kind of value" GET user:1
+expect "ERR unknown command 'NOSUCH', with args beginning with: 'x' " NOSUCH x
+expect 3 DBSIZE
+expect "$(printf 'save\n')" CONFIG GET save
+cli INFO persistence | grep -q "^durability:process-crash" || { echo "ci-smoke: INFO persistence lacks durability"; exit 1; }
+echo "ok: INFO persistence -> durability:process-crash"
+# RESP3 (redis-cli -3 sends HELLO 3; without a tty it prints a map as
+# "key value" lines).
+cli -3 HELLO 3 | grep -qx "proto 3" || { echo "ci-smoke: HELLO 3: $(cli -3 HELLO 3)"; exit 1; }
+expect "$(printf 'name Ada\nborn 1815')" -3 HGETALL user:1
+
+out=$(redis-benchmark -p "$PORT" -t set,get,incr,mset -n "$BENCH_N" -P 16 -q 2>&1 | tr '\r' '\n' | grep -v '^ *$' | grep -v 'rps=' || true)
+echo "$out"
+if echo "$out" | grep -qiE "error|denied|refused"; then
+  echo "ci-smoke: redis-benchmark reported errors"; exit 1
+fi
+[ "$(echo "$out" | grep -c "requests per second")" -eq 4 ] || { echo "ci-smoke: redis-benchmark did not finish all 4 tests"; exit 1; }
+expect "$BENCH_N" GET counter:__rand_int__
+
+cli SHUTDOWN || true
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then echo "ci-smoke: server still running after SHUTDOWN"; exit 1; fi
+wait "$pid" || { cat "$dir/serve.log"; echo "ci-smoke: server exited non-zero"; exit 1; }
+pid=
+cat "$dir/serve.log"
+grep -q "pool $dir/smoke.pool closed" "$dir/serve.log" || { echo "ci-smoke: pool not closed cleanly"; exit 1; }
+"$BIN" check --pool "$dir/smoke.pool"
+echo "ci-smoke: ok"

@@ -1,0 +1,327 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT.
+
+use std::sync::atomic::Ordering;
+
+use super::{arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session};
+use crate::protocol::Args;
+use crate::server::ClientInfo;
+
+/// The Redis version whose commands and replies the server follows.
+pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+
+pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    match a.len() {
+        1 => s.out.simple("PONG"),
+        2 => s.out.bulk(a.get(1)),
+        _ => return Err(arity("ping")),
+    }
+    Ok(())
+}
+
+pub fn echo(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    s.out.bulk(a.get(1));
+    Ok(())
+}
+
+/// Compares a password without stopping at the first differing byte.
+fn password_ok(s: &Session, user: Option<&[u8]>, password: &[u8]) -> bool {
+    if user.is_some_and(|u| u != b"default") {
+        return false;
+    }
+    match &s.shared.config.requirepass {
+        // The default user has no password: any password is accepted.
+        None => true,
+        Some(expected) => {
+            let expected = expected.as_bytes();
+            let mut diff = (expected.len() != password.len()) as u8;
+            for (i, &e) in expected.iter().enumerate() {
+                diff |= e ^ password.get(i).copied().unwrap_or(!e);
+            }
+            diff == 0
+        }
+    }
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+pub fn auth(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (user, password) = match a.len() {
+        2 => (None, a.get(1)),
+        3 => (Some(a.get(1)), a.get(2)),
+        _ => return Err(syntax()),
+    };
+    if user.is_none() && s.shared.config.requirepass.is_none() {
+        return Err(Error::new(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ));
+    }
+    if !password_ok(s, user, password) {
+        // Like Redis, a failed AUTH leaves the connection as it was.
+        return Err(Error::new(WRONGPASS));
+    }
+    s.authenticated = true;
+    s.out.ok();
+    Ok(())
+}
+
+pub fn hello(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let mut version = None;
+    if a.len() >= 2 {
+        let v = int_arg(a.get(1))
+            .map_err(|_| Error::new("ERR Protocol version is not an integer or out of range"))?;
+        if v != 2 && v != 3 {
+            return Err(Error::new("NOPROTO unsupported protocol version"));
+        }
+        version = Some(v);
+    }
+    let mut credentials = None;
+    let mut name = None;
+    let mut i = 2;
+    while i < a.len() {
+        let opt = a.get(i);
+        if is(opt, "AUTH") && i + 2 < a.len() {
+            credentials = Some((a.get(i + 1), a.get(i + 2)));
+            i += 3;
+        } else if is(opt, "SETNAME") && i + 1 < a.len() {
+            name = Some(a.get(i + 1));
+            i += 2;
+        } else {
+            return Err(Error::new(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                shown(opt, 128)
+            )));
+        }
+    }
+    if let Some((user, password)) = credentials {
+        if !password_ok(s, Some(user), password) {
+            return Err(Error::new(WRONGPASS));
+        }
+        s.authenticated = true;
+    }
+    if !s.authenticated {
+        return Err(Error::new(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and \
+             select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        check_client_name(name)?;
+        *lock(&s.info.name) = name.to_vec();
+    }
+    if let Some(v) = version {
+        s.out.resp3 = v == 3;
+        s.info.resp.store(v as u8, Ordering::Relaxed);
+    }
+    let out = &mut s.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"persimmon");
+    out.bulk(b"version");
+    out.bulk(REDIS_COMPAT_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(if out.resp3 { 3 } else { 2 });
+    out.bulk(b"id");
+    out.int(s.info.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+pub fn select(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    match int_arg(a.get(1))? {
+        0 => {
+            s.out.ok();
+            Ok(())
+        }
+        _ => Err(Error::new("ERR DB index is out of range")),
+    }
+}
+
+pub fn quit(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.ok();
+    s.flow = Flow::Close;
+    Ok(())
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Redis refuses names with blanks, newlines or other special characters.
+fn check_client_name(name: &[u8]) -> Result<(), Error> {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Error::new(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    let argc = a.len();
+    if is(sub, "ID") {
+        if argc != 2 {
+            return Err(arity("client|id"));
+        }
+        s.out.int(s.info.id as i64);
+    } else if is(sub, "SETNAME") {
+        if argc != 3 {
+            return Err(arity("client|setname"));
+        }
+        check_client_name(a.get(2))?;
+        *lock(&s.info.name) = a.get(2).to_vec();
+        s.out.ok();
+    } else if is(sub, "GETNAME") {
+        if argc != 2 {
+            return Err(arity("client|getname"));
+        }
+        let name = lock(&s.info.name).clone();
+        if name.is_empty() {
+            s.out.null();
+        } else {
+            s.out.bulk(&name);
+        }
+    } else if is(sub, "SETINFO") {
+        if argc != 4 {
+            return Err(arity("client|setinfo"));
+        }
+        let value = a.get(3);
+        if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+            return Err(Error::new(format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                shown(a.get(2), 32)
+            )));
+        }
+        if is(a.get(2), "LIB-NAME") {
+            *lock(&s.info.lib_name) = value.to_vec();
+        } else if is(a.get(2), "LIB-VER") {
+            *lock(&s.info.lib_ver) = value.to_vec();
+        } else {
+            return Err(Error::new(format!(
+                "ERR Unrecognized option '{}'",
+                shown(a.get(2), 128)
+            )));
+        }
+        s.out.ok();
+    } else if is(sub, "LIST") {
+        let mut ids = None;
+        let mut i = 2;
+        while i < argc {
+            if is(a.get(i), "TYPE") && i + 1 < argc {
+                let t = a.get(i + 1);
+                if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
+                    return Err(Error::new(format!(
+                        "ERR Unknown client type '{}'",
+                        shown(t, 64)
+                    )));
+                }
+                if !is(t, "normal") {
+                    ids = Some(Vec::new());
+                }
+                i += 2;
+            } else if is(a.get(i), "ID") && i + 1 < argc {
+                let mut list = Vec::new();
+                for id in a.from(i + 1) {
+                    match super::int_arg(id) {
+                        Ok(n) if n > 0 => list.push(n as u64),
+                        _ => return Err(Error::new("ERR Invalid client ID")),
+                    }
+                }
+                ids = Some(list);
+                i = argc;
+            } else {
+                return Err(syntax());
+            }
+        }
+        let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+        let mut text = String::new();
+        for c in clients {
+            if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+                describe_client(s, &c, &mut text);
+            }
+        }
+        s.out.verbatim(text.as_bytes());
+    } else if is(sub, "INFO") {
+        if argc != 2 {
+            return Err(arity("client|info"));
+        }
+        let mut text = String::new();
+        let me = s.info.clone();
+        describe_client(s, &me, &mut text);
+        s.out.verbatim(text.as_bytes());
+    } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
+        if argc != 3 {
+            return Err(arity(if is(sub, "NO-EVICT") {
+                "client|no-evict"
+            } else {
+                "client|no-touch"
+            }));
+        }
+        if !(is(a.get(2), "ON") || is(a.get(2), "OFF")) {
+            return Err(syntax());
+        }
+        s.out.ok();
+    } else if is(sub, "HELP") {
+        let lines = [
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ID",
+            "    Return the ID of the current connection.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <LIB-NAME|LIB-VER> <value>",
+            "    Set client library name or version.",
+            "LIST [TYPE normal] [ID <id> [<id> ...]]",
+            "    Return information about client connections.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "HELP",
+            "    Print this help.",
+        ];
+        s.out.array(lines.len());
+        for l in lines {
+            s.out.simple(l);
+        }
+    } else {
+        return Err(unknown_subcommand("client", sub));
+    }
+    Ok(())
+}
+
+/// One `CLIENT LIST` line (a subset of Redis's fields, same format).
+fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
+    use std::fmt::Write;
+    let now = s.shared.now_ms();
+    let idle = now.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
+    let cmd = match c.last_command.load(Ordering::Relaxed) {
+        0 => "NULL",
+        i => super::COMMANDS[i - 1].name,
+    };
+    let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
+    let _ = writeln!(
+        text,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 \
+         multi=-1 qbuf={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 events=r cmd={} \
+         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        text_of(&c.name),
+        c.created.elapsed().as_secs(),
+        idle,
+        c.query_buffer_bytes.load(Ordering::Relaxed),
+        cmd,
+        c.resp.load(Ordering::Relaxed),
+        text_of(&c.lib_name),
+        text_of(&c.lib_ver),
+    );
+}

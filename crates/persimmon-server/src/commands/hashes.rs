@@ -1,0 +1,296 @@
+//! Hash commands. A hash is one stored value (see `value.rs`): reads decode
+//! it in place, writes rebuild it inside one `Db::update` closure, so every
+//! hash command is atomic. Cost is O(size of the hash) per command, which
+//! suits small hashes such as YCSB's 10-field records.
+
+use persimmon::{Db, Update, MAX_KEY_BYTES};
+
+use super::{arity, damaged_hash, int_arg, read, update, wrongtype, Error, Session, OVERFLOW};
+use crate::protocol::{parse_i64, Args};
+use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
+
+fn check_key(key: &[u8]) -> Result<(), Error> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::new(format!(
+            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The hash stored at a key as a builder; `None` for a missing key.
+fn open<'a>(old: Option<Stored<'a>>) -> Result<HashBuilder<'a>, Error> {
+    match old {
+        None => Ok(HashBuilder::new(Vec::new())),
+        Some(Stored::Hash(body)) => Ok(HashBuilder::new(
+            hash_fields(body).map_err(|_| damaged_hash())?,
+        )),
+        Some(Stored::String(_) | Stored::ZSet(_)) => Err(wrongtype()),
+    }
+}
+
+/// Encodes `h` for storing, or the error when it grew too large.
+fn store(h: &HashBuilder<'_>) -> Result<Update, Error> {
+    let len = h.encoded_len();
+    if len - 1 > MAX_STRING_BYTES {
+        return Err(Error::new(format!(
+            "ERR the hash would take {len} bytes; persimmon stores at most {} bytes per value \
+             (64 MiB)",
+            MAX_STRING_BYTES + 1
+        )));
+    }
+    Ok(if h.is_empty() {
+        Update::Delete
+    } else {
+        Update::Put(h.encode())
+    })
+}
+
+/// HSET/HMSET: sets field-value pairs; returns how many fields are new.
+fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
+    if !a.len().is_multiple_of(2) {
+        return Err(arity(name));
+    }
+    let key = a.get(1);
+    check_key(key)?;
+    update(&s.shared.db, key, |old| {
+        let mut h = match open(old) {
+            Ok(h) => h,
+            Err(e) => return (Update::Keep, Err(e)),
+        };
+        let mut added = 0;
+        let mut i = 2;
+        while i < a.len() {
+            added += h.set(a.get(i), a.get(i + 1)) as i64;
+            i += 2;
+        }
+        match store(&h) {
+            Ok(u) => (u, Ok(added)),
+            Err(e) => (Update::Keep, Err(e)),
+        }
+    })?
+}
+
+pub fn hset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let added = set_fields(s, &a, "hset")?;
+    s.out.int(added);
+    Ok(())
+}
+
+pub fn hmset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    set_fields(s, &a, "hmset")?;
+    s.out.ok();
+    Ok(())
+}
+
+pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, field, value) = (a.get(1), a.get(2), a.get(3));
+    check_key(key)?;
+    let added = update(&s.shared.db, key, |old| {
+        let mut h = match open(old) {
+            Ok(h) => h,
+            Err(e) => return (Update::Keep, Err(e)),
+        };
+        if h.get(field).is_some() {
+            return (Update::Keep, Ok(false));
+        }
+        h.set(field, value);
+        match store(&h) {
+            Ok(u) => (u, Ok(true)),
+            Err(e) => (Update::Keep, Err(e)),
+        }
+    })??;
+    s.out.int(added as i64);
+    Ok(())
+}
+
+pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let key = a.get(1);
+    if key.len() > MAX_KEY_BYTES {
+        s.out.int(0);
+        return Ok(());
+    }
+    let removed = update(&s.shared.db, key, |old| {
+        if old.is_none() {
+            return (Update::Keep, Ok(0));
+        }
+        let mut h = match open(old) {
+            Ok(h) => h,
+            Err(e) => return (Update::Keep, Err(e)),
+        };
+        let removed = a.from(2).filter(|f| h.remove(f)).count() as i64;
+        if removed == 0 {
+            return (Update::Keep, Ok(0));
+        }
+        match store(&h) {
+            Ok(u) => (u, Ok(removed)),
+            Err(e) => (Update::Keep, Err(e)),
+        }
+    })??;
+    s.out.int(removed);
+    Ok(())
+}
+
+pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, field) = (a.get(1), a.get(2));
+    let delta = int_arg(a.get(3))?;
+    check_key(key)?;
+    let n = update(&s.shared.db, key, |old| {
+        let mut h = match open(old) {
+            Ok(h) => h,
+            Err(e) => return (Update::Keep, Err(e)),
+        };
+        let current = match h.get(field) {
+            None => 0,
+            Some(v) => match parse_i64(v) {
+                Some(n) => n,
+                None => {
+                    return (
+                        Update::Keep,
+                        Err(Error::new("ERR hash value is not an integer")),
+                    )
+                }
+            },
+        };
+        let Some(n) = current.checked_add(delta) else {
+            return (Update::Keep, Err(Error::new(OVERFLOW)));
+        };
+        let text = n.to_string().into_bytes();
+        h.set(field, &text);
+        match store(&h) {
+            Ok(u) => (u, Ok(n)),
+            Err(e) => (Update::Keep, Err(e)),
+        }
+    })??;
+    s.out.int(n);
+    Ok(())
+}
+
+/// Runs `f` over the fields of the hash at `key` in place; `None` when the
+/// key is missing.
+fn with_fields<R>(
+    db: &Db,
+    key: &[u8],
+    f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
+) -> Result<Option<R>, Error> {
+    read(db, key, |v| match v {
+        Stored::Hash(body) => hash_fields(body)
+            .map(|fields| f(&fields))
+            .map_err(|_| damaged_hash()),
+        Stored::String(_) | Stored::ZSet(_) => Err(wrongtype()),
+    })?
+    .transpose()
+}
+
+pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let field = a.get(2);
+    let out = &mut s.out;
+    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+        match fields.iter().find(|(f, _)| *f == field) {
+            Some((_, v)) => out.bulk(v),
+            None => out.null(),
+        }
+    });
+    if let Ok(None) = found {
+        out.null();
+    }
+    found.map(|_| ())
+}
+
+pub fn hmget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let wanted: Vec<&[u8]> = a.from(2).collect();
+    let out = &mut s.out;
+    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+        let h = HashBuilder::new(fields.to_vec());
+        out.array(wanted.len());
+        for f in &wanted {
+            match h.get(f) {
+                Some(v) => out.bulk(v),
+                None => out.null(),
+            }
+        }
+    });
+    if let Ok(None) = found {
+        out.array(wanted.len());
+        for _ in &wanted {
+            out.null();
+        }
+    }
+    found.map(|_| ())
+}
+
+/// HGETALL, HKEYS, HVALS: what to list of each field.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Pairs,
+    Fields,
+    Values,
+}
+
+fn list(s: &mut Session, a: Args<'_>, what: Listing) -> Result<(), Error> {
+    let out = &mut s.out;
+    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+        match what {
+            Listing::Pairs => out.map(fields.len()),
+            _ => out.array(fields.len()),
+        }
+        for (f, v) in fields {
+            if what != Listing::Values {
+                out.bulk(f);
+            }
+            if what != Listing::Fields {
+                out.bulk(v);
+            }
+        }
+    });
+    if let Ok(None) = found {
+        match what {
+            Listing::Pairs => out.map(0),
+            _ => out.array(0),
+        }
+    }
+    found?;
+    s.output_over_limit();
+    Ok(())
+}
+
+pub fn hgetall(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    list(s, a, Listing::Pairs)
+}
+
+pub fn hkeys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    list(s, a, Listing::Fields)
+}
+
+pub fn hvals(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    list(s, a, Listing::Values)
+}
+
+pub fn hexists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let field = a.get(2);
+    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+        fields.iter().any(|(f, _)| *f == field)
+    })?;
+    s.out.int(found.unwrap_or(false) as i64);
+    Ok(())
+}
+
+pub fn hlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let n = with_fields(&s.shared.db, a.get(1), |fields| fields.len())?.unwrap_or(0);
+    s.out.int(n as i64);
+    Ok(())
+}
+
+pub fn hstrlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let field = a.get(2);
+    let n = with_fields(&s.shared.db, a.get(1), |fields| {
+        fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map_or(0, |(_, v)| v.len())
+    })?
+    .unwrap_or(0);
+    s.out.int(n as i64);
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, SHUTDOWN.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use super::connection::REDIS_COMPAT_VERSION;
+use super::{
+    arity, blocking, is, syntax, unknown_subcommand, Error, Flow, Session, Spec, COMMANDS,
+};
+use crate::glob;
+use crate::protocol::Args;
+use crate::server::Shared;
+
+/// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
+fn command_entry(s: &mut Session, spec: &Spec) {
+    let out = &mut s.out;
+    out.array(10);
+    out.bulk(spec.name.as_bytes());
+    out.int(spec.arity as i64);
+    out.set(spec.flags.len());
+    for f in spec.flags {
+        out.simple(f);
+    }
+    out.int(spec.first_key as i64);
+    out.int(spec.last_key as i64);
+    out.int(spec.step as i64);
+    let mut categories = vec![match spec.group {
+        "string" => "@string",
+        "hash" => "@hash",
+        "sorted_set" => "@sortedset",
+        "generic" => "@keyspace",
+        "connection" => "@connection",
+        _ => "@admin",
+    }];
+    if spec.flags.contains(&"write") {
+        categories.push("@write");
+    }
+    if spec.flags.contains(&"readonly") {
+        categories.push("@read");
+    }
+    categories.push(if spec.flags.contains(&"fast") {
+        "@fast"
+    } else {
+        "@slow"
+    });
+    out.set(categories.len());
+    for c in categories {
+        out.simple(c);
+    }
+    out.array(0); // tips
+    out.array(0); // key specs
+    out.array(0); // subcommands
+}
+
+pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() == 1 {
+        s.out.array(COMMANDS.len());
+        for spec in COMMANDS {
+            command_entry(s, spec);
+        }
+        return Ok(());
+    }
+    let sub = a.get(1);
+    if is(sub, "COUNT") {
+        if a.len() != 2 {
+            return Err(arity("command|count"));
+        }
+        s.out.int(COMMANDS.len() as i64);
+    } else if is(sub, "INFO") {
+        let names: Vec<&[u8]> = a.from(2).collect();
+        if names.is_empty() {
+            s.out.array(COMMANDS.len());
+            for spec in COMMANDS {
+                command_entry(s, spec);
+            }
+        } else {
+            s.out.array(names.len());
+            for name in names {
+                match super::spec(name) {
+                    Some(spec) => command_entry(s, spec),
+                    None => s.out.null_array(),
+                }
+            }
+        }
+    } else if is(sub, "DOCS") {
+        let names: Vec<&[u8]> = a.from(2).collect();
+        let specs: Vec<&Spec> = if names.is_empty() {
+            COMMANDS.iter().collect()
+        } else {
+            names.iter().filter_map(|n| super::spec(n)).collect()
+        };
+        s.out.map(specs.len());
+        for spec in specs {
+            s.out.bulk(spec.name.as_bytes());
+            s.out.map(3);
+            s.out.bulk(b"summary");
+            s.out.bulk(spec.summary.as_bytes());
+            s.out.bulk(b"since");
+            s.out.bulk(b"1.0.0");
+            s.out.bulk(b"group");
+            s.out.bulk(spec.group.as_bytes());
+        }
+    } else if is(sub, "LIST") {
+        s.out.array(COMMANDS.len());
+        for spec in COMMANDS {
+            s.out.bulk(spec.name.as_bytes());
+        }
+    } else if is(sub, "HELP") {
+        let lines = [
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about commands.",
+            "INFO [<command-name> ...]",
+            "    Return details about the given commands, or all of them.",
+            "LIST",
+            "    Return the names of all commands.",
+        ];
+        s.out.array(lines.len());
+        for l in lines {
+            s.out.simple(l);
+        }
+    } else {
+        return Err(unknown_subcommand("command", sub));
+    }
+    Ok(())
+}
+
+/// The parameters `CONFIG GET` knows, with their current values.
+fn config_params(shared: &Shared) -> Vec<(&'static str, String)> {
+    let c = &shared.config;
+    let l = &c.limits;
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let pool_dir = c
+        .pool
+        .parent()
+        .map(|p| p.display().to_string())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| ".".into());
+    vec![
+        ("bind", c.bind.to_string()),
+        ("port", shared.local_addr.port().to_string()),
+        ("protected-mode", yes_no(c.protected_mode)),
+        ("maxclients", l.maxclients.to_string()),
+        ("proto-max-bulk-len", l.proto_max_bulk_len.to_string()),
+        (
+            "client-query-buffer-limit",
+            l.query_buffer_limit.to_string(),
+        ),
+        (
+            "client-output-buffer-limit",
+            format!(
+                "normal {} 0 0 replica 0 0 0 pubsub 0 0 0",
+                l.output_buffer_limit
+            ),
+        ),
+        (
+            "client-output-stall-secs",
+            l.output_stall.as_secs().to_string(),
+        ),
+        ("timeout", "0".into()),
+        ("databases", "1".into()),
+        // Persistence is the pool's: every write is durable when it is
+        // acknowledged; there is no RDB snapshot or AOF to configure.
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("appendfsync", "no".into()),
+        ("maxmemory", "0".into()),
+        ("maxmemory-policy", "noeviction".into()),
+        ("dir", pool_dir),
+        ("pool", c.pool.display().to_string()),
+        ("durability", shared.db.durability().name().to_string()),
+        ("worker-threads", c.worker_threads.to_string()),
+    ]
+}
+
+pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if is(sub, "GET") {
+        if a.len() < 3 {
+            return Err(arity("config|get"));
+        }
+        let params = config_params(&s.shared);
+        let patterns: Vec<Vec<u8>> = a.from(2).map(|p| p.to_ascii_lowercase()).collect();
+        let hits: Vec<&(&str, String)> = params
+            .iter()
+            .filter(|(name, _)| patterns.iter().any(|p| glob::matches(p, name.as_bytes())))
+            .collect();
+        s.out.map(hits.len());
+        for (name, value) in hits {
+            s.out.bulk(name.as_bytes());
+            s.out.bulk(value.as_bytes());
+        }
+    } else if is(sub, "SET") {
+        return Err(Error::new(
+            "ERR CONFIG SET is not supported: persimmon serve takes its settings from flags and \
+             the config file at startup",
+        ));
+    } else if is(sub, "RESETSTAT") {
+        let st = &s.shared.stats;
+        for counter in [
+            &st.total_connections_received,
+            &st.rejected_connections,
+            &st.total_commands_processed,
+            &st.total_error_replies,
+            &st.keyspace_hits,
+            &st.keyspace_misses,
+            &st.net_input_bytes,
+            &st.net_output_bytes,
+            &st.protocol_errors,
+            &st.query_buffer_limit_disconnections,
+            &st.output_buffer_limit_disconnections,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        s.out.ok();
+    } else if is(sub, "HELP") {
+        let lines = [
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "HELP",
+            "    Print this help.",
+        ];
+        s.out.array(lines.len());
+        for l in lines {
+            s.out.simple(l);
+        }
+    } else {
+        return Err(unknown_subcommand("config", sub));
+    }
+    Ok(())
+}
+
+/// The key count, waiting (off the async workers) when the pool was just
+/// reopened after a crash and is still being counted.
+fn key_count(shared: &Shared) -> u64 {
+    blocking(|| shared.db.len())
+}
+
+pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    let n = key_count(&s.shared);
+    s.out.int(n as i64);
+    Ok(())
+}
+
+pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    for opt in a.from(1) {
+        if is(opt, "ABORT") {
+            return Err(Error::new("ERR No shutdown in progress."));
+        }
+        if !(is(opt, "NOSAVE") || is(opt, "SAVE") || is(opt, "NOW") || is(opt, "FORCE")) {
+            return Err(syntax());
+        }
+    }
+    eprintln!(
+        "persimmon: SHUTDOWN from client {} ({}), closing the pool",
+        s.info.id, s.info.addr
+    );
+    s.shared.request_shutdown();
+    s.flow = Flow::Shutdown;
+    Ok(())
+}
+
+const SECTIONS: [&str; 6] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "keyspace",
+];
+
+pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let mut wanted: Vec<String> = a
+        .from(1)
+        .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
+        .collect();
+    if wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "default" || w == "everything")
+    {
+        wanted = SECTIONS.iter().map(|x| x.to_string()).collect();
+    }
+    // This connection's own counts, at least, are up to date.
+    s.publish_counters();
+    let shared = s.shared.clone();
+    let stats = blocking(|| shared.db.stats());
+    let mut text = String::new();
+    for section in SECTIONS {
+        if !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        let mut title: Vec<char> = section.chars().collect();
+        title[0] = title[0].to_ascii_uppercase();
+        let _ = write!(text, "# {}\r\n", title.into_iter().collect::<String>());
+        let mut line = |k: &str, v: &dyn std::fmt::Display| {
+            let _ = write!(text, "{k}:{v}\r\n");
+        };
+        let c = &shared.config;
+        let st = &shared.stats;
+        let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+        match section {
+            "server" => {
+                let uptime = shared.started.elapsed().as_secs();
+                line("redis_version", &REDIS_COMPAT_VERSION);
+                line("persimmon_version", &env!("CARGO_PKG_VERSION"));
+                line("redis_mode", &"standalone");
+                line("os", &std::env::consts::OS);
+                line("arch_bits", &(usize::BITS));
+                line("multiplexing_api", &"tokio");
+                line("process_id", &std::process::id());
+                line("tcp_port", &shared.local_addr.port());
+                line("uptime_in_seconds", &uptime);
+                line("uptime_in_days", &(uptime / 86400));
+                line("worker_threads", &c.worker_threads);
+                line(
+                    "config_file",
+                    &shared
+                        .config_file
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                );
+            }
+            "clients" => {
+                line(
+                    "connected_clients",
+                    &shared.connected.load(Ordering::Relaxed),
+                );
+                line("maxclients", &c.limits.maxclients);
+                line("blocked_clients", &0);
+            }
+            "memory" => {
+                let rss = std::fs::read_to_string("/proc/self/statm")
+                    .ok()
+                    .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .map_or(0, |pages| pages * 4096);
+                line("used_memory_rss", &rss);
+                line("pool_bytes", &stats.pool_bytes);
+                line("pool_bytes_max", &stats.pool_bytes_max);
+                line("pool_used_bytes", &stats.used_bytes);
+                line("pool_live_bytes", &stats.live_bytes);
+                line("maxmemory", &0);
+                line("maxmemory_policy", &"noeviction");
+            }
+            "persistence" => {
+                line("loading", &0);
+                line("durability", &stats.durability.name());
+                line("every_write_durable_on_reply", &1);
+                line("pool", &c.pool.display());
+                line("pool_rebuild_done", &(stats.rebuild_done as u8));
+                line("rdb_bgsave_in_progress", &0);
+                line("aof_enabled", &0);
+            }
+            "stats" => {
+                line(
+                    "total_connections_received",
+                    &get(&st.total_connections_received),
+                );
+                line(
+                    "total_commands_processed",
+                    &get(&st.total_commands_processed),
+                );
+                line("total_net_input_bytes", &get(&st.net_input_bytes));
+                line("total_net_output_bytes", &get(&st.net_output_bytes));
+                line("rejected_connections", &get(&st.rejected_connections));
+                line("keyspace_hits", &get(&st.keyspace_hits));
+                line("keyspace_misses", &get(&st.keyspace_misses));
+                line("total_error_replies", &get(&st.total_error_replies));
+                line("protocol_errors", &get(&st.protocol_errors));
+                line(
+                    "client_query_buffer_limit_disconnections",
+                    &get(&st.query_buffer_limit_disconnections),
+                );
+                line(
+                    "client_output_buffer_limit_disconnections",
+                    &get(&st.output_buffer_limit_disconnections),
+                );
+                line("eliminated_puts", &stats.eliminated_puts);
+                line("index_splits", &stats.index_splits);
+                line("cleaned_segments", &stats.cleaned_segments);
+            }
+            // Like Redis, no line for an empty database.
+            "keyspace" if stats.keys > 0 => {
+                line(
+                    "db0",
+                    &format_args!("keys={},expires=0,avg_ttl=0", stats.keys),
+                );
+            }
+            _ => {}
+        }
+    }
+    s.out.verbatim(text.as_bytes());
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! String commands. Plain `SET` and `MSET` are engine puts; everything that
+//! reads before it writes runs inside one `Db::update` closure.
+
+use persimmon::{Update, MAX_KEY_BYTES};
+
+use super::{
+    arity, int_arg, is, not_integer, read, syntax, too_large, update, wrongtype, Error, Session,
+    OVERFLOW,
+};
+use crate::protocol::{parse_i64, Args};
+use crate::value::{self, Stored, MAX_STRING_BYTES};
+
+fn check_len(len: usize) -> Result<(), Error> {
+    if len > MAX_STRING_BYTES {
+        return Err(too_large(len));
+    }
+    Ok(())
+}
+
+fn check_key(key: &[u8]) -> Result<(), Error> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::new(format!(
+            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let out = &mut s.out;
+    let found = read(&s.shared.db, a.get(1), |v| match v {
+        Stored::String(body) => {
+            out.bulk(body);
+            Ok(())
+        }
+        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+    })?;
+    match found {
+        Some(r) => {
+            s.counters.hits += 1;
+            r
+        }
+        None => {
+            s.counters.misses += 1;
+            s.out.null();
+            Ok(())
+        }
+    }
+}
+
+pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, body) = (a.get(1), a.get(2));
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    for opt in a.from(3) {
+        if is(opt, "NX") && !xx {
+            nx = true;
+        } else if is(opt, "XX") && !nx {
+            xx = true;
+        } else if is(opt, "GET") {
+            get = true;
+        } else if is(opt, "KEEPTTL") {
+            // No key has a time to live, so there is none to keep.
+        } else if ["EX", "PX", "EXAT", "PXAT"].iter().any(|o| is(opt, o)) {
+            return Err(Error::new(
+                "ERR persimmon has no key expiry: SET EX/PX/EXAT/PXAT are not supported",
+            ));
+        } else {
+            return Err(syntax());
+        }
+    }
+    check_key(key)?;
+    check_len(body.len())?;
+    let db = &s.shared.db;
+    if !(nx || xx || get) {
+        value::string_into(body, &mut s.scratch);
+        db.put(key, &s.scratch)?;
+        s.out.ok();
+        return Ok(());
+    }
+    let out = &mut s.out;
+    update(db, key, |old| {
+        if get && matches!(old, Some(Stored::Hash(_) | Stored::ZSet(_))) {
+            return (Update::Keep, Err(wrongtype()));
+        }
+        let exists = old.is_some();
+        // NX writes only a new key, XX only an existing one.
+        let write = (!nx || !exists) && (!xx || exists);
+        if get {
+            match old {
+                Some(Stored::String(prev)) => out.bulk(prev),
+                _ => out.null(),
+            }
+        } else if write {
+            out.ok();
+        } else {
+            out.null();
+        }
+        if write {
+            (Update::Put(value::string(body)), Ok(()))
+        } else {
+            (Update::Keep, Ok(()))
+        }
+    })?
+}
+
+pub fn setnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, body) = (a.get(1), a.get(2));
+    check_key(key)?;
+    check_len(body.len())?;
+    let created = update(&s.shared.db, key, |old| match old {
+        Some(_) => (Update::Keep, false),
+        None => (Update::Put(value::string(body)), true),
+    })?;
+    s.out.int(created as i64);
+    Ok(())
+}
+
+pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, body) = (a.get(1), a.get(2));
+    check_key(key)?;
+    check_len(body.len())?;
+    let out = &mut s.out;
+    update(&s.shared.db, key, |old| match old {
+        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::String(prev)) => {
+            out.bulk(prev);
+            (Update::Put(value::string(body)), Ok(()))
+        }
+        None => {
+            out.null();
+            (Update::Put(value::string(body)), Ok(()))
+        }
+    })?
+}
+
+pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let key = a.get(1);
+    if key.len() > MAX_KEY_BYTES {
+        s.out.null();
+        return Ok(());
+    }
+    let out = &mut s.out;
+    update(&s.shared.db, key, |old| match old {
+        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::String(prev)) => {
+            out.bulk(prev);
+            (Update::Delete, Ok(()))
+        }
+        None => {
+            out.null();
+            (Update::Keep, Ok(()))
+        }
+    })?
+}
+
+pub fn mget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    s.out.array(a.len() - 1);
+    for key in a.from(1) {
+        let out = &mut s.out;
+        let found = read(&s.shared.db, key, |v| match v {
+            Stored::String(body) => out.bulk(body),
+            // MGET answers nil for a key of another type, like Redis.
+            Stored::Hash(_) | Stored::ZSet(_) => out.null(),
+        })?;
+        if found.is_none() {
+            s.out.null();
+            s.counters.misses += 1;
+        } else {
+            s.counters.hits += 1;
+        }
+        if s.output_over_limit() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Checks MSET-style key/value pairs before anything is written.
+fn check_pairs(a: &Args<'_>, name: &str) -> Result<(), Error> {
+    if a.len().is_multiple_of(2) {
+        return Err(arity(name));
+    }
+    for (i, arg) in a.iter().enumerate().skip(1) {
+        if i % 2 == 1 {
+            check_key(arg)?;
+        } else {
+            check_len(arg.len())?;
+        }
+    }
+    Ok(())
+}
+
+pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    check_pairs(&a, "mset")?;
+    let db = &s.shared.db;
+    let mut i = 1;
+    while i < a.len() {
+        value::string_into(a.get(i + 1), &mut s.scratch);
+        db.put(a.get(i), &s.scratch)?;
+        i += 2;
+    }
+    s.out.ok();
+    Ok(())
+}
+
+pub fn msetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    check_pairs(&a, "msetnx")?;
+    let db = &s.shared.db;
+    let mut i = 1;
+    while i < a.len() {
+        if db.contains(a.get(i))? {
+            s.out.int(0);
+            return Ok(());
+        }
+        i += 2;
+    }
+    let mut i = 1;
+    while i < a.len() {
+        value::string_into(a.get(i + 1), &mut s.scratch);
+        db.put(a.get(i), &s.scratch)?;
+        i += 2;
+    }
+    s.out.int(1);
+    Ok(())
+}
+
+/// INCRBY and friends: the integer in the string, plus `delta`, atomically.
+fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
+    check_key(key)?;
+    let n = update(&s.shared.db, key, |old| {
+        let current = match old {
+            None => 0,
+            Some(Stored::String(body)) => match parse_i64(body) {
+                Some(n) => n,
+                None => return (Update::Keep, Err(not_integer())),
+            },
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+        };
+        match current.checked_add(delta) {
+            Some(n) => (Update::Put(value::string(n.to_string().as_bytes())), Ok(n)),
+            None => (Update::Keep, Err(Error::new(OVERFLOW))),
+        }
+    })??;
+    s.out.int(n);
+    Ok(())
+}
+
+pub fn incr(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    incr_by(s, a.get(1), 1)
+}
+
+pub fn decr(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    incr_by(s, a.get(1), -1)
+}
+
+pub fn incrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let delta = int_arg(a.get(2))?;
+    incr_by(s, a.get(1), delta)
+}
+
+pub fn decrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let delta = int_arg(a.get(2))?
+        .checked_neg()
+        .ok_or_else(|| Error::new("ERR decrement would overflow"))?;
+    incr_by(s, a.get(1), delta)
+}
+
+pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, tail) = (a.get(1), a.get(2));
+    check_key(key)?;
+    let len = update(&s.shared.db, key, |old| {
+        let prev: &[u8] = match old {
+            None => b"",
+            Some(Stored::String(body)) => body,
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+        };
+        let len = prev.len() + tail.len();
+        if len > MAX_STRING_BYTES {
+            return (Update::Keep, Err(too_large(len)));
+        }
+        let mut v = Vec::with_capacity(len + 1);
+        v.push(value::TAG_STRING);
+        v.extend_from_slice(prev);
+        v.extend_from_slice(tail);
+        (Update::Put(v), Ok(len))
+    })??;
+    s.out.int(len as i64);
+    Ok(())
+}
+
+pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let len = read(&s.shared.db, a.get(1), |v| match v {
+        Stored::String(body) => Ok(body.len()),
+        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+    })?
+    .transpose()?
+    .unwrap_or(0);
+    s.out.int(len as i64);
+    Ok(())
+}
+
+/// Redis's GETRANGE index rules (negative from the end, clamped).
+fn range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    let len_i = len as i64;
+    let mut start = if start < 0 { len_i + start } else { start };
+    let mut end = if end < 0 { len_i + end } else { end };
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len_i {
+        end = len_i - 1;
+    }
+    if start > end || len == 0 {
+        return None;
+    }
+    Some((start as usize, end as usize))
+}
+
+pub fn getrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let start = int_arg(a.get(2))?;
+    let end = int_arg(a.get(3))?;
+    let out = &mut s.out;
+    let found = read(&s.shared.db, a.get(1), |v| match v {
+        Stored::String(body) => {
+            match range(body.len(), start, end) {
+                Some((from, to)) => out.bulk(&body[from..=to]),
+                None => out.bulk(b""),
+            }
+            Ok(())
+        }
+        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+    })?;
+    match found {
+        Some(r) => r,
+        None => {
+            s.out.bulk(b"");
+            Ok(())
+        }
+    }
+}
+
+pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, patch) = (a.get(1), a.get(3));
+    let offset = int_arg(a.get(2))?;
+    if offset < 0 {
+        return Err(Error::new("ERR offset is out of range"));
+    }
+    let offset = offset as u64;
+    if !patch.is_empty() && offset + patch.len() as u64 > MAX_STRING_BYTES as u64 {
+        return Err(Error::new(format!(
+            "ERR string exceeds maximum allowed size ({MAX_STRING_BYTES} bytes: persimmon's 64 MiB \
+             value limit less the 1-byte type tag)"
+        )));
+    }
+    check_key(key)?;
+    let offset = offset as usize;
+    let len = update(&s.shared.db, key, |old| {
+        let prev: &[u8] = match old {
+            None if patch.is_empty() => return (Update::Keep, Ok(0)),
+            None => b"",
+            Some(Stored::String(body)) if patch.is_empty() => {
+                return (Update::Keep, Ok(body.len()))
+            }
+            Some(Stored::String(body)) => body,
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+        };
+        let len = prev.len().max(offset + patch.len());
+        let mut v = Vec::with_capacity(len + 1);
+        v.push(value::TAG_STRING);
+        v.extend_from_slice(prev);
+        v.resize(len + 1, 0);
+        v[1 + offset..1 + offset + patch.len()].copy_from_slice(patch);
+        (Update::Put(v), Ok(len))
+    })??;
+    s.out.int(len as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range;
+
+    #[test]
+    fn getrange_follows_redis() {
+        // "Hello World": GETRANGE 0 3 = "Hell", -3 -1 = "rld", 0 -1 = all,
+        // 10 100 = "d", 5 3 = "", -1 -5 = "".
+        assert_eq!(range(11, 0, 3), Some((0, 3)));
+        assert_eq!(range(11, -3, -1), Some((8, 10)));
+        assert_eq!(range(11, 0, -1), Some((0, 10)));
+        assert_eq!(range(11, 10, 100), Some((10, 10)));
+        assert_eq!(range(11, 5, 3), None);
+        assert_eq!(range(11, -1, -5), None);
+        assert_eq!(range(0, 0, -1), None);
+        assert_eq!(range(11, -100, 2), Some((0, 2)));
+    }
+}

@@ -1,0 +1,354 @@
+//! Server configuration: defaults, the optional TOML file, and what the
+//! command line overrides (flags > file > defaults; the CLI applies flags).
+//!
+//! ```toml
+//! # persimmon.toml — every key optional
+//! pool = "/dev/shm/app.pool"
+//! pool-size = "64M"            # initial size of a pool serve creates
+//! pool-max = "64G"             # largest size the pool may grow to
+//! bind = "127.0.0.1"
+//! port = 6479
+//! requirepass = "secret"
+//! protected-mode = true        # no password: refuse non-loopback clients
+//! maxclients = 10000
+//! proto-max-bulk-len = "512M"
+//! client-query-buffer-limit = "1G"
+//! client-output-buffer-limit = "512M"
+//! client-output-stall-secs = 60
+//! worker-threads = 2
+//! ```
+//!
+//! Names follow `redis.conf` where Redis has the setting.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Default port: not Redis's 6379, so both can run side by side.
+pub const DEFAULT_PORT: u16 = 6479;
+
+/// Everything `persimmon serve` needs to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Pool file (created when missing).
+    pub pool: PathBuf,
+    /// Initial size of a pool the server creates (engine default: 64 MiB).
+    pub pool_size: Option<u64>,
+    /// Largest size the pool may grow to (engine default: 64 GiB).
+    pub pool_max: Option<u64>,
+    /// Address to listen on (default loopback).
+    pub bind: IpAddr,
+    /// TCP port (default 6479; 0 picks a free port, printed when ready).
+    pub port: u16,
+    /// Password of the `default` user; `None`: no authentication.
+    pub requirepass: Option<String>,
+    /// Without a password, refuse clients that are not on loopback.
+    pub protected_mode: bool,
+    pub limits: Limits,
+    /// Tokio worker threads (default 2).
+    pub worker_threads: usize,
+    /// Test hook: treat loopback peers as remote, to exercise protected
+    /// mode without sending traffic to any other address.
+    #[doc(hidden)]
+    pub treat_loopback_as_remote: bool,
+}
+
+/// Limits on clients, as Redis promises them.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Most clients connected at once (`-ERR max number of clients reached`).
+    pub maxclients: usize,
+    /// Largest bulk argument a request may carry (protocol error and close
+    /// above it). Values above the engine's 64 MiB limit are parsed but
+    /// rejected by the command with an error naming the limit.
+    pub proto_max_bulk_len: usize,
+    /// Most bytes of not yet executed requests a client may have buffered
+    /// (a request being received counts whole); above it the client is
+    /// closed.
+    pub query_buffer_limit: usize,
+    /// Most reply bytes waiting for a client; a client whose pending replies
+    /// grow past this is closed.
+    pub output_buffer_limit: usize,
+    /// A client that reads none of its pending replies for this long is
+    /// closed (a slow or stuck reader).
+    pub output_stall: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            maxclients: 10_000,
+            proto_max_bulk_len: 512 << 20,
+            query_buffer_limit: 1 << 30,
+            output_buffer_limit: 512 << 20,
+            output_stall: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pool: PathBuf::from("persimmon.pool"),
+            pool_size: None,
+            pool_max: None,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            requirepass: None,
+            protected_mode: true,
+            limits: Limits::default(),
+            worker_threads: 2,
+            treat_loopback_as_remote: false,
+        }
+    }
+}
+
+/// A configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The file's keys; all optional.
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct FileConfig {
+    pool: Option<PathBuf>,
+    pool_size: Option<Size>,
+    pool_max: Option<Size>,
+    bind: Option<String>,
+    port: Option<u16>,
+    requirepass: Option<String>,
+    protected_mode: Option<bool>,
+    maxclients: Option<usize>,
+    proto_max_bulk_len: Option<Size>,
+    client_query_buffer_limit: Option<Size>,
+    client_output_buffer_limit: Option<Size>,
+    client_output_stall_secs: Option<u64>,
+    worker_threads: Option<usize>,
+}
+
+/// A byte count: an integer, or a string such as "64M" (powers of 1024).
+#[derive(Deserialize, Debug, Clone)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    fn bytes(&self) -> Result<u64, String> {
+        match self {
+            Size::Bytes(n) => Ok(*n),
+            Size::Text(t) => parse_size(t),
+        }
+    }
+}
+
+/// Parses `4096`, `64K`, `64M`, `1G`, `1T` (also `64MB`, `64MiB`; powers
+/// of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (such as 4096, 64M or 1G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{text:?}: unknown size suffix (use K, M, G or T)")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Parses a bind address (`127.0.0.1`, `::1`, `0.0.0.0`, `localhost`).
+pub fn parse_bind(text: &str) -> Result<IpAddr, String> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an IP address to bind to"))
+}
+
+impl Config {
+    /// Applies the TOML file at `path` over `self`.
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.apply_toml(&text)
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })
+    }
+
+    /// Applies TOML text over `self`.
+    pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let size = |s: &Option<Size>, name: &str| -> Result<Option<u64>, String> {
+            s.as_ref()
+                .map(|s| s.bytes().map_err(|e| format!("{name}: {e}")))
+                .transpose()
+        };
+        let usize_of = |v: u64, name: &str| -> Result<usize, String> {
+            usize::try_from(v).map_err(|_| format!("{name}: {v} is too large"))
+        };
+        if let Some(p) = file.pool {
+            self.pool = p;
+        }
+        if let Some(s) = size(&file.pool_size, "pool-size")? {
+            self.pool_size = Some(s);
+        }
+        if let Some(s) = size(&file.pool_max, "pool-max")? {
+            self.pool_max = Some(s);
+        }
+        if let Some(b) = &file.bind {
+            self.bind = parse_bind(b).map_err(|e| format!("bind: {e}"))?;
+        }
+        if let Some(p) = file.port {
+            self.port = p;
+        }
+        if let Some(p) = file.requirepass {
+            self.requirepass = if p.is_empty() { None } else { Some(p) };
+        }
+        if let Some(p) = file.protected_mode {
+            self.protected_mode = p;
+        }
+        if let Some(n) = file.maxclients {
+            self.limits.maxclients = n;
+        }
+        if let Some(s) = size(&file.proto_max_bulk_len, "proto-max-bulk-len")? {
+            self.limits.proto_max_bulk_len = usize_of(s, "proto-max-bulk-len")?;
+        }
+        if let Some(s) = size(&file.client_query_buffer_limit, "client-query-buffer-limit")? {
+            self.limits.query_buffer_limit = usize_of(s, "client-query-buffer-limit")?;
+        }
+        if let Some(s) = size(
+            &file.client_output_buffer_limit,
+            "client-output-buffer-limit",
+        )? {
+            self.limits.output_buffer_limit = usize_of(s, "client-output-buffer-limit")?;
+        }
+        if let Some(s) = file.client_output_stall_secs {
+            self.limits.output_stall = Duration::from_secs(s);
+        }
+        if let Some(n) = file.worker_threads {
+            self.worker_threads = n;
+        }
+        self.validate()
+    }
+
+    /// Checks values that cannot work together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.limits.maxclients == 0 {
+            return Err("maxclients must be at least 1".into());
+        }
+        if self.limits.proto_max_bulk_len < 1024 {
+            return Err("proto-max-bulk-len must be at least 1024 bytes".into());
+        }
+        if self.limits.query_buffer_limit < 64 << 10 {
+            return Err("client-query-buffer-limit must be at least 64K".into());
+        }
+        if self.limits.output_buffer_limit < 64 << 10 {
+            return Err("client-output-buffer-limit must be at least 64K".into());
+        }
+        if self.limits.output_stall.is_zero() {
+            return Err("client-output-stall-secs must be at least 1".into());
+        }
+        if !(1..=64).contains(&self.worker_threads) {
+            return Err("worker-threads must be between 1 and 64".into());
+        }
+        if matches!(&self.requirepass, Some(p) if p.len() > 512) {
+            return Err("requirepass is longer than 512 bytes".into());
+        }
+        Ok(())
+    }
+
+    /// Engine options for opening the pool.
+    pub fn engine_options(&self) -> Result<persimmon::Options, String> {
+        let mut o = persimmon::Options::default();
+        if let Some(max) = self.pool_max {
+            o.pool_bytes_max = max;
+        }
+        if let Some(size) = self.pool_size {
+            if size > o.pool_bytes_max {
+                if self.pool_max.is_some() {
+                    return Err(format!(
+                        "pool-size {size} is larger than pool-max {}",
+                        o.pool_bytes_max
+                    ));
+                }
+                o.pool_bytes_max = size;
+            }
+            o.pool_bytes_initial = size;
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_overrides_defaults() {
+        let mut c = Config::default();
+        c.apply_toml(
+            r#"
+            pool = "/dev/shm/x.pool"
+            port = 7000
+            bind = "::1"
+            requirepass = "pw"
+            pool-size = "128M"
+            proto-max-bulk-len = 1048576
+            client-output-stall-secs = 5
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.pool, PathBuf::from("/dev/shm/x.pool"));
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.bind, "::1".parse::<IpAddr>().unwrap());
+        assert_eq!(c.requirepass.as_deref(), Some("pw"));
+        assert_eq!(c.pool_size, Some(128 << 20));
+        assert_eq!(c.limits.proto_max_bulk_len, 1 << 20);
+        assert_eq!(c.limits.output_stall, Duration::from_secs(5));
+        assert_eq!(c.limits.maxclients, 10_000);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        let mut c = Config::default();
+        assert!(c
+            .apply_toml("prot = 1")
+            .unwrap_err()
+            .contains("unknown field"));
+        assert!(c
+            .apply_toml("pool-size = \"12Q\"")
+            .unwrap_err()
+            .contains("suffix"));
+        assert!(c
+            .apply_toml("maxclients = 0")
+            .unwrap_err()
+            .contains("maxclients"));
+        assert!(c
+            .apply_toml("bind = \"nowhere\"")
+            .unwrap_err()
+            .contains("bind"));
+    }
+}

@@ -1,0 +1,237 @@
+//! One client connection: read, parse, execute, reply.
+//!
+//! Each read is followed by executing every complete request it finished
+//! and writing all their replies at once (pipelining costs one write per
+//! read, not one per command). While a batch executes, its replies collect
+//! in the output buffer; past `FLUSH_BYTES` they are written out before the
+//! batch goes on, so a long pipeline never holds more than about that much
+//! plus one reply.
+//!
+//! Invariants:
+//! - A reply is queued only after its command's engine call returned, and
+//!   engine writes are durable on return: any reply a client receives
+//!   acknowledges a durable write.
+//! - Requests are executed in order, and replies leave in order.
+//! - The connection is closed — after the replies to every request before
+//!   it — on a protocol error (`-ERR Protocol error: ...`), when the unparsed
+//!   input exceeds `client-query-buffer-limit`, when the pending replies
+//!   exceed `client-output-buffer-limit`, when the client reads none of its
+//!   replies for `client-output-stall-secs`, and on QUIT and SHUTDOWN.
+//!   Nothing a client sends can affect another connection.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::commands::{execute, Flow, Session};
+use crate::protocol::{ParseLimits, Progress, RequestParser};
+use crate::server::{ClientInfo, Shared};
+
+/// Replies queued past this are written before the batch goes on.
+const FLUSH_BYTES: usize = 64 << 10;
+/// Smallest read buffer room.
+const READ_BYTES: usize = 16 << 10;
+/// Buffers grown past this by a large request or reply are given back.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
+/// The connection is over: the peer closed, a write failed, a limit was
+/// hit, or QUIT/SHUTDOWN.
+struct Closed;
+
+struct Connection {
+    stream: TcpStream,
+    input: BytesMut,
+    parser: RequestParser,
+    session: Session,
+    /// Total length the request being received needs, when known.
+    need: Option<usize>,
+    /// Batches since the counters were last added to the server's.
+    unpublished_batches: u32,
+}
+
+/// Counters are added to the server's (shared, contended) totals once per
+/// this many batches, and when the connection ends or runs INFO.
+const PUBLISH_EVERY_BATCHES: u32 = 64;
+
+/// Serves one client until it leaves, breaks a limit, or the server stops.
+pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) {
+    let mut c = Connection {
+        stream,
+        input: BytesMut::with_capacity(READ_BYTES),
+        parser: RequestParser::new(),
+        session: Session::new(shared, info),
+        need: None,
+        unpublished_batches: 0,
+    };
+    let _ = c.run().await;
+    c.session.publish_counters();
+}
+
+impl Connection {
+    async fn run(&mut self) -> Result<(), Closed> {
+        loop {
+            self.reserve_input();
+            // No select on the shutdown signal here: at shutdown the runtime
+            // drops every connection task at its await point.
+            let n = match self.stream.read_buf(&mut self.input).await {
+                Ok(0) | Err(_) => return Err(Closed),
+                Ok(n) => n,
+            };
+            self.session.counters.net_in += n as u64;
+            let flow = self.process().await?;
+            match flow {
+                Flow::Continue => self.flush().await?,
+                Flow::Close => {
+                    self.flush().await?;
+                    let _ = self.stream.shutdown().await;
+                    return Err(Closed);
+                }
+                Flow::OutputLimit => {
+                    self.session
+                        .shared
+                        .stats
+                        .output_buffer_limit_disconnections
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(Closed);
+                }
+                Flow::Shutdown => return Err(Closed),
+            }
+            self.unpublished_batches += 1;
+            if self.unpublished_batches >= PUBLISH_EVERY_BATCHES {
+                self.unpublished_batches = 0;
+                self.session.publish_counters();
+            }
+        }
+    }
+
+    /// Makes room to read into: at least `READ_BYTES`, and for a large
+    /// request being received, room growing with what has arrived (so an
+    /// announced length alone never allocates much).
+    fn reserve_input(&mut self) {
+        let len = self.input.len();
+        let mut want = READ_BYTES;
+        if let Some(need) = self.need {
+            want = want.max(need.saturating_sub(len).min(len + (1 << 20)));
+        }
+        if self.input.capacity() - len < want {
+            self.input.reserve(want);
+        }
+    }
+
+    fn limits(&self) -> ParseLimits {
+        let l = &self.session.shared.config.limits;
+        ParseLimits {
+            max_bulk_bytes: l.proto_max_bulk_len,
+            max_args: i32::MAX as usize,
+            unauthenticated: !self.session.authenticated,
+        }
+    }
+
+    /// Executes every complete request in the input buffer.
+    async fn process(&mut self) -> Result<Flow, Closed> {
+        let mut consumed = 0;
+        let flow = loop {
+            let limits = self.limits();
+            let progress = self.parser.parse(&self.input[consumed..], &limits);
+            match progress {
+                Err(e) => {
+                    self.session
+                        .shared
+                        .stats
+                        .protocol_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.session.out.error(&format!("ERR Protocol error: {e}"));
+                    break Flow::Close;
+                }
+                Ok(Progress::Incomplete { need }) => {
+                    self.need = need;
+                    let pending = self.input.len() - consumed
+                        + self.parser.args_len() * std::mem::size_of::<std::ops::Range<usize>>();
+                    if pending > self.session.shared.config.limits.query_buffer_limit {
+                        self.session
+                            .shared
+                            .stats
+                            .query_buffer_limit_disconnections
+                            .fetch_add(1, Ordering::Relaxed);
+                        self.session
+                            .out
+                            .error("ERR Protocol error: client query buffer limit reached");
+                        break Flow::Close;
+                    }
+                    break Flow::Continue;
+                }
+                Ok(Progress::Complete { len }) => {
+                    let args = self.parser.args(&self.input[consumed..]);
+                    if !args.is_empty() {
+                        execute(&mut self.session, args);
+                    }
+                    self.parser.reset();
+                    self.need = None;
+                    consumed += len;
+                    let flow = std::mem::replace(&mut self.session.flow, Flow::Continue);
+                    if flow != Flow::Continue {
+                        break flow;
+                    }
+                    if self.session.out.len()
+                        > self.session.shared.config.limits.output_buffer_limit
+                    {
+                        break Flow::OutputLimit;
+                    }
+                    if self.session.out.len() >= FLUSH_BYTES {
+                        self.flush().await?;
+                    }
+                }
+            }
+        };
+        self.input.advance(consumed);
+        if self.input.is_empty() && self.input.capacity() > KEEP_BUFFER_BYTES {
+            self.input = BytesMut::with_capacity(READ_BYTES);
+        }
+        let info = &self.session.info;
+        info.query_buffer_bytes
+            .store(self.input.len(), Ordering::Relaxed);
+        info.last_active_ms
+            .store(self.session.shared.now_ms(), Ordering::Relaxed);
+        Ok(flow)
+    }
+
+    /// Writes every queued reply. A client that takes none of it for
+    /// `client-output-stall-secs` is disconnected.
+    async fn flush(&mut self) -> Result<(), Closed> {
+        let buf = &mut self.session.out.buf;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let mut written = 0;
+        // Usually the socket takes everything at once: no timer needed.
+        match self.stream.try_write(buf) {
+            Ok(n) => written = n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return Err(Closed),
+        }
+        let stall = self.session.shared.config.limits.output_stall;
+        while written < buf.len() {
+            match tokio::time::timeout(stall, self.stream.write(&buf[written..])).await {
+                Ok(Ok(n)) if n > 0 => written += n,
+                Ok(_) => return Err(Closed),
+                Err(_elapsed) => {
+                    self.session
+                        .shared
+                        .stats
+                        .output_buffer_limit_disconnections
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(Closed);
+                }
+            }
+        }
+        self.session.counters.net_out += written as u64;
+        buf.clear();
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            *buf = Vec::with_capacity(READ_BYTES);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,44 @@
+//! `persimmon serve`: a RESP2/RESP3 server (the Redis protocol) over one
+//! Persimmon pool, for unmodified Redis clients and tools (`redis-cli`,
+//! `redis-benchmark`, client libraries, YCSB's Redis bindings).
+//!
+//! ```no_run
+//! use persimmon_server::{Config, ServerHandle};
+//!
+//! let config = Config { pool: "/dev/shm/app.pool".into(), port: 0, ..Config::default() };
+//! let server = ServerHandle::start(config)?;   // listens on a free port
+//! println!("listening on {}", server.addr);
+//! server.shutdown()?;                          // closes the pool cleanly
+//! # Ok::<(), persimmon_server::ServerError>(())
+//! ```
+//!
+//! Layers, outside in (each a module):
+//! - `server`: opens the pool, listens, applies protected mode and
+//!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
+//! - `conn`: one task per client: read, parse, execute, write; the query and
+//!   output buffer limits.
+//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies).
+//! - `commands`: the command table and the handlers.
+//! - `value`: how Redis types are stored as engine values (type tag + body);
+//!   `scan`: SCAN cursors; `glob`: MATCH patterns.
+//!
+//! Durability: every command that writes returns only after the engine's
+//! call returned, and the engine's writes are durable on return, so every
+//! acknowledged write survives a crash of the server (and, on a DAX pool, a
+//! power failure).
+
+#![forbid(unsafe_code)]
+
+mod commands;
+mod config;
+mod conn;
+mod glob;
+pub mod protocol;
+mod reply;
+mod scan;
+mod server;
+mod value;
+
+pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};
+pub use server::{run, Ready, ServerError, ServerHandle};
+pub use value::{MAX_STRING_BYTES, TAG_HASH, TAG_STRING};

@@ -1,0 +1,489 @@
+//! The listener: opens the pool, accepts clients, enforces the connection
+//! limits (protected mode, `maxclients`), and shuts down cleanly.
+//!
+//! Invariants:
+//! - The pool is opened before the first client is accepted and closed
+//!   (the `Db` dropped) only after every connection task has ended: the
+//!   runtime is shut down first (every task dropped at its next await point;
+//!   no engine call is ever in flight across an await, so no write is cut in
+//!   half), then the last `Arc<Shared>` goes and the `Db` with it.
+//! - A rejected connection (protected mode, `maxclients`) gets its one error
+//!   line and is closed; it never reaches the command loop and is not counted
+//!   as connected.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use persimmon::Db;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::scan::ScanCache;
+
+/// State every connection shares.
+pub struct Shared {
+    pub db: Db,
+    pub config: Config,
+    pub config_file: Option<PathBuf>,
+    pub local_addr: SocketAddr,
+    pub started: Instant,
+    pub stats: ServerStats,
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    pub connected: AtomicUsize,
+    next_client_id: AtomicU64,
+    pub scan: ScanCache,
+    /// Set once shutdown has begun (long-running commands check it).
+    pub stopping: AtomicBool,
+    shutdown: watch::Sender<bool>,
+}
+
+/// Server-wide counters for `INFO stats`. Connections add their own counts
+/// once per batch of requests, not once per command.
+#[derive(Default)]
+pub struct ServerStats {
+    pub total_connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub total_commands_processed: AtomicU64,
+    pub total_error_replies: AtomicU64,
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub query_buffer_limit_disconnections: AtomicU64,
+    pub output_buffer_limit_disconnections: AtomicU64,
+}
+
+/// What `CLIENT LIST` shows about a connection.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub fd: i32,
+    pub created: Instant,
+    pub name: Mutex<Vec<u8>>,
+    pub lib_name: Mutex<Vec<u8>>,
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Milliseconds since server start of the last request.
+    pub last_active_ms: AtomicU64,
+    /// Index + 1 of the last command in the command table (0: none yet).
+    pub last_command: AtomicUsize,
+    pub resp: AtomicU8,
+    /// Bytes of received requests not yet executed.
+    pub query_buffer_bytes: AtomicUsize,
+}
+
+impl Shared {
+    /// Asks the server to stop (SIGINT, SIGTERM, `SHUTDOWN`, a handle).
+    pub fn request_shutdown(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Milliseconds since the server started.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}
+
+/// What the server tells its caller once it listens.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    pub addr: SocketAddr,
+    pub pool: PathBuf,
+    pub durability: persimmon::Durability,
+}
+
+impl std::fmt::Display for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "listening on {} (pool {}, durability {})",
+            self.addr,
+            self.pool.display(),
+            self.durability.name()
+        )
+    }
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Engine(#[from] persimmon::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Runs the server until SIGINT, SIGTERM or `SHUTDOWN`: opens the pool,
+/// listens, calls `ready` once, serves, then closes the pool cleanly.
+pub fn run(
+    config: Config,
+    config_file: Option<PathBuf>,
+    ready: impl FnOnce(&Ready),
+) -> Result<(), ServerError> {
+    run_with(config, config_file, true, |r, _| ready(r))
+}
+
+/// [`run`] with a hook that gets the shared state (to stop the server from
+/// another thread) and a switch for the signal handlers.
+pub(crate) fn run_with(
+    config: Config,
+    config_file: Option<PathBuf>,
+    handle_signals: bool,
+    ready: impl FnOnce(&Ready, &Arc<Shared>),
+) -> Result<(), ServerError> {
+    config.validate().map_err(ServerError::Config)?;
+    let options = config.engine_options().map_err(ServerError::Config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads)
+        .thread_name("persimmon-serve")
+        .enable_all()
+        .build()
+        .map_err(ServerError::Runtime)?;
+    let db = Db::open(&config.pool, options)?;
+    let addr = SocketAddr::new(config.bind, config.port);
+    let listener = runtime
+        .block_on(async { TcpListener::bind(addr).await })
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let local_addr = listener.local_addr().unwrap_or(addr);
+    raise_fd_limit(config.limits.maxclients);
+    let (shutdown, _) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        db,
+        config,
+        config_file,
+        local_addr,
+        started: Instant::now(),
+        stats: ServerStats::default(),
+        clients: Mutex::new(BTreeMap::new()),
+        connected: AtomicUsize::new(0),
+        next_client_id: AtomicU64::new(1),
+        scan: ScanCache::default(),
+        stopping: AtomicBool::new(false),
+        shutdown,
+    });
+    let result = runtime.block_on(async {
+        let signals = if handle_signals {
+            Some(Signals::install().map_err(ServerError::Signals)?)
+        } else {
+            None
+        };
+        let info = Ready {
+            addr: local_addr,
+            pool: shared.config.pool.clone(),
+            durability: shared.db.durability(),
+        };
+        ready(&info, &shared);
+        accept_loop(&shared, listener, signals).await;
+        Ok(())
+    });
+    // Every connection task is dropped here; blocking work (a long KEYS or
+    // FLUSHDB) notices `stopping` and ends early.
+    drop(runtime);
+    close_pool(shared);
+    result
+}
+
+/// Drops the last reference to the shared state, which closes the pool.
+fn close_pool(shared: Arc<Shared>) {
+    let mut shared = shared;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match Arc::try_unwrap(shared) {
+            Ok(inner) => {
+                drop(inner);
+                return;
+            }
+            Err(still_shared) if Instant::now() < deadline => {
+                shared = still_shared;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => {
+                eprintln!(
+                    "persimmon: a connection did not end in time; the pool is closed at exit"
+                );
+                return;
+            }
+        }
+    }
+}
+
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(signals: &mut Option<Signals>) -> &'static str {
+        match signals {
+            Some(s) => tokio::select! {
+                _ = s.interrupt.recv() => "SIGINT",
+                _ = s.terminate.recv() => "SIGTERM",
+            },
+            None => std::future::pending().await,
+        }
+    }
+}
+
+async fn accept_loop(shared: &Arc<Shared>, listener: TcpListener, mut signals: Option<Signals>) {
+    let mut stop = shared.shutdown_signal();
+    loop {
+        tokio::select! {
+            biased;
+            name = Signals::recv(&mut signals) => {
+                eprintln!("persimmon: {name} received, closing the pool");
+                shared.request_shutdown();
+                return;
+            }
+            _ = stop.wait_for(|&s| s) => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => admit(shared, stream, peer),
+                Err(e) => {
+                    // Out of file descriptors and the like: not fatal; wait
+                    // a moment so the loop does not spin.
+                    eprintln!("persimmon: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Applies protected mode and `maxclients`, then starts the client's task.
+fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+    shared
+        .stats
+        .total_connections_received
+        .fetch_add(1, Ordering::Relaxed);
+    let _ = stream.set_nodelay(true);
+    let config = &shared.config;
+    let loopback = peer.ip().is_loopback()
+        || matches!(peer.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()));
+    let remote = !loopback || config.treat_loopback_as_remote;
+    if config.protected_mode && config.requirepass.is_none() && remote {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(reject(stream, PROTECTED_MODE_MESSAGE));
+        return;
+    }
+    // Count this client before checking, so two racing accepts cannot both
+    // take the last place.
+    let connected = shared.connected.fetch_add(1, Ordering::AcqRel) + 1;
+    if connected > config.limits.maxclients {
+        shared.connected.fetch_sub(1, Ordering::AcqRel);
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(reject(stream, "-ERR max number of clients reached\r\n"));
+        return;
+    }
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let info = Arc::new(ClientInfo {
+        id,
+        addr: peer,
+        laddr: stream.local_addr().unwrap_or(shared.local_addr),
+        fd: {
+            use std::os::fd::AsRawFd;
+            stream.as_raw_fd()
+        },
+        created: Instant::now(),
+        name: Mutex::new(Vec::new()),
+        lib_name: Mutex::new(Vec::new()),
+        lib_ver: Mutex::new(Vec::new()),
+        last_active_ms: AtomicU64::new(shared.now_ms()),
+        last_command: AtomicUsize::new(0),
+        resp: AtomicU8::new(2),
+        query_buffer_bytes: AtomicUsize::new(0),
+    });
+    shared
+        .clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, info.clone());
+    let guard = Registered {
+        shared: shared.clone(),
+        id,
+    };
+    tokio::spawn(async move {
+        crate::conn::serve_client(guard.shared.clone(), stream, info).await;
+        drop(guard);
+    });
+}
+
+/// Removes a client from the registry and the count when its task ends
+/// (also when the task is dropped at shutdown).
+struct Registered {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.shared
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        self.shared.connected.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+const PROTECTED_MODE_MESSAGE: &str = "-DENIED Persimmon is running in protected mode because \
+protected mode is enabled and no password is set for the default user. In this mode \
+connections are only accepted from the loopback interface. If you want to connect from \
+external computers, either 1) set a password: `persimmon serve --requirepass PASSWORD` \
+(or `requirepass` in the config file), which is the recommended way, or 2) disable \
+protected mode by setting `protected-mode = false` in the config file, if you are sure \
+that only trusted hosts can reach the port.\r\n";
+
+/// Writes one error line to a rejected client and closes it.
+async fn reject(mut stream: TcpStream, line: &'static str) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(line.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// Raises the soft open-file limit to what `maxclients` needs (as Redis
+/// does), as far as the hard limit allows; warns when it still falls short.
+fn raise_fd_limit(maxclients: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let want = maxclients as u64 + 32;
+    let limit = getrlimit(Resource::Nofile);
+    let soft = limit.current.unwrap_or(u64::MAX);
+    if soft >= want {
+        return;
+    }
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    let raised = want.min(hard);
+    if raised > soft
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(raised),
+                maximum: limit.maximum,
+            },
+        )
+        .is_ok()
+        && raised >= want
+    {
+        return;
+    }
+    let have = raised.max(soft);
+    eprintln!(
+        "persimmon: warning: the open-file limit is {have}, so at most about {} clients can \
+         connect (maxclients is {maxclients}); raise the hard limit (ulimit -Hn) to allow more",
+        have.saturating_sub(32)
+    );
+}
+
+/// A server running on its own thread (for tests and embedding). Dropping
+/// the handle stops the server and waits for the pool to close.
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    /// Weak: the handle must not keep the pool open.
+    shared: std::sync::Weak<Shared>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,
+}
+
+impl ServerHandle {
+    /// Starts a server on a thread of its own (no signal handlers); returns
+    /// once it listens. Use port 0 for a free port.
+    pub fn start(config: Config) -> Result<ServerHandle, ServerError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("persimmon-server".into())
+            .spawn(move || {
+                run_with(config, None, false, |ready, shared| {
+                    let _ = tx.send((ready.addr, Arc::downgrade(shared)));
+                })
+            })
+            .map_err(ServerError::Runtime)?;
+        match rx.recv() {
+            Ok((addr, shared)) => Ok(ServerHandle {
+                addr,
+                shared,
+                thread: Some(thread),
+            }),
+            Err(_) => Err(match thread.join() {
+                Ok(Err(e)) => e,
+                Ok(Ok(())) => ServerError::Config("server stopped before listening".into()),
+                Err(_) => ServerError::Config("server thread panicked".into()),
+            }),
+        }
+    }
+
+    /// Whether the server has been asked to stop (for example by `SHUTDOWN`).
+    pub fn is_stopping(&self) -> bool {
+        self.shared.upgrade().is_none_or(|s| s.is_stopping())
+    }
+
+    /// Stops the server and waits until the pool is closed.
+    pub fn shutdown(mut self) -> Result<(), ServerError> {
+        if let Some(s) = self.shared.upgrade() {
+            s.request_shutdown();
+        }
+        self.join_thread()
+    }
+
+    /// Waits until the server stops by itself (`SHUTDOWN`).
+    pub fn join(mut self) -> Result<(), ServerError> {
+        self.join_thread()
+    }
+
+    fn join_thread(&mut self) -> Result<(), ServerError> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(ServerError::Config("server thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            if let Some(s) = self.shared.upgrade() {
+                s.request_shutdown();
+            }
+            let _ = self.join_thread();
+        }
+    }
+}
