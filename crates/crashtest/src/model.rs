@@ -292,7 +292,17 @@ impl Model {
                 return Some(Benign::LockWord);
             }
         }
-        let prev = self.last_word.insert(offset, value)?;
+        // The word's previous value: the last store this recording saw, or,
+        // for a word not stored to since the image was opened (a reader
+        // helping persist a slot after recovery), what the image holds.
+        let prev = match self.last_word.insert(offset, value) {
+            Some(p) => p,
+            None => {
+                let at = offset as usize;
+                let bytes = self.durable.get(at..at + 8)?;
+                u64::from_le_bytes(bytes.try_into().ok()?)
+            }
+        };
         if value == prev | 1 && prev != 0 {
             return Some(Benign::PersistBit);
         }
