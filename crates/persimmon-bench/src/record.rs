@@ -75,7 +75,9 @@ pub struct ProbeRecord {
     pub dependent_load_ns_median: f64,
     /// A GET needs at least two dependent misses (bucket, then record).
     pub get_floor_ns: f64,
-    /// `1e9 / get_floor_ns`: the most GETs per second one thread can do.
+    /// `1e9 / get_floor_ns`: the most GETs per second one thread can do if
+    /// its GETs do not overlap (out-of-order execution can overlap the
+    /// misses of consecutive GETs, so this is a yardstick, not a wall).
     pub get_bound_ops_per_sec_per_thread: f64,
     /// Non-temporal write bandwidth with `nt_write_threads` threads, GB/s
     /// (10^9 bytes per second): the best pass over the whole mapping.
