@@ -29,7 +29,7 @@ pub enum Error {
     #[error("{path}: superblock is damaged ({detail})")]
     CorruptSuperblock { path: PathBuf, detail: String },
     /// The pool was written by a newer (or unknown) format version.
-    #[error("{path}: pool format version {found} is not supported (this build reads version {supported})")]
+    #[error("{path}: pool format version {found} is not supported (this build reads versions 1 to {supported})")]
     UnsupportedVersion {
         path: PathBuf,
         found: u32,
@@ -56,9 +56,24 @@ pub enum Error {
     /// Damaged data was found on the media (CRC mismatch, impossible offset).
     #[error("corruption at pool offset {offset:#x}: {detail}")]
     Corruption { offset: u64, detail: String },
+    /// The shadow tags of a persistent dancing variable form a pattern no
+    /// crash can leave (see [`crate::pdv`]): its shadows are damaged.
+    #[error("{location}: PDV shadow tags [{pattern}] cannot be left by any crash ({reason}); the shadows are damaged")]
+    PdvInvalidPattern {
+        location: String,
+        pattern: String,
+        reason: String,
+    },
+    /// A value wider than a persistent dancing variable's 62 value bits.
+    #[error("value {value} does not fit a persistent dancing variable (at most {max} = 2^62 - 1)")]
+    PdvValueTooLarge { value: u64, max: u64 },
     /// Options that cannot be used.
     #[error("invalid options: {0}")]
     InvalidOptions(String),
+    /// An ordered read (range, prefix, first, last) on a pool created
+    /// without the ordered index.
+    #[error("{path}: the pool has no ordered index (it is chosen when the pool is created: Options::ordered_index, or --ordered-index)")]
+    NoOrderedIndex { path: PathBuf },
 }
 
 impl Error {

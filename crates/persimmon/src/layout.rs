@@ -17,8 +17,12 @@
 
 /// Pool magic, first 8 bytes of the file.
 pub const MAGIC: [u8; 8] = *b"PERSIMMN";
-/// Format version written by and readable by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written by this build. Version 2 added the ordered index
+/// (superblock flag, segment kind 4, skiplist nodes); version-1 pools are
+/// still read (they never carry an ordered index).
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest format version this build opens.
+pub const FORMAT_VERSION_MIN: u32 = 1;
 /// Bytes reserved for the superblock; segment 0 starts here.
 pub const SUPERBLOCK_BYTES: u64 = 4096;
 
@@ -43,8 +47,11 @@ pub const SB_OPEN_COUNT: u64 = 520;
 /// Superblock flag: buckets keep a reader-writer lock word in their last
 /// slot (the Baseline layout; `Mechanisms::volatile_lock_table` off).
 pub const SB_FLAG_PM_BUCKET_LOCKS: u64 = 1;
+/// Superblock flag: the pool keeps the ordered index (a persistent skiplist
+/// over the keys, format version 2).
+pub const SB_FLAG_ORDERED_INDEX: u64 = 2;
 /// Every flag this build understands.
-pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS;
+pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +96,7 @@ impl Superblock {
                 "checksum {stored:#010x} does not match contents {computed:#010x}"
             )));
         }
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(SuperblockError::Version(version));
         }
         let sb = Superblock {
@@ -100,6 +107,11 @@ impl Superblock {
             created_unix_secs: get_u64(b, SB_CREATED_UNIX_SECS),
             flags: get_u64(b, SB_FLAGS),
         };
+        if version < 2 && sb.flags & SB_FLAG_ORDERED_INDEX != 0 {
+            return Err(SuperblockError::Damaged(
+                "a version-1 superblock with the ordered-index flag".into(),
+            ));
+        }
         if sb.flags & !SB_KNOWN_FLAGS != 0 {
             return Err(SuperblockError::Damaged(format!(
                 "unknown flags {:#x}",
@@ -155,18 +167,22 @@ pub enum SegmentKind {
     Index = 2,
     /// First segment of a run holding one large record.
     Large = 3,
+    /// Nodes of the ordered index (skiplist), all of one size class.
+    Ordered = 4,
 }
 
 /// Decoded segment header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SegmentHeader {
     pub kind: SegmentKind,
-    /// Log/Large: lane that owns it. Index: local depth.
+    /// Log/Large: lane that owns it. Index: local depth. Ordered: log2 of
+    /// the node size of its class.
     pub lane_or_depth: u32,
     /// Large: number of segments in the run. Others: 1.
     pub run_segments: u32,
     /// Log: lane sequence counter at allocation. Index: hash prefix (the top
-    /// `depth` bits of the hash, right-aligned).
+    /// `depth` bits of the hash, right-aligned). Ordered: 1 when its first
+    /// node is the skiplist head, else 0.
     pub base_seq_or_prefix: u64,
 }
 
@@ -204,6 +220,7 @@ impl SegmentHeader {
             1 => SegmentKind::Log,
             2 => SegmentKind::Index,
             3 => SegmentKind::Large,
+            4 => SegmentKind::Ordered,
             k => return HeaderState::Damaged(format!("unknown segment kind {k}")),
         };
         if (state >> 8) & 0xff != SEG_TAG as u64 {
@@ -289,6 +306,32 @@ impl RecordHeader {
 /// CRC32C a record should carry, computed from its bytes after the CRC field.
 pub fn record_crc(record_after_crc: &[u8]) -> u32 {
     crc32c::crc32c(record_after_crc)
+}
+
+// ------------------------------------------------------- ordered index nodes
+
+/// Skiplist node: `next` (pool offset of the next node, 0 at the end).
+pub const NODE_NEXT: usize = 0;
+/// Reserved word (a record slot for a future DRAM point-index placement); 0.
+pub const NODE_RECORD: usize = 8;
+pub const NODE_KEY_LEN: usize = 16;
+/// CRC32C over the key length (4 bytes, little-endian) and the key.
+pub const NODE_CRC: usize = 20;
+pub const NODE_HEADER_BYTES: usize = 24;
+/// Smallest node size class: 2^5 = 32 bytes.
+pub const NODE_MIN_CLASS: u32 = 5;
+/// Node size classes are powers of two from 32 bytes up to half a segment.
+pub fn node_class_for(key_len: usize) -> u32 {
+    let need = (NODE_HEADER_BYTES + key_len).next_power_of_two() as u64;
+    need.trailing_zeros().max(NODE_MIN_CLASS)
+}
+/// Largest key the ordered index can hold with `segment_bytes` segments.
+pub fn node_max_key(segment_bytes: u64) -> usize {
+    (segment_bytes / 2) as usize - NODE_HEADER_BYTES
+}
+/// CRC a node carries for `key`.
+pub fn node_crc(key: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&(key.len() as u32).to_le_bytes()), key)
 }
 
 // ------------------------------------------------------------ bucket, slot
@@ -416,7 +459,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 1);
+        assert_eq!(get_u32(&b, 8), 2);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -440,11 +483,26 @@ mod tests {
             Superblock::decode(&b),
             Err(SuperblockError::Damaged(_))
         ));
-        let mut v2 = sb;
-        v2.format_version = FORMAT_VERSION + 1;
+        let mut v3 = sb;
+        v3.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
-            Superblock::decode(&v2.encode()),
-            Err(SuperblockError::Version(2))
+            Superblock::decode(&v3.encode()),
+            Err(SuperblockError::Version(3))
+        ));
+        let mut v0 = sb;
+        v0.format_version = 0;
+        assert!(matches!(
+            Superblock::decode(&v0.encode()),
+            Err(SuperblockError::Version(0))
+        ));
+        // Version 1 is read, but never with the ordered-index flag.
+        let mut v1 = sb;
+        v1.format_version = 1;
+        assert_eq!(Superblock::decode(&v1.encode()).unwrap(), v1);
+        v1.flags = SB_FLAG_ORDERED_INDEX;
+        assert!(matches!(
+            Superblock::decode(&v1.encode()),
+            Err(SuperblockError::Damaged(_))
         ));
         let mut bad = sb.encode();
         bad[0] = b'X';
@@ -571,6 +629,17 @@ mod tests {
                 REC_FLAGS as u64,
                 REC_SEQ as u64,
                 RECORD_HEADER_BYTES as u64
+            ]
+        );
+        let node: Vec<u64> = design_table("node").iter().map(|r| r.0).collect();
+        assert_eq!(
+            node,
+            vec![
+                NODE_NEXT as u64,
+                NODE_RECORD as u64,
+                NODE_KEY_LEN as u64,
+                NODE_CRC as u64,
+                NODE_HEADER_BYTES as u64
             ]
         );
         // Slot bit fields: fingerprint from bit 48, offset/8 from bit 1, persist bit 0.

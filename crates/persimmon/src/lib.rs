@@ -17,7 +17,10 @@
 //!   bucket, slot), drawn byte by byte in `docs/design.md`.
 //! - `pool`: segments, free space, growth; `log`: per-lane record append.
 //! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
+//! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
 //! - `db`: the [`Db`] API and its write protocol.
+//! - [`pdv`]: persistent dancing variables, a hot persisted word spread over
+//!   N shadow lines (its own file, on the pmem layer; not used by `db` yet).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -27,10 +30,14 @@ mod index;
 mod layout;
 mod log;
 mod options;
+mod ordered;
+pub mod pdv;
 pub mod pmem;
 mod pool;
 
-pub use db::{CheckReport, Db, Iter, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use db::{
+    CheckReport, Db, Iter, Range, RangeKeys, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES,
+};
 pub use error::{Error, Result};
 pub use options::{FlushMode, Mechanisms, Options};
 pub use pmem::{Durability, PersistObserver, PmemCounters};

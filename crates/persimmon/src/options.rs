@@ -77,6 +77,11 @@ pub struct Options {
     pub verify_reads: bool,
     /// Which MPKV mechanisms are on (default: all). See [`Mechanisms`].
     pub mechanisms: Mechanisms,
+    /// *Creation*: keep the ordered index, a persistent skiplist over the
+    /// keys that serves [`crate::Db::range`], prefix scans, `first`/`last`
+    /// (default `false`). At open, the pool's own setting applies;
+    /// [`crate::Db::has_ordered_index`] tells which it is.
+    pub ordered_index: bool,
     /// Run the background log cleaner (default `true`).
     pub cleaner: bool,
     /// Most bytes per second the cleaner copies while the pool has room to
@@ -109,6 +114,7 @@ impl Default for Options {
             flush_mode: FlushMode::Flush,
             verify_reads: false,
             mechanisms: Mechanisms::ALL,
+            ordered_index: false,
             cleaner: true,
             cleaner_bytes_per_sec: 256 << 20,
         }

@@ -49,6 +49,9 @@ pub(crate) struct ScanResult {
     pub lane_max_seq: Vec<u64>,
     /// Damaged headers: (segment index, reason).
     pub damaged: Vec<(u32, String)>,
+    /// (segment index, node size class, holds the head) of every segment of
+    /// the ordered index.
+    pub ordered_segments: Vec<(u32, u32, bool)>,
 }
 
 pub(crate) struct Pool {
@@ -217,6 +220,7 @@ impl Pool {
             active_log: vec![None; lanes],
             lane_max_seq: vec![0; lanes],
             damaged: Vec::new(),
+            ordered_segments: Vec::new(),
         };
         let n = self.segment_count();
         let mut free = BTreeSet::new();
@@ -262,6 +266,12 @@ impl Pool {
                             i += run;
                             continue;
                         }
+                    }
+                    SegmentKind::Ordered => {
+                        info.kind
+                            .store(SegmentKind::Ordered as u8, Ordering::Relaxed);
+                        r.ordered_segments
+                            .push((i, h.lane_or_depth, h.base_seq_or_prefix == 1));
                     }
                     SegmentKind::Free => {
                         free.insert(i);
@@ -563,7 +573,13 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
             None,
         )?;
         let sb = Superblock {
-            format_version: layout::FORMAT_VERSION,
+            // Version 2 only when the pool uses what version 2 added, so a
+            // pool without the ordered index stays readable by older builds.
+            format_version: if opts.ordered_index {
+                layout::FORMAT_VERSION
+            } else {
+                1
+            },
             segment_bytes: seg,
             hash_seed: random_u64(),
             pool_id: {
@@ -577,6 +593,10 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
                 0
             } else {
                 layout::SB_FLAG_PM_BUCKET_LOCKS
+            } | if opts.ordered_index {
+                layout::SB_FLAG_ORDERED_INDEX
+            } else {
+                0
             },
         };
         let bytes = sb.encode();

@@ -281,24 +281,23 @@ fn damaged_superblock_is_refused_untouched() {
 fn newer_format_version_is_refused_untouched() {
     let _no_spawn = no_spawn_meanwhile();
     let dir = common::pool_dir();
-    let path = dir.path().join("v2.pool");
+    let path = dir.path().join("newer.pool");
     make_pool(&path);
+    let newer = format::FORMAT_VERSION + 1;
     let mut bytes = std::fs::read(&path).unwrap();
-    assert_eq!(
-        u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
-        format::FORMAT_VERSION
-    );
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    // A pool without the ordered index is written as version 1.
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    bytes[8..12].copy_from_slice(&newer.to_le_bytes());
     let crc = crc32c::crc32c(&bytes[..124]);
     bytes[124..128].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let err = open_refused(&path);
     assert!(
-        matches!(err, Error::UnsupportedVersion { found: 2, supported, .. } if supported == format::FORMAT_VERSION),
+        matches!(err, Error::UnsupportedVersion { found, supported, .. } if found == newer && supported == format::FORMAT_VERSION),
         "{err:?}"
     );
     let msg = err.to_string();
-    assert!(msg.contains("version 2"), "{msg}");
+    assert!(msg.contains(&format!("version {newer}")), "{msg}");
 }
 
 #[test]

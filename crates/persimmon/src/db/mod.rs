@@ -48,11 +48,14 @@ use crate::layout::{
 use crate::log::{walk_segment, Lane, CLEANER_LANE, INTERNAL_LANE};
 
 mod cleaner;
+mod range;
 #[cfg(test)]
 mod tests;
 use crate::options::Options;
+use crate::ordered::Ordered;
 use crate::pmem::{self, Durability, PersistObserver};
 use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
+pub use range::{Range, RangeKeys};
 
 /// Longest key accepted, in bytes (64 KiB).
 pub const MAX_KEY_BYTES: usize = 64 << 10;
@@ -73,6 +76,7 @@ pub enum Update {
 const SPLIT_SEQ: u64 = (INTERNAL_LANE << 56) | 1;
 const TALLY_SEQ: u64 = (INTERNAL_LANE << 56) | 2;
 const CHECK_SEQ: u64 = (INTERNAL_LANE << 56) | 3;
+const ORDERED_SEQ: u64 = (INTERNAL_LANE << 56) | 4;
 
 /// Rebuild stages signalled through `tally_signal`.
 const REBUILD_TALLIED: u8 = 1;
@@ -90,12 +94,20 @@ thread_local! {
 pub struct Db {
     engine: Arc<Engine>,
     background: Option<JoinHandle<()>>,
+    ordered_walk: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct Engine {
     pub(crate) pool: Pool,
     pub(crate) index: Index,
-    lanes: Vec<Lane>,
+    /// The ordered index, when the pool keeps one.
+    pub(crate) ordered: Option<Ordered>,
+    ordered_walk_errors: parking_lot::Mutex<Vec<String>>,
+    /// The ordered index's walk after open has ended (finished or failed).
+    ordered_walk_ended: AtomicBool,
+    /// One cache line (pair) each: lanes of different threads must not
+    /// share lines (their counters and tails are written on every put).
+    lanes: Vec<CachePadded<Lane>>,
     /// The log cleaner's own lane.
     cleaner_lane: Lane,
     /// Largest base sequence counter of any segment found at open.
@@ -162,6 +174,14 @@ pub struct Stats {
     pub cleaned_bytes: u64,
     /// Whether the background rebuild after open (live bytes, key count) is done.
     pub rebuild_done: bool,
+    /// The pool keeps the ordered index.
+    pub ordered_index: bool,
+    /// Ordered index: nodes allocated and node segments.
+    pub ordered_nodes: u64,
+    pub segments_ordered: u32,
+    /// Ordered index: the walk after open (search hints, free node slots,
+    /// orphan repair) has finished.
+    pub ordered_walk_done: bool,
     /// Persistence counters of the whole process.
     pub pmem: pmem::PmemCounters,
 }
@@ -176,6 +196,11 @@ pub struct CheckReport {
     pub live_bytes: u64,
     /// Segments with no live record still waiting for their epoch to pass.
     pub reclaimable_segments: u32,
+    /// Ordered index: linked nodes, and nodes whose key the point index does
+    /// not hold (left by a crash between the two; the walk after open
+    /// unlinks them).
+    pub ordered_nodes: u64,
+    pub ordered_orphans: u64,
     /// Every inconsistency found; empty when the pool is consistent.
     pub errors: Vec<String>,
 }
@@ -270,10 +295,10 @@ impl Db {
                 .collect();
             Directory::rebuild(&segs).map_err(|e| Error::corruption(layout::SUPERBLOCK_BYTES, e))?
         };
-        let lanes: Vec<Lane> = (0..options.lanes)
+        let lanes: Vec<CachePadded<Lane>> = (0..options.lanes)
             .map(|i| {
                 let active = scan.active_log[i].map(|(s, _)| s);
-                Lane::new(i as u8, scan.lane_max_seq[i], active)
+                CachePadded::new(Lane::new(i as u8, scan.lane_max_seq[i], active))
             })
             .collect();
         let cleaner_active = scan.active_log[CLEANER_LANE as usize].map(|(s, _)| s);
@@ -292,10 +317,33 @@ impl Db {
         );
         let index = Index::new(dir, pool.segment_bytes, locks);
         let seed = pool.sb.hash_seed;
+        let ordered = if pool.sb.flags & layout::SB_FLAG_ORDERED_INDEX != 0 {
+            let has_data = (0..pool.segment_count()).any(|s| {
+                let k = pool.kind(s);
+                k == SegmentKind::Log as u8 || k == SegmentKind::Large as u8
+            });
+            if scan.ordered_segments.is_empty() && has_data {
+                return Err(Error::corruption(
+                    layout::SUPERBLOCK_BYTES,
+                    "the pool holds records but its ordered index has no segment (damaged head?)",
+                ));
+            }
+            Some(Ordered::open(&pool, &scan.ordered_segments, seed)?)
+        } else if let Some(&(s, _, _)) = scan.ordered_segments.first() {
+            return Err(Error::corruption(
+                pool.segment_offset(s),
+                "an ordered-index segment in a pool created without the ordered index",
+            ));
+        } else {
+            None
+        };
         let lane_count = lanes.len();
         let engine = Arc::new_cyclic(|me| Engine {
             pool,
             index,
+            ordered,
+            ordered_walk_errors: parking_lot::Mutex::new(Vec::new()),
+            ordered_walk_ended: AtomicBool::new(false),
             lanes,
             cleaner_lane,
             base_seq_floor,
@@ -332,9 +380,22 @@ impl Db {
                 }
             })
             .map_err(|e| Error::io("spawn the rebuild thread", e))?;
+        let ordered_walk = match &engine.ordered {
+            Some(o) if !o.walk_done() => {
+                let walker = engine.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("persimmon-ordered".into())
+                        .spawn(move || walker.ordered_walk())
+                        .map_err(|e| Error::io("spawn the ordered-index walk", e))?,
+                )
+            }
+            _ => None,
+        };
         Ok(Db {
             engine,
             background: Some(background),
+            ordered_walk,
         })
     }
 
@@ -436,9 +497,16 @@ impl Db {
 
     /// Blocks until the background rebuild after open has finished: live
     /// bytes and the key count are exact and every segment found dead has
-    /// been handed to the epoch for release.
+    /// been handed to the epoch for release; with the ordered index, its
+    /// walk after open has also ended (search hints rebuilt, orphans
+    /// unlinked, free node slots known).
     pub fn wait_for_rebuild(&self) {
         self.engine.wait_rebuild(REBUILD_SWEPT);
+        if self.ordered_walk.is_some() {
+            while !self.engine.ordered_walk_ended.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
     }
 
     /// Closes the pool cleanly (the same as dropping the `Db`, but reports
@@ -450,6 +518,9 @@ impl Drop for Db {
     fn drop(&mut self) {
         self.engine.stop.store(true, Ordering::Release);
         if let Some(h) = self.background.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.ordered_walk.take() {
             let _ = h.join();
         }
     }
@@ -510,6 +581,15 @@ fn check_value(value: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Sets a flag when dropped (also on unwinding).
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 /// Outcome of the locked part of a write.
@@ -884,9 +964,43 @@ impl Engine {
         pm.store_u64(addr, slot.with_persist().0);
     }
 
+    /// The ordered index limits keys to half a segment.
+    fn check_ordered_key(&self, key: &[u8]) -> Result<()> {
+        match &self.ordered {
+            Some(o) if key.len() > o.max_key() => Err(Error::KeyTooLarge {
+                len: key.len(),
+                max: o.max_key(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Links `key` into the ordered index (a new key, before the point index
+    /// names it). On failure the claimed slot `addr` is given back.
+    fn ordered_insert(&self, key: &[u8], addr: Option<u64>, guard: &Guard) -> Result<bool> {
+        let Some(o) = &self.ordered else {
+            return Ok(false);
+        };
+        o.insert(&self.pool, key, guard).inspect_err(|_| {
+            if let Some(a) = addr {
+                self.pool.pm.store_u64(a, 0);
+            }
+        })
+    }
+
+    /// Undoes [`ordered_insert`](Self::ordered_insert) after a failed write
+    /// (best effort: a node left behind is an orphan, skipped by readers and
+    /// unlinked by the next open's walk).
+    fn ordered_undo(&self, key: &[u8], linked: bool, guard: &Guard) {
+        if let (true, Some(o)) = (linked, &self.ordered) {
+            let _ = o.remove(&self.pool, key, guard);
+        }
+    }
+
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
+        self.check_ordered_key(key)?;
         let h = self.hash(key);
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
@@ -915,12 +1029,17 @@ impl Engine {
                     None => return Ok(Locked::Rescan),
                 },
             };
+            let linked = match found {
+                None => self.ordered_insert(key, Some(addr), guard)?,
+                Some(_) => false,
+            };
             let (off, total) = match self.write_record(lane, key, value, &header, guard) {
                 Ok(r) => r,
                 Err(e) => {
                     if found.is_none() {
                         self.pool.pm.store_u64(addr, 0);
                     }
+                    self.ordered_undo(key, linked, guard);
                     return Err(e);
                 }
             };
@@ -944,13 +1063,14 @@ impl Engine {
             let Some(f) = found else {
                 return Ok(Locked::Done(false));
             };
-            self.remove(lane_index, &f, fp, guard);
+            self.remove(lane_index, key, &f, fp, guard);
             Ok(Locked::Done(true))
         })
     }
 
-    /// Deletes the entry `f` (bucket lock held).
-    fn remove(&self, lane_index: usize, f: &Found, fp: u16, guard: &Guard) {
+    /// Deletes the entry `f` of `key` (bucket lock held), then its node in
+    /// the ordered index.
+    fn remove(&self, lane_index: usize, key: &[u8], f: &Found, fp: u16, guard: &Guard) {
         let pm = &self.pool.pm;
         if self.two_phase {
             pm.store_u64(f.addr, Slot::delete_marker(fp).0);
@@ -972,18 +1092,33 @@ impl Engine {
             Some((f.slot.offset(), f.header.total_bytes())),
             guard,
         );
+        if let Some(o) = &self.ordered {
+            // The delete is durable already. If the skiplist cannot unlink
+            // the node (it found damage, which `check` reports), the node is
+            // an orphan: readers skip it, the next open's walk unlinks it.
+            let _ = o.remove(&self.pool, key, guard);
+        }
     }
 
     fn update<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> (Update, R)) -> Result<R> {
         check_key(key)?;
+        self.check_ordered_key(key)?;
         let h = self.hash(key);
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
         let mut f = Some(f);
         self.with_locked(key, h, seq, |ctx, found, free, guard| {
-            // Make sure a new key has a slot before asking the closure, which
-            // may run only once.
+            if f.is_none() {
+                // The closure ran in an attempt that then met a full pool:
+                // its decision was taken on a value that may be stale now,
+                // so it is not applied; the caller sees the pool full.
+                return Err(Error::PoolFull {
+                    pool_bytes_max: self.pool.pool_bytes_max,
+                });
+            }
+            // Make sure a new key has a slot (and its ordered-index node)
+            // before asking the closure, which may run only once.
             let claimed = match &found {
                 Some(_) => None,
                 None => match self.claim(free, fp) {
@@ -991,6 +1126,10 @@ impl Engine {
                     None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
                     None => return Ok(Locked::Rescan),
                 },
+            };
+            let linked = match claimed {
+                Some(a) => self.ordered_insert(key, Some(a), guard)?,
+                None => false,
             };
             // Gives the reserved slot back if the closure panics.
             let mut claim_guard = ClaimGuard {
@@ -1009,16 +1148,21 @@ impl Engine {
             let (decision, result) = (f.take().expect("update closure runs once"))(current);
             claim_guard.addr = None;
             match decision {
-                Update::Keep => release_claim(),
+                Update::Keep => {
+                    release_claim();
+                    self.ordered_undo(key, linked, guard);
+                }
                 Update::Delete => {
                     release_claim();
+                    self.ordered_undo(key, linked, guard);
                     if let Some(fd) = &found {
-                        self.remove(lane_index, fd, fp, guard);
+                        self.remove(lane_index, key, fd, fp, guard);
                     }
                 }
                 Update::Put(value) => {
                     if let Err(e) = check_value(&value) {
                         release_claim();
+                        self.ordered_undo(key, linked, guard);
                         return Err(e);
                     }
                     let addr = found.as_ref().map(|fd| fd.addr).or(claimed).expect("slot");
@@ -1027,6 +1171,7 @@ impl Engine {
                         Ok(r) => r,
                         Err(e) => {
                             release_claim();
+                            self.ordered_undo(key, linked, guard);
                             return Err(e);
                         }
                     };
@@ -1190,6 +1335,37 @@ impl Engine {
         Ok(())
     }
 
+    /// The ordered index's walk after open (its own thread): search hints,
+    /// free node slots, orphans unlinked under their keys' bucket locks.
+    fn ordered_walk(&self) {
+        let Some(o) = &self.ordered else {
+            return;
+        };
+        let _ended = SetOnDrop(&self.ordered_walk_ended);
+        let present = |k: &[u8]| Ok(self.get_with(k, |_| ())?.is_some());
+        let orphan = |k: &[u8]| self.repair_orphan(k);
+        if let Err(e) = o.walk(&self.pool, &present, &orphan, &self.stop) {
+            self.ordered_walk_errors
+                .lock()
+                .push(format!("ordered index walk after open stopped: {e}"));
+        }
+    }
+
+    /// Unlinks the node of `key` if the point index does not hold the key
+    /// (checked under the key's bucket lock). Returns whether it did.
+    fn repair_orphan(&self, key: &[u8]) -> Result<bool> {
+        let Some(o) = &self.ordered else {
+            return Ok(false);
+        };
+        let h = self.hash(key);
+        self.with_locked(key, h, ORDERED_SEQ, |_ctx, found, _free, guard| {
+            if found.is_some() {
+                return Ok(Locked::Done(false));
+            }
+            Ok(Locked::Done(o.remove(&self.pool, key, guard)?))
+        })
+    }
+
     fn wait_tally(&self) {
         if self.tally_done.load(Ordering::Acquire) {
             return;
@@ -1235,7 +1411,7 @@ impl Engine {
     /// per segment and keys by one pass over the index; then free segments
     /// with nothing live.
     fn rebuild(&self) {
-        for lane in self.lanes.iter().chain([&self.cleaner_lane]) {
+        for lane in self.lanes.iter().map(|l| &**l).chain([&self.cleaner_lane]) {
             lane.recover(&self.pool);
         }
         let dir = self.index.dir.load_full();
@@ -1306,11 +1482,17 @@ impl Engine {
                 k if k == SegmentKind::Log as u8 => log += 1,
                 k if k == SegmentKind::Index as u8 => idx += 1,
                 k if k == SegmentKind::Large as u8 || k == KIND_CONTINUATION => large += 1,
+                k if k == SegmentKind::Ordered as u8 => {}
                 KIND_DAMAGED => damaged += 1,
                 _ => log += 1, // freeing: still in use until its epoch passes
             }
         }
         let seg = self.pool.segment_bytes;
+        let (ordered_nodes, ordered_segments) = self
+            .ordered
+            .as_ref()
+            .map(|o| o.heap_figures())
+            .unwrap_or((0, 0));
         Stats {
             keys,
             pool_bytes: self.pool.pm.len(),
@@ -1334,6 +1516,10 @@ impl Engine {
             cleaned_segments: self.cleaned_segments.load(Ordering::Relaxed),
             cleaned_bytes: self.cleaned_bytes.load(Ordering::Relaxed),
             rebuild_done: self.tally_done.load(Ordering::Acquire),
+            ordered_index: self.ordered.is_some(),
+            ordered_nodes,
+            segments_ordered: ordered_segments as u32,
+            ordered_walk_done: self.ordered.as_ref().is_none_or(|o| o.walk_done()),
             pmem: pmem::process_counters(),
         }
     }
@@ -1366,7 +1552,10 @@ impl Engine {
         let n = self.pool.segment_count();
         let mut expected_live = vec![0u64; n as usize];
         let mut walk_end: std::collections::HashMap<u32, u64> = Default::default();
+        let mut point_keys: std::collections::HashSet<Vec<u8>> = Default::default();
         r.errors.extend(self.tally_errors.lock().iter().cloned());
+        r.errors
+            .extend(self.ordered_walk_errors.lock().iter().cloned());
         for s in 0..n {
             match self.pool.kind(s) {
                 KIND_DAMAGED => r.errors.push(format!(
@@ -1456,6 +1645,9 @@ impl Engine {
                         }
                     }
                     expected_live[rs as usize] += h.total_bytes();
+                    if self.ordered.is_some() {
+                        point_keys.insert(key.to_vec());
+                    }
                     r.keys += 1;
                     r.live_bytes += h.total_bytes();
                 }
@@ -1477,6 +1669,24 @@ impl Engine {
                     && live == 0)
             {
                 r.reclaimable_segments += 1;
+            }
+        }
+        if let Some(o) = &self.ordered {
+            let listed = o.check(&self.pool, &mut r.errors);
+            r.ordered_nodes = listed.len() as u64;
+            let mut in_list = 0u64;
+            for k in &listed {
+                if point_keys.contains(k) {
+                    in_list += 1;
+                } else {
+                    r.ordered_orphans += 1;
+                }
+            }
+            if in_list != point_keys.len() as u64 {
+                r.errors.push(format!(
+                    "ordered index lists {in_list} of the {} keys in the point index",
+                    point_keys.len()
+                ));
             }
         }
         let count = self.count_now();
