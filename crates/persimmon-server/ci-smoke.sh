@@ -2,7 +2,8 @@
 # Smoke test of `persimmon serve` with the real Redis tools: starts the
 # release server on a /dev/shm pool, checks replies with redis-cli, runs
 # redis-benchmark (which must report no error), stops the server with
-# `redis-cli SHUTDOWN` and checks the pool. Fails on any error.
+# `redis-cli SHUTDOWN` and checks the pool. The pool is created with the
+# ordered index, so KRANGE and KPREFIX are checked too. Fails on any error.
 #
 # Called from .ci/run:   bash crates/persimmon-server/ci-smoke.sh
 # Environment: PERSIMMON_BIN (default target/release/persimmon, built when
@@ -29,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" serve --pool "$dir/smoke.pool" --port "$PORT" >"$dir/serve.log" 2>&1 &
+"$BIN" serve --pool "$dir/smoke.pool" --port "$PORT" --ordered-index >"$dir/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do
   grep -q "listening on" "$dir/serve.log" && break
@@ -60,6 +61,10 @@ expect hash TYPE user:1
 expect "WRONGTYPE Operation against a key holding the wrong kind of value" GET user:1
 expect "ERR unknown command 'NOSUCH', with args beginning with: 'x' " NOSUCH x
 expect 3 DBSIZE
+# The ordered key space (the pool was created with --ordered-index).
+expect "$(printf 'counter\ngreeting\nuser:1')" KRANGE - +
+expect user:1 KRANGE - + REV LIMIT 1
+expect "$(printf 'greeting\nhello world')" KPREFIX gr WITHVALUES
 expect "$(printf 'save\n')" CONFIG GET save
 cli INFO persistence | grep -q "^durability:process-crash" || { echo "ci-smoke: INFO persistence lacks durability"; exit 1; }
 echo "ok: INFO persistence -> durability:process-crash"

@@ -10,8 +10,9 @@ use crate::size::parse_bytes;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; 1 key not found (get, del); 2 error (bad input, \
-unreadable file, not a pool, pool in use, ...); 3 check found the pool \
-inconsistent. Errors are printed on stderr as `persimmon: <error>`.";
+unreadable file, not a pool, pool in use, scan on a pool without the ordered \
+index, ...); 3 check found the pool inconsistent. Errors are printed on stderr \
+as `persimmon: <error>`.";
 
 const FORMAT_HELP: &str = "\
 Format: one record per line, key<TAB>value<LF>. Inside keys and values the \
@@ -34,8 +35,8 @@ pub struct Cli {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Pool options")]
 pub struct PoolArgs {
-    /// Pool file. put, load and demo create it when missing; the other
-    /// commands need it to exist.
+    /// Pool file. put, load, demo and serve create it when missing; the
+    /// other commands need it to exist.
     #[arg(
         long,
         global = true,
@@ -53,6 +54,13 @@ pub struct PoolArgs {
     /// (address space for it is reserved at open) [default: 64G]
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
     pub pool_max: Option<u64>,
+
+    /// Create the pool with the ordered index (a persistent skiplist over
+    /// the keys, needed by scan and the server's KRANGE and KPREFIX; writes
+    /// cost more). Creation only: ignored for an existing pool, which keeps
+    /// the setting it was created with
+    #[arg(long, global = true)]
+    pub ordered_index: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,13 +76,37 @@ pub enum Command {
     Load(LoadArgs),
     /// Write every record to stdout as key<TAB>value lines, in no particular order
     #[command(
-        long_about = "Write every record to stdout as key<TAB>value lines, in no particular order.\n\n\
+        long_about = "Write every record to stdout as key<TAB>value lines, in no particular order \
+(`persimmon scan --values` writes them in key order, on a pool with the ordered index).\n\n\
 Tab, line feed and backslash are written as \\t, \\n and \\\\, every byte that \
 is not part of valid UTF-8 as \\xHH; valid UTF-8 (non-ASCII included) is \
 written as is. `persimmon load` reads this back exactly, for any binary keys \
 and values."
     )]
     Dump,
+    /// Print keys in ascending byte order (needs a pool created with
+    /// --ordered-index)
+    #[command(
+        long_about = "Print keys in ascending byte order, one per line (with --values: key, a tab, \
+the value), from the pool's ordered index; the pool must have been created with \
+--ordered-index (exit 2 otherwise).\n\n\
+--from is inclusive and --to exclusive: `--from a --to c` prints every key k with \
+a <= k < c. --prefix keeps the keys that start with PREFIX; given with --from or --to \
+it narrows their range further (the intersection). --rev prints the same keys in \
+descending order; --limit stops after N lines (the first N in the chosen order).\n\n\
+Keys and values are escaped as dump writes them (\\t, \\n, \\\\ and \\xHH for bytes \
+that are not valid UTF-8), so every key prints on one line and `persimmon scan \
+--values` output loads back with `persimmon load`. Keys written or deleted while the \
+scan runs may or may not appear; every key present for the whole scan is printed \
+exactly once, in order.",
+        after_help = "Examples:\n  \
+persimmon scan --pool P --prefix user: --limit 10\n  \
+persimmon scan --pool P --from 2024-01 --to 2024-02 --values\n  \
+persimmon scan --pool P --rev --limit 1            # the greatest key\n  \
+persimmon scan --pool P -e --prefix 'bin\\x00'      # escapes in the arguments\n  \
+persimmon dump --pool OLD | persimmon load --pool NEW --ordered-index   # add an ordered index"
+    )]
+    Scan(ScanArgs),
     /// Show figures about the pool (keys, sizes, segments, durability, ...)
     Stats(StatsArgs),
     /// Verify the whole pool; exit 3 when it is inconsistent
@@ -105,8 +137,11 @@ a DAX mount or /dev/shm."
     /// (YCSB, the MPKV paper's experiments), or probe the machine's limits
     #[command(
         long_about = "Benchmark Persimmon against its Baseline, its ablation variants and its \
-peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-D and F and the \
-MPKV paper's experiments (GET ratio, value size, thread sweeps). Each engine gets a fresh \
+peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-F and the \
+MPKV paper's experiments (GET ratio, value size, thread sweeps), range scans of N pairs \
+(scan:N, items/s) and inserts of new keys (insert). Scans need ordered reads \
+(persimmon-ordered, the pool with the ordered index, lmdb, rocksdb); the other engines skip \
+scanning workloads with a note. Each engine gets a fresh \
 store in its own directory under --pool-dir, is loaded with the same keys, warmed up, then \
 timed; every operation is timed individually (HDR histograms). Prints one row per \
 (engine, workload, threads, value size) and writes --json, --markdown (tables with the \
@@ -129,14 +164,15 @@ persimmon bench --report fig4.json,probe.json --markdown fig4.md"
     #[command(
         long_about = "Serve the pool over the Redis protocol (RESP2 and RESP3) for unmodified \
 Redis clients and tools (redis-cli, redis-benchmark, client libraries). Creates the pool when \
-it is missing. Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
+it is missing (with --ordered-index: with the ordered index that KRANGE and KPREFIX need). \
+Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
 until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
 durable before its reply is sent.\n\n\
 Security as in Redis: binds to loopback by default; without a password, clients from other \
 addresses are refused (protected mode); with --requirepass every command but AUTH, HELLO and \
 QUIT needs authentication first.",
         after_help = "Config file (TOML, every key optional; flags win over it):\n  \
-pool = \"/dev/shm/app.pool\"   pool-size = \"64M\"   pool-max = \"64G\"\n  \
+pool = \"/dev/shm/app.pool\"   pool-size = \"64M\"   pool-max = \"64G\"   ordered-index = false\n  \
 bind = \"127.0.0.1\"   port = 6479   requirepass = \"...\"   protected-mode = true\n  \
 maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit = \"1G\"\n  \
 client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2"
@@ -173,6 +209,32 @@ pub struct LoadArgs {
     /// Input file; stdin when absent or `-`
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Print keys from KEY on (inclusive)
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<OsString>,
+    /// Print keys below KEY (exclusive)
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<OsString>,
+    /// Print only keys starting with PREFIX (intersected with --from/--to)
+    #[arg(long, value_name = "PREFIX")]
+    pub prefix: Option<OsString>,
+    /// Descending order
+    #[arg(long)]
+    pub rev: bool,
+    /// Print at most N keys
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Print key<TAB>value lines (the format load reads) instead of keys
+    #[arg(long)]
+    pub values: bool,
+    /// Decode backslash escapes (\t \n \r \\ \xHH) in --from, --to and
+    /// --prefix, as load does (the output is always escaped)
+    #[arg(short, long)]
+    pub escaped: bool,
 }
 
 #[derive(Args, Debug)]

@@ -3,11 +3,12 @@
 
 use std::ffi::OsStr;
 use std::io::{self, BufWriter, Write};
+use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
 
 use persimmon::{CheckReport, Db, Options, Stats};
 
-use crate::cli::{Cli, Command, KeyArgs, PoolArgs, PutArgs, StatsArgs};
+use crate::cli::{Cli, Command, KeyArgs, PoolArgs, PutArgs, ScanArgs, StatsArgs};
 use crate::escape::{escape, escape_into, unescape};
 use crate::failure::Failure;
 use crate::size::human_bytes;
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Del(args) => del(pool, args),
         Command::Load(args) => load::run(pool, args),
         Command::Dump => dump(pool),
+        Command::Scan(args) => scan(pool, args),
         Command::Stats(args) => stats(pool, args),
         Command::Check => check(pool),
         Command::Demo(args) => demo::run(pool, args),
@@ -49,6 +51,8 @@ fn bench(pool: &PoolArgs, args: &persimmon_bench::BenchArgs) -> Result<(), Failu
 pub fn options(pool: &PoolArgs, create: bool) -> Result<Options, Failure> {
     let mut o = Options {
         create,
+        // Creation only: an existing pool keeps its own setting.
+        ordered_index: pool.ordered_index,
         ..Options::default()
     };
     if let Some(max) = pool.pool_max {
@@ -154,6 +158,112 @@ fn dump(pool: &PoolArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The smallest key greater than every key starting with `prefix`, if any
+/// (`None`: the prefix is empty or all 0xff bytes, no upper end).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// The key range `scan` prints: `--from` (inclusive) to `--to` (exclusive),
+/// narrowed to the keys starting with `--prefix`. Returns the inclusive
+/// lower and exclusive upper end, `None` for an open end.
+fn scan_range(
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+    prefix: Option<&[u8]>,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let Some(prefix) = prefix else {
+        return (from, to);
+    };
+    // Every key with the prefix is >= the prefix and < its end.
+    let lower = match from {
+        Some(f) if f.as_slice() > prefix => f,
+        _ => prefix.to_vec(),
+    };
+    let upper = match (to, prefix_end(prefix)) {
+        (Some(t), Some(e)) => Some(t.min(e)),
+        (t, e) => t.or(e),
+    };
+    (Some(lower), upper)
+}
+
+fn scan(pool: &PoolArgs, args: ScanArgs) -> Result<(), Failure> {
+    let bytes = |arg: &Option<std::ffi::OsString>, what| {
+        arg.as_deref()
+            .map(|a| arg_bytes(a, args.escaped, what))
+            .transpose()
+    };
+    let from = bytes(&args.from, "--from")?;
+    let to = bytes(&args.to, "--to")?;
+    let prefix = bytes(&args.prefix, "--prefix")?;
+    let db = open(pool, false)?;
+    if !db.has_ordered_index() {
+        return Err(Failure::error(format!(
+            "{}: scan needs the ordered index, and this pool was created without it; \
+             create a pool with --ordered-index and copy the records into it: \
+             persimmon dump --pool OLD | persimmon load --pool NEW --ordered-index",
+            db.path().display()
+        )));
+    }
+    let (lower, upper) = scan_range(from, to, prefix.as_deref());
+    let bounds = (
+        lower.as_deref().map_or(Bound::Unbounded, Bound::Included),
+        upper.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+    );
+    let limit = args
+        .limit
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if args.values {
+        let range = db.range::<[u8]>(bounds)?;
+        if args.rev {
+            write_scan(range.rev().take(limit), true)
+        } else {
+            write_scan(range.take(limit), true)
+        }
+    } else {
+        let keys = db.range_keys::<[u8]>(bounds)?;
+        let no_value = |k: persimmon::Result<Vec<u8>>| k.map(|k| (k, Vec::new()));
+        if args.rev {
+            write_scan(keys.rev().take(limit).map(no_value), false)
+        } else {
+            write_scan(keys.take(limit).map(no_value), false)
+        }
+    }
+}
+
+/// Writes `items` as dump does: escaped keys, one per line, each followed
+/// by a tab and its escaped value when `values` is set.
+fn write_scan(
+    items: impl Iterator<Item = persimmon::Result<(Vec<u8>, Vec<u8>)>>,
+    values: bool,
+) -> Result<(), Failure> {
+    let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+    let mut line = Vec::with_capacity(256);
+    for (written, item) in items.enumerate() {
+        let (key, value) = item.map_err(|e| {
+            Failure::error(format!(
+                "reading the ordered index after {written} keys: {e}"
+            ))
+        })?;
+        line.clear();
+        escape_into(&key, &mut line);
+        if values {
+            line.push(b'\t');
+            escape_into(&value, &mut line);
+        }
+        line.push(b'\n');
+        out.write_all(&line).map_err(Failure::stdout)?;
+    }
+    out.flush().map_err(Failure::stdout)
+}
+
 /// Writes `text` to stdout.
 pub fn print(text: &str) -> Result<(), Failure> {
     let mut out = io::stdout().lock();
@@ -198,6 +308,10 @@ pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
         "eliminated_puts": s.eliminated_puts,
         "index_splits": s.index_splits,
         "rebuild_done": s.rebuild_done,
+        "ordered_index": s.ordered_index,
+        "ordered_nodes": s.ordered_nodes,
+        "segments_ordered": s.segments_ordered,
+        "ordered_walk_done": s.ordered_walk_done,
         "pmem": {
             "flushes": s.pmem.flushes,
             "fences": s.pmem.fences,
@@ -236,14 +350,35 @@ fn stats_table(path: &str, s: &Stats) -> String {
         (
             "segments",
             format!(
-                "{} total: {} free, {} log, {} index, {} large, {} damaged",
+                "{} total: {} free, {} log, {} index, {}{} large, {} damaged",
                 s.segments_total,
                 s.segments_free,
                 s.segments_log,
                 s.segments_index,
+                if s.ordered_index {
+                    format!("{} ordered, ", s.segments_ordered)
+                } else {
+                    String::new()
+                },
                 s.segments_large,
                 s.segments_damaged
             ),
+        ),
+        (
+            "ordered index",
+            if s.ordered_index {
+                format!(
+                    "yes: {} nodes{}",
+                    s.ordered_nodes,
+                    if s.ordered_walk_done {
+                        ""
+                    } else {
+                        " (walk after open still running)"
+                    }
+                )
+            } else {
+                "no (chosen at creation: --ordered-index)".to_string()
+            },
         ),
         ("index depth", s.index_depth.to_string()),
         ("index splits", format!("{} (since open)", s.index_splits)),
@@ -276,7 +411,11 @@ fn stats_table(path: &str, s: &Stats) -> String {
 fn check(pool: &PoolArgs) -> Result<(), Failure> {
     let db = open(pool, false)?;
     let report = db.check()?;
-    print(&check_report(&db.path().display().to_string(), &report))?;
+    print(&check_report(
+        &db.path().display().to_string(),
+        &report,
+        db.has_ordered_index(),
+    ))?;
     if report.is_ok() {
         Ok(())
     } else {
@@ -288,7 +427,9 @@ fn check(pool: &PoolArgs) -> Result<(), Failure> {
     }
 }
 
-fn check_report(path: &str, r: &CheckReport) -> String {
+/// The report `check` prints; the ordered index's lines only when the pool
+/// has one.
+fn check_report(path: &str, r: &CheckReport, ordered_index: bool) -> String {
     let mut out = format!(
         "pool                  {path}\n\
          keys                  {}\n\
@@ -305,6 +446,19 @@ fn check_report(path: &str, r: &CheckReport) -> String {
         human_bytes(r.live_bytes),
         r.reclaimable_segments,
     );
+    if ordered_index {
+        out.push_str(&format!(
+            "ordered nodes         {}\n\
+             ordered orphans       {}{}\n",
+            r.ordered_nodes,
+            r.ordered_orphans,
+            if r.ordered_orphans > 0 {
+                " (left by a crash; the walk after open unlinks them)"
+            } else {
+                ""
+            }
+        ));
+    }
     for e in &r.errors {
         out.push_str(&format!("error: {e}\n"));
     }
@@ -314,4 +468,48 @@ fn check_report(path: &str, r: &CheckReport) -> String {
         out.push_str(&format!("INCONSISTENT: {} errors\n", r.errors.len()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{prefix_end, scan_range};
+
+    fn v(s: &[u8]) -> Option<Vec<u8>> {
+        Some(s.to_vec())
+    }
+
+    #[test]
+    fn prefix_end_is_the_next_prefix() {
+        assert_eq!(prefix_end(b"ab"), v(b"ac"));
+        assert_eq!(prefix_end(b"a\xff"), v(b"b"));
+        assert_eq!(prefix_end(b"\xff\xff"), None);
+        assert_eq!(prefix_end(b""), None);
+    }
+
+    #[test]
+    fn scan_range_intersects_from_to_and_prefix() {
+        assert_eq!(scan_range(v(b"a"), v(b"c"), None), (v(b"a"), v(b"c")));
+        assert_eq!(scan_range(None, None, Some(b"k:")), (v(b"k:"), v(b"k;")));
+        // --from inside the prefix narrows it; outside, the prefix wins.
+        assert_eq!(
+            scan_range(v(b"k:5"), None, Some(b"k:")),
+            (v(b"k:5"), v(b"k;"))
+        );
+        assert_eq!(scan_range(v(b"a"), None, Some(b"k:")), (v(b"k:"), v(b"k;")));
+        // --to inside the prefix narrows it; beyond it, the prefix's end wins.
+        assert_eq!(
+            scan_range(None, v(b"k:5"), Some(b"k:")),
+            (v(b"k:"), v(b"k:5"))
+        );
+        assert_eq!(scan_range(None, v(b"z"), Some(b"k:")), (v(b"k:"), v(b"k;")));
+        // Disjoint: an empty range (lower above upper).
+        let (lower, upper) = scan_range(v(b"m"), None, Some(b"k:"));
+        assert!(lower > upper);
+        // A prefix of 0xff bytes has no upper end of its own.
+        assert_eq!(
+            scan_range(None, v(b"\xff\xff\x01"), Some(b"\xff")),
+            (v(b"\xff"), v(b"\xff\xff\x01"))
+        );
+        assert_eq!(scan_range(None, None, Some(b"\xff")), (v(b"\xff"), None));
+    }
 }

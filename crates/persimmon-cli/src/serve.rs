@@ -37,6 +37,9 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if pool.pool_max.is_some() {
         config.pool_max = pool.pool_max;
     }
+    if pool.ordered_index {
+        config.ordered_index = true;
+    }
     if let Some(port) = args.port {
         config.port = port;
     }

@@ -109,6 +109,7 @@ fn errors_exit_2_with_a_message() {
         &["dump"],
         &["stats"],
         &["check"],
+        &["scan"],
     ] {
         let o = run(&pool, args);
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
@@ -432,7 +433,7 @@ fn demo_verifies_its_keys() {
 #[test]
 fn help_is_available_for_every_command() {
     for cmd in [
-        "put", "get", "del", "load", "dump", "stats", "check", "demo", "bench",
+        "put", "get", "del", "load", "dump", "scan", "stats", "check", "demo", "bench",
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
             .args([cmd, "--help"])
@@ -441,6 +442,23 @@ fn help_is_available_for_every_command() {
         assert_eq!(code(&o), 0, "{cmd}");
         let text = String::from_utf8(o.stdout).unwrap();
         assert!(text.contains("--pool"), "{cmd}: {text}");
+        assert!(text.contains("--ordered-index"), "{cmd}: {text}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["scan", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "--from",
+        "--to",
+        "exclusive",
+        "--prefix",
+        "--rev",
+        "--limit",
+        "--values",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
     }
 }
 
@@ -525,4 +543,239 @@ fn bench_refuses_ycsb_e_and_unknown_engines_clearly() {
         assert_eq!(code(&o), 2);
         assert!(stderr(&o).contains("--features peers"), "{}", stderr(&o));
     }
+}
+
+/// Lines of a command's stdout.
+fn lines(o: &Output) -> Vec<String> {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+    String::from_utf8(o.stdout.clone())
+        .expect("UTF-8 output")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn scan_prints_keys_in_order_with_from_to_prefix_rev_and_limit() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    // `put` creates the pool with the ordered index; `load` then adds to it.
+    let o = run(&pool, &["put", "--ordered-index", "user:2", "two"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let input = b"z\tlast\nuser:10\tten\na\tfirst\nuser:1\tone\nuser:3\tthree\nb\tsecond\n";
+    let o = run_with_stdin(&pool, &["load"], input);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let scan = |args: &[&str]| lines(&run(&pool, &[&["scan"][..], args].concat()));
+    let all = ["a", "b", "user:1", "user:10", "user:2", "user:3", "z"];
+    assert_eq!(scan(&[]), all);
+    // --from inclusive, --to exclusive.
+    assert_eq!(scan(&["--from", "user:2"]), ["user:2", "user:3", "z"]);
+    assert_eq!(scan(&["--to", "user:2"]), ["a", "b", "user:1", "user:10"]);
+    assert_eq!(
+        scan(&["--from", "b", "--to", "user:2"]),
+        ["b", "user:1", "user:10"]
+    );
+    assert!(scan(&["--from", "user:2", "--to", "user:2"]).is_empty());
+    assert!(scan(&["--from", "z", "--to", "a"]).is_empty());
+    // --prefix, alone and intersected with --from/--to.
+    let users = ["user:1", "user:10", "user:2", "user:3"];
+    assert_eq!(scan(&["--prefix", "user:"]), users);
+    assert_eq!(scan(&["--prefix", "user:1"]), ["user:1", "user:10"]);
+    assert_eq!(
+        scan(&["--prefix", "user:", "--from", "user:2"]),
+        ["user:2", "user:3"]
+    );
+    assert_eq!(
+        scan(&["--prefix", "user:", "--to", "user:2"]),
+        ["user:1", "user:10"]
+    );
+    assert_eq!(
+        scan(&["--prefix", "user:", "--from", "a", "--to", "zz"]),
+        users
+    );
+    assert!(scan(&["--prefix", "user:", "--from", "z"]).is_empty());
+    assert!(scan(&["--prefix", "nothing"]).is_empty());
+    // --rev and --limit.
+    let mut reversed = all.to_vec();
+    reversed.reverse();
+    assert_eq!(scan(&["--rev"]), reversed);
+    assert_eq!(scan(&["--rev", "--limit", "2"]), ["z", "user:3"]);
+    assert_eq!(scan(&["--limit", "3"]), ["a", "b", "user:1"]);
+    assert!(scan(&["--limit", "0"]).is_empty());
+    assert_eq!(
+        scan(&["--prefix", "user:", "--rev", "--limit", "3", "--to", "user:3"]),
+        ["user:2", "user:10", "user:1"]
+    );
+    // --values: key<TAB>value, the format load reads.
+    assert_eq!(
+        scan(&["--values", "--prefix", "user:1"]),
+        ["user:1\tone", "user:10\tten"]
+    );
+    assert_eq!(scan(&["--values", "--rev", "--limit", "1"]), ["z\tlast"]);
+    // Deleted keys are gone.
+    assert_eq!(code(&run(&pool, &["del", "user:10"])), 0);
+    assert_eq!(scan(&["--prefix", "user:1"]), ["user:1"]);
+    let o = run(&pool, &["scan", "--limit", "-1"]);
+    assert_eq!(code(&o), 2, "a negative --limit is a usage error");
+}
+
+#[test]
+fn scan_values_round_trip_binary_keys_through_load() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b"tab\there".to_vec(), b"new\nline".to_vec()),
+        (b"back\\slash".to_vec(), b"\\x41".to_vec()),
+        (b"\xff\xfe\x00\x01".to_vec(), b"\xff".to_vec()),
+        (b"\xff".to_vec(), b"ff".to_vec()),
+        (b"\x00".to_vec(), b"zero".to_vec()),
+        (
+            "cl\u{e9}".as_bytes().to_vec(),
+            "\u{65e5}".as_bytes().to_vec(),
+        ),
+        (b"empty value".to_vec(), Vec::new()),
+        (b"cr\r".to_vec(), b"\r\n\t\\".to_vec()),
+    ];
+    for i in 0..200u32 {
+        let key: Vec<u8> = (0..(i % 11)).map(|j| (i * 37 + j * 11) as u8).collect();
+        records.push((key, i.to_le_bytes().to_vec()));
+    }
+    records.sort();
+    records.dedup_by(|a, b| a.0 == b.0);
+    let mut input = Vec::new();
+    for (k, v) in &records {
+        input.extend(escape(k));
+        input.push(b'\t');
+        input.extend(escape(v));
+        input.push(b'\n');
+    }
+    // `load` creates the pool with the ordered index.
+    let o = run_with_stdin(&pool, &["load", "--ordered-index"], &input);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // Byte order, one record per line, escaped as dump escapes.
+    let o = run(&pool, &["scan", "--values"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        std::str::from_utf8(&o.stdout).is_ok(),
+        "scan output is UTF-8"
+    );
+    assert_eq!(
+        parse_dump(&o.stdout),
+        records,
+        "in byte order, every record"
+    );
+    assert_eq!(o.stdout, input, "the same escaping as dump");
+    // Keys only: the same keys, one per line.
+    let o = run(&pool, &["scan"]);
+    // (The empty key is an empty line.)
+    let keys: Vec<Vec<u8>> = o
+        .stdout
+        .strip_suffix(b"\n")
+        .unwrap()
+        .split(|&b| b == b'\n')
+        .map(unescape)
+        .collect();
+    assert_eq!(keys.len(), records.len());
+    assert!(keys.iter().zip(&records).all(|(k, r)| *k == r.0));
+
+    // scan --values | load into a fresh ordered pool: the same records.
+    let scanned = run(&pool, &["scan", "--values"]).stdout;
+    let copy = dir.path().join("copy.pool");
+    let o = run_with_stdin(&copy, &["load", "--ordered-index"], &scanned);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(run(&copy, &["scan", "--values"]).stdout, scanned);
+    let mut dumped = parse_dump(&run(&copy, &["dump"]).stdout);
+    dumped.sort();
+    assert_eq!(dumped, records);
+
+    // Escaped arguments: a binary prefix and bounds.
+    let o = run(&pool, &["scan", "-e", "--prefix", "\\xff", "--values"]);
+    let want: Vec<_> = records
+        .iter()
+        .filter(|(k, _)| k.starts_with(b"\xff"))
+        .cloned()
+        .collect();
+    assert!(want.len() >= 2);
+    assert_eq!(parse_dump(&o.stdout), want);
+    let o = run(
+        &pool,
+        &["scan", "--escaped", "--from", "\\x00", "--to", "\\x00\\x00"],
+    );
+    // NUL is valid UTF-8: printed as is, as dump does.
+    assert_eq!(o.stdout, b"\x00\n");
+}
+
+#[test]
+fn scan_needs_a_pool_with_the_ordered_index() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    assert_eq!(code(&run(&pool, &["put", "k", "v"])), 0);
+    let o = run(&pool, &["scan", "--prefix", "k"]);
+    assert_eq!(code(&o), 2);
+    assert!(o.stdout.is_empty());
+    let e = stderr(&o);
+    assert!(e.starts_with("persimmon: "), "{e}");
+    assert!(e.contains("ordered index"), "{e}");
+    assert!(e.contains("--ordered-index"), "{e}");
+    // The flag only matters when a pool is created: this one stays as it is.
+    assert_eq!(code(&run(&pool, &["put", "--ordered-index", "k2", "v"])), 0);
+    assert_eq!(code(&run(&pool, &["scan"])), 2);
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&pool, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["ordered_index"], false);
+    // The way out the message names: copy into a pool created with it.
+    let dumped = run(&pool, &["dump"]).stdout;
+    let ordered = dir.path().join("ordered.pool");
+    let o = run_with_stdin(&ordered, &["load", "--ordered-index"], &dumped);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&run(&ordered, &["scan"])), ["k", "k2"]);
+}
+
+#[test]
+fn stats_and_check_show_the_ordered_index() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    // demo creates the pool with the ordered index too.
+    let o = run(&pool, &["demo", "--keys", "300", "--ordered-index"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        lines(&run(&pool, &["scan", "--limit", "3"])),
+        ["00000000", "00000001", "00000002"]
+    );
+    assert_eq!(
+        lines(&run(&pool, &["scan", "--rev", "--limit", "1"])),
+        ["00000299"]
+    );
+
+    let o = run(&pool, &["stats", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ordered_index"], true);
+    assert!(v["ordered_nodes"].as_u64().unwrap() >= 300, "{v}");
+    assert!(v["segments_ordered"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["ordered_walk_done"].is_boolean(), "{v}");
+    let table = String::from_utf8(run(&pool, &["stats"]).stdout).unwrap();
+    assert!(table.contains("ordered index      yes: "), "{table}");
+    assert!(table.contains(" ordered, "), "{table}");
+
+    let o = run(&pool, &["check"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report = String::from_utf8(o.stdout).unwrap();
+    assert!(report.contains("ordered nodes         300\n"), "{report}");
+    assert!(report.contains("ordered orphans       0\n"), "{report}");
+    assert!(report.contains("consistent"), "{report}");
+
+    // A pool without it says so, and check has no ordered lines.
+    let plain = dir.path().join("plain.pool");
+    assert_eq!(code(&run(&plain, &["put", "k", "v"])), 0);
+    let table = String::from_utf8(run(&plain, &["stats"]).stdout).unwrap();
+    assert!(table.contains("ordered index      no"), "{table}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&plain, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["ordered_index"], false);
+    assert_eq!(v["ordered_nodes"], 0);
+    let report = String::from_utf8(run(&plain, &["check"]).stdout).unwrap();
+    assert!(!report.contains("ordered"), "{report}");
 }

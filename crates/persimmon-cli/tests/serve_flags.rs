@@ -166,3 +166,80 @@ fn bad_settings_are_refused_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"));
 }
+
+/// Sends one inline command; returns the first `n` reply lines.
+fn ask_lines(addr: &str, command: &str, n: usize) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("{command}\r\n").as_bytes()).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut text = String::new();
+    for _ in 0..n {
+        reader.read_line(&mut text).unwrap();
+    }
+    text
+}
+
+/// Stops the server with SHUTDOWN and waits for it to close the pool.
+fn shutdown(addr: &str, mut child: Child) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"SHUTDOWN\r\n").unwrap();
+    let _ = s.read_to_end(&mut Vec::new());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn serve_creates_an_ordered_pool_from_the_flag_or_the_config_file() {
+    let dir = tempdir();
+    // The global flag.
+    let mut child = serve(
+        &["--port", "0", "--ordered-index", "--pool", "flag.pool"],
+        dir.path(),
+    );
+    let addr = addr_of(&first_line(&mut child));
+    assert_eq!(ask(&addr, "SET b 2"), "+OK\r\n");
+    assert_eq!(ask(&addr, "SET a 1"), "+OK\r\n");
+    assert_eq!(
+        ask_lines(&addr, "KRANGE - +", 5),
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+    shutdown(&addr, child);
+    // The CLI scans what the server wrote.
+    let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["scan", "--pool", "flag.pool"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.stdout,
+        b"a\nb\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The config file's `ordered-index = true`.
+    let config = dir.path().join("ordered.toml");
+    std::fs::write(&config, "pool = \"file.pool\"\nordered-index = true\n").unwrap();
+    let mut child = serve(
+        &["--config", config.to_str().unwrap(), "--port", "0"],
+        dir.path(),
+    );
+    let addr = addr_of(&first_line(&mut child));
+    assert_eq!(ask(&addr, "SET user:1 x"), "+OK\r\n");
+    assert_eq!(
+        ask_lines(&addr, "KPREFIX user:", 3),
+        "*1\r\n$6\r\nuser:1\r\n"
+    );
+    shutdown(&addr, child);
+
+    // Neither: KRANGE says what is missing.
+    let mut child = serve(&["--port", "0", "--pool", "plain.pool"], dir.path());
+    let addr = addr_of(&first_line(&mut child));
+    let reply = ask(&addr, "KRANGE - +");
+    assert!(
+        reply.starts_with("-ERR KRANGE needs the ordered index")
+            && reply.contains("--ordered-index"),
+        "{reply}"
+    );
+    shutdown(&addr, child);
+}

@@ -6,6 +6,7 @@
 //! pool = "/dev/shm/app.pool"
 //! pool-size = "64M"            # initial size of a pool serve creates
 //! pool-max = "64G"             # largest size the pool may grow to
+//! ordered-index = false        # create the pool with the ordered index (KRANGE, KPREFIX)
 //! bind = "127.0.0.1"
 //! port = 6479
 //! requirepass = "secret"
@@ -38,6 +39,9 @@ pub struct Config {
     pub pool_size: Option<u64>,
     /// Largest size the pool may grow to (engine default: 64 GiB).
     pub pool_max: Option<u64>,
+    /// Create the pool with the ordered index, which KRANGE and KPREFIX
+    /// need. Creation only: an existing pool keeps its own setting.
+    pub ordered_index: bool,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
     /// TCP port (default 6479; 0 picks a free port, printed when ready).
@@ -94,6 +98,7 @@ impl Default for Config {
             pool: PathBuf::from("persimmon.pool"),
             pool_size: None,
             pool_max: None,
+            ordered_index: false,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
             requirepass: None,
@@ -124,6 +129,7 @@ struct FileConfig {
     pool: Option<PathBuf>,
     pool_size: Option<Size>,
     pool_max: Option<Size>,
+    ordered_index: Option<bool>,
     bind: Option<String>,
     port: Option<u16>,
     requirepass: Option<String>,
@@ -218,6 +224,9 @@ impl Config {
         if let Some(s) = size(&file.pool_max, "pool-max")? {
             self.pool_max = Some(s);
         }
+        if let Some(o) = file.ordered_index {
+            self.ordered_index = o;
+        }
         if let Some(b) = &file.bind {
             self.bind = parse_bind(b).map_err(|e| format!("bind: {e}"))?;
         }
@@ -282,7 +291,10 @@ impl Config {
 
     /// Engine options for opening the pool.
     pub fn engine_options(&self) -> Result<persimmon::Options, String> {
-        let mut o = persimmon::Options::default();
+        let mut o = persimmon::Options {
+            ordered_index: self.ordered_index,
+            ..persimmon::Options::default()
+        };
         if let Some(max) = self.pool_max {
             o.pool_bytes_max = max;
         }
@@ -329,6 +341,11 @@ mod tests {
         assert_eq!(c.limits.proto_max_bulk_len, 1 << 20);
         assert_eq!(c.limits.output_stall, Duration::from_secs(5));
         assert_eq!(c.limits.maxclients, 10_000);
+        assert!(!c.ordered_index);
+        assert!(!c.engine_options().unwrap().ordered_index);
+        c.apply_toml("ordered-index = true").unwrap();
+        assert!(c.ordered_index);
+        assert!(c.engine_options().unwrap().ordered_index);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! - Errors are written as Redis writes them (`ERR ...`, `WRONGTYPE ...`),
 //!   so clients that match on them keep working.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
-//!   INFO right after a crash) run under `block_in_place`, so they do not
+//!   INFO right after a crash) and ordered scans that may return more than
+//!   1024 keys (KRANGE, KPREFIX) run under `block_in_place`, so they do not
 //!   stall the other clients on the same worker.
 
 use std::borrow::Cow;
@@ -33,6 +34,7 @@ use crate::value::{Stored, MAX_STRING_BYTES};
 mod connection;
 mod hashes;
 mod keys;
+mod ordered;
 mod server;
 mod strings;
 mod zsets;
@@ -614,6 +616,28 @@ pub static COMMANDS: &[Spec] = &[
         "generic",
         keys::scan,
         "Iterates over the key names (MATCH, COUNT, TYPE)."
+    ),
+    spec!(
+        "krange",
+        -3,
+        ["readonly"],
+        0,
+        0,
+        0,
+        "generic",
+        ordered::krange,
+        "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."
+    ),
+    spec!(
+        "kprefix",
+        -2,
+        ["readonly"],
+        0,
+        0,
+        0,
+        "generic",
+        ordered::kprefix,
+        "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."
     ),
     spec!(
         "keys",

@@ -173,6 +173,7 @@ fn config_params(shared: &Shared) -> Vec<(&'static str, String)> {
         ("dir", pool_dir),
         ("pool", c.pool.display().to_string()),
         ("durability", shared.db.durability().name().to_string()),
+        ("ordered-index", yes_no(shared.db.has_ordered_index())),
         ("worker-threads", c.worker_threads.to_string()),
     ]
 }
@@ -359,6 +360,11 @@ pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
                 line("every_write_durable_on_reply", &1);
                 line("pool", &c.pool.display());
                 line("pool_rebuild_done", &(stats.rebuild_done as u8));
+                line("ordered_index", &(stats.ordered_index as u8));
+                if stats.ordered_index {
+                    line("ordered_nodes", &stats.ordered_nodes);
+                    line("ordered_walk_done", &(stats.ordered_walk_done as u8));
+                }
                 line("rdb_bgsave_in_progress", &0);
                 line("aof_enabled", &0);
             }
