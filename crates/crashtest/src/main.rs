@@ -8,8 +8,9 @@
 //!   reopened with the real recovery code and judged (`oracle`); the same
 //!   recording checks that operations return only with their stores
 //!   durable. Each workload (`workloads`) targets persist paths (including
-//!   the log cleaner and the Baseline ablation mode); afterwards its final
-//!   image is damaged on purpose (`faults`).
+//!   the log cleaner, the Baseline ablation mode and the ordered index's
+//!   skiplist, `ordered-*`); afterwards its final image is damaged on
+//!   purpose (`faults`).
 //! - the **kill -9 loop** (`--kill-rounds N`): a child process writes from
 //!   several threads and is killed with SIGKILL; the parent verifies every
 //!   key against a shared expected-state file (`killtest`).
@@ -59,7 +60,8 @@ struct Cli {
     /// Seed of the run (default: drawn from the clock and printed).
     #[arg(long)]
     seed: Option<u64>,
-    /// Run one workload once with `--seed` (a replay), exploring fully.
+    /// Run one workload once with `--seed` (a replay), exploring fully; with
+    /// `--seconds` and no `--seed`, run it again with new seeds until then.
     #[arg(long)]
     workload: Option<String>,
     /// Enumerate every combination of in-flight lines up to this many images
@@ -262,7 +264,9 @@ fn sim_main(cli: &Cli, seed: u64) -> ExitCode {
             if global_deadline.is_some_and(|d| now >= d) && !(single && round == 0) {
                 break 'rounds;
             }
-            let run_seed = if single {
+            // One workload: `--seed` replays that run (every round); without
+            // it, rounds after the first draw new seeds, as a full run does.
+            let run_seed = if single && (round == 0 || cli.seed.is_some()) {
                 seed
             } else {
                 mix(seed, round * 1000 + i as u64) % 1_000_000_000
@@ -310,7 +314,7 @@ fn sim_main(cli: &Cli, seed: u64) -> ExitCode {
                 }
             }
             println!(
-                "  {w:<13} seed={run_seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
+                "  {w:<14} seed={run_seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
                 fin.ops,
                 fin.stats.points,
                 fin.stats.images,
@@ -384,13 +388,13 @@ fn print_summary(
 ) {
     println!("\ncrash points and images per workload:");
     println!(
-        "  {:<13} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
+        "  {:<14} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
         "workload", "runs", "ops", "points", "exhaustive", "images", "dup", "probes", "bad", "secs"
     );
     for w in workloads::WORKLOADS {
         let Some(t) = totals.get(w) else { continue };
         println!(
-            "  {:<13} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
+            "  {:<14} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
             w,
             t.runs,
             t.ops,

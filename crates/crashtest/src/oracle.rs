@@ -9,7 +9,8 @@
 //!
 //! Checks on one image, in order (the first failure is reported):
 //! 1. `Db::open` succeeds;
-//! 2. after `wait_for_rebuild`, `check()` reports no error;
+//! 2. `wait_for_rebuild` returns (within `RECOVERY_TIMEOUT`: a recovery
+//!    that hangs is an inconsistency too), then `check()` reports no error;
 //! 3. every acknowledged key holds its value, every deleted key is absent,
 //!    every in-flight key holds one of its legal values;
 //! 4. the key count `check()` found equals the keys present;
@@ -18,9 +19,24 @@
 //!    reclaimable by `check()` or already freed (see `poolfile.rs`);
 //! 6. sometimes (`write_probe`): a put after recovery lands and `check()`
 //!    still passes.
+//!
+//! With the ordered index (`Options::ordered_index`), after
+//! `wait_for_rebuild` (which includes the walk that unlinks orphan nodes):
+//! 7. `check()` counts no orphan node, and the walk is reported done;
+//! 8. `range_keys(..)` lists exactly the keys `get` finds present, strictly
+//!    ascending; `range(..).rev()` gives them in reverse with the values
+//!    `get` returns; `first`/`last`, `count_range(..)` and one bounded range
+//!    agree with that listing;
+//! 9. the write probe's key appears in the listing, and is gone after its
+//!    delete;
+//! 10. after the engine closed, the skiplist on media (followed from the
+//!     bytes by `poolfile::ordered_keys`) holds exactly the present keys:
+//!     the repair of orphans was durable.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 use persimmon::{Db, Options};
 
@@ -149,7 +165,8 @@ pub fn check_image(
     std::fs::write(path, img).map_err(|e| format!("write image: {e}"))?;
     let parsed = poolfile::parse(img).ok_or("image has no readable superblock")?;
     let db = Db::open(path, oracle_options(options)).map_err(|e| format!("open failed: {e}"))?;
-    db.wait_for_rebuild();
+    let db = Arc::new(db);
+    wait_recovered(&db, path)?;
     let report = db
         .check()
         .map_err(|e| format!("check failed to run: {e}"))?;
@@ -166,7 +183,7 @@ pub fn check_image(
                 .join("; ")
         ));
     }
-    let mut present = 0u64;
+    let mut present: BTreeMap<Key, Val> = BTreeMap::new();
     let keys: BTreeSet<&Key> = expect.acked.keys().chain(expect.in_flight.keys()).collect();
     for key in keys {
         let got = db
@@ -186,13 +203,26 @@ pub fn check_image(
                 legal.iter().map(show).collect::<Vec<_>>().join(" or ")
             ));
         }
-        present += got.is_some() as u64;
+        if let Some(v) = got {
+            present.insert(key.clone(), v);
+        }
     }
-    if report.keys != present {
+    if report.keys != present.len() as u64 {
         return Err(format!(
-            "check counts {} keys, the workload expects {present}",
-            report.keys
+            "check counts {} keys, the workload expects {}",
+            report.keys,
+            present.len()
         ));
+    }
+    if db.has_ordered_index() != options.ordered_index {
+        return Err(format!(
+            "the pool has the ordered index: {}, the workload asked for {}",
+            db.has_ordered_index(),
+            options.ordered_index
+        ));
+    }
+    if options.ordered_index {
+        check_ordered(&db, &report, &present)?;
     }
     if !parsed.orphan_index_segments.is_empty() {
         return Err(format!(
@@ -213,20 +243,202 @@ pub fn check_image(
             return Err(format!("check after a put after recovery: {:?}", r.errors));
         }
         reclaimable = r.reclaimable_segments;
+        if options.ordered_index && !listing(&db)?.iter().any(|l| l.as_slice() == k) {
+            return Err("the put after recovery is missing from range_keys(..)".into());
+        }
         db.delete(k)
             .map_err(|e| format!("delete after recovery: {e}"))?;
+        if options.ordered_index && listing(&db)?.iter().any(|l| l.as_slice() == k) {
+            return Err("range_keys(..) still lists the key deleted after recovery".into());
+        }
     }
     drop(db);
     // Dead segments still committed after the engine closed must all have
     // been among those it reported reclaimable (the rest it freed).
     let after = std::fs::read(path).map_err(|e| format!("read image back: {e}"))?;
     if let Some(p) = poolfile::parse(&after) {
+        if options.ordered_index {
+            let on_media = poolfile::ordered_keys(&after, &p)
+                .map_err(|e| format!("skiplist on media after recovery: {e}"))?;
+            let want: Vec<&Key> = present.keys().collect();
+            if on_media.iter().collect::<Vec<_>>() != want {
+                return Err(format!(
+                    "skiplist on media after recovery and a clean close: {}",
+                    list_diff(&on_media, &present)
+                ));
+            }
+        }
         let dead = p.dead_heads();
         if dead.len() as u32 > reclaimable {
             return Err(format!(
                 "space leak: {} dead data segment(s) {:?} after recovery, only {reclaimable} reported reclaimable",
                 dead.len(),
                 dead
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How long the background work after open (rebuild, ordered walk) may take
+/// on an image of a few MiB before it counts as hung.
+const RECOVERY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `wait_for_rebuild`, with a hang reported instead of waited for. A hung
+/// engine's threads cannot be stopped: its `Db` is left to the waiting
+/// thread (never dropped, which would join them), and its image file is
+/// moved aside, so the next image is written to a new file rather than
+/// under the stuck engine's mapping.
+fn wait_recovered(db: &Arc<Db>, path: &Path) -> Result<(), String> {
+    let (tx, rx) = mpsc::channel();
+    let waiter = db.clone();
+    let handle = std::thread::Builder::new()
+        .name("crashtest-recovery-wait".into())
+        .spawn(move || {
+            waiter.wait_for_rebuild();
+            let _ = tx.send(());
+        })
+        .map_err(|e| format!("spawn the recovery waiter: {e}"))?;
+    match rx.recv_timeout(RECOVERY_TIMEOUT) {
+        Ok(()) => {
+            // Its reference is gone once it ended: the caller's drop closes.
+            let _ = handle.join();
+            Ok(())
+        }
+        Err(_) => {
+            let _ = std::fs::rename(path, path.with_extension("hung"));
+            Err(format!(
+                "recovery hangs: wait_for_rebuild did not return within {} s",
+                RECOVERY_TIMEOUT.as_secs()
+            ))
+        }
+    }
+}
+
+/// Every key of `range_keys(..)`, ascending.
+fn listing(db: &Db) -> Result<Vec<Key>, String> {
+    db.range_keys::<[u8]>(..)
+        .map_err(|e| format!("range_keys(..): {e}"))?
+        .collect::<persimmon::Result<Vec<Key>>>()
+        .map_err(|e| format!("range_keys(..) item: {e}"))
+}
+
+/// How a key listing differs from the present keys (for messages).
+fn list_diff(listed: &[Key], present: &BTreeMap<Key, Val>) -> String {
+    if let Some(w) = listed.windows(2).find(|w| w[0] >= w[1]) {
+        return format!(
+            "not strictly ascending ({} then {})",
+            show_key(&w[0]),
+            show_key(&w[1])
+        );
+    }
+    let listed_set: BTreeSet<&Key> = listed.iter().collect();
+    let extra: Vec<String> = listed
+        .iter()
+        .filter(|k| !present.contains_key(*k))
+        .take(3)
+        .map(|k| show_key(k))
+        .collect();
+    let missing: Vec<String> = present
+        .keys()
+        .filter(|k| !listed_set.contains(k))
+        .take(3)
+        .map(|k| show_key(k))
+        .collect();
+    format!(
+        "{} keys listed, {} present; listed but absent {extra:?}, present but not listed {missing:?}",
+        listed.len(),
+        present.len()
+    )
+}
+
+/// Checks 7 to 8 of the module header: the ordered index agrees with the
+/// point index (`present`: every key `get` found, with its value).
+fn check_ordered(
+    db: &Db,
+    report: &persimmon::CheckReport,
+    present: &BTreeMap<Key, Val>,
+) -> Result<(), String> {
+    if report.ordered_orphans != 0 {
+        return Err(format!(
+            "check counts {} orphan node(s) after the walk",
+            report.ordered_orphans
+        ));
+    }
+    if report.ordered_nodes != present.len() as u64 {
+        return Err(format!(
+            "check counts {} linked nodes, {} keys are present",
+            report.ordered_nodes,
+            present.len()
+        ));
+    }
+    if !db.stats().ordered_walk_done {
+        return Err("the ordered index's walk is not done after wait_for_rebuild".into());
+    }
+    let listed = listing(db)?;
+    if !listed.iter().eq(present.keys()) {
+        return Err(format!("range_keys(..): {}", list_diff(&listed, present)));
+    }
+    let mut reverse: Vec<(Key, Val)> = db
+        .range::<[u8]>(..)
+        .map_err(|e| format!("range(..): {e}"))?
+        .rev()
+        .collect::<persimmon::Result<_>>()
+        .map_err(|e| format!("range(..).rev() item: {e}"))?;
+    reverse.reverse();
+    if !reverse.iter().map(|(k, v)| (k, v)).eq(present.iter()) {
+        let keys: Vec<Key> = reverse.iter().map(|(k, _)| k.clone()).collect();
+        return Err(format!(
+            "range(..).rev() disagrees with get: {}",
+            if keys.iter().eq(present.keys()) {
+                "a value differs".to_string()
+            } else {
+                list_diff(&keys, present)
+            }
+        ));
+    }
+    let first = db.first().map_err(|e| format!("first: {e}"))?;
+    let last = db.last().map_err(|e| format!("last: {e}"))?;
+    let want_first = present.iter().next().map(|(k, v)| (k.clone(), v.clone()));
+    let want_last = present
+        .iter()
+        .next_back()
+        .map(|(k, v)| (k.clone(), v.clone()));
+    if first != want_first || last != want_last {
+        let key = |e: &Option<(Key, Val)>| e.as_ref().map(|(k, _)| show_key(k));
+        return Err(format!(
+            "first/last are {:?}/{:?}, the present keys run from {:?} to {:?}",
+            key(&first),
+            key(&last),
+            key(&want_first),
+            key(&want_last)
+        ));
+    }
+    let count = db
+        .count_range::<[u8]>(..)
+        .map_err(|e| format!("count_range(..): {e}"))?;
+    if count != present.len() as u64 {
+        return Err(format!(
+            "count_range(..) = {count}, {} keys are present",
+            present.len()
+        ));
+    }
+    // One bounded range, inclusive at both ends, from a third to two thirds.
+    if listed.len() >= 3 {
+        let (a, b) = (&listed[listed.len() / 3], &listed[2 * listed.len() / 3]);
+        let got: Vec<Key> = db
+            .range_keys(a.as_slice()..=b.as_slice())
+            .map_err(|e| format!("range_keys(a..=b): {e}"))?
+            .collect::<persimmon::Result<_>>()
+            .map_err(|e| format!("range_keys(a..=b) item: {e}"))?;
+        let want = &listed[listed.len() / 3..=2 * listed.len() / 3];
+        if got != want {
+            return Err(format!(
+                "range_keys({}..={}) lists {} keys, {} expected",
+                show_key(a),
+                show_key(b),
+                got.len(),
+                want.len()
             ));
         }
     }

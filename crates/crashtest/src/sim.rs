@@ -18,8 +18,12 @@
 //!   there would deadlock). Reader probes (`get` from the prober thread in
 //!   the middle of a write) run with exploration suppressed; their flushes
 //!   and fences are modelled like any other thread's.
+//! - A crash point's media (model) and expectation are read together under
+//!   the model lock: when two writers run at once (`ordered-lanes`), the
+//!   other cannot fence and acknowledge between the two reads.
 //! - Everything random is drawn from the run seed and the crash point's
-//!   number, so one (workload, seed) replays the same images.
+//!   number, so one (workload, seed) replays the same images (where two
+//!   writers overlap, which fence comes first is up to the scheduler).
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -83,17 +87,26 @@ pub struct SimStats {
     pub failures: Vec<String>,
 }
 
-/// Holds one thread at its next fence until released (write elimination).
+/// Holds one thread at a fence until released (write elimination,
+/// overlapping writers of neighbouring keys): the thread passes `skip`
+/// fences first, then waits at the next one.
 pub struct Gate {
     thread: Mutex<Option<ThreadId>>,
+    skip: Mutex<u64>,
     state: Mutex<(bool, bool)>, // (reached, released)
     cv: Condvar,
 }
 
 impl Gate {
     pub fn new() -> Arc<Gate> {
+        Gate::after(0)
+    }
+
+    /// A gate that holds its thread at its fence number `skip` (from 0).
+    pub fn after(skip: u64) -> Arc<Gate> {
         Arc::new(Gate {
             thread: Mutex::new(None),
+            skip: Mutex::new(skip),
             state: Mutex::new((false, false)),
             cv: Condvar::new(),
         })
@@ -103,6 +116,26 @@ impl Gate {
         let mut s = lock(&self.state);
         while !s.0 {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits until the thread is held or `done()` says it finished without
+    /// reaching the gate (an operation with fewer fences). Returns whether
+    /// the thread is held.
+    pub fn wait_reached_or(&self, done: impl Fn() -> bool) -> bool {
+        let mut s = lock(&self.state);
+        loop {
+            if s.0 {
+                return true;
+            }
+            if done() {
+                return false;
+            }
+            s = self
+                .cv
+                .wait_timeout(s, std::time::Duration::from_millis(2))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -258,10 +291,16 @@ impl Sim {
         }
     }
 
-    /// Holds the calling thread at its next fence until `gate` is released.
+    /// Holds the calling thread at its next fence (after the gate's `skip`
+    /// fences) until `gate` is released.
     pub fn arm_gate(&self, gate: &Arc<Gate>) {
         *lock(&gate.thread) = Some(std::thread::current().id());
         *lock(&self.gate) = Some(gate.clone());
+    }
+
+    /// Forgets an armed gate its thread never reached.
+    pub fn disarm_gate(&self) {
+        lock(&self.gate).take();
     }
 
     /// Grabs one random image of the crash point `fences` fences from now.
@@ -330,7 +369,10 @@ impl Sim {
         if self.cfg.probe_every > 0 && rng.gen_range(0..self.cfg.probe_every) == 0 {
             self.probe();
         }
-        let (durable, choices, focus_ops, generation) = {
+        // The expectation is read under the model lock: with two writers in
+        // flight, the other one cannot fence and acknowledge in between, so
+        // media and expectation belong to one moment.
+        let (durable, choices, focus_ops, generation, expect) = {
             let m = self.model();
             let focus: Vec<u64> = m.ops_in_flight().iter().map(|o| o.id).collect();
             let len = self.pool_len();
@@ -339,9 +381,9 @@ impl Sim {
                 m.choices(&focus),
                 focus,
                 m.durable_generation,
+                lock(&self.expect).clone(),
             )
         };
-        let expect = lock(&self.expect).clone();
         let plan = images::plan(&choices, self.cfg.cap, self.cfg.samples, &mut rng);
         if capture_now {
             let pick = &plan.picks[rng.gen_range(0..plan.picks.len())];
@@ -439,7 +481,16 @@ impl Sim {
         let gate = {
             let mut g = lock(&self.gate);
             match g.as_ref() {
-                Some(gate) if *lock(&gate.thread) == Some(t) => g.take(),
+                Some(gate) if *lock(&gate.thread) == Some(t) => {
+                    let mut skip = lock(&gate.skip);
+                    if *skip > 0 {
+                        *skip -= 1;
+                        None
+                    } else {
+                        drop(skip);
+                        g.take()
+                    }
+                }
                 _ => None,
             }
         };

@@ -1,22 +1,36 @@
 //! Workloads: sequences of operations that drive every persist path of the
 //! engine while the simulator explores their crash points.
 //!
-//! | workload      | persist path it covers                                        |
-//! |---------------|---------------------------------------------------------------|
-//! | insert        | pool open (first index segment), put of new keys, claim CAS   |
-//! | update        | put over an existing key (record, slot, persist bit)          |
-//! | delete        | delete marker, fence, final 0; re-insert after delete         |
-//! | rmw           | `update()`: append, delete, keep; new key via update          |
-//! | elimination   | two threads put one key; the waiter is eliminated             |
-//! | split         | index segment split (fast-forwarded to just before it)        |
-//! | large         | records > half a segment: runs of 1..4 segments, freeing them |
-//! | log-segments  | new log segment allocation, non-temporal records, sealing     |
-//! | pool-growth   | file extension when no free segment is left                   |
-//! | lanes         | three threads on three lanes, interleaved                     |
-//! | reopen        | recover from a crash image, then more operations, clean reopen |
-//! | cleaner       | `Db::clean_now`: live records relocated out of dirty segments |
-//! | baseline      | `Options::baseline()`: persistent bucket locks, locked reads, |
-//! |               | slots stored with the persist bit, no elimination             |
+//! | workload        | persist path it covers                                         |
+//! |-----------------|----------------------------------------------------------------|
+//! | insert          | pool open (first index segment), put of new keys, claim CAS    |
+//! | update          | put over an existing key (record, slot, persist bit)           |
+//! | delete          | delete marker, fence, final 0; re-insert after delete          |
+//! | rmw             | `update()`: append, delete, keep; new key via update           |
+//! | elimination     | two threads put one key; the waiter is eliminated              |
+//! | split           | index segment split (fast-forwarded to just before it)         |
+//! | large           | records > half a segment: runs of 1..4 segments, freeing them  |
+//! | log-segments    | new log segment allocation, non-temporal records, sealing      |
+//! | pool-growth     | file extension when no free segment is left                    |
+//! | lanes           | three threads on three lanes, interleaved                      |
+//! | reopen          | recover from a crash image, then more operations, clean reopen |
+//! | cleaner         | `Db::clean_now`: live records relocated out of dirty segments  |
+//! | baseline        | `Options::baseline()`: persistent bucket locks, locked reads,  |
+//! |                 | slots stored with the persist bit, no elimination              |
+//! | ordered-insert  | ordered index (skiplist): first open (head node); links into   |
+//! |                 | the empty list, before the first node (the empty key, the      |
+//! |                 | smallest keys), after the last, between neighbours, next to    |
+//! |                 | hinted nodes; node segments of the 32 B, 64 B, 128 B, 1 KiB    |
+//! |                 | and 8 KiB classes, and a second 8 KiB segment when one fills   |
+//! | ordered-delete  | unlink of the first, last, middle and adjacent nodes; delete   |
+//! |                 | then re-insert (node slot reuse), long keys; deletes and       |
+//! |                 | inserts through `update`; emptying the list and refilling it   |
+//! | ordered-lanes   | three threads insert and delete neighbouring keys; pairs of    |
+//! |                 | writers overlap (one held at a fence while the other links or  |
+//! |                 | unlinks next to it: range marks, the double check)             |
+//! | ordered-reopen  | recover from a crash image with orphan nodes (the walk after   |
+//! |                 | open unlinks them), a put while the walk runs, reuse of old    |
+//! |                 | node slots after it, clean reopen                              |
 //!
 //! Invariants:
 //! - Every workload is a function of its seed: keys, values, which
@@ -27,7 +41,12 @@
 //!   that runs it; the expectation therefore always knows which keys are in
 //!   flight.
 //! - Operations run one at a time, except in `elimination`, where two puts
-//!   of one key overlap on purpose (both stay in flight until both return).
+//!   of one key overlap on purpose (both stay in flight until both return),
+//!   in `ordered-lanes`' overlapping pairs (two writers of neighbouring
+//!   keys), and in `ordered-reopen`'s put while the walk after open runs.
+//! - The `ordered-*` workloads create their pools with the ordered index
+//!   (superblock flag, `pool_flags`) and check at every open that the
+//!   engine found it.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -42,6 +61,8 @@ use crate::model::{Benign, OpTraffic};
 use crate::oracle::{show, show_key, Expect, Key, Val};
 use crate::poolfile;
 use crate::sim::{lock, mix, Gate, Sim, SimConfig, SimStats};
+
+mod ordered;
 
 /// Every workload by name, in the order a run visits them.
 pub const WORKLOADS: &[&str] = &[
@@ -58,6 +79,10 @@ pub const WORKLOADS: &[&str] = &[
     "reopen",
     "cleaner",
     "baseline",
+    "ordered-insert",
+    "ordered-delete",
+    "ordered-lanes",
+    "ordered-reopen",
 ];
 
 /// Pool geometry shared by the workloads: 64 KiB segments (a split after a
@@ -89,6 +114,9 @@ pub enum Op {
     Get(Key),
     /// Runs the log cleaner once; changes no key.
     CleanNow,
+    /// Ordered index: `range_keys(..)` both ways, `first` and `last` must
+    /// agree with the expectation (keys in flight may or may not appear).
+    Scan,
 }
 
 /// Runs one operation on the calling thread, announcing it to `sim`.
@@ -172,6 +200,7 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
                 return Err("clean_now found no segment to clean".into());
             }
         }
+        Op::Scan => scan(sim, db)?,
         Op::Get(k) => {
             let want = lock(&sim.expect).current(k);
             sim.begin("get", None);
@@ -186,6 +215,81 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
                     show(&want)
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// `Op::Scan`: the ordered listing against the expectation.
+fn scan(sim: &Sim, db: &Db) -> Result<(), String> {
+    let (present, in_flight) = {
+        let e = lock(&sim.expect);
+        let present: Vec<Key> = e
+            .acked
+            .iter()
+            .filter(|(k, v)| v.is_some() && !e.in_flight.contains_key(*k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let in_flight: std::collections::BTreeSet<Key> = e.in_flight.keys().cloned().collect();
+        (present, in_flight)
+    };
+    sim.begin("scan", None);
+    let forward = db
+        .range_keys::<[u8]>(..)
+        .and_then(|it| it.collect::<persimmon::Result<Vec<Key>>>());
+    let backward = db
+        .range_keys::<[u8]>(..)
+        .and_then(|it| it.rev().collect::<persimmon::Result<Vec<Key>>>());
+    let ends = db.first().and_then(|f| Ok((f, db.last()?)));
+    sim.end(None);
+    let forward = forward.map_err(|e| format!("scan: range_keys(..): {e}"))?;
+    let mut backward = backward.map_err(|e| format!("scan: range_keys(..).rev(): {e}"))?;
+    let (first, last) = ends.map_err(|e| format!("scan: first/last: {e}"))?;
+    if let Some(w) = forward.windows(2).find(|w| w[0] >= w[1]) {
+        return Err(format!(
+            "scan: {} listed after {}",
+            show_key(&w[1]),
+            show_key(&w[0])
+        ));
+    }
+    let settled: Vec<Key> = forward
+        .iter()
+        .filter(|k| !in_flight.contains(*k))
+        .cloned()
+        .collect();
+    if settled != present {
+        let extra: Vec<String> = settled
+            .iter()
+            .filter(|k| !present.contains(k))
+            .map(|k| show_key(k))
+            .collect();
+        let missing: Vec<String> = present
+            .iter()
+            .filter(|k| !settled.contains(k))
+            .map(|k| show_key(k))
+            .collect();
+        return Err(format!(
+            "scan: range_keys(..) lists absent keys {extra:?}, misses present keys {missing:?}"
+        ));
+    }
+    backward.reverse();
+    if in_flight.is_empty() {
+        if backward != forward {
+            return Err(format!(
+                "scan: range_keys(..).rev() lists {} keys, forward {}",
+                backward.len(),
+                forward.len()
+            ));
+        }
+        let (f, l) = (first.map(|e| e.0), last.map(|e| e.0));
+        if f.as_ref() != forward.first() || l.as_ref() != forward.last() {
+            return Err(format!(
+                "scan: first/last {:?}/{:?}, the listing runs from {:?} to {:?}",
+                f.as_deref().map(show_key),
+                l.as_deref().map(show_key),
+                forward.first().map(|k| show_key(k)),
+                forward.last().map(|k| show_key(k))
+            ));
         }
     }
     Ok(())
@@ -292,6 +396,13 @@ impl Ctx {
     /// Opens the pool file observed by `self.sim` (whose model must hold
     /// the file's bytes) and waits for the background rebuild.
     fn open(&mut self, explore_open: bool) {
+        self.open_as(explore_open, true);
+    }
+
+    /// Like `open`; with `wait` false, returns as soon as `Db::open` does,
+    /// while the rebuild and the ordered index's walk still run (and are
+    /// explored when `explore_open` is): the caller waits for them.
+    fn open_as(&mut self, explore_open: bool, wait: bool) {
         self.sim.set_explore(explore_open);
         self.sim.begin("open", None);
         let db = Db::open_observed(
@@ -309,11 +420,29 @@ impl Ctx {
                 return;
             }
         };
-        db.wait_for_rebuild();
+        if wait {
+            db.wait_for_rebuild();
+        }
         self.sim.end(None);
+        self.opened(db, !wait);
+    }
+
+    /// Takes over a freshly opened `db`; exploration ends unless
+    /// `keep_exploring`.
+    fn opened(&mut self, db: Arc<Db>, keep_exploring: bool) {
+        if db.has_ordered_index() != self.cfg.options.ordered_index {
+            self.sim.fail(format!(
+                "the pool has the ordered index: {}, the workload created it with {}",
+                db.has_ordered_index(),
+                self.cfg.options.ordered_index
+            ));
+            self.broken = true;
+        }
         self.sim.set_db(&db);
         self.db = Some(db);
-        self.sim.set_explore(false);
+        if !keep_exploring {
+            self.sim.set_explore(false);
+        }
     }
 
     fn db(&self) -> &Arc<Db> {
@@ -391,6 +520,11 @@ impl Ctx {
     /// Replaces the pool with `image` (a crash image) and opens it with a
     /// fresh simulator that expects `expect`.
     fn reopen_from(&mut self, image: &[u8], expect: Expect, explore_open: bool) {
+        self.reopen_from_as(image, expect, explore_open, true);
+    }
+
+    /// `reopen_from` with `open_as`'s `wait`.
+    fn reopen_from_as(&mut self, image: &[u8], expect: Expect, explore_open: bool, wait: bool) {
         self.close();
         std::fs::write(&self.pool, image).expect("write the recovered image");
         let old = std::mem::replace(
@@ -400,7 +534,7 @@ impl Ctx {
         let traffic = old.model().traffic.clone();
         let stats = lock(&old.stats).clone();
         self.earlier.push((stats, traffic));
-        self.open(explore_open);
+        self.open_as(explore_open, wait);
     }
 
     /// After a recovery: the in-flight keys took one of their legal values;
@@ -466,11 +600,14 @@ impl Ctx {
 
 /// Superblock flags a pool for `options` must be created with.
 fn pool_flags(options: &Options) -> u64 {
-    if options.mechanisms.volatile_lock_table {
-        0
-    } else {
-        poolfile::FLAG_PERSISTENT_LOCKS
+    let mut flags = 0;
+    if !options.mechanisms.volatile_lock_table {
+        flags |= poolfile::FLAG_PERSISTENT_LOCKS;
     }
+    if options.ordered_index {
+        flags |= poolfile::FLAG_ORDERED_INDEX;
+    }
+    flags
 }
 
 fn key(prefix: &str, i: u64) -> Key {
@@ -505,8 +642,11 @@ pub fn config(
     deadline: Option<std::time::Instant>,
 ) -> SimConfig {
     let mut options = base_options();
-    if workload == "lanes" {
+    if workload == "lanes" || workload == "ordered-lanes" {
         options.lanes = 4;
+    }
+    if workload.starts_with("ordered-") {
+        options.ordered_index = true;
     }
     if workload == "baseline" {
         options.mechanisms = persimmon::Mechanisms::NONE;
@@ -547,6 +687,10 @@ pub fn run(cfg: &SimConfig) -> Finished {
         "reopen" => reopen(cfg),
         "cleaner" => cleaner(cfg),
         "baseline" => baseline(cfg),
+        "ordered-insert" => ordered::insert(cfg),
+        "ordered-delete" => ordered::delete(cfg),
+        "ordered-lanes" => ordered::lanes(cfg),
+        "ordered-reopen" => ordered::reopen(cfg),
         other => panic!("unknown workload {other}"),
     }
 }
