@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reproduces the MPKV paper's Figures 4-7 and YCSB A-D/F at this machine's
-# scale, writing JSON, SVG and Markdown into OUT (default docs/bench).
+# Reproduces the MPKV paper's Figures 4-7, YCSB A-F, and the ordered index's
+# scans and inserts at this machine's scale, writing JSON, SVG and Markdown
+# into OUT (default docs/bench).
 # Needs a build with peers:
 #   apt-get install -y libclang-dev
 #   cargo build --release -p persimmon-cli --features peers
@@ -30,6 +31,8 @@ run fig5 "$PEERS" value-size:64,128,256,512,1K,2K,4K 2
 run fig6 "$PEERS" get-ratio:50 1-64
 run fig7 "$PEERS" get-ratio:95 1-64
 run ycsb "$ALL" ycsb 2
-for f in fig4 fig4-1thread fig5 fig6 fig7 ycsb; do
+run scan persimmon-ordered,lmdb,rocksdb ycsb-e,scan:10,100,1000 2
+run insert persimmon,persimmon-ordered,lmdb,rocksdb insert 2
+for f in fig4 fig4-1thread fig5 fig6 fig7 ycsb scan insert; do
   "$B" bench --report "$OUT/$f.json,$OUT/probe.json" --markdown "$OUT/$f.md"
 done

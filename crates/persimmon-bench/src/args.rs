@@ -17,18 +17,35 @@ pub const MAX_THREADS: usize = 1024;
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Engines to compare, run one after the other; the first is the subject
-    /// of the ratio columns. Names: persimmon, baseline, no-volatile-locks,
+    /// of the ratio columns. Names: persimmon, persimmon-ordered (the
+    /// default options with the ordered index), baseline, no-volatile-locks,
     /// no-lock-free-reads, no-write-elimination, lmdb, rocksdb; `ablation`
     /// stands for baseline and the three no-* variants. lmdb and rocksdb need
-    /// a build with `--features peers`.
+    /// a build with `--features peers`. Only persimmon-ordered, lmdb and
+    /// rocksdb can scan: workloads that scan skip the others, with a note.
     #[arg(long, value_name = "LIST", default_value = "persimmon", value_parser = parse_engines)]
     pub engines: EngineList,
 
-    /// Workloads, comma-separated: ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-f
-    /// (ycsb = all five; ycsb-e needs range scans, not there yet),
+    /// Workloads, comma-separated: ycsb-a … ycsb-f (ycsb = all six; ycsb-e
+    /// is 95 % scans of 1 to 100 pairs from a zipfian key, 5 % inserts),
     /// get-ratio:R (R % GET, the rest PUT of existing keys; a list such as
     /// get-ratio:0,50,95,100 makes one figure), value-size:B (50 % GET with
-    /// B-byte values; value-size:64,256,1K,4K)
+    /// B-byte values; value-size:64,256,1K,4K), scan:N (100 % scans of
+    /// exactly N pairs from a uniform random key; scan:10,100,1000 makes one
+    /// figure of pairs read per second, items/s, against N), insert (100 %
+    /// puts of new keys: compare persimmon with persimmon-ordered for what
+    /// the ordered index costs).
+    ///
+    /// pdv (alone): the persistent dancing variable microbenchmark, persisted
+    /// updates per second of one variable per thread: single-word (one word
+    /// stored, flushed and fenced in place), then PDVs with N = 2, 4, 8, 16,
+    /// 32, 64 shadows in the sparse layout (each shadow on a line of its
+    /// own) and the dense one (8 variables share N lines, so threads share
+    /// lines), for each --threads count, --duration-secs (or --ops) each,
+    /// after --warmup-secs; files in --pool-dir. Results use engine
+    /// single-word, pdv-N-sparse, pdv-N-dense and workload pdv; the tables
+    /// give each variant's ratio to single-word. --engines, --keys and the
+    /// key, value and distribution flags do not apply
     #[arg(long, value_name = "W", default_value = "ycsb-a", value_parser = parse_workload_list)]
     pub workload: WorkloadList,
 

@@ -1,14 +1,17 @@
 //! `persimmon bench`: runs every (workload, engine, threads) point, prints
 //! a row per result, and writes JSON, Markdown and SVG; or, with
 //! `--report`, only renders earlier JSON; or, with `--probe`, measures the
-//! machine.
+//! machine; or, with `--workload pdv`, runs the persistent dancing variable
+//! microbenchmark ([`crate::pdv`]).
 //!
 //! Order of a run: all engines are opened once up front in scratch
 //! directories (to fail early and to print their durability settings);
 //! then, for each workload point, each engine in turn gets a fresh store,
 //! is loaded with the same keys and runs one timed phase per thread count
 //! on that store. Points of one figure therefore run close together in
-//! time for all engines.
+//! time for all engines. A workload that scans skips the engines without
+//! ordered reads, with a note on stdout (an error only when that leaves
+//! nothing to run).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,7 +26,8 @@ use crate::progress;
 use crate::record::{ProbeRecord, Record};
 use crate::report::{self, latency, mops};
 use crate::runner::{self, Phase, Stop};
-use crate::{plot, probe};
+use crate::workload::WorkloadSpec;
+use crate::{pdv, plot, probe};
 
 /// Bytes per key beyond the record in a Persimmon pool (index and slack),
 /// for the initial pool size.
@@ -31,7 +35,7 @@ const INDEX_BYTES_PER_KEY: u64 = 48;
 /// Smallest initial pool.
 const MIN_POOL_BYTES: u64 = 64 << 20;
 
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -44,7 +48,7 @@ pub fn pool_estimate(keys: u64, key_size: usize, value_size: usize) -> u64 {
 
 /// The file system type of `path` from /proc/mounts (longest mount point
 /// that contains it), when known.
-fn filesystem_of(path: &Path) -> Option<String> {
+pub(crate) fn filesystem_of(path: &Path) -> Option<String> {
     let path = path.canonicalize().ok()?;
     let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
     mounts
@@ -59,25 +63,25 @@ fn filesystem_of(path: &Path) -> Option<String> {
         .map(|(_, fs)| fs)
 }
 
-fn write_out(out: &mut dyn Write, text: &str) -> Result<()> {
+pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<()> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| Error::io("write to standard output", e))
 }
 
-fn write_file(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::file("write", path, e))
 }
 
-fn write_json<T: serde::Serialize>(path: &Path, items: &[T]) -> Result<()> {
+pub(crate) fn write_json<T: serde::Serialize>(path: &Path, items: &[T]) -> Result<()> {
     let text = serde_json::to_string_pretty(items).expect("records serialize");
     write_file(path, &(text + "\n"))
 }
 
 /// Removes a directory tree when dropped (unless told to keep it).
-struct Scratch {
-    dir: PathBuf,
-    keep: bool,
+pub(crate) struct Scratch {
+    pub(crate) dir: PathBuf,
+    pub(crate) keep: bool,
 }
 
 impl Drop for Scratch {
@@ -88,7 +92,7 @@ impl Drop for Scratch {
     }
 }
 
-fn fresh_dir(dir: &Path) -> Result<()> {
+pub(crate) fn fresh_dir(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(|e| Error::file("remove", dir, e))?;
     }
@@ -103,6 +107,9 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
     }
     if args.probe {
         return probe_only(args, sizes, out);
+    }
+    if args.workload.0.contains(&WorkloadSpec::Pdv) {
+        return pdv::run(args, out);
     }
     benchmark(args, sizes, out)
 }
@@ -207,7 +214,7 @@ const ROW_HEADER: &str = "engine                workload          distribution  
 
 fn row(r: &Record) -> String {
     format!(
-        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9.2} {:>9.2}{}\n",
+        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9.2} {:>9.2}{}{}\n",
         r.engine,
         r.workload,
         r.distribution,
@@ -225,7 +232,31 @@ fn row(r: &Record) -> String {
             format!("  ({} reads missed)", r.read_misses)
         } else {
             String::new()
-        }
+        },
+        scan_note(r),
+    )
+}
+
+/// What the scans of `r` read, for its row (empty without scans).
+fn scan_note(r: &Record) -> String {
+    if r.scans == 0 {
+        return String::new();
+    }
+    format!(
+        "  ({} M items/s, {:.1} items/scan)",
+        mops(r.items_per_sec),
+        r.items as f64 / r.scans as f64
+    )
+}
+
+/// The note printed instead of a point an engine cannot run.
+fn skip_note(engine: EngineKind, spec: &WorkloadSpec) -> String {
+    format!(
+        "{:<21} {:<17} skipped: {spec} scans and {} has no ordered reads (use persimmon-ordered, \
+         lmdb or rocksdb)\n",
+        engine.name(),
+        spec.to_string(),
+        engine.name()
     )
 }
 
@@ -243,6 +274,18 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
     let engine_kinds: &[EngineKind] = &args.engines.0;
     for k in engine_kinds {
         k.check_built()?;
+    }
+    let runnable = |k: &EngineKind, spec: &WorkloadSpec| !spec.scans() || k.has_ordered_reads();
+    if !args
+        .workload
+        .0
+        .iter()
+        .any(|spec| engine_kinds.iter().any(|k| runnable(k, spec)))
+    {
+        return Err(Error::usage(
+            "every workload here scans (range scans), and none of the engines has ordered \
+             reads: add persimmon-ordered, lmdb or rocksdb to --engines",
+        ));
     }
     let threads_list = &args.threads.0;
     let max_threads = threads_list.iter().copied().max().unwrap_or(1);
@@ -329,6 +372,10 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
         };
         let seed = scramble(args.seed ^ scramble(point as u64 + 1));
         for (k, durability) in engine_kinds.iter().zip(&durability) {
+            if !runnable(k, spec) {
+                write_out(out, &skip_note(*k, spec))?;
+                continue;
+            }
             let dir = run_dir.join(format!("{}-{point}", k.name()));
             fresh_dir(&dir)?;
             let store = engines::open(*k, &open_config(dir.clone(), value_size))?;
@@ -349,6 +396,7 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
             for &threads in threads_list {
                 let phase = Phase {
                     mix: spec.mix(),
+                    scan_length: spec.scan_length(),
                     distribution,
                     zipfian: zipfian.as_ref(),
                     key_size: args.key_size,
@@ -388,6 +436,13 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
                     ops,
                     duration_secs: secs,
                     ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
+                    items_per_sec: if secs > 0.0 {
+                        result.items as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    scans: result.scans,
+                    items: result.items,
                     mean_ns: h.mean(),
                     p50_ns: h.value_at_quantile(0.50),
                     p99_ns: h.value_at_quantile(0.99),
@@ -472,6 +527,9 @@ mod tests {
             "durability",
             "distribution",
             "keys",
+            "items_per_sec",
+            "scans",
+            "items",
         ] {
             assert!(v.get(field).is_some(), "missing {field}: {v}");
         }
@@ -506,6 +564,23 @@ mod tests {
         let (read, p) = read_results(&[a, b]).unwrap();
         assert_eq!(read, records);
         assert_eq!(p, Some(probe));
+    }
+
+    #[test]
+    fn results_written_before_scans_existed_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("old.json");
+        std::fs::write(
+            &old,
+            r#"[{"engine": "persimmon", "workload": "ycsb-a", "threads": 2, "ops_per_sec": 1e6}]"#,
+        )
+        .unwrap();
+        let (read, _) = read_results(&[old]).unwrap();
+        assert_eq!(read[0].ops_per_sec, 1e6);
+        assert_eq!(
+            (read[0].items_per_sec, read[0].scans, read[0].items),
+            (0.0, 0, 0)
+        );
     }
 
     #[test]

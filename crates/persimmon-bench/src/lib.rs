@@ -14,6 +14,8 @@
 //! - [`engines`]: one [`engines::Store`] trait; Persimmon variants always,
 //!   LMDB and RocksDB behind the features `lmdb` and `rocksdb` (`peers`).
 //! - [`report`], [`plot`]: figures as Markdown tables with ratios, as SVG.
+//! - [`pdv`]: the persistent dancing variable microbenchmark
+//!   (`--workload pdv`): single word against PDV shadows, per thread.
 //! - [`probe`]: dependent-load latency and non-temporal write bandwidth;
 //!   its mapping and streaming stores are in `raw`, the only module
 //!   allowed `unsafe`.
@@ -26,6 +28,7 @@ pub mod distribution;
 pub mod engines;
 pub mod error;
 pub mod keys;
+pub mod pdv;
 pub mod plot;
 pub mod probe;
 mod progress;

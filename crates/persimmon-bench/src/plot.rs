@@ -2,7 +2,8 @@
 //! one panel per figure (see [`crate::report::figures`]), the varying
 //! quantity on x at evenly spaced categories, throughput on y from zero,
 //! one line per engine for sweeps, grouped bars for YCSB workloads, a
-//! legend on the right.
+//! legend on the right. Scan figures (`scan:N`) draw items per second
+//! against the scan length.
 
 use std::fmt::Write as _;
 
@@ -95,15 +96,16 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
     let max = (0..fig.xs.len())
         .flat_map(|x| (0..fig.engines.len()).map(move |e| (x, e)))
         .filter_map(|(x, e)| fig.cell(x, e))
-        .map(|r| r.ops_per_sec)
+        .map(|r| fig.throughput(r))
         .fold(0.0f64, f64::max);
-    let (unit, scale) = if max >= 1e6 {
-        ("M ops/s", 1e6)
+    let (prefix, scale) = if max >= 1e6 {
+        ("M ", 1e6)
     } else if max >= 1e3 {
-        ("K ops/s", 1e3)
+        ("K ", 1e3)
     } else {
-        ("ops/s", 1.0)
+        ("", 1.0)
     };
+    let unit = format!("{prefix}{}/s", fig.unit());
     let step = tick_step(max / scale);
     let y_max = ((max / scale) / step).ceil().max(1.0) * step;
     let y_of = |v: f64| y0 - (v / scale) / y_max * (y0 - y1);
@@ -171,7 +173,7 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
     for (e, engine) in fig.engines.iter().enumerate() {
         let color = COLORS[e % COLORS.len()];
         let points: Vec<(f64, f64)> = (0..fig.xs.len())
-            .filter_map(|x| fig.cell(x, e).map(|r| (x, r.ops_per_sec)))
+            .filter_map(|x| fig.cell(x, e).map(|r| (x, fig.throughput(r))))
             .map(|(x, v)| (x_of(x), y_of(v)))
             .collect();
         if fig.x_axis.is_sweep() {
@@ -192,7 +194,7 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
             for xi in 0..fig.xs.len() {
                 if let Some(r) = fig.cell(xi, e) {
                     let x = x0 + xi as f64 * band + band * 0.1 + e as f64 * width;
-                    let y = y_of(r.ops_per_sec);
+                    let y = y_of(fig.throughput(r));
                     let _ = writeln!(
                         s,
                         r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
@@ -303,5 +305,26 @@ mod tests {
         // Four bars plus two legend swatches and the background.
         assert_eq!(svg.matches("<rect").count(), 4 + 2 + 1);
         assert!(svg.contains("Throughput per workload"));
+    }
+
+    #[test]
+    fn scan_plot_draws_items_per_second_against_scan_length() {
+        let mut rs = Vec::new();
+        for n in [1000, 10, 100] {
+            for (engine, ops) in [("persimmon-ordered", 1e5), ("lmdb", 5e4)] {
+                let mut r = record(engine, &format!("scan:{n}"), 2, ops);
+                r.scans = 1000;
+                r.items = 1000 * n;
+                r.items_per_sec = ops * n as f64;
+                rs.push(r);
+            }
+        }
+        let svg = svg(&rs);
+        assert!(svg.contains("scan length (items)"), "{svg}");
+        assert!(svg.contains("throughput (M items/s)"), "{svg}");
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        // X labels in order of the scan length.
+        let x = |n: &str| svg.find(&format!(r#""middle">{n}</text>"#)).unwrap();
+        assert!(x("10") < x("100") && x("100") < x("1000"), "{svg}");
     }
 }

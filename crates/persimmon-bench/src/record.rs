@@ -13,7 +13,7 @@ pub struct Record {
     /// Engine name (`persimmon`, `baseline`, `lmdb`, ...).
     pub engine: String,
     /// Workload as named on the command line (`ycsb-a`, `get-ratio:95`,
-    /// `value-size:256`).
+    /// `value-size:256`, `scan:100`, `insert`).
     pub workload: String,
     /// Key distribution (`uniform`, `zipfian(0.99)`, `latest(0.99)`).
     pub distribution: String,
@@ -29,6 +29,13 @@ pub struct Record {
     /// Length of the timed phase.
     pub duration_secs: f64,
     pub ops_per_sec: f64,
+    /// Pairs read by scans per second (`items / duration_secs`); 0 for
+    /// workloads that do not scan.
+    pub items_per_sec: f64,
+    /// Scans among `ops`, and the pairs they read in all (0 without scans;
+    /// `items / scans` is the mean scan length).
+    pub scans: u64,
+    pub items: u64,
     /// Latency of single operations (HDR histograms, 3 significant digits).
     pub mean_ns: f64,
     pub p50_ns: u64,

@@ -5,6 +5,12 @@
 //! or the YCSB workload), one line per engine. A figure's table has one
 //! row per x value, one throughput column per engine, and the ratio of the
 //! first engine (the subject, normally `persimmon`) to each other engine.
+//! A `scan:N` figure counts pairs read rather than operations: items per
+//! second against the scan length.
+//!
+//! The PDV microbenchmark's records (workload `pdv`) get their own table in
+//! Markdown and on stdout ([`pdv_table`]): one row per variant, and per
+//! thread count its throughput and its ratio to `single-word`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -18,6 +24,8 @@ pub enum XAxis {
     ValueSize,
     Threads,
     Workload,
+    /// Pairs per scan (`scan:N`).
+    ScanLength,
 }
 
 impl XAxis {
@@ -27,6 +35,7 @@ impl XAxis {
             XAxis::ValueSize => "value size (bytes)",
             XAxis::Threads => "threads",
             XAxis::Workload => "workload",
+            XAxis::ScanLength => "scan length (items)",
         }
     }
 
@@ -49,6 +58,9 @@ pub struct Figure<'a> {
     pub xs: Vec<String>,
     /// Engines in order of first appearance; the first is the subject.
     pub engines: Vec<String>,
+    /// Whether throughput counts pairs read by scans (items/s, every
+    /// record a `scan:N`) rather than operations.
+    pub items: bool,
     cells: HashMap<(usize, usize), &'a Record>,
 }
 
@@ -56,6 +68,24 @@ impl<'a> Figure<'a> {
     /// The record of engine `e` at x index `x` (the last one if repeated).
     pub fn cell(&self, x: usize, e: usize) -> Option<&'a Record> {
         self.cells.get(&(x, e)).copied()
+    }
+
+    /// The throughput the figure draws: items/s or ops/s.
+    pub fn throughput(&self, r: &Record) -> f64 {
+        if self.items {
+            r.items_per_sec
+        } else {
+            r.ops_per_sec
+        }
+    }
+
+    /// What [`throughput`](Self::throughput) counts per second.
+    pub fn unit(&self) -> &'static str {
+        if self.items {
+            "items"
+        } else {
+            "ops"
+        }
     }
 }
 
@@ -105,6 +135,7 @@ pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
         let axis_of_workload = match g.0.as_str() {
             "get-ratio" => XAxis::GetRatio,
             "value-size" => XAxis::ValueSize,
+            "scan" => XAxis::ScanLength,
             _ => XAxis::Workload,
         };
         // One figure per thread count when workloads vary; else threads vary.
@@ -137,6 +168,7 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             XAxis::ValueSize => r.value_size.to_string(),
             XAxis::Threads => r.threads.to_string(),
             XAxis::Workload => r.workload.clone(),
+            XAxis::ScanLength => workload_order(&r.workload).0.to_string(),
         }
     };
     let mut xs = first_seen(rs.iter().map(|r| x_of(r)));
@@ -169,11 +201,17 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             parts.push(first.workload.clone());
             parts.push(format!("{} B values", first.value_size));
         }
-        XAxis::GetRatio | XAxis::Workload => parts.push(format!("{} B values", first.value_size)),
+        XAxis::GetRatio | XAxis::Workload | XAxis::ScanLength => {
+            parts.push(format!("{} B values", first.value_size))
+        }
     }
-    parts.push(format!("{} B keys", first.key_size));
-    parts.push(format!("{} keys", first.keys));
-    parts.push(distributions.into_iter().collect::<Vec<_>>().join("/"));
+    if is_pdv(first) {
+        parts = vec!["persisted updates of one 8-byte variable per thread".to_string()];
+    } else {
+        parts.push(format!("{} B keys", first.key_size));
+        parts.push(format!("{} keys", first.keys));
+        parts.push(distributions.into_iter().collect::<Vec<_>>().join("/"));
+    }
     let what = match axis {
         XAxis::Workload => "Throughput per workload".to_string(),
         _ => format!(
@@ -181,12 +219,17 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             axis.label().split(" (").next().unwrap_or("")
         ),
     };
+    let items = rs.iter().all(|r| family(&r.workload) == "scan");
+    if items {
+        parts.insert(0, "pairs read by scans per second".to_string());
+    }
     Figure {
         title: what,
         subtitle: parts.join(", "),
         x_axis: axis,
         xs,
         engines,
+        items,
         cells,
     }
 }
@@ -223,12 +266,22 @@ fn ratio(a: Option<&Record>, b: Option<&Record>) -> String {
     }
 }
 
-/// The throughput table of `fig` with the subject's ratios.
+/// `a ÷ b` of two throughputs, or a dash when one is missing or zero.
+fn ratio_of(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The throughput table of `fig` (Mops/s, or M items/s for scans) with the
+/// subject's ratios.
 pub fn throughput_table(fig: &Figure<'_>) -> String {
     let mut s = String::new();
     let subject = &fig.engines[0];
+    let unit = if fig.items { "M items/s" } else { "Mops/s" };
     let mut header = vec![fig.x_axis.label().to_string()];
-    header.extend(fig.engines.iter().map(|e| format!("{e} Mops/s")));
+    header.extend(fig.engines.iter().map(|e| format!("{e} {unit}")));
     header.extend(fig.engines[1..].iter().map(|e| format!("{subject} ÷ {e}")));
     let _ = writeln!(s, "| {} |", header.join(" | "));
     let _ = writeln!(
@@ -238,11 +291,12 @@ pub fn throughput_table(fig: &Figure<'_>) -> String {
     );
     for (xi, x) in fig.xs.iter().enumerate() {
         let mut row = vec![x.clone()];
+        let value = |ei: usize| fig.cell(xi, ei).map(|r| fig.throughput(r));
         for ei in 0..fig.engines.len() {
-            row.push(fig.cell(xi, ei).map_or("–".into(), |r| mops(r.ops_per_sec)));
+            row.push(value(ei).map_or("–".into(), mops));
         }
         for ei in 1..fig.engines.len() {
-            row.push(ratio(fig.cell(xi, 0), fig.cell(xi, ei)));
+            row.push(ratio_of(value(0), value(ei)));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
@@ -253,10 +307,12 @@ pub fn throughput_table(fig: &Figure<'_>) -> String {
 /// machine's limits when a probe is known.
 pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
     let mut s = String::new();
-    let mut header: Vec<&str> = vec![
-        fig.x_axis.label(),
-        "engine",
-        "Mops/s",
+    let scans = fig.cells.values().any(|r| r.scans > 0);
+    let mut header: Vec<&str> = vec![fig.x_axis.label(), "engine", "Mops/s"];
+    if scans {
+        header.extend(["M items/s", "items/scan"]);
+    }
+    header.extend([
         "p50",
         "p99",
         "p99.9",
@@ -265,7 +321,7 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
         "flushes/op",
         "fences/op",
         "eliminated",
-    ];
+    ]);
     if probe.is_some() {
         header.extend(["% of GET bound", "PM write GB/s (% of NT)"]);
     }
@@ -278,10 +334,14 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
     for (xi, x) in fig.xs.iter().enumerate() {
         for (ei, engine) in fig.engines.iter().enumerate() {
             let Some(r) = fig.cell(xi, ei) else { continue };
-            let mut row = vec![
-                x.clone(),
-                engine.clone(),
-                mops(r.ops_per_sec),
+            let mut row = vec![x.clone(), engine.clone(), mops(r.ops_per_sec)];
+            if scans && r.scans > 0 {
+                row.push(mops(r.items_per_sec));
+                row.push(format!("{:.1}", r.items as f64 / r.scans as f64));
+            } else if scans {
+                row.extend(["–", "–"].map(String::from));
+            }
+            row.extend([
                 latency(r.p50_ns),
                 latency(r.p99_ns),
                 latency(r.p999_ns),
@@ -290,7 +350,7 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
                 format!("{:.2}", r.flushes_per_op),
                 format!("{:.2}", r.fences_per_op),
                 r.eliminated_writes.to_string(),
-            ];
+            ]);
             if let Some(p) = probe {
                 let cores = r.threads.min(p.cores.max(1)) as f64;
                 let bound = cores * p.get_bound_ops_per_sec_per_thread;
@@ -341,6 +401,67 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// Whether `r` comes from the PDV microbenchmark (`--workload pdv`).
+pub fn is_pdv(r: &Record) -> bool {
+    r.workload == crate::workload::WorkloadSpec::Pdv.to_string()
+}
+
+/// The PDV microbenchmark's table: one row per variant (in the order run),
+/// per thread count its Mops/s and its ratio to `single-word` at that
+/// thread count (engine-put rows: to `persimmon-put`), then flushes, fences and PM bytes per update (from the
+/// smallest thread count). Records of other workloads are ignored.
+pub fn pdv_table(records: &[Record]) -> String {
+    let rs: Vec<&Record> = records.iter().filter(|r| is_pdv(r)).collect();
+    let variants = first_seen(rs.iter().map(|r| r.engine.clone()));
+    let mut threads = first_seen(rs.iter().map(|r| r.threads));
+    threads.sort_unstable();
+    let find = |engine: &str, t: usize| {
+        rs.iter()
+            .rev()
+            .find(|r| r.engine == engine && r.threads == t)
+            .copied()
+    };
+    let single = crate::pdv::SINGLE_WORD;
+    let mut header = vec!["variant".to_string()];
+    for t in &threads {
+        let plural = if *t == 1 { "" } else { "s" };
+        header.push(format!("{t} thread{plural} Mops/s"));
+        header.push(format!("{t} thread{plural} ÷ reference"));
+    }
+    header.extend(["flushes/op", "fences/op", "PM B/op"].map(String::from));
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        s,
+        "|---|{}",
+        std::iter::repeat_n("---:|", header.len() - 1).collect::<String>()
+    );
+    for v in &variants {
+        let mut row = vec![v.clone()];
+        for &t in &threads {
+            let r = find(v, t);
+            row.push(r.map_or("–".into(), |r| mops(r.ops_per_sec)));
+            // Engine-put rows compare with the engine alone.
+            let reference = if v.starts_with("persimmon-put") {
+                "persimmon-put"
+            } else {
+                single
+            };
+            row.push(ratio(r, find(reference, t)));
+        }
+        match threads.iter().find_map(|&t| find(v, t)) {
+            Some(r) => row.extend([
+                format!("{:.2}", r.flushes_per_op),
+                format!("{:.2}", r.fences_per_op),
+                format!("{:.1}", r.pm_bytes_per_op),
+            ]),
+            None => row.extend(["–", "–", "–"].map(String::from)),
+        }
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s
+}
+
 /// Each engine's durability settings, one bullet each.
 pub fn durability_list(records: &[Record]) -> String {
     let mut s = String::new();
@@ -361,6 +482,24 @@ pub fn markdown(records: &[Record], probe: Option<&ProbeRecord>, source: &str) -
     let _ = writeln!(s, "<!-- generated by persimmon bench from {source} -->\n");
     if let Some(p) = probe {
         let _ = writeln!(s, "{}\n", probe_summary(p));
+    }
+    let (pdv, records): (Vec<Record>, Vec<Record>) = records.iter().cloned().partition(is_pdv);
+    let records = &records[..];
+    if let Some(first) = pdv.first() {
+        let _ = writeln!(
+            s,
+            "### PDV microbenchmark: persisted updates per second of one variable per thread\n\n\
+             {} cores; a timed phase of {:.1} s after warm-up per point; each variant in a fresh \
+             file; {}. The ratio columns divide each variant's throughput by `{}`'s at the same \
+             thread count; the `persimmon-put` rows (an engine put of an existing key, then the \
+             variable, if any, persisted as a per-thread counter) divide by `persimmon-put`'s.\n",
+            first.cores,
+            first.duration_secs,
+            first.durability,
+            crate::pdv::SINGLE_WORD
+        );
+        s.push_str(&pdv_table(&pdv));
+        s.push('\n');
     }
     if !records.is_empty() {
         let cores = records[0].cores;
@@ -463,6 +602,126 @@ pub(crate) mod tests {
         assert_eq!(figs.len(), 2);
         assert_eq!(figs[0].x_axis, XAxis::ValueSize);
         assert_eq!(figs[0].xs, ["64", "256", "4096"]);
+    }
+
+    fn pdv_record(engine: &str, threads: usize, ops_per_sec: f64) -> Record {
+        Record {
+            engine: engine.into(),
+            workload: "pdv".into(),
+            threads,
+            value_size: 8,
+            ops_per_sec,
+            flushes_per_op: 1.0,
+            fences_per_op: 1.0,
+            pm_bytes_per_op: 8.0,
+            durability: "process-crash durability".into(),
+            cores: 2,
+            duration_secs: 2.0,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn pdv_records_get_a_table_with_ratios_to_single_word() {
+        let rs = vec![
+            pdv_record("single-word", 1, 10e6),
+            pdv_record("single-word", 2, 16e6),
+            pdv_record("pdv-2-sparse", 1, 15e6),
+            pdv_record("pdv-2-sparse", 2, 20e6),
+            pdv_record("pdv-2-dense", 1, 5e6),
+            record("persimmon", "ycsb-a", 2, 1e6),
+        ];
+        let t = pdv_table(&rs);
+        assert!(
+            t.starts_with("| variant | 1 thread Mops/s | 1 thread ÷ reference | 2 threads Mops/s | 2 threads ÷ reference | flushes/op | fences/op | PM B/op |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| single-word | 10.000 | 1.00× | 16.000 | 1.00× | 1.00 | 1.00 | 8.0 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| pdv-2-sparse | 15.000 | 1.50× | 20.000 | 1.25× |"),
+            "{t}"
+        );
+        assert!(t.contains("| pdv-2-dense | 5.000 | 0.50× | – | – |"), "{t}");
+        assert!(!t.contains("persimmon"), "{t}");
+        let md = markdown(&rs, None, "x.json");
+        assert!(md.contains("### PDV microbenchmark"), "{md}");
+        assert!(md.contains("| pdv-2-sparse | 15.000 | 1.50×"), "{md}");
+        // The key-value record still gets its figure; the PDV ones do not.
+        assert!(md.contains("| ycsb-a | persimmon |"), "{md}");
+        assert!(!md.contains("single-word ÷"), "{md}");
+    }
+
+    fn scan_record(engine: &str, n: u64, ops_per_sec: f64) -> Record {
+        let mut r = record(engine, &format!("scan:{n}"), 2, ops_per_sec);
+        r.get_percent = 0.0;
+        r.scans = 10_000;
+        r.items = 10_000 * n;
+        r.items_per_sec = ops_per_sec * n as f64;
+        r
+    }
+
+    #[test]
+    fn a_scan_sweep_is_one_figure_of_items_per_second() {
+        let rs = vec![
+            scan_record("persimmon-ordered", 100, 2e5),
+            scan_record("lmdb", 100, 1e5),
+            scan_record("persimmon-ordered", 10, 1e6),
+            scan_record("lmdb", 10, 2e6),
+        ];
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 1);
+        let f = &figs[0];
+        assert_eq!(f.x_axis, XAxis::ScanLength);
+        assert_eq!(f.xs, ["10", "100"]);
+        assert!(f.items);
+        assert!(
+            f.subtitle.starts_with("pairs read by scans"),
+            "{}",
+            f.subtitle
+        );
+        let t = throughput_table(f);
+        assert!(
+            t.starts_with("| scan length (items) | persimmon-ordered M items/s | lmdb M items/s | persimmon-ordered ÷ lmdb |"),
+            "{t}"
+        );
+        assert!(t.contains("| 10 | 10.000 | 20.000 | 0.50× |"), "{t}");
+        assert!(t.contains("| 100 | 20.000 | 10.000 | 2.00× |"), "{t}");
+        let d = details_table(f, None);
+        assert!(
+            d.contains("| Mops/s | M items/s | items/scan | p50 |"),
+            "{d}"
+        );
+        assert!(
+            d.contains("| 10 | lmdb | 2.000 | 20.000 | 10.0 | 300 ns |"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn ycsb_e_stays_in_the_ycsb_figure_in_operations() {
+        let mut e = record("persimmon-ordered", "ycsb-e", 2, 1e5);
+        e.scans = 950;
+        e.items = 950 * 50;
+        e.items_per_sec = 1e5 * 0.95 * 50.0;
+        let rs = vec![record("persimmon-ordered", "ycsb-a", 2, 1e6), e];
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 1);
+        assert_eq!(figs[0].x_axis, XAxis::Workload);
+        assert!(!figs[0].items);
+        let t = throughput_table(&figs[0]);
+        assert!(t.contains("| ycsb-e | 0.100 |"), "{t}");
+        let d = details_table(&figs[0], None);
+        assert!(
+            d.contains("| ycsb-e | persimmon-ordered | 0.100 | 4.750 | 50.0 |"),
+            "{d}"
+        );
+        assert!(
+            d.contains("| ycsb-a | persimmon-ordered | 1.000 | – | – |"),
+            "{d}"
+        );
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //!   counted operations over `max(t1, end of the last counted op) - t0`, so a
 //!   worker descheduled across `t1` (more threads than cores) lengthens the
 //!   window instead of losing operations.
-//! - The key and the operation are chosen before the clock starts; only the
-//!   engine call (and, for an insert, taking its index) is timed.
+//! - The key, the operation and a scan's length are chosen before the clock
+//!   starts; only the engine call (and, for an insert, taking its index) is
+//!   timed.
+//! - A scan starts at an acknowledged key, so it reads at least one pair; a
+//!   scan that reads none counts as a read miss.
 //! - Per-thread seeds depend on the run seed, the workload point and the
 //!   thread, never on the engine: every engine sees the same operations.
 
@@ -31,7 +34,7 @@ use crate::distribution::{Distribution, InsertCounter, KeyChooser, Zipfian};
 use crate::engines::{Batch, Store};
 use crate::error::{Error, Result};
 use crate::keys::{fill_value, scramble, stamp_value, KeyBuf};
-use crate::workload::{Mix, Op};
+use crate::workload::{Mix, Op, ScanLength};
 
 /// Largest latency the histograms hold (longer ones are recorded as this).
 const MAX_LATENCY_NS: u64 = 100_000_000_000;
@@ -53,6 +56,8 @@ pub enum Stop {
 #[derive(Clone, Debug)]
 pub struct Phase<'a> {
     pub mix: Mix,
+    /// Pairs per scan (used when the mix scans).
+    pub scan_length: ScanLength,
     pub distribution: Distribution,
     /// ζ computed once for the loaded key count (zipfian and latest).
     pub zipfian: Option<&'a Zipfian>,
@@ -74,6 +79,9 @@ pub struct PhaseResult {
     /// Sum of the workers' per-thread counter deltas.
     pub pm: PmemCounters,
     pub read_misses: u64,
+    /// Scans among `ops`, and the pairs they read.
+    pub scans: u64,
+    pub items: u64,
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -175,6 +183,8 @@ fn thread_seed(seed: u64, threads: usize, thread: usize) -> u64 {
 struct Outcome {
     ops: u64,
     read_misses: u64,
+    scans: u64,
+    items: u64,
     latency: Histogram<u64>,
     pm: PmemCounters,
     last_end: Option<Instant>,
@@ -204,10 +214,21 @@ struct Worker<'a> {
     stamp: u64,
 }
 
+/// The next operation of a worker, chosen before the clock starts.
+#[derive(Clone, Copy, Debug)]
+struct Choice {
+    op: Op,
+    /// The key index (the start key of a scan); unused by an insert.
+    index: u64,
+    /// Pairs to scan; 0 unless `op` scans.
+    scan_length: usize,
+}
+
 impl Worker<'_> {
     /// Chooses the next operation and, unless it inserts, its key.
-    fn choose(&mut self) -> (Op, u64) {
-        let op = self.shared.phase.mix.choose(self.rng.gen());
+    fn choose(&mut self) -> Choice {
+        let phase = self.shared.phase;
+        let op = phase.mix.choose(self.rng.gen());
         let index = match op {
             Op::Insert => 0,
             _ => {
@@ -215,19 +236,35 @@ impl Worker<'_> {
                 self.chooser.next(&mut self.rng, items)
             }
         };
-        (op, index)
+        let scan_length = match op {
+            Op::Scan => phase.scan_length.choose(&mut self.rng),
+            _ => 0,
+        };
+        Choice {
+            op,
+            index,
+            scan_length,
+        }
     }
 
-    /// Runs `op` on key `index` (inserts take a fresh index). Returns
-    /// whether a read found its key.
-    fn execute(&mut self, op: Op, index: u64) -> Result<bool> {
+    /// Runs `choice` (inserts take a fresh index). Returns how many pairs
+    /// it read: for a read, 1 when it found its key; for a scan, the pairs
+    /// scanned; 1 for a write.
+    fn execute(&mut self, choice: Choice) -> Result<u64> {
         let store = self.shared.store;
+        let Choice {
+            op,
+            index,
+            scan_length,
+        } = choice;
         match op {
-            Op::Read => store.read(self.key.key(index), &mut self.out),
+            Op::Read => store
+                .read(self.key.key(index), &mut self.out)
+                .map(u64::from),
             Op::Update => {
                 self.stamp += 1;
                 stamp_value(self.stamp, &mut self.value);
-                store.write(self.key.key(index), &self.value).map(|()| true)
+                store.write(self.key.key(index), &self.value).map(|()| 1)
             }
             Op::Insert => {
                 let index = self.shared.inserts.reserve();
@@ -235,13 +272,18 @@ impl Worker<'_> {
                 stamp_value(self.stamp, &mut self.value);
                 store.write(self.key.key(index), &self.value)?;
                 self.shared.inserts.acknowledge(index);
-                Ok(true)
+                Ok(1)
             }
             Op::ReadModifyWrite => {
                 self.stamp += 1;
                 stamp_value(self.stamp, &mut self.value);
-                store.read_modify_write(self.key.key(index), &self.value, &mut self.out)
+                store
+                    .read_modify_write(self.key.key(index), &self.value, &mut self.out)
+                    .map(u64::from)
             }
+            Op::Scan => store
+                .scan(self.key.key(index), scan_length, &mut self.out)
+                .map(|read| read as u64),
         }
     }
 
@@ -258,33 +300,40 @@ impl Worker<'_> {
 
         // Warm-up: the same operations, not recorded.
         while Instant::now() < t0 && !shared.abort.load(Ordering::Relaxed) {
-            let (op, index) = self.choose();
-            self.execute(op, index)?;
+            let choice = self.choose();
+            self.execute(choice)?;
         }
 
         let mut latency = new_histogram();
         let (mut ops, mut read_misses, mut last_end) = (0u64, 0u64, None);
+        let (mut scans, mut items) = (0u64, 0u64);
         let pm_start = thread_counters();
         loop {
             if quota == Some(ops) || shared.abort.load(Ordering::Relaxed) {
                 break;
             }
-            let (op, index) = self.choose();
+            let choice = self.choose();
             let start = Instant::now();
             if t1.is_some_and(|t1| start >= t1) {
                 break;
             }
-            let found = self.execute(op, index)?;
+            let read = self.execute(choice)?;
             let end = Instant::now();
             latency.saturating_record((end - start).as_nanos().max(1) as u64);
             ops += 1;
-            read_misses += u64::from(!found);
+            read_misses += u64::from(read == 0);
+            if choice.op == Op::Scan {
+                scans += 1;
+                items += read;
+            }
             last_end = Some(end);
         }
         let pm = thread_counters().since(&pm_start);
         Ok(Outcome {
             ops,
             read_misses,
+            scans,
+            items,
             latency,
             pm,
             last_end,
@@ -330,7 +379,7 @@ pub fn run_phase(
                 rng,
                 key: KeyBuf::new(phase.key_size),
                 value,
-                out: Vec::with_capacity(phase.value_size),
+                out: Vec::with_capacity(phase.key_size + phase.value_size),
                 stamp: (t as u64) << 40,
             };
             let spawned = std::thread::Builder::new()
@@ -395,7 +444,7 @@ pub fn run_phase(
     let (t0, t1) = *shared.window.get().expect("window set");
     let mut latency = new_histogram();
     let mut pm = PmemCounters::default();
-    let (mut ops, mut read_misses) = (0, 0);
+    let (mut ops, mut read_misses, mut scans, mut items) = (0, 0, 0, 0);
     let mut end = t1.unwrap_or(t0);
     for o in &outcomes {
         latency
@@ -404,6 +453,8 @@ pub fn run_phase(
         add_counters(&mut pm, &o.pm);
         ops += o.ops;
         read_misses += o.read_misses;
+        scans += o.scans;
+        items += o.items;
         if let Some(e) = o.last_end {
             end = end.max(e);
         }
@@ -414,6 +465,8 @@ pub fn run_phase(
         latency,
         pm,
         read_misses,
+        scans,
+        items,
     })
 }
 

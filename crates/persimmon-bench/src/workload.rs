@@ -9,13 +9,28 @@
 //! | B | 95 % read, 5 % update | zipfian |
 //! | C | 100 % read | zipfian |
 //! | D | 95 % read, 5 % insert | latest |
-//! | E | 95 % scan, 5 % insert | refused: no range scans yet |
+//! | E | 95 % scan, 5 % insert | zipfian (scan start) |
 //! | F | 50 % read, 50 % read-modify-write | zipfian |
+//!
+//! A YCSB E scan reads 1 to 100 pairs (uniform; YCSB's default
+//! `maxscanlength=100`, `scanlengthdistribution=uniform`) from an existing
+//! key in key order. Scans need an engine with ordered reads
+//! ([`crate::engines::EngineKind::has_ordered_reads`]); the run skips the
+//! others for scanning workloads.
+//!
+//! Scans and inserts on their own: `scan:N` is 100 % scans of exactly N
+//! pairs from a uniformly chosen existing key (`scan:10,100,1000` makes one
+//! figure, items per second against N); `insert` is 100 % puts of new keys
+//! (what the ordered index costs a writer).
 //!
 //! The MPKV paper's experiments (its §4; uniform keys):
 //! `get-ratio:R` is R % GET and the rest PUT of existing keys (Figure 4,
 //! and Figures 6–7 at 50 % and 95 % over a thread sweep); `value-size:B` is
 //! 50 % GET with B-byte values (Figure 5).
+//!
+//! `pdv` is not a key-value workload: it is the persistent dancing variable
+//! microbenchmark ([`crate::pdv`]), persisted updates of one variable per
+//! thread, and runs alone.
 
 use std::fmt;
 
@@ -32,6 +47,8 @@ pub enum Op {
     Insert,
     /// Read a key and write it back, atomically.
     ReadModifyWrite,
+    /// Read pairs in key order from an existing key.
+    Scan,
 }
 
 /// Proportions of each operation; they add up to 1.
@@ -41,6 +58,7 @@ pub struct Mix {
     pub update: f64,
     pub insert: f64,
     pub read_modify_write: f64,
+    pub scan: f64,
 }
 
 impl Mix {
@@ -50,24 +68,61 @@ impl Mix {
             update,
             insert,
             read_modify_write,
+            scan: 0.0,
         }
+    }
+
+    /// The same mix with this share of scans.
+    const fn with_scan(self, scan: f64) -> Mix {
+        Mix { scan, ..self }
     }
 
     /// The operation for a uniform draw `u` in `[0, 1)`.
     pub fn choose(&self, u: f64) -> Op {
-        if u < self.read {
-            Op::Read
-        } else if u < self.read + self.update {
-            Op::Update
-        } else if u < self.read + self.update + self.insert {
-            Op::Insert
-        } else if self.read_modify_write > 0.0 {
-            Op::ReadModifyWrite
-        } else if self.update > 0.0 {
-            // Rounding at u close to 1.
-            Op::Update
-        } else {
-            Op::Read
+        let shares = [
+            (Op::Read, self.read),
+            (Op::Update, self.update),
+            (Op::Insert, self.insert),
+            (Op::Scan, self.scan),
+            (Op::ReadModifyWrite, self.read_modify_write),
+        ];
+        let mut below = 0.0;
+        for (op, share) in shares {
+            below += share;
+            if u < below {
+                return op;
+            }
+        }
+        // Rounding at u close to 1: the last operation in the mix.
+        shares
+            .iter()
+            .rev()
+            .find(|(_, share)| *share > 0.0)
+            .map_or(Op::Read, |(op, _)| *op)
+    }
+}
+
+/// YCSB's default `maxscanlength`: a YCSB E scan reads 1 to this many pairs.
+pub const YCSB_MAX_SCAN_LENGTH: usize = 100;
+
+/// Most pairs a `scan:N` workload may ask for.
+pub const MAX_SCAN_LENGTH: usize = 1_000_000;
+
+/// How many pairs a scan reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanLength {
+    /// Uniform in `1..=max` (YCSB's `scanlengthdistribution=uniform`).
+    Uniform { max: usize },
+    /// Exactly this many (fewer only at the end of the key space).
+    Exactly(usize),
+}
+
+impl ScanLength {
+    /// The length of the next scan.
+    pub fn choose(&self, rng: &mut impl rand::Rng) -> usize {
+        match *self {
+            ScanLength::Uniform { max } => rng.gen_range(1..=max.max(1)),
+            ScanLength::Exactly(n) => n,
         }
     }
 }
@@ -75,20 +130,30 @@ impl Mix {
 /// A workload named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkloadSpec {
-    /// YCSB core workload `a`..=`f` (not `e`).
+    /// YCSB core workload `a`..=`f`.
     Ycsb(char),
+    /// Scans of exactly this many pairs, nothing else.
+    Scan(usize),
+    /// Puts of new keys, nothing else.
+    Insert,
     /// This percentage of GETs, the rest PUTs of existing keys.
     GetRatio(u32),
     /// 50 % GET, 50 % PUT with values of this many bytes.
     ValueSize(usize),
+    /// The PDV microbenchmark: persisted updates of one 8-byte variable per
+    /// thread ([`crate::pdv`]); every operation is an update.
+    Pdv,
 }
 
 impl fmt::Display for WorkloadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WorkloadSpec::Ycsb(c) => write!(f, "ycsb-{c}"),
+            WorkloadSpec::Scan(n) => write!(f, "scan:{n}"),
+            WorkloadSpec::Insert => write!(f, "insert"),
             WorkloadSpec::GetRatio(r) => write!(f, "get-ratio:{r}"),
             WorkloadSpec::ValueSize(b) => write!(f, "value-size:{b}"),
+            WorkloadSpec::Pdv => write!(f, "pdv"),
         }
     }
 }
@@ -101,13 +166,17 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb('b') => Mix::new(0.95, 0.05, 0.0, 0.0),
             WorkloadSpec::Ycsb('c') => Mix::new(1.0, 0.0, 0.0, 0.0),
             WorkloadSpec::Ycsb('d') => Mix::new(0.95, 0.0, 0.05, 0.0),
+            WorkloadSpec::Ycsb('e') => Mix::new(0.0, 0.0, 0.05, 0.0).with_scan(0.95),
             WorkloadSpec::Ycsb('f') => Mix::new(0.5, 0.0, 0.0, 0.5),
             WorkloadSpec::Ycsb(other) => unreachable!("ycsb-{other} is refused when parsed"),
+            WorkloadSpec::Scan(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_scan(1.0),
+            WorkloadSpec::Insert => Mix::new(0.0, 0.0, 1.0, 0.0),
             WorkloadSpec::GetRatio(r) => {
                 let read = f64::from(*r) / 100.0;
                 Mix::new(read, 1.0 - read, 0.0, 0.0)
             }
             WorkloadSpec::ValueSize(_) => Mix::new(0.5, 0.5, 0.0, 0.0),
+            WorkloadSpec::Pdv => Mix::new(0.0, 1.0, 0.0, 0.0),
         }
     }
 
@@ -121,11 +190,29 @@ impl WorkloadSpec {
         }
     }
 
+    /// Whether the mix scans, so that only engines with ordered reads can
+    /// run it.
+    pub fn scans(&self) -> bool {
+        self.mix().scan > 0.0
+    }
+
+    /// How many pairs each scan reads: `scan:N` exactly N, else YCSB's
+    /// default (uniform 1 to 100).
+    pub fn scan_length(&self) -> ScanLength {
+        match self {
+            WorkloadSpec::Scan(n) => ScanLength::Exactly(*n),
+            _ => ScanLength::Uniform {
+                max: YCSB_MAX_SCAN_LENGTH,
+            },
+        }
+    }
+
     /// The value size: `value-size:B` sets its own, the others use
     /// `default_bytes` (`--value-size`).
     pub fn value_size(&self, default_bytes: usize) -> usize {
         match self {
             WorkloadSpec::ValueSize(b) => *b,
+            WorkloadSpec::Pdv => 8,
             _ => default_bytes,
         }
     }
@@ -137,7 +224,8 @@ impl WorkloadSpec {
 }
 
 /// Parses a comma-separated list of workloads. A bare number continues the
-/// family before it: `get-ratio:0,50,95,100`, `value-size:64,256,1K,4K`.
+/// family before it: `get-ratio:0,50,95,100`, `value-size:64,256,1K,4K`,
+/// `scan:10,100,1000`.
 pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
     let mut out = Vec::new();
     let mut family: Option<&str> = None;
@@ -152,7 +240,8 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 Some(f) => (f.to_string(), Some(item.clone())),
                 None => {
                     return Err(format!(
-                        "workload {item:?}: a bare number must follow get-ratio:R or value-size:B"
+                        "workload {item:?}: a bare number must follow get-ratio:R, value-size:B \
+                         or scan:N"
                     ))
                 }
             },
@@ -160,15 +249,16 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
         };
         match (name.as_str(), arg) {
             ("ycsb", None) => {
-                out.extend("abcdf".chars().map(WorkloadSpec::Ycsb));
+                out.extend("abcdef".chars().map(WorkloadSpec::Ycsb));
                 family = None;
             }
-            ("ycsb-e", None) => {
-                return Err(
-                    "ycsb-e needs range scans, which Persimmon does not have yet (the ordered \
-                     index is still to come); use ycsb-a, -b, -c, -d or -f"
-                        .into(),
-                )
+            ("insert", None) => {
+                out.push(WorkloadSpec::Insert);
+                family = None;
+            }
+            ("pdv", None) => {
+                out.push(WorkloadSpec::Pdv);
+                family = None;
             }
             (y, None) if y.len() == 6 && y.starts_with("ycsb-") => {
                 let c = y.as_bytes()[5] as char;
@@ -201,10 +291,23 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 out.push(WorkloadSpec::ValueSize(bytes as usize));
                 family = Some("value-size");
             }
+            ("scan", Some(n)) => {
+                let n: usize = n
+                    .replace('_', "")
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_SCAN_LENGTH).contains(n))
+                    .ok_or_else(|| {
+                        format!("scan:{n}: a scan reads 1 to {MAX_SCAN_LENGTH} pairs (digits)")
+                    })?;
+                out.push(WorkloadSpec::Scan(n));
+                family = Some("scan");
+            }
             _ => {
                 return Err(format!(
-                    "unknown workload {item:?}: use ycsb-a … ycsb-f (not e), ycsb (= a,b,c,d,f), \
-                     get-ratio:R (R = 0..100) or value-size:B, in a comma list"
+                    "unknown workload {item:?}: use ycsb-a … ycsb-f, ycsb (= a to f), \
+                     get-ratio:R (R = 0..100), value-size:B, scan:N or insert, in a comma list; \
+                     or pdv alone"
                 ))
             }
         }
@@ -237,6 +340,9 @@ mod tests {
             ("ycsb-b", vec![(Op::Read, 0.95), (Op::Update, 0.05)]),
             ("ycsb-c", vec![(Op::Read, 1.0)]),
             ("ycsb-d", vec![(Op::Read, 0.95), (Op::Insert, 0.05)]),
+            ("ycsb-e", vec![(Op::Scan, 0.95), (Op::Insert, 0.05)]),
+            ("scan:10", vec![(Op::Scan, 1.0)]),
+            ("insert", vec![(Op::Insert, 1.0)]),
             ("ycsb-f", vec![(Op::Read, 0.5), (Op::ReadModifyWrite, 0.5)]),
             ("get-ratio:0", vec![(Op::Update, 1.0)]),
             ("get-ratio:95", vec![(Op::Read, 0.95), (Op::Update, 0.05)]),
@@ -261,6 +367,12 @@ mod tests {
             WorkloadSpec::Ycsb('c').mix().choose(0.999_999_999),
             Op::Read
         );
+        for u in [0.0, 0.5, 0.999_999_999, 1.0 - f64::EPSILON] {
+            let op = WorkloadSpec::Ycsb('e').mix().choose(u);
+            assert!(matches!(op, Op::Scan | Op::Insert), "{u}: {op:?}");
+            assert_eq!(WorkloadSpec::Scan(10).mix().choose(u), Op::Scan);
+            assert_eq!(WorkloadSpec::Insert.mix().choose(u), Op::Insert);
+        }
     }
 
     #[test]
@@ -275,8 +387,22 @@ mod tests {
         );
         assert_eq!(
             parse_workloads("ycsb").unwrap(),
-            "abcdf".chars().map(WorkloadSpec::Ycsb).collect::<Vec<_>>()
+            "abcdef".chars().map(WorkloadSpec::Ycsb).collect::<Vec<_>>()
         );
+        assert_eq!(
+            parse_workloads("ycsb-e,scan:10,100,1_000,insert").unwrap(),
+            [
+                WorkloadSpec::Ycsb('e'),
+                WorkloadSpec::Scan(10),
+                WorkloadSpec::Scan(100),
+                WorkloadSpec::Scan(1000),
+                WorkloadSpec::Insert
+            ]
+        );
+        assert_eq!(WorkloadSpec::Scan(100).to_string(), "scan:100");
+        assert_eq!(WorkloadSpec::Insert.to_string(), "insert");
+        assert!(WorkloadSpec::Ycsb('e').scans() && WorkloadSpec::Scan(1).scans());
+        assert!(!WorkloadSpec::Ycsb('d').scans() && !WorkloadSpec::Insert.scans());
         assert_eq!(
             parse_workloads("YCSB-A, ycsb-f").unwrap(),
             [WorkloadSpec::Ycsb('a'), WorkloadSpec::Ycsb('f')]
@@ -284,13 +410,19 @@ mod tests {
         assert_eq!(WorkloadSpec::GetRatio(95).to_string(), "get-ratio:95");
         assert_eq!(WorkloadSpec::ValueSize(4096).value_size(64), 4096);
         assert_eq!(WorkloadSpec::Ycsb('a').value_size(64), 64);
+        assert_eq!(parse_workloads("PDV").unwrap(), [WorkloadSpec::Pdv]);
+        assert_eq!(WorkloadSpec::Pdv.to_string(), "pdv");
+        assert_eq!(WorkloadSpec::Pdv.value_size(64), 8);
+        assert_eq!(WorkloadSpec::Pdv.get_percent(), 0.0);
     }
 
     #[test]
     fn bad_workloads_are_refused_with_a_reason() {
-        let e = parse_workloads("ycsb-e").unwrap_err();
-        assert!(e.contains("range scans"), "{e}");
         assert!(parse_workloads("ycsb-g").is_err());
+        assert!(parse_workloads("scan:0").is_err());
+        assert!(parse_workloads("scan:1K").is_err());
+        assert!(parse_workloads("scan").is_err());
+        assert!(parse_workloads("insert:5").is_err());
         assert!(parse_workloads("get-ratio:101").is_err());
         assert!(parse_workloads("get-ratio:x").is_err());
         assert!(parse_workloads("50").unwrap_err().contains("bare number"));
@@ -315,6 +447,30 @@ mod tests {
         assert_eq!(
             WorkloadSpec::GetRatio(50).default_distribution(t),
             Distribution::Uniform
+        );
+        assert_eq!(
+            WorkloadSpec::Ycsb('e').default_distribution(t),
+            Distribution::Zipfian { theta: t }
+        );
+        assert_eq!(
+            WorkloadSpec::Scan(10).default_distribution(t),
+            Distribution::Uniform
+        );
+    }
+
+    #[test]
+    fn scan_lengths_follow_ycsb_or_the_workload() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let e = WorkloadSpec::Ycsb('e').scan_length();
+        assert_eq!(e, ScanLength::Uniform { max: 100 });
+        let lengths: Vec<usize> = (0..20_000).map(|_| e.choose(&mut rng)).collect();
+        assert_eq!(lengths.iter().min(), Some(&1));
+        assert_eq!(lengths.iter().max(), Some(&100));
+        let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
+        assert!((mean - 50.5).abs() < 1.5, "mean {mean}");
+        assert_eq!(
+            WorkloadSpec::Scan(1000).scan_length().choose(&mut rng),
+            1000
         );
     }
 }

@@ -2,7 +2,9 @@
 //! and RocksDB with their features) stores, reads back, overwrites and
 //! read-modify-writes through the same `Store` adapter the benchmark uses,
 //! so a throughput figure is never the figure of an adapter that drops
-//! writes or misses reads.
+//! writes or misses reads. The engines with ordered reads also scan: the
+//! pairs come in key order from the start key, as many as asked; the others
+//! refuse to scan.
 
 use persimmon_bench::engines::{self, Batch, EngineKind, OpenConfig};
 use persimmon_bench::keys::KeyBuf;
@@ -43,6 +45,36 @@ fn every_built_engine_reads_its_writes() {
             assert_eq!(out, [i as u8; 16], "{} key {i}", kind.name());
         }
         assert!(!store.read(key.key(1000), &mut out).unwrap());
+
+        // Keys in byte order; scan 5 pairs from the 10th key, and past the end.
+        let mut sorted: Vec<u64> = (0..100).collect();
+        sorted.sort_by_key(|&i| key.key(i).to_vec());
+        if kind.has_ordered_reads() {
+            let start = key.key(sorted[10]).to_vec();
+            assert_eq!(
+                store.scan(&start, 5, &mut out).unwrap(),
+                5,
+                "{}",
+                kind.name()
+            );
+            let mut last = key.key(sorted[14]).to_vec();
+            last.extend_from_slice(&[sorted[14] as u8; 16]);
+            assert_eq!(out, last, "{}: out holds the 5th pair", kind.name());
+            let near_end = key.key(sorted[97]).to_vec();
+            assert_eq!(
+                store.scan(&near_end, 10, &mut out).unwrap(),
+                3,
+                "{}",
+                kind.name()
+            );
+            assert_eq!(store.scan(&[0xFF; 9], 10, &mut out).unwrap(), 0);
+        } else {
+            assert!(
+                store.scan(key.key(0), 5, &mut out).is_err(),
+                "{}",
+                kind.name()
+            );
+        }
 
         store.write(key.key(7), b"seven").unwrap();
         assert!(store.read(key.key(7), &mut out).unwrap());

@@ -2,27 +2,10 @@
 //! small key set, with a thread count far above the cores (threads take
 //! turns), and writes JSON, Markdown and SVG that read back.
 
-use clap::Parser;
-use persimmon_bench::{BenchArgs, PoolSizes, Record};
+mod common;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: BenchArgs,
-}
-
-fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .expect("create a temporary directory")
-}
-
-fn args(dir: &std::path::Path, extra: &[&str]) -> BenchArgs {
-    let mut argv = vec!["bench".to_string(), "--pool-dir".into()];
-    argv.push(dir.display().to_string());
-    argv.extend(extra.iter().map(|s| s.to_string()));
-    Cli::try_parse_from(argv).expect("valid arguments").bench
-}
+use common::{args, scratch};
+use persimmon_bench::{PoolSizes, Record};
 
 #[test]
 fn persimmon_runs_ycsb_for_one_second_and_reports() {

@@ -6,8 +6,11 @@
 //! and meta page before returning. Each write is one write transaction;
 //! read-modify-write reads and writes inside one write transaction; each
 //! read is one read-only transaction (`mdb_get`, value copied out). LMDB
-//! allows one writer at a time. The load phase commits 1 024 pairs per
-//! transaction.
+//! allows one writer at a time. A scan is one read-only transaction and a
+//! range cursor from the start key (`Database::range`), each pair copied
+//! out. The load phase commits 1 024 pairs per transaction.
+
+use std::ops::Bound;
 
 use heed::types::Bytes;
 use heed::{Database, Env};
@@ -48,7 +51,8 @@ impl Store for LmdbStore {
     fn durability(&self) -> String {
         "default env flags (sync commit: pages written, fdatasync of data and meta before \
          return); one write transaction per write; read-modify-write = get + put in one write \
-         transaction; reads = one read-only transaction + mdb_get each; single writer"
+         transaction; reads = one read-only transaction + mdb_get each; scans = one read-only \
+         transaction + a cursor range from the start key; single writer"
             .into()
     }
 
@@ -76,6 +80,20 @@ impl Store for LmdbStore {
         let mut txn = self.env.write_txn().map_err(fail)?;
         self.db.put(&mut txn, key, value).map_err(fail)?;
         txn.commit().map_err(fail)
+    }
+
+    fn scan(&self, start: &[u8], count: usize, out: &mut Vec<u8>) -> Result<usize> {
+        let txn = self.env.read_txn().map_err(fail)?;
+        let bounds = (Bound::Included(start), Bound::Unbounded);
+        let mut read = 0;
+        for item in self.db.range(&txn, &bounds).map_err(fail)?.take(count) {
+            let (key, value) = item.map_err(fail)?;
+            out.clear();
+            out.extend_from_slice(key);
+            out.extend_from_slice(value);
+            read += 1;
+        }
+        Ok(read)
     }
 
     fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool> {

@@ -13,8 +13,15 @@
 //! (the engine's own per-operation durability, stated by
 //! [`Store::durability`]); a read copies the value out into the caller's
 //! buffer; a read-modify-write reads and writes in one atomic step (a
-//! transaction where the engine has them); the load phase may batch and is
-//! not measured.
+//! transaction where the engine has them); a scan reads keys and values
+//! in key order from its start key, copying each pair out, in one read
+//! transaction (snapshot) where the engine has them; the load phase may
+//! batch and is not measured.
+//!
+//! Scans need ordered reads: `persimmon-ordered` (a pool with the ordered
+//! index), LMDB and RocksDB have them; the other Persimmon variants (hash
+//! index only) do not ([`EngineKind::has_ordered_reads`]), and the run
+//! skips scan workloads for them with a note.
 
 use std::path::PathBuf;
 
@@ -31,6 +38,9 @@ pub mod rocksdb;
 pub enum EngineKind {
     /// Persimmon with all three MPKV mechanisms (the default options).
     Persimmon,
+    /// The default options plus the ordered index (`ordered_index: true`):
+    /// the pool keeps a persistent skiplist over the keys.
+    PersimmonOrdered,
     /// `Options::baseline()`: the MPKV paper's Baseline, all mechanisms off.
     Baseline,
     /// All mechanisms but the volatile lock table.
@@ -54,8 +64,9 @@ const ABLATION: [EngineKind; 4] = [
 ];
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 8] = [
         EngineKind::Persimmon,
+        EngineKind::PersimmonOrdered,
         EngineKind::Baseline,
         EngineKind::NoVolatileLocks,
         EngineKind::NoLockFreeReads,
@@ -68,6 +79,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Persimmon => "persimmon",
+            EngineKind::PersimmonOrdered => "persimmon-ordered",
             EngineKind::Baseline => "baseline",
             EngineKind::NoVolatileLocks => "no-volatile-locks",
             EngineKind::NoLockFreeReads => "no-lock-free-reads",
@@ -75,6 +87,15 @@ impl EngineKind {
             EngineKind::Lmdb => "lmdb",
             EngineKind::Rocksdb => "rocksdb",
         }
+    }
+
+    /// Whether the engine reads keys in order, so it can run scans
+    /// ([`Store::scan`]).
+    pub fn has_ordered_reads(self) -> bool {
+        matches!(
+            self,
+            EngineKind::PersimmonOrdered | EngineKind::Lmdb | EngineKind::Rocksdb
+        )
     }
 
     /// Whether this build has the engine's adapter.
@@ -212,6 +233,18 @@ pub trait Store: Send + Sync {
     /// stores `value`, durable on return.
     fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool>;
 
+    /// Reads up to `count` pairs in ascending key order, from the first key
+    /// at or after `start`, copying each key and value into `out` (which
+    /// holds the last pair afterwards); returns how many it read. Engines
+    /// without ordered reads ([`EngineKind::has_ordered_reads`]) keep this
+    /// default, an error; the run never calls it on them.
+    fn scan(&self, start: &[u8], count: usize, out: &mut Vec<u8>) -> Result<usize> {
+        let _ = (start, count, out);
+        Err(Error::usage(
+            "this engine has no ordered reads: it cannot scan",
+        ))
+    }
+
     /// Writes the engine skipped by concurrent write elimination so far
     /// (Persimmon only).
     fn eliminated_writes(&self) -> u64 {
@@ -271,6 +304,21 @@ mod tests {
         for k in EngineKind::ALL {
             assert_eq!(EngineKind::parse_list(k.name()).unwrap(), vec![k]);
         }
+    }
+
+    #[test]
+    fn only_the_ordered_engines_scan() {
+        let scanning: Vec<&str> = EngineKind::ALL
+            .into_iter()
+            .filter(|k| k.has_ordered_reads())
+            .map(EngineKind::name)
+            .collect();
+        assert_eq!(scanning, ["persimmon-ordered", "lmdb", "rocksdb"]);
+        assert_eq!(
+            EngineKind::parse_list("persimmon-ordered,persimmon").unwrap(),
+            [EngineKind::PersimmonOrdered, EngineKind::Persimmon]
+        );
+        assert!(!ABLATION.iter().any(|k| k.has_ordered_reads()));
     }
 
     #[test]

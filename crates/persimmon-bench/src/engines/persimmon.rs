@@ -1,6 +1,8 @@
 //! Persimmon and its ablation variants: the default options (all three MPKV
 //! mechanisms), `Options::baseline()` (none), and each mechanism switched
-//! off alone.
+//! off alone; and `persimmon-ordered`, the default options with the
+//! ordered index (a persistent skiplist over the keys, linked by every put
+//! of a new key), the only variant that can scan.
 
 use persimmon::{Db, Mechanisms, Options, Update};
 
@@ -32,6 +34,12 @@ pub fn options(kind: EngineKind) -> Options {
             ..all
         },
         EngineKind::Persimmon => all,
+        EngineKind::PersimmonOrdered => {
+            return Options {
+                ordered_index: true,
+                ..Options::default()
+            }
+        }
         EngineKind::Lmdb | EngineKind::Rocksdb => unreachable!("not a Persimmon variant"),
     };
     Options {
@@ -74,10 +82,16 @@ impl Store for PersimmonStore {
     fn durability(&self) -> String {
         let s = self.db.stats();
         let m = self.mechanisms;
+        let ordered = if self.db.has_ordered_index() {
+            "; ordered index on (a persistent skiplist: a put of a new key also links a node, \
+             overwrites do not; a scan = Db::range from the start key, pairs copied out)"
+        } else {
+            ""
+        };
         format!(
             "pool durability {} (flush {}, nt copy {}); a put or update is durable on return \
              (record flushed and fenced, then slot flushed and fenced); {} lanes; mechanisms: \
-             volatile lock table {}, lock-free reads {}, write elimination {}",
+             volatile lock table {}, lock-free reads {}, write elimination {}{ordered}",
             s.durability.name(),
             s.flush_instruction,
             s.nt_copy,
@@ -122,6 +136,23 @@ impl Store for PersimmonStore {
             .map_err(|e| self.fail(e))
     }
 
+    fn scan(&self, start: &[u8], count: usize, out: &mut Vec<u8>) -> Result<usize> {
+        let mut read = 0;
+        for item in self
+            .db
+            .range(start..)
+            .map_err(|e| self.fail(e))?
+            .take(count)
+        {
+            let (key, value) = item.map_err(|e| self.fail(e))?;
+            out.clear();
+            out.extend_from_slice(&key);
+            out.extend_from_slice(&value);
+            read += 1;
+        }
+        Ok(read)
+    }
+
     fn eliminated_writes(&self) -> u64 {
         self.db.stats().eliminated_puts
     }
@@ -146,5 +177,11 @@ mod tests {
         assert_eq!(off(EngineKind::NoVolatileLocks), [false, true, true]);
         assert_eq!(off(EngineKind::NoLockFreeReads), [true, false, true]);
         assert_eq!(off(EngineKind::NoWriteElimination), [true, true, false]);
+        assert!(options(EngineKind::PersimmonOrdered).ordered_index);
+        assert_eq!(
+            options(EngineKind::PersimmonOrdered).mechanisms,
+            Mechanisms::ALL
+        );
+        assert!(!options(EngineKind::Persimmon).ordered_index);
     }
 }
