@@ -146,6 +146,13 @@ pub struct BenchArgs {
     /// removing it
     #[arg(long)]
     pub keep_stores: bool,
+
+    /// With --workload pdv: also measure the engine's PUT of an existing
+    /// key alone and followed by a per-thread counter persisted as one word
+    /// or as an 8-shadow PDV (rows `persimmon-put`, `persimmon-put+single-word`,
+    /// `persimmon-put+pdv-8-sparse`, each compared with `persimmon-put`)
+    #[arg(long)]
+    pub pdv_engine_put: bool,
 }
 
 /// Key distribution names for `--distribution`.

@@ -11,7 +11,8 @@
 //! warm-up, then the timed phase. After the phase every variable is
 //! recovered again and must hold the last value its thread persisted.
 //!
-//! Then the engine's PUT with and without a hot persisted word: each thread
+//! Then, with `--pdv-engine-put`, the engine's PUT with and without a hot
+//! persisted word: each thread
 //! overwrites random keys of a Persimmon pool (`--keys`, 64-byte values,
 //! at most 100 000 keys) and, in `persimmon-put+single-word` and
 //! `persimmon-put+pdv-8-sparse`, persists a per-thread operation counter after
@@ -518,7 +519,10 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     write_out(out, &header)?;
 
     let mut records: Vec<Record> = Vec::new();
-    for variant in Variant::all() {
+    let variants = Variant::all()
+        .into_iter()
+        .filter(|v| args.pdv_engine_put || !matches!(v, Variant::EnginePut(_)));
+    for variant in variants {
         let name = variant.name();
         let path = run_dir.join(format!("{name}.pdv"));
         let file = PdvFile::create(&path, variant.file_bytes(max_threads))

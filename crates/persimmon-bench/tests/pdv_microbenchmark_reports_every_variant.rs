@@ -21,6 +21,7 @@ fn pdv_workload_measures_every_variant_and_writes_json() {
         &[
             "--workload",
             "pdv",
+            "--pdv-engine-put",
             "--threads",
             "1,2",
             "--ops",
@@ -107,4 +108,37 @@ fn pdv_workload_runs_alone() {
     let a = args(dir.path(), &["--workload", "pdv,ycsb-a", "--ops", "10"]);
     let e = persimmon_bench::run(&a, PoolSizes::default(), &mut Vec::new()).unwrap_err();
     assert!(e.to_string().contains("runs alone"), "{e}");
+}
+
+/// Without `--pdv-engine-put`, every record is one of the interface's
+/// variables: `single-word`, `pdv-N-sparse`, `pdv-N-dense`.
+#[test]
+fn by_default_only_the_variables_are_measured() {
+    let dir = scratch();
+    let json = dir.path().join("vars.json");
+    let a = args(
+        dir.path(),
+        &[
+            "--workload",
+            "pdv",
+            "--threads",
+            "1",
+            "--ops",
+            "200",
+            "--warmup-secs",
+            "0.01",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    persimmon_bench::run(&a, PoolSizes::default(), &mut Vec::new()).expect("pdv bench runs");
+    let records: Vec<Record> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 13);
+    for r in &records {
+        let e = r.engine.as_str();
+        let variable = e == "single-word"
+            || (e.starts_with("pdv-") && (e.ends_with("-sparse") || e.ends_with("-dense")));
+        assert!(variable, "unexpected engine {e}");
+    }
 }
