@@ -291,12 +291,7 @@ impl Ordered {
     }
 
     fn slot_of(&self, pool: &Pool, node: u64) -> (&SegState, u64) {
-        let seg = pool.segment_of(node);
-        let st = self.heap.segs[seg as usize]
-            .get()
-            .expect("node segment state");
-        let i = (node - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES) >> st.class;
-        (st, i)
+        self.heap.slot_of(pool, node)
     }
 
     fn is_deleted(&self, pool: &Pool, node: u64) -> bool {
@@ -746,6 +741,15 @@ impl NodeHeap {
         (self.segment_bytes - SEGMENT_HEADER_BYTES) >> class
     }
 
+    /// The state of the segment holding node `node` (a node this heap
+    /// handed out or the walk reached) and the node's slot number in it.
+    fn slot_of(&self, pool: &Pool, node: u64) -> (&SegState, u64) {
+        let seg = pool.segment_of(node);
+        let st = self.segs[seg as usize].get().expect("node segment state");
+        let i = (node - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES) >> st.class;
+        (st, i)
+    }
+
     fn alloc(&self, pool: &Pool, class: u32) -> Result<u64> {
         let mut c = self.classes[(class - NODE_MIN_CLASS) as usize].lock();
         let node = if let Some(n) = c.free.pop() {
@@ -775,9 +779,7 @@ impl NodeHeap {
             }
         };
         drop(c);
-        let seg = pool.segment_of(node);
-        let st = self.segs[seg as usize].get().expect("node segment state");
-        let i = (node - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES) >> class;
+        let (st, i) = self.slot_of(pool, node);
         set_bit(&st.deleted, i, false);
         self.nodes.fetch_add(1, Ordering::Relaxed);
         Ok(node)
@@ -819,12 +821,9 @@ impl NodeHeap {
     fn finish_walk(&self, pool: &Pool) {
         let mut pending = self.pending.lock();
         let freed = pending.take().unwrap_or_default();
-        for node in &freed {
-            let seg = pool.segment_of(*node);
-            if let Some(st) = self.segs[seg as usize].get() {
-                let i = (node - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES) >> st.class;
-                set_bit(&st.reachable, i, false);
-            }
+        for &node in &freed {
+            let (st, i) = self.slot_of(pool, node);
+            set_bit(&st.reachable, i, false);
         }
         let mut live = 0u64;
         for (seg, st) in self.segs.iter().enumerate() {

@@ -52,6 +52,8 @@ pub(crate) struct ScanResult {
     /// (segment index, node size class, holds the head) of every segment of
     /// the ordered index.
     pub ordered_segments: Vec<(u32, u32, bool)>,
+    /// Some log segment or large run exists: the pool holds records.
+    pub has_records: bool,
 }
 
 pub(crate) struct Pool {
@@ -221,6 +223,7 @@ impl Pool {
             lane_max_seq: vec![0; lanes],
             damaged: Vec::new(),
             ordered_segments: Vec::new(),
+            has_records: false,
         };
         let n = self.segment_count();
         let mut free = BTreeSet::new();
@@ -247,6 +250,7 @@ impl Pool {
                             .push((i, h.lane_or_depth as u8, h.base_seq_or_prefix));
                     }
                     SegmentKind::Log | SegmentKind::Large => {
+                        r.has_records = true;
                         let lane = (h.lane_or_depth as usize).min(lanes - 1);
                         info.kind.store(h.kind as u8, Ordering::Relaxed);
                         info.sealed.store(true, Ordering::Relaxed);

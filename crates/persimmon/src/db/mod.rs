@@ -276,11 +276,7 @@ impl Db {
     ) -> Result<Db> {
         let (pool, scan) = Pool::open(path, &options, observer)?;
         let dir = if scan.index_segments.is_empty() {
-            let has_data = (0..pool.segment_count()).any(|s| {
-                let k = pool.kind(s);
-                k == SegmentKind::Log as u8 || k == SegmentKind::Large as u8
-            });
-            if has_data {
+            if scan.has_records {
                 return Err(Error::corruption(
                     layout::SUPERBLOCK_BYTES,
                     "the pool holds records but no index segment",
@@ -318,11 +314,7 @@ impl Db {
         let index = Index::new(dir, pool.segment_bytes, locks);
         let seed = pool.sb.hash_seed;
         let ordered = if pool.sb.flags & layout::SB_FLAG_ORDERED_INDEX != 0 {
-            let has_data = (0..pool.segment_count()).any(|s| {
-                let k = pool.kind(s);
-                k == SegmentKind::Log as u8 || k == SegmentKind::Large as u8
-            });
-            if scan.ordered_segments.is_empty() && has_data {
+            if scan.ordered_segments.is_empty() && scan.has_records {
                 return Err(Error::corruption(
                     layout::SUPERBLOCK_BYTES,
                     "the pool holds records but its ordered index has no segment (damaged head?)",
