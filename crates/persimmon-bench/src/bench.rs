@@ -92,6 +92,32 @@ impl Drop for Scratch {
     }
 }
 
+/// How a timed phase ends (`--ops` or `--duration-secs`) and its warm-up.
+pub(crate) fn phase_length(args: &BenchArgs) -> (Stop, Duration) {
+    let stop = match args.ops {
+        Some(n) => Stop::Ops(n),
+        None => Stop::After(Duration::from_secs_f64(args.duration_secs)),
+    };
+    (stop, Duration::from_secs_f64(args.warmup_secs))
+}
+
+/// The run's fresh scratch directory under `--pool-dir` (removed when the
+/// returned guard drops, unless `--keep-stores`) and the file system it is on.
+pub(crate) fn run_dir(args: &BenchArgs) -> Result<(PathBuf, Scratch, String)> {
+    std::fs::create_dir_all(&args.pool_dir)
+        .map_err(|e| Error::file("create", &args.pool_dir, e))?;
+    let dir = args
+        .pool_dir
+        .join(format!("persimmon-bench.{}", std::process::id()));
+    fresh_dir(&dir)?;
+    let scratch = Scratch {
+        dir: dir.clone(),
+        keep: args.keep_stores,
+    };
+    let fs = filesystem_of(&args.pool_dir).unwrap_or_else(|| "unknown file system".into());
+    Ok((dir, scratch, fs))
+}
+
 pub(crate) fn fresh_dir(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(|e| Error::file("remove", dir, e))?;
@@ -290,26 +316,12 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
     let threads_list = &args.threads.0;
     let max_threads = threads_list.iter().copied().max().unwrap_or(1);
     let cores = cores();
-    let stop = match args.ops {
-        Some(n) => Stop::Ops(n),
-        None => Stop::After(Duration::from_secs_f64(args.duration_secs)),
-    };
-    let warmup = Duration::from_secs_f64(args.warmup_secs);
+    let (stop, warmup) = phase_length(args);
     let pool_max = sizes
         .max
         .unwrap_or_else(|| persimmon::Options::default().pool_bytes_max);
 
-    std::fs::create_dir_all(&args.pool_dir)
-        .map_err(|e| Error::file("create", &args.pool_dir, e))?;
-    let run_dir = args
-        .pool_dir
-        .join(format!("persimmon-bench.{}", std::process::id()));
-    fresh_dir(&run_dir)?;
-    let _scratch = Scratch {
-        dir: run_dir.clone(),
-        keep: args.keep_stores,
-    };
-    let fs = filesystem_of(&args.pool_dir).unwrap_or_else(|| "unknown file system".into());
+    let (run_dir, _scratch, fs) = run_dir(args)?;
 
     let open_config = |dir: PathBuf, value_size: usize| OpenConfig {
         dir,

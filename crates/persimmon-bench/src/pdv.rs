@@ -42,7 +42,7 @@ use persimmon::pmem::thread_counters;
 use persimmon::PmemCounters;
 
 use crate::args::BenchArgs;
-use crate::bench::{cores, filesystem_of, fresh_dir, write_file, write_json, write_out, Scratch};
+use crate::bench::{cores, phase_length, run_dir, write_file, write_json, write_out};
 use crate::error::{Error, Result};
 use crate::progress;
 use crate::record::Record;
@@ -470,23 +470,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let threads_list = &args.threads.0;
     let max_threads = threads_list.iter().copied().max().unwrap_or(1) as u64;
     let cores = cores();
-    let stop = match args.ops {
-        Some(n) => Stop::Ops(n),
-        None => Stop::After(Duration::from_secs_f64(args.duration_secs)),
-    };
-    let warmup = Duration::from_secs_f64(args.warmup_secs);
+    let (stop, warmup) = phase_length(args);
 
-    std::fs::create_dir_all(&args.pool_dir)
-        .map_err(|e| Error::file("create", &args.pool_dir, e))?;
-    let run_dir = args
-        .pool_dir
-        .join(format!("persimmon-bench.{}", std::process::id()));
-    fresh_dir(&run_dir)?;
-    let _scratch = Scratch {
-        dir: run_dir.clone(),
-        keep: args.keep_stores,
-    };
-    let fs = filesystem_of(&args.pool_dir).unwrap_or_else(|| "unknown file system".into());
+    let (run_dir, _scratch, fs) = run_dir(args)?;
 
     // A first small file states the durability every variant gets.
     let durability = {
