@@ -61,6 +61,14 @@ impl Reply {
         self.line(b'+', text.as_bytes());
     }
 
+    /// An array of simple strings (a command's `HELP` text, one line each).
+    pub fn simple_lines(&mut self, lines: &[&str]) {
+        self.array(lines.len());
+        for l in lines {
+            self.simple(l);
+        }
+    }
+
     /// `+OK`
     pub fn ok(&mut self) {
         self.buf.extend_from_slice(b"+OK\r\n");

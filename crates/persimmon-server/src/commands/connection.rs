@@ -286,10 +286,7 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             "HELP",
             "    Print this help.",
         ];
-        s.out.array(lines.len());
-        for l in lines {
-            s.out.simple(l);
-        }
+        s.out.simple_lines(&lines);
     } else {
         return Err(unknown_subcommand("client", sub));
     }

@@ -119,10 +119,7 @@ pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             "LIST",
             "    Return the names of all commands.",
         ];
-        s.out.array(lines.len());
-        for l in lines {
-            s.out.simple(l);
-        }
+        s.out.simple_lines(&lines);
     } else {
         return Err(unknown_subcommand("command", sub));
     }
@@ -228,10 +225,7 @@ pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             "HELP",
             "    Print this help.",
         ];
-        s.out.array(lines.len());
-        for l in lines {
-            s.out.simple(l);
-        }
+        s.out.simple_lines(&lines);
     } else {
         return Err(unknown_subcommand("config", sub));
     }
