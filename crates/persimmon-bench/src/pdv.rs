@@ -12,9 +12,9 @@
 //! recovered again and must hold the last value its thread persisted.
 //!
 //! Then, with `--pdv-engine-put`, the engine's PUT with and without a hot
-//! persisted word: each thread
-//! overwrites random keys of a Persimmon pool (`--keys`, 64-byte values,
-//! at most 100 000 keys) and, in `persimmon-put+single-word` and
+//! persisted word: each thread overwrites keys of its own (key ≡ thread mod
+//! threads) in a Persimmon pool (`--keys`, 64-byte values, at most 100 000
+//! keys) and, in `persimmon-put+single-word` and
 //! `persimmon-put+pdv-8-sparse`, persists a per-thread operation counter after
 //! every put (what a design with a persisted lane counter would pay; the
 //! engine itself persists no such word — see `docs/design.md`);
@@ -196,6 +196,8 @@ struct Shared<'a> {
     /// The pool the engine-put variants write, and its key count.
     db: Option<(&'a persimmon::Db, u64)>,
     variant: Variant,
+    /// Worker threads of the phase.
+    threads: u64,
     /// Workers that attached their variable (or failed to).
     ready: AtomicUsize,
     go: AtomicBool,
@@ -249,9 +251,14 @@ impl Shared<'_> {
             Variant::EnginePut(hot) => {
                 let (db, keys) = self.db.expect("engine-put variants get a pool");
                 let value = [0x5au8; 64];
-                // Thread t's counter value v overwrites key (v * 7919 + t) mod keys.
-                let key =
-                    move |v: u64| (v.wrapping_mul(7919).wrapping_add(thread) % keys).to_be_bytes();
+                // Thread t of T overwrites only keys ≡ t (mod T), so no two
+                // threads write one key (no write elimination skews the
+                // per-put counts): value v picks key ((v * 7919) mod (keys / T)) * T + t.
+                let threads = self.threads;
+                let per_thread = (keys / threads).max(1);
+                let key = move |v: u64| {
+                    ((v.wrapping_mul(7919) % per_thread) * threads + thread).to_be_bytes()
+                };
                 match hot {
                     None => match self.start() {
                         None => Ok(None),
@@ -317,6 +324,7 @@ fn run_phase(
         file,
         db,
         variant,
+        threads: threads as u64,
         ready: AtomicUsize::new(0),
         go: AtomicBool::new(false),
         abort: AtomicBool::new(false),

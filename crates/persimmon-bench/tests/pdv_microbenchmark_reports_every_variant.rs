@@ -61,11 +61,12 @@ fn pdv_workload_measures_every_variant_and_writes_json() {
         // the counter: one store, flush and fence more.
         assert_eq!(r.engine, engines[i / 2], "{r:?}");
         assert_eq!(r.ops, 5000, "{r:?}");
-        // (A new log segment now and then adds a little.)
+        // (A new log segment now and then adds a little; threads never
+        // write one key, so no put is eliminated.)
         let extra = u64::from(r.engine != "persimmon-put") as f64;
-        assert!((r.fences_per_op - (2.0 + extra)).abs() < 0.05, "{r:?}");
+        assert!((r.fences_per_op - (2.0 + extra)).abs() < 0.01, "{r:?}");
         if cfg!(target_arch = "x86_64") {
-            assert!((r.flushes_per_op - (3.0 + extra)).abs() < 0.05, "{r:?}");
+            assert!((r.flushes_per_op - (3.0 + extra)).abs() < 0.01, "{r:?}");
         }
     }
     for (i, r) in records.iter().enumerate().take(variables * 2) {
