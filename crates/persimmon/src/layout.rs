@@ -18,9 +18,11 @@
 /// Pool magic, first 8 bytes of the file.
 pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// Format version written by this build. Version 2 added the ordered index
-/// (superblock flag, segment kind 4, skiplist nodes); version-1 pools are
-/// still read (they never carry an ordered index).
-pub const FORMAT_VERSION: u32 = 2;
+/// (superblock flag, segment kind 4, skiplist nodes); version 3 the DRAM
+/// point index (superblock flag; the node's record word names the key's
+/// record). A pool is written at the lowest version that expresses it, and
+/// older versions are still read.
+pub const FORMAT_VERSION: u32 = 3;
 /// Oldest format version this build opens.
 pub const FORMAT_VERSION_MIN: u32 = 1;
 /// Bytes reserved for the superblock; segment 0 starts here.
@@ -50,8 +52,13 @@ pub const SB_FLAG_PM_BUCKET_LOCKS: u64 = 1;
 /// Superblock flag: the pool keeps the ordered index (a persistent skiplist
 /// over the keys, format version 2).
 pub const SB_FLAG_ORDERED_INDEX: u64 = 2;
+/// Superblock flag: the point index lives in DRAM and is rebuilt after open
+/// from the ordered index, whose nodes name their keys' records (format
+/// version 3; needs the ordered-index flag, no persistent bucket locks).
+pub const SB_FLAG_DRAM_POINT_INDEX: u64 = 4;
 /// Every flag this build understands.
-pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX;
+pub const SB_KNOWN_FLAGS: u64 =
+    SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX | SB_FLAG_DRAM_POINT_INDEX;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +118,19 @@ impl Superblock {
             return Err(SuperblockError::Damaged(
                 "a version-1 superblock with the ordered-index flag".into(),
             ));
+        }
+        if sb.flags & SB_FLAG_DRAM_POINT_INDEX != 0 {
+            if version < 3 {
+                return Err(SuperblockError::Damaged(format!(
+                    "a version-{version} superblock with the DRAM point-index flag"
+                )));
+            }
+            if sb.flags & SB_FLAG_ORDERED_INDEX == 0 || sb.flags & SB_FLAG_PM_BUCKET_LOCKS != 0 {
+                return Err(SuperblockError::Damaged(format!(
+                    "the DRAM point-index flag with flags {:#x} (needs the ordered index and no persistent bucket locks)",
+                    sb.flags
+                )));
+            }
         }
         if sb.flags & !SB_KNOWN_FLAGS != 0 {
             return Err(SuperblockError::Damaged(format!(
@@ -312,7 +332,8 @@ pub fn record_crc(record_after_crc: &[u8]) -> u32 {
 
 /// Skiplist node: `next` (pool offset of the next node, 0 at the end).
 pub const NODE_NEXT: usize = 0;
-/// Reserved word (a record slot for a future DRAM point-index placement); 0.
+/// Record word: with the DRAM point index, the key's record as a slot word
+/// (`Slot` encoding, two-phase persist bit; 0 = no record); 0 otherwise.
 pub const NODE_RECORD: usize = 8;
 pub const NODE_KEY_LEN: usize = 16;
 /// CRC32C over the key length (4 bytes, little-endian) and the key.
@@ -459,7 +480,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 2);
+        assert_eq!(get_u32(&b, 8), 3);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -483,12 +504,35 @@ mod tests {
             Superblock::decode(&b),
             Err(SuperblockError::Damaged(_))
         ));
-        let mut v3 = sb;
-        v3.format_version = FORMAT_VERSION + 1;
+        let mut next = sb;
+        next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
-            Superblock::decode(&v3.encode()),
-            Err(SuperblockError::Version(3))
+            Superblock::decode(&next.encode()),
+            Err(SuperblockError::Version(4))
         ));
+        // The DRAM point-index flag: version 3 and the ordered index only.
+        let mut dram = sb;
+        dram.flags = SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX;
+        assert_eq!(Superblock::decode(&dram.encode()).unwrap(), dram);
+        for (version, flags) in [
+            (2, SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX),
+            (3, SB_FLAG_DRAM_POINT_INDEX),
+            (
+                3,
+                SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX | SB_FLAG_PM_BUCKET_LOCKS,
+            ),
+        ] {
+            let mut bad = sb;
+            bad.format_version = version;
+            bad.flags = flags;
+            assert!(
+                matches!(
+                    Superblock::decode(&bad.encode()),
+                    Err(SuperblockError::Damaged(_))
+                ),
+                "version {version} flags {flags:#x}"
+            );
+        }
         let mut v0 = sb;
         v0.format_version = 0;
         assert!(matches!(

@@ -39,7 +39,7 @@ pub use db::{
     CheckReport, Db, Iter, Range, RangeKeys, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES,
 };
 pub use error::{Error, Result};
-pub use options::{FlushMode, Mechanisms, Options};
+pub use options::{FlushMode, Mechanisms, Options, PointIndex};
 pub use pmem::{Durability, PersistObserver, PmemCounters};
 
 /// On-media format constants, exposed for tools and fixture tests.

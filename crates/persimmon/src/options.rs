@@ -53,6 +53,44 @@ impl Default for Mechanisms {
     }
 }
 
+/// Where the point index (key → record) lives; chosen when the pool is
+/// created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PointIndex {
+    /// In persistent memory (MPKV): usable the moment the pool opens.
+    #[default]
+    Pm,
+    /// In DRAM (HybridIndex+): a point read touches persistent memory only
+    /// for the record. Nothing of it is persisted: after every open it is
+    /// rebuilt in the background from the ordered index, which serves point
+    /// reads (more slowly) until the rebuild is done. Needs the ordered
+    /// index and all three [`Mechanisms`].
+    Dram,
+}
+
+impl PointIndex {
+    pub fn name(self) -> &'static str {
+        match self {
+            PointIndex::Pm => "pm",
+            PointIndex::Dram => "dram",
+        }
+    }
+}
+
+impl std::str::FromStr for PointIndex {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "pm" => Ok(PointIndex::Pm),
+            "dram" => Ok(PointIndex::Dram),
+            other => Err(format!(
+                "point index placement {other:?}: expected pm or dram"
+            )),
+        }
+    }
+}
+
 /// Options for [`crate::Db::open`].
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -82,6 +120,10 @@ pub struct Options {
     /// (default `false`). At open, the pool's own setting applies;
     /// [`crate::Db::has_ordered_index`] tells which it is.
     pub ordered_index: bool,
+    /// *Creation*: where the point index lives (default [`PointIndex::Pm`]).
+    /// [`PointIndex::Dram`] needs `ordered_index`. At open, the pool's own
+    /// setting applies; [`crate::Db::point_index`] tells which it is.
+    pub point_index: PointIndex,
     /// Run the background log cleaner (default `true`).
     pub cleaner: bool,
     /// Most bytes per second the cleaner copies while the pool has room to
@@ -115,6 +157,7 @@ impl Default for Options {
             verify_reads: false,
             mechanisms: Mechanisms::ALL,
             ordered_index: false,
+            point_index: PointIndex::Pm,
             cleaner: true,
             cleaner_bytes_per_sec: 256 << 20,
         }

@@ -395,8 +395,8 @@ impl Ordered {
 
     /// Links a node for `key` unless one is linked already (an orphan left by
     /// a crash, or a write in flight). The caller holds the key's bucket
-    /// lock and is pinned. Returns whether a node was added.
-    pub fn insert(&self, pool: &Pool, key: &[u8], _guard: &Guard) -> Result<bool> {
+    /// lock and is pinned. Returns the key's node and whether it was added.
+    pub fn insert(&self, pool: &Pool, key: &[u8], _guard: &Guard) -> Result<(u64, bool)> {
         if key.len() > self.max_key {
             return Err(Error::KeyTooLarge {
                 len: key.len(),
@@ -413,7 +413,7 @@ impl Ordered {
                     std::thread::yield_now();
                     continue;
                 }
-                return Ok(false);
+                return Ok((succ, false));
             }
             let marks = self.mark(pred, None);
             if self.is_deleted(pool, pred) || pm.load_u64(pred + NODE_NEXT as u64) != succ {
@@ -439,7 +439,7 @@ impl Ordered {
             if self.sampled(key) {
                 self.hints.insert(key.to_vec(), node);
             }
-            return Ok(true);
+            return Ok((node, true));
         }
     }
 
@@ -484,6 +484,27 @@ impl Ordered {
     }
 
     // ------------------------------------------------------------- reads
+
+    /// The linked node of `key`, if any (the caller is pinned).
+    pub fn find(&self, pool: &Pool, key: &[u8]) -> Result<Option<u64>> {
+        let (_, node) = self.search(pool, key)?;
+        if node != 0 && self.key(pool, node, false)? == key {
+            Ok(Some(node))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Pool offset of `node`'s record word (see `layout::NODE_RECORD`).
+    #[inline]
+    pub fn record_word(node: u64) -> u64 {
+        node + NODE_RECORD as u64
+    }
+
+    /// The key of a linked node (CRC checked).
+    pub fn node_key<'p>(&self, pool: &'p Pool, node: u64) -> Result<&'p [u8]> {
+        self.key(pool, node, true)
+    }
 
     /// Keys of up to `limit` linked nodes after `from` (or from the first
     /// node) in ascending order, stopping past `upper`. Orphans are included:
@@ -565,13 +586,15 @@ impl Ordered {
     // -------------------------------------------------- after open, check
 
     /// Walks the whole list after open: sets up the search hints, learns
-    /// which old node slots are in use (the others become free), and hands
-    /// every node whose key the point index does not hold to `orphan`
-    /// (called unpinned, which unlinks it under the key's bucket lock).
+    /// which old node slots are in use (the others become free), asks
+    /// `present(key, node)` (pinned) whether the point index holds each key
+    /// — with the DRAM point index, that call enters the key — and hands
+    /// every node whose key it does not hold to `orphan` (called unpinned,
+    /// which unlinks it under the key's bucket lock).
     pub fn walk(
         &self,
         pool: &Pool,
-        present: &dyn Fn(&[u8]) -> Result<bool>,
+        present: &dyn Fn(&[u8], u64) -> Result<bool>,
         orphan: &dyn Fn(&[u8]) -> Result<bool>,
         stop: &AtomicBool,
     ) -> Result<WalkReport> {
@@ -628,7 +651,7 @@ impl Ordered {
                         }
                         drop(marks);
                     }
-                    if !present(key)? {
+                    if !present(key, node)? {
                         orphans.push(key.to_vec());
                     }
                     last = Some(key.to_vec());
@@ -651,11 +674,12 @@ impl Ordered {
     }
 
     /// Walks the list with the check's eyes: keys strictly ascending, every
-    /// node valid (CRC), nothing deleted still linked. Returns the keys of
-    /// all linked nodes (the caller compares them with the point index).
-    pub fn check(&self, pool: &Pool, errors: &mut Vec<String>) -> Vec<Vec<u8>> {
+    /// node valid (CRC), nothing deleted still linked. Returns the keys and
+    /// offsets of all linked nodes (the caller compares them with the point
+    /// index).
+    pub fn check(&self, pool: &Pool, errors: &mut Vec<String>) -> Vec<(Vec<u8>, u64)> {
         let _guard = crossbeam_epoch::pin();
-        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut keys: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut seen = HashMap::new();
         let mut node = match self.next(pool, self.head) {
             Ok(n) => n,
@@ -678,7 +702,7 @@ impl Ordered {
                     break;
                 }
             };
-            if let Some(prev) = keys.last() {
+            if let Some((prev, _)) = keys.last() {
                 if prev.as_slice() >= key {
                     errors.push(format!(
                         "ordered index: node {node:#x} is out of order ({:?} after {:?})",
@@ -692,7 +716,7 @@ impl Ordered {
                     "ordered index: deleted node {node:#x} still linked"
                 ));
             }
-            keys.push(key.to_vec());
+            keys.push((key.to_vec(), node));
             node = match self.next(pool, node) {
                 Ok(n) => n,
                 Err(e) => {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::layout::{self, HeaderState, SegmentHeader, SegmentKind, Superblock, SuperblockError};
-use crate::options::{FlushMode, Options};
+use crate::options::{FlushMode, Options, PointIndex};
 use crate::pmem::{self, PersistObserver, PmemFile};
 
 /// DRAM state of one segment.
@@ -169,6 +169,14 @@ impl Pool {
                 path.display(),
                 if has_pm_locks { "with" } else { "without" },
                 !has_pm_locks
+            )));
+        }
+        if sb.flags & layout::SB_FLAG_DRAM_POINT_INDEX != 0
+            && opts.mechanisms != crate::options::Mechanisms::ALL
+        {
+            return Err(Error::InvalidOptions(format!(
+                "{}: the pool keeps its point index in DRAM, which runs with all three MPKV mechanisms on; open it without ablation",
+                path.display()
             )));
         }
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
@@ -549,6 +557,16 @@ fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock
 /// renamed into place, so a crash during creation never leaves a half-made
 /// pool under the real name.
 fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
+    if opts.point_index == PointIndex::Dram && !opts.ordered_index {
+        return Err(Error::InvalidOptions(
+            "the DRAM point index is rebuilt from the ordered index: create the pool with the ordered index too (--ordered-index)".into(),
+        ));
+    }
+    if opts.point_index == PointIndex::Dram && opts.mechanisms != crate::options::Mechanisms::ALL {
+        return Err(Error::InvalidOptions(
+            "the DRAM point index runs with all three MPKV mechanisms on (no ablation)".into(),
+        ));
+    }
     let seg = opts.segment_bytes;
     let initial = opts
         .pool_bytes_initial
@@ -577,10 +595,12 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
             None,
         )?;
         let sb = Superblock {
-            // Version 2 only when the pool uses what version 2 added, so a
-            // pool without the ordered index stays readable by older builds.
-            format_version: if opts.ordered_index {
-                layout::FORMAT_VERSION
+            // The lowest version that expresses the pool, so a pool without
+            // the newer features stays readable by older builds.
+            format_version: if opts.point_index == PointIndex::Dram {
+                3
+            } else if opts.ordered_index {
+                2
             } else {
                 1
             },
@@ -599,6 +619,10 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
                 layout::SB_FLAG_PM_BUCKET_LOCKS
             } | if opts.ordered_index {
                 layout::SB_FLAG_ORDERED_INDEX
+            } else {
+                0
+            } | if opts.point_index == PointIndex::Dram {
+                layout::SB_FLAG_DRAM_POINT_INDEX
             } else {
                 0
             },

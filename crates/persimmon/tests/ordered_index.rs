@@ -1,6 +1,7 @@
 //! The ordered index (persistent skiplist): ranges, prefixes, first/last and
 //! counts agree with a `BTreeMap` model through random puts, deletes,
-//! updates and reopens; the same holds for pools in every engine mode;
+//! updates and reopens; the same holds for pools in every engine mode and
+//! with the point index in DRAM;
 //! iteration under concurrent writers returns every stable key exactly once
 //! and in order; node space is reused; bad uses give clear errors.
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use persimmon::{Db, Error, Mechanisms, Options, Update};
+use persimmon::{Db, Error, Mechanisms, Options, PointIndex, Update};
 use proptest::prelude::*;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -184,9 +185,8 @@ fn verify_whole(db: &Db, model: &Model) {
     assert_eq!(report.ordered_orphans, 0);
 }
 
-fn run_story(ops: &[Op], mechanisms: Mechanisms, dir: &Path) {
+fn run_story(ops: &[Op], opts: Options, dir: &Path) {
     let path = dir.join("ordered.pool");
-    let opts = ordered_options(mechanisms);
     let mut db = Db::open(&path, opts.clone()).unwrap();
     assert!(db.has_ordered_index());
     let mut model = Model::new();
@@ -229,13 +229,23 @@ proptest! {
     #[test]
     fn ordered_reads_agree_with_a_btreemap(ops in proptest::collection::vec(op(), 1..400)) {
         let dir = common::pool_dir();
-        run_story(&ops, Mechanisms::ALL, dir.path());
+        run_story(&ops, ordered_options(Mechanisms::ALL), dir.path());
+    }
+
+    #[test]
+    fn ordered_reads_agree_with_a_btreemap_dram_point_index(ops in proptest::collection::vec(op(), 1..400)) {
+        let dir = common::pool_dir();
+        let opts = Options {
+            point_index: PointIndex::Dram,
+            ..ordered_options(Mechanisms::ALL)
+        };
+        run_story(&ops, opts, dir.path());
     }
 
     #[test]
     fn ordered_reads_agree_with_a_btreemap_baseline(ops in proptest::collection::vec(op(), 1..200)) {
         let dir = common::pool_dir();
-        run_story(&ops, Mechanisms::NONE, dir.path());
+        run_story(&ops, ordered_options(Mechanisms::NONE), dir.path());
     }
 }
 

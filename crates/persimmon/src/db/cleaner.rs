@@ -123,7 +123,7 @@ impl Engine {
             };
             let h = self.hash(&key);
             moved += self.with_locked(&key, h, CLEANER_SEQ, |_ctx, found, _free, guard| {
-                let Some(f) = found else {
+                let Some(f) = found.filter(|f| f.in_index) else {
                     return Ok(Locked::Done(0));
                 };
                 if f.slot.offset() != off {
@@ -144,7 +144,7 @@ impl Engine {
                 if let Some(old) = sealed {
                     self.maybe_free(old, guard);
                 }
-                self.publish(f.addr, f.slot.fingerprint(), at);
+                self.publish(f.addr, f.node, f.slot.fingerprint(), at);
                 self.account(0, f.addr, Some((at, total)), Some((off, total)), guard);
                 Ok(Locked::Done(total))
             })?;

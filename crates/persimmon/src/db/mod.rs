@@ -41,7 +41,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
-use crate::index::{self, Directory, Index, SegRef};
+use crate::index::{self, Directory, DramSpace, Index, SegRef};
 use crate::layout::{
     self, RecordHeader, SegmentHeader, SegmentKind, Slot, RECORD_HEADER_BYTES, REC_FLAG_RMW,
 };
@@ -51,9 +51,9 @@ mod cleaner;
 mod range;
 #[cfg(test)]
 mod tests;
-use crate::options::Options;
+use crate::options::{Options, PointIndex};
 use crate::ordered::Ordered;
-use crate::pmem::{self, Durability, PersistObserver};
+use crate::pmem::{self, Durability, PersistObserver, PmemFile};
 use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
 pub use range::{Range, RangeKeys};
 
@@ -100,6 +100,14 @@ pub struct Db {
 pub(crate) struct Engine {
     pub(crate) pool: Pool,
     pub(crate) index: Index,
+    /// The point index's segments when it lives in DRAM (else in the pool).
+    dram: Option<DramSpace>,
+    /// DRAM point index: the walk after open has entered every key, so a
+    /// miss in it is an answer (until then the ordered index is asked).
+    dram_filled: AtomicBool,
+    /// No segment may be freed: live bytes are not known for all records
+    /// (the DRAM point index's rebuild failed).
+    reclaim_blocked: AtomicBool,
     /// The ordered index, when the pool keeps one.
     pub(crate) ordered: Option<Ordered>,
     ordered_walk_errors: parking_lot::Mutex<Vec<String>>,
@@ -182,6 +190,15 @@ pub struct Stats {
     /// Ordered index: the walk after open (search hints, free node slots,
     /// orphan repair) has finished.
     pub ordered_walk_done: bool,
+    /// Where the point index lives.
+    pub point_index: PointIndex,
+    /// The point index answers every point read: always with
+    /// [`PointIndex::Pm`]; with [`PointIndex::Dram`], once its rebuild from
+    /// the ordered index after open is done (until then the ordered index
+    /// serves the reads it misses).
+    pub point_index_ready: bool,
+    /// DRAM the point index occupies with [`PointIndex::Dram`] (0 otherwise).
+    pub dram_index_bytes: u64,
     /// Persistence counters of the whole process.
     pub pmem: pmem::PmemCounters,
 }
@@ -211,10 +228,26 @@ impl CheckReport {
     }
 }
 
+/// A key's current record, as a write finds it under the bucket lock.
 struct Found {
+    /// Its slot (meaningful only when `in_index`).
     addr: u64,
     slot: Slot,
     header: RecordHeader,
+    /// DRAM point index: the key's ordered-index node (else 0).
+    node: u64,
+    /// The point index holds it (always, except with the DRAM point index
+    /// before its rebuild is done: then a key may be known only through its
+    /// node, and its record is not yet counted live).
+    in_index: bool,
+}
+
+impl Found {
+    /// The record this entry makes live in the accounting, if any.
+    fn counted(&self) -> Option<(u64, u64)> {
+        self.in_index
+            .then(|| (self.slot.offset(), self.header.total_bytes()))
+    }
 }
 
 /// Stores 0 into a reserved slot when dropped while still armed.
@@ -275,7 +308,20 @@ impl Db {
         observer: Option<Arc<dyn PersistObserver>>,
     ) -> Result<Db> {
         let (pool, scan) = Pool::open(path, &options, observer)?;
-        let dir = if scan.index_segments.is_empty() {
+        let dram = if pool.sb.flags & layout::SB_FLAG_DRAM_POINT_INDEX != 0 {
+            if let Some(&(s, _, _)) = scan.index_segments.first() {
+                return Err(Error::corruption(
+                    pool.segment_offset(s),
+                    "an index segment in a pool whose point index lives in DRAM",
+                ));
+            }
+            Some(DramSpace::new(pool.segment_bytes, pool.pool_bytes_max)?)
+        } else {
+            None
+        };
+        let dir = if let Some(d) = &dram {
+            first_segment(d.alloc_segment()?)
+        } else if scan.index_segments.is_empty() {
             if scan.has_records {
                 return Err(Error::corruption(
                     layout::SUPERBLOCK_BYTES,
@@ -304,7 +350,8 @@ impl Db {
             cleaner_active,
         );
         let base_seq_floor = scan.lane_max_seq.iter().copied().max().unwrap_or(0);
-        let clean_count = pool.clean_key_count;
+        // The DRAM point index counts its keys as its rebuild enters them.
+        let clean_count = pool.clean_key_count.filter(|_| dram.is_none());
         let mech = options.mechanisms;
         let locks = BucketLocks::new(
             !mech.volatile_lock_table,
@@ -333,6 +380,9 @@ impl Db {
         let engine = Arc::new_cyclic(|me| Engine {
             pool,
             index,
+            dram,
+            dram_filled: AtomicBool::new(false),
+            reclaim_blocked: AtomicBool::new(false),
             ordered,
             ordered_walk_errors: parking_lot::Mutex::new(Vec::new()),
             ordered_walk_ended: AtomicBool::new(false),
@@ -372,6 +422,11 @@ impl Db {
                 }
             })
             .map_err(|e| Error::io("spawn the rebuild thread", e))?;
+        if engine.ordered.as_ref().is_some_and(|o| o.walk_done()) {
+            // A new ordered index: nothing to walk, nothing to enter.
+            engine.dram_filled.store(true, Ordering::Release);
+            engine.ordered_walk_ended.store(true, Ordering::Release);
+        }
         let ordered_walk = match &engine.ordered {
             Some(o) if !o.walk_done() => {
                 let walker = engine.clone();
@@ -443,14 +498,27 @@ impl Db {
     /// least once (exactly once unless an index segment splits while the
     /// iteration runs); a value returned is one the key held, durably, at
     /// some moment during the iteration. Keys inserted or deleted meanwhile
-    /// may or may not appear.
+    /// may or may not appear. With the DRAM point index, right after open
+    /// this waits until the index is rebuilt.
     pub fn iter(&self) -> Iter<'_> {
+        if self.engine.dram.is_some() {
+            self.engine.wait_tally();
+        }
         Iter {
             engine: &self.engine,
             prefix16: 0,
             bucket: 0,
             buffer: std::collections::VecDeque::new(),
             done: false,
+        }
+    }
+
+    /// Where this pool's point index lives (chosen when it was created).
+    pub fn point_index(&self) -> PointIndex {
+        if self.engine.dram.is_some() {
+            PointIndex::Dram
+        } else {
+            PointIndex::Pm
         }
     }
 
@@ -545,14 +613,19 @@ fn create_first_index_segment(pool: &Pool) -> Result<Directory> {
             base_seq_or_prefix: 0,
         },
     );
-    Ok(Directory {
+    Ok(first_segment(off))
+}
+
+/// The directory of a new index: one segment at `offset`.
+fn first_segment(offset: u64) -> Directory {
+    Directory {
         depth: 0,
         entries: vec![SegRef {
-            offset: off,
+            offset,
             depth: 0,
             prefix: 0,
         }],
-    })
+    }
 }
 
 fn check_key(key: &[u8]) -> Result<()> {
@@ -621,11 +694,19 @@ impl Engine {
         (i, &self.lanes[i])
     }
 
-    /// Flushes a slot seen with persist=0 and marks it persisted, so the
-    /// caller may act on it.
+    /// The memory of the point index's slots: the pool, or DRAM.
     #[inline]
-    fn help_persist(&self, addr: u64, value: u64) {
-        let pm = &self.pool.pm;
+    fn ipm(&self) -> &PmemFile {
+        match &self.dram {
+            Some(d) => &d.slots,
+            None => &self.pool.pm,
+        }
+    }
+
+    /// Flushes a slot word (in `pm`) seen with persist=0 and marks it
+    /// persisted, so the caller may act on it.
+    #[inline]
+    fn help_persist(&self, pm: &PmemFile, addr: u64, value: u64) {
         pm.flush(addr, 8);
         pm.fence();
         let _ = pm.cas_u64(addr, value, value | Slot::PERSIST_BIT);
@@ -692,7 +773,7 @@ impl Engine {
         key: &[u8],
     ) -> Result<Option<(u64, RecordHeader)>> {
         let fp = index::fingerprint(h);
-        let pm = &self.pool.pm;
+        let pm = self.ipm();
         for bucket in self.index.probe(seg, h) {
             for addr in self.index.slots(bucket) {
                 let v = pm.load_u64(addr);
@@ -702,7 +783,7 @@ impl Engine {
                 }
                 if s.is_marker() {
                     if !s.persisted() {
-                        self.help_persist(addr, v);
+                        self.help_persist(pm, addr, v);
                     }
                     continue;
                 }
@@ -710,7 +791,7 @@ impl Engine {
                 let hdr = self.record_header(off)?;
                 if self.record_key(off, &hdr)? == key {
                     if !s.persisted() {
-                        self.help_persist(addr, v);
+                        self.help_persist(pm, addr, v);
                     }
                     return Ok(Some((off, hdr)));
                 }
@@ -729,9 +810,12 @@ impl Engine {
         let h = self.hash(key);
         loop {
             let _guard = epoch::pin();
+            // Read before the index: once it is set, the DRAM index holds
+            // every key (a miss read after it would not be an answer).
+            let filled = self.dram.is_none() || self.dram_filled.load(Ordering::Acquire);
             let seg = self.index.dir.load().lookup(h);
             let _read = (!self.two_phase).then(|| {
-                let pm = &self.pool.pm;
+                let pm = self.ipm();
                 let bucket = self.index.probe(&seg, h)[0];
                 ReadLock {
                     locks: &self.index.locks,
@@ -745,11 +829,61 @@ impl Engine {
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
+            let found = match found {
+                None if !filled => self
+                    .find_in_ordered(key, None)?
+                    .map(|(_, slot, hdr)| (slot.offset(), hdr)),
+                other => other,
+            };
             return match found {
                 None => Ok(None),
                 Some((off, hdr)) => Ok(Some(f(self.record_value(off, &hdr)?))),
             };
         }
+    }
+
+    /// DRAM point index before its rebuild is done: the record of `key`
+    /// through its ordered-index node (`node` when the caller knows it).
+    /// Returns the node, its record word (marked persisted) and the record's
+    /// header. The caller is pinned.
+    fn find_in_ordered(
+        &self,
+        key: &[u8],
+        node: Option<u64>,
+    ) -> Result<Option<(u64, Slot, RecordHeader)>> {
+        let Some(o) = &self.ordered else {
+            return Ok(None);
+        };
+        let node = match node {
+            Some(n) => n,
+            None => match o.find(&self.pool, key)? {
+                Some(n) => n,
+                None => return Ok(None),
+            },
+        };
+        let pm = &self.pool.pm;
+        let addr = Ordered::record_word(node);
+        let v = pm.load_u64(addr);
+        let s = Slot(v);
+        if s.is_empty() {
+            return Ok(None);
+        }
+        if !s.persisted() {
+            // The same two-phase word as a slot: never act on a value a
+            // crash could still undo.
+            self.help_persist(pm, addr, v);
+        }
+        if s.is_marker() {
+            return Ok(None);
+        }
+        let hdr = self.record_header(s.offset())?;
+        if self.record_key(s.offset(), &hdr)? != key {
+            return Err(Error::corruption(
+                node,
+                "an ordered-index node names a record of another key",
+            ));
+        }
+        Ok(Some((node, s.with_persist(), hdr)))
     }
 
     /// Runs `body` with the home bucket of `h` locked and the key's slot
@@ -759,23 +893,38 @@ impl Engine {
         key: &[u8],
         h: u64,
         seq: u64,
+        body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+    ) -> Result<R> {
+        self.with_locked_at(key, h, seq, None, body)
+    }
+
+    /// [`with_locked`](Self::with_locked); with the DRAM point index before
+    /// its rebuild is done, a key the index misses is looked up in the
+    /// ordered index (at `node` when given) and passed to `body` as found
+    /// but not `in_index`.
+    fn with_locked_at<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        seq: u64,
+        node: Option<u64>,
         mut body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
     ) -> Result<R> {
         let fp = index::fingerprint(h);
+        let pm = self.ipm();
         loop {
             let guard = epoch::pin();
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
-            let (held, observed) = self.index.locks.lock(&self.pool.pm, probe[0], seq);
+            let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
             let lock = BucketLock {
                 locks: &self.index.locks,
-                pm: &self.pool.pm,
+                pm,
                 held,
             };
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
-            let pm = &self.pool.pm;
             let mut found = None;
             let mut free = [(0u64, 0u64); 2 * layout::SLOTS_PER_BUCKET];
             let mut free_count = 0;
@@ -797,9 +946,24 @@ impl Engine {
                             addr,
                             slot: s,
                             header: hdr,
+                            node: self.dram.as_ref().map_or(0, |d| d.nodes.load_u64(addr)),
+                            in_index: true,
                         });
                     }
                 }
+            }
+            // Under the lock the answer is stable: the rebuild enters keys
+            // under their bucket locks before it reports itself done.
+            if found.is_none() && self.dram.is_some() && !self.dram_filled.load(Ordering::Acquire) {
+                found = self
+                    .find_in_ordered(key, node)?
+                    .map(|(node, slot, header)| Found {
+                        addr: 0,
+                        slot,
+                        header,
+                        node,
+                        in_index: false,
+                    });
             }
             let ctx = LockCtx {
                 seg,
@@ -833,7 +997,7 @@ impl Engine {
     fn claim(&self, free: &[(u64, u64)], fp: u16) -> Option<u64> {
         let marker = Slot::delete_marker(fp).0;
         free.iter()
-            .find(|&&(addr, cur)| self.pool.pm.cas_u64(addr, cur, marker).is_ok())
+            .find(|&&(addr, cur)| self.ipm().cas_u64(addr, cur, marker).is_ok())
             .map(|&(addr, _)| addr)
     }
 
@@ -895,7 +1059,10 @@ impl Engine {
     /// caller holds a lock that keeps this answer stable).
     #[inline]
     fn tallied(&self, addr: u64) -> bool {
-        self.tally_done.load(Ordering::Acquire) || addr < self.tally_cursor.load(Ordering::Acquire)
+        // The DRAM point index counts exactly what it holds, from the start.
+        self.dram.is_some()
+            || self.tally_done.load(Ordering::Acquire)
+            || addr < self.tally_cursor.load(Ordering::Acquire)
     }
 
     #[inline]
@@ -936,9 +1103,26 @@ impl Engine {
         }
     }
 
-    /// Publishes record `off` in slot `addr` with the two-phase atomic write.
+    /// Publishes record `off` of the key whose slot is `addr` (and whose
+    /// ordered-index node is `node`, with the DRAM point index).
     #[inline]
-    fn publish(&self, addr: u64, fp: u16, off: u64) {
+    fn publish(&self, addr: u64, node: u64, fp: u16, off: u64) {
+        match &self.dram {
+            None => self.publish_word(addr, fp, off),
+            Some(d) => {
+                // The node's record word is the persistent truth; the DRAM
+                // slot is stored once it is durable, already marked so.
+                self.publish_word(Ordered::record_word(node), fp, off);
+                d.nodes.store_u64(addr, node);
+                d.slots.store_u64(addr, Slot::new(fp, off, true).0);
+            }
+        }
+    }
+
+    /// Stores record `off` into the pool word `addr` (a slot, or a node's
+    /// record word) with the two-phase atomic write.
+    #[inline]
+    fn publish_word(&self, addr: u64, fp: u16, off: u64) {
         let pm = &self.pool.pm;
         let slot = Slot::new(fp, off, false);
         if !self.two_phase {
@@ -969,13 +1153,15 @@ impl Engine {
 
     /// Links `key` into the ordered index (a new key, before the point index
     /// names it). On failure the claimed slot `addr` is given back.
-    fn ordered_insert(&self, key: &[u8], addr: Option<u64>, guard: &Guard) -> Result<bool> {
+    /// Returns the key's node (0 without the ordered index) and whether it
+    /// was linked now.
+    fn ordered_insert(&self, key: &[u8], addr: Option<u64>, guard: &Guard) -> Result<(u64, bool)> {
         let Some(o) = &self.ordered else {
-            return Ok(false);
+            return Ok((0, false));
         };
         o.insert(&self.pool, key, guard).inspect_err(|_| {
             if let Some(a) = addr {
-                self.pool.pm.store_u64(a, 0);
+                self.ipm().store_u64(a, 0);
             }
         })
     }
@@ -1013,23 +1199,23 @@ impl Engine {
                     return Ok(Locked::Done(()));
                 }
             }
-            let addr = match &found {
-                Some(f) => f.addr,
+            let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
+                Some(f) => (f.addr, false),
                 None => match self.claim(free, fp) {
-                    Some(a) => a,
+                    Some(a) => (a, true),
                     None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
                     None => return Ok(Locked::Rescan),
                 },
             };
-            let linked = match found {
+            let (node, linked) = match &found {
                 None => self.ordered_insert(key, Some(addr), guard)?,
-                Some(_) => false,
+                Some(f) => (f.node, false),
             };
             let (off, total) = match self.write_record(lane, key, value, &header, guard) {
                 Ok(r) => r,
                 Err(e) => {
-                    if found.is_none() {
-                        self.pool.pm.store_u64(addr, 0);
+                    if claimed {
+                        self.ipm().store_u64(addr, 0);
                     }
                     self.ordered_undo(key, linked, guard);
                     return Err(e);
@@ -1038,8 +1224,8 @@ impl Engine {
             // Waiters that first see us from here on started after our
             // value may have become visible: they must not be eliminated.
             self.index.locks.mark_publishing(&held, seq);
-            self.publish(addr, fp, off);
-            let old = found.map(|f| (f.slot.offset(), f.header.total_bytes()));
+            self.publish(addr, node, fp, off);
+            let old = found.and_then(|f| f.counted());
             self.account(lane_index, addr, Some((off, total)), old, guard);
             Ok(Locked::Done(()))
         })
@@ -1064,26 +1250,29 @@ impl Engine {
     /// the ordered index.
     fn remove(&self, lane_index: usize, key: &[u8], f: &Found, fp: u16, guard: &Guard) {
         let pm = &self.pool.pm;
+        // The persistent word that names the record: the slot, or with the
+        // DRAM point index the node's record word.
+        let word = match &self.dram {
+            Some(_) => Ordered::record_word(f.node),
+            None => f.addr,
+        };
         if self.two_phase {
-            pm.store_u64(f.addr, Slot::delete_marker(fp).0);
-            pm.flush(f.addr, 8);
+            pm.store_u64(word, Slot::delete_marker(fp).0);
+            pm.flush(word, 8);
             // Persist point: the delete is durable (a marker reads as absent).
             pm.fence();
-            pm.store_u64(f.addr, Slot::EMPTY.0);
+            pm.store_u64(word, Slot::EMPTY.0);
         } else {
             // Ablation (locked reads): no reader sees the slot before the
             // fence, so it can be cleared directly.
-            pm.store_u64(f.addr, Slot::EMPTY.0);
-            pm.flush(f.addr, 8);
+            pm.store_u64(word, Slot::EMPTY.0);
+            pm.flush(word, 8);
             pm.fence();
         }
-        self.account(
-            lane_index,
-            f.addr,
-            None,
-            Some((f.slot.offset(), f.header.total_bytes())),
-            guard,
-        );
+        if let (Some(d), true) = (&self.dram, f.in_index) {
+            d.slots.store_u64(f.addr, Slot::EMPTY.0);
+        }
+        self.account(lane_index, f.addr, None, f.counted(), guard);
         if let Some(o) = &self.ordered {
             // The delete is durable already. If the skiplist cannot unlink
             // the node (it found damage, which `check` reports), the node is
@@ -1111,7 +1300,7 @@ impl Engine {
             }
             // Make sure a new key has a slot (and its ordered-index node)
             // before asking the closure, which may run only once.
-            let claimed = match &found {
+            let claimed = match found.as_ref().filter(|f| f.in_index) {
                 Some(_) => None,
                 None => match self.claim(free, fp) {
                     Some(a) => Some(a),
@@ -1119,18 +1308,19 @@ impl Engine {
                     None => return Ok(Locked::Rescan),
                 },
             };
-            let linked = match claimed {
-                Some(a) => self.ordered_insert(key, Some(a), guard)?,
-                None => false,
+            let (node, linked) = match (&found, claimed) {
+                (None, Some(a)) => self.ordered_insert(key, Some(a), guard)?,
+                (Some(fd), _) => (fd.node, false),
+                (None, None) => (0, false),
             };
             // Gives the reserved slot back if the closure panics.
             let mut claim_guard = ClaimGuard {
-                pm: &self.pool.pm,
+                pm: self.ipm(),
                 addr: claimed,
             };
             let release_claim = || {
                 if let Some(a) = claimed {
-                    self.pool.pm.store_u64(a, 0);
+                    self.ipm().store_u64(a, 0);
                 }
             };
             let current = match &found {
@@ -1157,7 +1347,7 @@ impl Engine {
                         self.ordered_undo(key, linked, guard);
                         return Err(e);
                     }
-                    let addr = found.as_ref().map(|fd| fd.addr).or(claimed).expect("slot");
+                    let addr = claimed.or(found.as_ref().map(|fd| fd.addr)).expect("slot");
                     let header = RecordHeader::encode(key, &value, REC_FLAG_RMW, seq);
                     let (off, total) = match self.write_record(lane, key, &value, &header, guard) {
                         Ok(r) => r,
@@ -1167,8 +1357,8 @@ impl Engine {
                             return Err(e);
                         }
                     };
-                    self.publish(addr, fp, off);
-                    let old = found.map(|fd| (fd.slot.offset(), fd.header.total_bytes()));
+                    self.publish(addr, node, fp, off);
+                    let old = found.and_then(|fd| fd.counted());
                     self.account(lane_index, addr, Some((off, total)), old, guard);
                 }
             }
@@ -1179,7 +1369,8 @@ impl Engine {
     /// Frees segment `seg` through an epoch if it is sealed and holds no
     /// live record.
     fn maybe_free(&self, seg: u32, guard: &Guard) {
-        if !self.tally_done.load(Ordering::Acquire) {
+        if !self.tally_done.load(Ordering::Acquire) || self.reclaim_blocked.load(Ordering::Acquire)
+        {
             return;
         }
         let info = &self.pool.segments[seg as usize];
@@ -1249,7 +1440,10 @@ impl Engine {
     }
 
     fn split_once(&self, seg: SegRef) -> Result<()> {
-        self.wait_tally();
+        if self.dram.is_none() {
+            // (The DRAM index has no tally; its rebuild splits as it goes.)
+            self.wait_tally();
+        }
         let _serial = self.split_mutex.lock();
         let dir = self.index.dir.load_full();
         if !dir.entries.contains(&seg) {
@@ -1263,7 +1457,7 @@ impl Engine {
                 ),
             });
         }
-        let pm = &self.pool.pm;
+        let pm = self.ipm();
         let held = self
             .index
             .locks
@@ -1274,42 +1468,12 @@ impl Engine {
     }
 
     fn split_locked(&self, dir: &Directory, seg: SegRef) -> Result<()> {
-        let pm = &self.pool.pm;
         let depth = seg.depth + 1;
         let high_prefix = (seg.prefix << 1) | 1;
-        let new_index = self.pool.reserve(1)?;
-        let new_off = self.pool.segment_offset(new_index);
-        let area = (self.pool.segment_bytes - layout::SEGMENT_HEADER_BYTES) as usize;
-        let mut buf = vec![0u8; area];
-        for b in 0..self.index.buckets {
-            let bucket = seg.bucket_offset(b);
-            for (i, addr) in self.index.slots(bucket).enumerate() {
-                let s = Slot(pm.load_u64(addr));
-                if !Index::is_live_entry(&seg, s) {
-                    continue;
-                }
-                if (s.fingerprint() >> (16 - depth as u32)) & 1 == 1 {
-                    let at = (b * layout::BUCKET_BYTES) as usize + i * 8;
-                    // Every writer has finished: the entry is durable.
-                    buf[at..at + 8].copy_from_slice(&s.with_persist().0.to_le_bytes());
-                }
-            }
-        }
-        pm.write_persistent(new_off + layout::SEGMENT_HEADER_BYTES, &buf);
-        // Persist point: the new segment's buckets are durable.
-        pm.fence();
-        // Persist point (inside commit): the header names the new segment; from
-        // here a recovery routes the high half to it and treats the old
-        // segment's copies as stale.
-        self.pool.commit(
-            new_index,
-            SegmentHeader {
-                kind: SegmentKind::Index,
-                lane_or_depth: depth as u32,
-                run_segments: 1,
-                base_seq_or_prefix: high_prefix,
-            },
-        );
+        let new_off = match &self.dram {
+            Some(d) => self.split_dram(d, seg, depth)?,
+            None => self.split_pm(seg, depth, high_prefix)?,
+        };
         let low = SegRef {
             offset: seg.offset,
             depth,
@@ -1327,6 +1491,73 @@ impl Engine {
         Ok(())
     }
 
+    /// The entries of `seg` whose fingerprint has the high bit at `depth`:
+    /// (bucket, slot within it, slot word).
+    fn high_half(&self, seg: SegRef, depth: u8) -> Vec<(u64, usize, u64)> {
+        let pm = self.ipm();
+        let mut out = Vec::new();
+        for b in 0..self.index.buckets {
+            for (i, addr) in self.index.slots(seg.bucket_offset(b)).enumerate() {
+                let s = Slot(pm.load_u64(addr));
+                if Index::is_live_entry(&seg, s)
+                    && (s.fingerprint() >> (16 - depth as u32)) & 1 == 1
+                {
+                    out.push((b, i, addr));
+                }
+            }
+        }
+        out
+    }
+
+    /// DRAM point index: copies the high half of `seg` (slots and their
+    /// nodes) into a new DRAM segment; returns its offset.
+    fn split_dram(&self, d: &DramSpace, seg: SegRef, depth: u8) -> Result<u64> {
+        let new_off = d.alloc_segment()?;
+        let to = SegRef {
+            offset: new_off,
+            depth,
+            prefix: 0,
+        };
+        for (b, i, addr) in self.high_half(seg, depth) {
+            let at = to.bucket_offset(b) + i as u64 * layout::SLOT_BYTES;
+            d.nodes.store_u64(at, d.nodes.load_u64(addr));
+            d.slots.store_u64(at, d.slots.load_u64(addr));
+        }
+        Ok(new_off)
+    }
+
+    /// Pool point index: writes the high half of `seg` into a new pool
+    /// segment and commits it; returns its offset.
+    fn split_pm(&self, seg: SegRef, depth: u8, high_prefix: u64) -> Result<u64> {
+        let pm = &self.pool.pm;
+        let new_index = self.pool.reserve(1)?;
+        let new_off = self.pool.segment_offset(new_index);
+        let area = (self.pool.segment_bytes - layout::SEGMENT_HEADER_BYTES) as usize;
+        let mut buf = vec![0u8; area];
+        for (b, i, addr) in self.high_half(seg, depth) {
+            let s = Slot(pm.load_u64(addr));
+            let at = (b * layout::BUCKET_BYTES) as usize + i * 8;
+            // Every writer has finished: the entry is durable.
+            buf[at..at + 8].copy_from_slice(&s.with_persist().0.to_le_bytes());
+        }
+        pm.write_persistent(new_off + layout::SEGMENT_HEADER_BYTES, &buf);
+        // Persist point: the new segment's buckets are durable.
+        pm.fence();
+        // Persist point (inside commit): the header names the new segment; from
+        // here a recovery routes the high half to it and treats the old
+        // segment's copies as stale.
+        self.pool.commit(
+            new_index,
+            SegmentHeader {
+                kind: SegmentKind::Index,
+                lane_or_depth: depth as u32,
+                run_segments: 1,
+                base_seq_or_prefix: high_prefix,
+            },
+        );
+        Ok(new_off)
+    }
+
     /// The ordered index's walk after open (its own thread): search hints,
     /// free node slots, orphans unlinked under their keys' bucket locks.
     fn ordered_walk(&self) {
@@ -1334,17 +1565,56 @@ impl Engine {
             return;
         };
         let _ended = SetOnDrop(&self.ordered_walk_ended);
-        let present = |k: &[u8]| Ok(self.get_with(k, |_| ())?.is_some());
+        let present = |k: &[u8], node: u64| match &self.dram {
+            Some(_) => self.enter_from_node(k, node),
+            None => Ok(self.get_with(k, |_| ())?.is_some()),
+        };
         let orphan = |k: &[u8]| self.repair_orphan(k);
-        if let Err(e) = o.walk(&self.pool, &present, &orphan, &self.stop) {
-            self.ordered_walk_errors
+        match o.walk(&self.pool, &present, &orphan, &self.stop) {
+            Err(e) => self
+                .ordered_walk_errors
                 .lock()
-                .push(format!("ordered index walk after open stopped: {e}"));
+                .push(format!("ordered index walk after open stopped: {e}")),
+            Ok(_) if o.walk_done() && self.dram.is_some() => {
+                self.dram_filled.store(true, Ordering::Release);
+            }
+            Ok(_) => {}
         }
     }
 
+    /// DRAM point index rebuild: enters `key` (whose node the walk stands
+    /// on) under its bucket lock, unless a writer did already or the node
+    /// names no record. Counts the record live. Returns whether the key is
+    /// present.
+    fn enter_from_node(&self, key: &[u8], node: u64) -> Result<bool> {
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        self.with_locked_at(key, h, ORDERED_SEQ, Some(node), |ctx, found, free, _| {
+            let Some(f) = found else {
+                return Ok(Locked::Done(false));
+            };
+            if f.in_index {
+                return Ok(Locked::Done(true));
+            }
+            let addr = match self.claim(free, fp) {
+                Some(a) => a,
+                None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
+                None => return Ok(Locked::Rescan),
+            };
+            let d = self.dram.as_ref().expect("DRAM point index");
+            d.nodes.store_u64(addr, f.node);
+            d.slots.store_u64(addr, f.slot.0);
+            let info = &self.pool.segments[self.pool.segment_of(f.slot.offset()) as usize];
+            info.live_bytes
+                .fetch_add(f.header.total_bytes(), Ordering::SeqCst);
+            self.base_count.fetch_add(1, Ordering::AcqRel);
+            Ok(Locked::Done(true))
+        })
+    }
+
     /// Unlinks the node of `key` if the point index does not hold the key
-    /// (checked under the key's bucket lock). Returns whether it did.
+    /// (checked under the key's bucket lock; with the DRAM point index, a
+    /// node that names a record counts as held). Returns whether it did.
     fn repair_orphan(&self, key: &[u8]) -> Result<bool> {
         let Some(o) = &self.ordered else {
             return Ok(false);
@@ -1406,6 +1676,9 @@ impl Engine {
         for lane in self.lanes.iter().map(|l| &**l).chain([&self.cleaner_lane]) {
             lane.recover(&self.pool);
         }
+        if self.dram.is_some() {
+            return self.rebuild_dram();
+        }
         let dir = self.index.dir.load_full();
         let mut segs = dir.segments();
         segs.sort_by_key(|s| s.offset);
@@ -1452,6 +1725,37 @@ impl Engine {
         }
         if !self.clean_open {
             self.base_count.store(keys, Ordering::Release);
+        }
+        self.signal_rebuild(REBUILD_TALLIED);
+        let guard = epoch::pin();
+        for s in 0..self.pool.segment_count() {
+            self.maybe_free(s, &guard);
+        }
+        drop(guard);
+        self.signal_rebuild(REBUILD_SWEPT);
+    }
+
+    /// Background rebuild after open, DRAM point index: the ordered index's
+    /// walk enters the keys and counts them; this waits for it, then frees
+    /// segments with nothing live. If the walk failed, live bytes are not
+    /// known for every record, so nothing is freed in this open.
+    fn rebuild_dram(&self) {
+        while !self.ordered_walk_ended.load(Ordering::Acquire) {
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if self.stop.load(Ordering::Acquire) && !self.dram_filled.load(Ordering::Acquire) {
+            return;
+        }
+        if !self.dram_filled.load(Ordering::Acquire) {
+            self.reclaim_blocked.store(true, Ordering::Release);
+            self.tally_errors.lock().push(
+                "the DRAM point index was not rebuilt completely (the ordered index walk failed): \
+                 reads of keys it misses go to the ordered index, and no segment is freed in this open"
+                    .into(),
+            );
         }
         self.signal_rebuild(REBUILD_TALLIED);
         let guard = epoch::pin();
@@ -1512,6 +1816,13 @@ impl Engine {
             ordered_nodes,
             segments_ordered: ordered_segments as u32,
             ordered_walk_done: self.ordered.as_ref().is_none_or(|o| o.walk_done()),
+            point_index: if self.dram.is_some() {
+                PointIndex::Dram
+            } else {
+                PointIndex::Pm
+            },
+            point_index_ready: self.dram.is_none() || self.dram_filled.load(Ordering::Acquire),
+            dram_index_bytes: self.dram.as_ref().map_or(0, |d| d.bytes()),
             pmem: pmem::process_counters(),
         }
     }
@@ -1520,7 +1831,7 @@ impl Engine {
         self.wait_tally();
         // No split may add a segment between listing and locking them.
         let _serial = self.split_mutex.lock();
-        let pm = &self.pool.pm;
+        let pm = self.ipm();
         let segments: Vec<u64> = self
             .index
             .dir
@@ -1541,6 +1852,7 @@ impl Engine {
     fn check_locked(&self) -> CheckReport {
         let mut r = CheckReport::default();
         let pm = &self.pool.pm;
+        let ipm = self.ipm();
         let n = self.pool.segment_count();
         let mut expected_live = vec![0u64; n as usize];
         let mut walk_end: std::collections::HashMap<u32, u64> = Default::default();
@@ -1565,7 +1877,7 @@ impl Engine {
         for seg in &segs {
             for b in 0..self.index.buckets {
                 for addr in self.index.slots(seg.bucket_offset(b)) {
-                    let s = Slot(pm.load_u64(addr));
+                    let s = Slot(ipm.load_u64(addr));
                     if !Index::is_live_entry(seg, s) {
                         continue;
                     }
@@ -1615,7 +1927,7 @@ impl Engine {
                     }
                     // The first slot of the pair naming this key must be this one.
                     let first = probe.iter().flat_map(|&p| self.index.slots(p)).find(|&a| {
-                        let o = Slot(pm.load_u64(a));
+                        let o = Slot(ipm.load_u64(a));
                         Index::is_live_entry(seg, o)
                             && o.fingerprint() == s.fingerprint()
                             && self
@@ -1625,6 +1937,22 @@ impl Engine {
                     });
                     if first != Some(addr) {
                         err("key appears in more than one slot".into());
+                    }
+                    if let (Some(d), Some(o)) = (&self.dram, &self.ordered) {
+                        // The DRAM entry mirrors its node's record word.
+                        let node = d.nodes.load_u64(addr);
+                        match o.node_key(&self.pool, node) {
+                            Ok(k) if k == key => {}
+                            Ok(_) => err("its node holds another key".into()),
+                            Err(e) => err(format!("its node: {e}")),
+                        }
+                        let word = Slot(pm.load_u64(Ordered::record_word(node)));
+                        if word.with_persist() != s.with_persist() {
+                            err(format!(
+                                "its node names {:#x}, the DRAM index {off:#x}",
+                                word.offset()
+                            ));
+                        }
                     }
                     if in_log {
                         let end = *walk_end
@@ -1667,11 +1995,18 @@ impl Engine {
             let listed = o.check(&self.pool, &mut r.errors);
             r.ordered_nodes = listed.len() as u64;
             let mut in_list = 0u64;
-            for k in &listed {
+            for (k, node) in &listed {
                 if point_keys.contains(k) {
                     in_list += 1;
-                } else {
-                    r.ordered_orphans += 1;
+                    continue;
+                }
+                r.ordered_orphans += 1;
+                let word = Slot(pm.load_u64(Ordered::record_word(*node)));
+                if self.dram.is_some() && !word.is_empty() && !word.is_marker() {
+                    r.errors.push(format!(
+                        "ordered index: node {node:#x} names record {:#x}, but the DRAM point index does not hold its key",
+                        word.offset()
+                    ));
                 }
             }
             if in_list != point_keys.len() as u64 {
@@ -1707,7 +2042,7 @@ impl Iter<'_> {
         let e = self.engine;
         let _guard = epoch::pin();
         let seg = e.index.dir.load().lookup((self.prefix16 as u64) << 48);
-        let pm = &e.pool.pm;
+        let pm = e.ipm();
         // Locked reads: slots are stored already marked persisted and made
         // durable under the writer's lock, so read the bucket under the read
         // locks of both homes its keys can have (this bucket and the one
@@ -1741,7 +2076,7 @@ impl Iter<'_> {
                 continue;
             }
             if !s.persisted() {
-                e.help_persist(addr, v);
+                e.help_persist(pm, addr, v);
             }
             let item = e.record_header(s.offset()).and_then(|h| {
                 Ok((

@@ -24,8 +24,11 @@
 
 pub(crate) mod locks;
 
+use crate::pmem::PmemFile;
+
 use arc_swap::ArcSwap;
 
+use crate::error::{Error, Result};
 use crate::layout::{Slot, BUCKET_BYTES, SEGMENT_HEADER_BYTES, SLOTS_PER_BUCKET, SLOT_BYTES};
 
 /// Deepest directory: the fingerprint has 16 bits.
@@ -198,6 +201,55 @@ pub(crate) fn buckets_per_segment(segment_bytes: u64) -> u64 {
 #[inline]
 pub(crate) fn home_bucket(h: u64, buckets: u64) -> u64 {
     ((h & 0xffff_ffff) * buckets) >> 32
+}
+
+/// Where the index segments live when the point index is in DRAM
+/// (HybridIndex+ placement): two growable DRAM files addressed like the
+/// pool. `slots` holds the segments (same layout as in the pool; headers
+/// unused); `nodes` holds, at the offset of every slot, the ordered-index
+/// node of the slot's key (writers need it to persist the key's record
+/// word; readers never look at it). Segments are handed out from the start
+/// and never given back (splits only add).
+pub(crate) struct DramSpace {
+    pub slots: PmemFile,
+    pub nodes: PmemFile,
+    next: parking_lot::Mutex<u64>,
+    segment_bytes: u64,
+}
+
+impl DramSpace {
+    /// Address space for `reserve_bytes` of index segments (nothing is
+    /// allocated until segments are).
+    pub fn new(segment_bytes: u64, reserve_bytes: u64) -> Result<DramSpace> {
+        Ok(DramSpace {
+            slots: PmemFile::volatile("persimmon-dram-index", reserve_bytes)?,
+            nodes: PmemFile::volatile("persimmon-dram-index-nodes", reserve_bytes)?,
+            next: parking_lot::Mutex::new(0),
+            segment_bytes,
+        })
+    }
+
+    /// A zeroed segment; returns its offset.
+    pub fn alloc_segment(&self) -> Result<u64> {
+        let mut next = self.next.lock();
+        let off = *next;
+        let end = off + self.segment_bytes;
+        self.slots.grow(end).map_err(|e| self.full(e))?;
+        self.nodes.grow(end).map_err(|e| self.full(e))?;
+        *next = end;
+        Ok(off)
+    }
+
+    fn full(&self, e: Error) -> Error {
+        Error::IndexFull {
+            detail: format!("the DRAM point index cannot grow: {e}"),
+        }
+    }
+
+    /// DRAM the index occupies, in bytes (both files).
+    pub fn bytes(&self) -> u64 {
+        2 * *self.next.lock()
+    }
 }
 
 /// The index: directory (swapped whole on a split) and bucket locks.

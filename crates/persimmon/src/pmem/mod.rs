@@ -90,6 +90,9 @@ pub(crate) struct PmemFile {
     flush: FlushInstruction,
     nt: NtCopy,
     observer: Option<Arc<dyn PersistObserver>>,
+    /// DRAM, not a pool: flushes and fences do nothing and nothing is
+    /// counted as persistent-memory traffic (see [`PmemFile::volatile`]).
+    volatile: bool,
 }
 
 // SAFETY: the raw base pointer refers to a shared file mapping that lives as
@@ -163,9 +166,33 @@ impl PmemFile {
             },
             nt: cpu::detect_nt(),
             observer,
+            volatile: false,
         };
         pm.map_range(0, file_len)?;
         pm.mapped_bytes.store(file_len, Ordering::Release);
+        Ok(pm)
+    }
+
+    /// Growable DRAM with the same interface (an anonymous memory file,
+    /// `memfd`): for structures that live in DRAM but are addressed like
+    /// pool memory (the DRAM point index). Its flushes and fences are no-ops
+    /// and it is invisible to observers and counters; nothing in it
+    /// survives the process.
+    pub fn volatile(name: &str, reserve_bytes: u64) -> Result<PmemFile> {
+        let cname = std::ffi::CString::new(name).expect("memfd name without NUL");
+        // SAFETY: plain syscall; the returned descriptor is owned below.
+        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::io(
+                format!("create the in-memory file {name}"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let mut pm = PmemFile::map(file, reserve_bytes, true, None)?;
+        pm.volatile = true;
+        pm.flush = FlushInstruction::None;
         Ok(pm)
     }
 
@@ -309,6 +336,9 @@ impl PmemFile {
     #[inline(always)]
     pub fn store_u64(&self, offset: u64, value: u64) {
         self.atomic(offset).store(value, Ordering::Release);
+        if self.volatile {
+            return;
+        }
         counters::add_bytes(8, false);
         if let Some(o) = &self.observer {
             o.store(offset, &value.to_le_bytes());
@@ -321,7 +351,7 @@ impl PmemFile {
         let r =
             self.atomic(offset)
                 .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire);
-        if r.is_ok() {
+        if r.is_ok() && !self.volatile {
             counters::add_bytes(8, false);
             if let Some(o) = &self.observer {
                 o.store(offset, &new.to_le_bytes());
@@ -338,6 +368,9 @@ impl PmemFile {
         // SAFETY: bounds checked; the engine writes only ranges it owns
         // exclusively (fresh log space or a slot it holds the lock for).
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr(offset), data.len()) };
+        if self.volatile {
+            return;
+        }
         counters::add_bytes(data.len() as u64, false);
         if let Some(o) = &self.observer {
             o.store(offset, data);
@@ -349,7 +382,7 @@ impl PmemFile {
     /// more, regular stores plus flushes below that.
     #[inline]
     pub fn write_persistent(&self, offset: u64, data: &[u8]) {
-        if data.len() < NT_THRESHOLD_BYTES || self.nt == NtCopy::Plain {
+        if data.len() < NT_THRESHOLD_BYTES || self.nt == NtCopy::Plain || self.volatile {
             self.write(offset, data);
             self.flush(offset, data.len());
             return;
@@ -383,7 +416,7 @@ impl PmemFile {
     /// Writes back every cache line of `offset..offset+len`.
     #[inline]
     pub fn flush(&self, offset: u64, len: usize) {
-        if len == 0 {
+        if len == 0 || self.volatile {
             return;
         }
         self.check(offset, len);
@@ -411,6 +444,9 @@ impl PmemFile {
     /// this thread is durable after it.
     #[inline]
     pub fn fence(&self) {
+        if self.volatile {
+            return;
+        }
         cpu::store_fence();
         counters::add_fence();
         if self.durability == Durability::Msync {
