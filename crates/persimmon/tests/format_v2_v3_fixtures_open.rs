@@ -1,23 +1,31 @@
-//! Format compatibility: a small pool written by format version 2 (the first
-//! with the ordered index) is checked in (`tests/fixtures/format-v2.pool`),
-//! and every later build must open it, find every key with its value, list
-//! the keys in order through the ordered index, and pass `check`.
+//! Format compatibility of the ordered-index pools: a small pool written by
+//! format version 2 (the first with the ordered index,
+//! `tests/fixtures/format-v2.pool`) and one written by version 3 (the
+//! first with the DRAM point index, `tests/fixtures/format-v3.pool`) are
+//! checked in, and every later build must open them, find every key with
+//! its value, list the keys in order through the ordered index, and pass
+//! `check`. Both hold the same keys and values.
 //!
-//! To (re)write the fixture — only while version 2 is the newest format:
-//! `PERSIMMON_WRITE_FIXTURE=1 cargo test -p persimmon --test format_v2_fixture_opens`
+//! To (re)write a fixture — only while its version is the newest format:
+//! `PERSIMMON_WRITE_FIXTURE=3 cargo test -p persimmon --test format_v2_v3_fixtures_open`
 
 mod common;
 
 use std::path::PathBuf;
 
-use persimmon::{Db, Options};
+use persimmon::{Db, Options, PointIndex};
 
-fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v2.pool")
+fn fixture(version: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/format-v{version}.pool"))
 }
 
-fn options() -> Options {
+fn options(version: u32) -> Options {
     Options {
+        point_index: if version >= 3 {
+            PointIndex::Dram
+        } else {
+            PointIndex::Pm
+        },
         segment_bytes: 64 << 10,
         pool_bytes_initial: 4096 + 6 * (64 << 10),
         pool_bytes_max: 4096 + 6 * (64 << 10),
@@ -52,15 +60,15 @@ fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
     kv
 }
 
-fn write_fixture() {
+fn write_fixture(version: u32) {
     assert_eq!(
         persimmon::format::FORMAT_VERSION,
-        2,
-        "only a version-2 build writes this fixture"
+        version,
+        "only a version-{version} build writes this fixture"
     );
-    let path = fixture();
+    let path = fixture(version);
     let _ = std::fs::remove_file(&path);
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, options(version)).unwrap();
     // Inserted out of order, so the list is built by inserts in the middle.
     for i in (0..150u32).rev().step_by(2).chain((0..150u32).step_by(2)) {
         let value = format!("value-{i}-").repeat(1 + (i as usize % 30));
@@ -80,17 +88,35 @@ fn write_fixture() {
 
 #[test]
 fn a_format_2_pool_opens_with_its_keys_in_order() {
-    if std::env::var_os("PERSIMMON_WRITE_FIXTURE").is_some() {
-        write_fixture();
+    opens_with_its_keys_in_order(2);
+}
+
+#[test]
+fn a_format_3_pool_with_the_dram_point_index_opens_with_its_keys_in_order() {
+    opens_with_its_keys_in_order(3);
+}
+
+fn opens_with_its_keys_in_order(version: u32) {
+    if std::env::var("PERSIMMON_WRITE_FIXTURE").ok() == Some(version.to_string()) {
+        write_fixture(version);
     }
-    let bytes = std::fs::read(fixture()).expect("fixture present");
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    let bytes = std::fs::read(fixture(version)).expect("fixture present");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), version);
     // Open a copy: opening writes the pool's open count and clean flag.
     let dir = common::pool_dir();
-    let copy = dir.path().join("v2.pool");
-    std::fs::copy(fixture(), &copy).unwrap();
-    let db = Db::open(&copy, options()).unwrap();
+    let copy = dir.path().join(format!("v{version}.pool"));
+    std::fs::copy(fixture(version), &copy).unwrap();
+    // Opened with default placement: the pool's own applies.
+    let db = Db::open(
+        &copy,
+        Options {
+            point_index: PointIndex::Pm,
+            ..options(version)
+        },
+    )
+    .unwrap();
     assert!(db.has_ordered_index());
+    assert_eq!(db.point_index(), options(version).point_index);
     let want = expected();
     assert_eq!(db.len(), want.len() as u64);
     let got: Vec<(Vec<u8>, Vec<u8>)> = db.range::<[u8]>(..).unwrap().map(|r| r.unwrap()).collect();
@@ -111,7 +137,7 @@ fn a_format_2_pool_opens_with_its_keys_in_order() {
     // And it keeps working: write, reopen, read in order.
     db.put(b"key-0003", b"again").unwrap();
     drop(db);
-    let db = Db::open(&copy, options()).unwrap();
+    let db = Db::open(&copy, options(version)).unwrap();
     assert_eq!(
         db.range(&b"key-0002"[..]..&b"key-0005"[..])
             .unwrap()
