@@ -585,6 +585,55 @@ impl Ordered {
 
     // -------------------------------------------------- after open, check
 
+    /// DRAM point index only, before the walk: visits the node slots of the
+    /// segments found at open in slab order (no links followed) and calls
+    /// `live(key, node)` for every node whose record word names a record.
+    /// Such a node is linked: the word is set only on a linked node and is
+    /// cleared durably before its node is unlinked; and until the walk has
+    /// finished no slot of these segments is handed out again. A first pass
+    /// sets up the search hints (sampled keys only, no record read), so that
+    /// searches run at full speed while the second pass calls `live`.
+    /// A slot with a record word but a damaged key is an error.
+    pub fn scan_live(
+        &self,
+        pool: &Pool,
+        stop: &AtomicBool,
+        live: &mut dyn FnMut(&[u8], u64) -> Result<()>,
+    ) -> Result<()> {
+        for pass in 0..2 {
+            for (seg, st) in self.heap.segs.iter().enumerate() {
+                let Some(st) = st.get().filter(|st| st.old) else {
+                    continue;
+                };
+                let first = pool.segment_offset(seg as u32) + SEGMENT_HEADER_BYTES;
+                for i in 0..self.heap.slots_per_segment(st.class) {
+                    if i % WALK_BATCH as u64 == 0 && stop.load(Ordering::Acquire) {
+                        return Ok(());
+                    }
+                    let node = first + (i << st.class);
+                    let word = layout::Slot(pool.pm.load_u64(Self::record_word(node)));
+                    if word.is_empty() || word.is_marker() {
+                        continue;
+                    }
+                    let key = self.key(pool, node, true)?;
+                    if pass == 1 {
+                        live(key, node)?;
+                    } else if self.sampled(key) {
+                        // Under the node's mark, as in the walk: a remove
+                        // sets the deleted bit under it and drops the hint
+                        // after.
+                        let marks = self.mark(node, None);
+                        if !bit(&st.deleted, i) {
+                            self.hints.insert(key.to_vec(), node);
+                        }
+                        drop(marks);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Walks the whole list after open: sets up the search hints, learns
     /// which old node slots are in use (the others become free), asks
     /// `present(key, node)` (pinned) whether the point index holds each key
@@ -729,9 +778,23 @@ impl Ordered {
     }
 }
 
+/// Zeroes the slab of reserved segment `seg` durably (its header does not
+/// name it yet): a node segment holds nothing but nodes and zeros, so a
+/// slot that was never a node has record word 0 (`scan_live` relies on it;
+/// a reused segment would otherwise carry old bytes).
+fn zero_slab(pool: &Pool, seg: u32) {
+    pool.pm.zero_persistent(
+        pool.segment_offset(seg) + SEGMENT_HEADER_BYTES,
+        (pool.segment_bytes - SEGMENT_HEADER_BYTES) as usize,
+    );
+    // Persist point: the zeros are durable before the header names the slab.
+    pool.pm.fence();
+}
+
 /// Creates the head node in the first node segment of a new ordered index.
 fn create_head(pool: &Pool, heap: &NodeHeap) -> Result<u64> {
     let seg = pool.reserve(1)?;
+    zero_slab(pool, seg);
     let node = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
     let mut head = [0u8; NODE_HEADER_BYTES];
     head[NODE_CRC..NODE_CRC + 4].copy_from_slice(&layout::node_crc(&[]).to_le_bytes());
@@ -785,12 +848,17 @@ impl NodeHeap {
                     next
                 }
                 _ => {
-                    let seg = pool.allocate(SegmentHeader {
-                        kind: SegmentKind::Ordered,
-                        lane_or_depth: class,
-                        run_segments: 1,
-                        base_seq_or_prefix: 0,
-                    })?;
+                    let seg = pool.reserve(1)?;
+                    zero_slab(pool, seg);
+                    pool.commit(
+                        seg,
+                        SegmentHeader {
+                            kind: SegmentKind::Ordered,
+                            lane_or_depth: class,
+                            run_segments: 1,
+                            base_seq_or_prefix: 0,
+                        },
+                    );
                     let slots = self.slots_per_segment(class);
                     // A segment index is reused only after release, and node
                     // segments are never released: the state is set once.

@@ -225,18 +225,11 @@ fn writers_racing_the_rebuild_lose_nothing() {
         if i >= n {
             return Some(value((i - n) % 10_000, 5));
         }
-        let touched = |j: u32, t: u32| {
-            let ix = if t == 0 { j * 7 } else { n - 1 - j * 7 };
-            ix == i && j < 8_000
-        };
-        for t in 0..2u32 {
-            let j = if t == 0 {
-                (i % 7 == 0).then(|| i / 7)
-            } else {
-                ((n - 1 - i) % 7 == 0).then(|| (n - 1 - i) / 7)
-            };
-            if let Some(j) = j.filter(|&j| touched(j, t)) {
-                return match j % 4 {
+        // Thread 0 touched 7j, thread 1 n-1-7j (j < 8000; never the same
+        // key: n-1 = 2 mod 7).
+        for d in [i, n - 1 - i] {
+            if d.is_multiple_of(7) && d / 7 < 8_000 {
+                return match (d / 7) % 4 {
                     0 => Some(value(i, 2)),
                     1 => None,
                     2 => Some(value(i, 3)),

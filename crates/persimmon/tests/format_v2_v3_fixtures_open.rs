@@ -101,7 +101,10 @@ fn opens_with_its_keys_in_order(version: u32) {
         write_fixture(version);
     }
     let bytes = std::fs::read(fixture(version)).expect("fixture present");
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), version);
+    assert_eq!(
+        u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+        version
+    );
     // Open a copy: opening writes the pool's open count and clean flag.
     let dir = common::pool_dir();
     let copy = dir.path().join(format!("v{version}.pool"));

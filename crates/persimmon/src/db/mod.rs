@@ -1565,20 +1565,30 @@ impl Engine {
             return;
         };
         let _ended = SetOnDrop(&self.ordered_walk_ended);
+        if self.dram.is_some() {
+            // Enter the keys from a scan of the node slabs first (sequential
+            // reads, no link chasing); the walk then finds them entered.
+            let mut enter = |k: &[u8], node: u64| self.enter_from_node(k, node).map(|_| ());
+            if let Err(e) = o.scan_live(&self.pool, &self.stop, &mut enter) {
+                self.ordered_walk_errors
+                    .lock()
+                    .push(format!("DRAM point index rebuild stopped: {e}"));
+                return;
+            }
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            self.dram_filled.store(true, Ordering::Release);
+        }
         let present = |k: &[u8], node: u64| match &self.dram {
             Some(_) => self.enter_from_node(k, node),
             None => Ok(self.get_with(k, |_| ())?.is_some()),
         };
         let orphan = |k: &[u8]| self.repair_orphan(k);
-        match o.walk(&self.pool, &present, &orphan, &self.stop) {
-            Err(e) => self
-                .ordered_walk_errors
+        if let Err(e) = o.walk(&self.pool, &present, &orphan, &self.stop) {
+            self.ordered_walk_errors
                 .lock()
-                .push(format!("ordered index walk after open stopped: {e}")),
-            Ok(_) if o.walk_done() && self.dram.is_some() => {
-                self.dram_filled.store(true, Ordering::Release);
-            }
-            Ok(_) => {}
+                .push(format!("ordered index walk after open stopped: {e}"));
         }
     }
 
