@@ -615,10 +615,20 @@ impl Ordered {
                     if word.is_empty() || word.is_marker() {
                         continue;
                     }
+                    if pass == 0 {
+                        // Cheap look first: only a sampled key is checked
+                        // fully here (the rest are, in pass 1).
+                        let len = pool.pm.load_u64(node + NODE_KEY_LEN as u64) as u32 as usize;
+                        if NODE_HEADER_BYTES + len > 1 << st.class
+                            || !self.sampled(pool.pm.slice(node + NODE_HEADER_BYTES as u64, len)?)
+                        {
+                            continue;
+                        }
+                    }
                     let key = self.key(pool, node, true)?;
                     if pass == 1 {
                         live(key, node)?;
-                    } else if self.sampled(key) {
+                    } else {
                         // Under the node's mark, as in the walk: a remove
                         // sets the deleted bit under it and drops the hint
                         // after.

@@ -149,7 +149,8 @@ pub(crate) struct Engine {
 /// Figures about a pool; see [`Db::stats`].
 #[derive(Clone, Debug)]
 pub struct Stats {
-    /// Keys stored.
+    /// Keys stored; exact once `rebuild_done` (before, after a crash or with
+    /// the DRAM point index, the keys counted so far).
     pub keys: u64,
     /// Current size of the pool file in bytes.
     pub pool_bytes: u64,
@@ -1580,10 +1581,9 @@ impl Engine {
             }
             self.dram_filled.store(true, Ordering::Release);
         }
-        let present = |k: &[u8], node: u64| match &self.dram {
-            Some(_) => self.enter_from_node(k, node),
-            None => Ok(self.get_with(k, |_| ())?.is_some()),
-        };
+        // (With the DRAM point index the scan has entered every key by now,
+        // so the index answers here too.)
+        let present = |k: &[u8], _node: u64| Ok(self.get_with(k, |_| ())?.is_some());
         let orphan = |k: &[u8]| self.repair_orphan(k);
         if let Err(e) = o.walk(&self.pool, &present, &orphan, &self.stop) {
             self.ordered_walk_errors
@@ -1592,10 +1592,10 @@ impl Engine {
         }
     }
 
-    /// DRAM point index rebuild: enters `key` (whose node the walk stands
-    /// on) under its bucket lock, unless a writer did already or the node
-    /// names no record. Counts the record live. Returns whether the key is
-    /// present.
+    /// DRAM point index rebuild: enters `key` (whose node the slab scan
+    /// stands on) under its bucket lock, unless a writer did already or the
+    /// node names no record (any more). Counts the record live. Returns
+    /// whether the key is present.
     fn enter_from_node(&self, key: &[u8], node: u64) -> Result<bool> {
         let h = self.hash(key);
         let fp = index::fingerprint(h);
@@ -1745,12 +1745,14 @@ impl Engine {
         self.signal_rebuild(REBUILD_SWEPT);
     }
 
-    /// Background rebuild after open, DRAM point index: the ordered index's
-    /// walk enters the keys and counts them; this waits for it, then frees
-    /// segments with nothing live. If the walk failed, live bytes are not
-    /// known for every record, so nothing is freed in this open.
+    /// Background rebuild after open, DRAM point index: the scan of the
+    /// node slabs enters the keys and counts them; this waits for it, then
+    /// frees segments with nothing live. If the scan failed, live bytes are
+    /// not known for every record, so nothing is freed in this open.
     fn rebuild_dram(&self) {
-        while !self.ordered_walk_ended.load(Ordering::Acquire) {
+        while !self.ordered_walk_ended.load(Ordering::Acquire)
+            && !self.dram_filled.load(Ordering::Acquire)
+        {
             if self.stop.load(Ordering::Acquire) {
                 return;
             }
@@ -1762,7 +1764,7 @@ impl Engine {
         if !self.dram_filled.load(Ordering::Acquire) {
             self.reclaim_blocked.store(true, Ordering::Release);
             self.tally_errors.lock().push(
-                "the DRAM point index was not rebuilt completely (the ordered index walk failed): \
+                "the DRAM point index was not rebuilt completely (the scan of the ordered index failed): \
                  reads of keys it misses go to the ordered index, and no segment is freed in this open"
                     .into(),
             );
@@ -1777,7 +1779,9 @@ impl Engine {
     }
 
     fn stats(&self) -> Stats {
-        let keys = self.len();
+        // Never waits: before the rebuild is done the count may be partial
+        // (`rebuild_done` says which).
+        let keys = self.count_now();
         let n = self.pool.segment_count();
         let (mut free, mut log, mut idx, mut large, mut damaged, mut live) = (0, 0, 0, 0, 0, 0u64);
         for s in 0..n {
