@@ -18,11 +18,13 @@ pub const MAX_THREADS: usize = 1024;
 pub struct BenchArgs {
     /// Engines to compare, run one after the other; the first is the subject
     /// of the ratio columns. Names: persimmon, persimmon-ordered (the
-    /// default options with the ordered index), baseline, no-volatile-locks,
-    /// no-lock-free-reads, no-write-elimination, lmdb, rocksdb; `ablation`
-    /// stands for baseline and the three no-* variants. lmdb and rocksdb need
-    /// a build with `--features peers`. Only persimmon-ordered, lmdb and
-    /// rocksdb can scan: workloads that scan skip the others, with a note.
+    /// default options with the ordered index), persimmon-dram (the ordered
+    /// index and the point index in DRAM, rebuilt from it after every open),
+    /// baseline, no-volatile-locks, no-lock-free-reads, no-write-elimination,
+    /// lmdb, rocksdb; `ablation` stands for baseline and the three no-*
+    /// variants. lmdb and rocksdb need a build with `--features peers`.
+    /// Only persimmon-ordered, persimmon-dram, lmdb and rocksdb can scan:
+    /// workloads that scan skip the others, with a note.
     #[arg(long, value_name = "LIST", default_value = "persimmon", value_parser = parse_engines)]
     pub engines: EngineList,
 
@@ -45,7 +47,16 @@ pub struct BenchArgs {
     /// after --warmup-secs; files in --pool-dir. Results use engine
     /// single-word, pdv-N-sparse, pdv-N-dense and workload pdv; the tables
     /// give each variant's ratio to single-word. --engines, --keys and the
-    /// key, value and distribution flags do not apply
+    /// key, value and distribution flags do not apply.
+    ///
+    /// restart (alone): for each engine, load --keys keys, close, then
+    /// reopen 3 times and time, from the start of the open: the open, the
+    /// first GET, the first range read of 10 pairs (engines that scan), the
+    /// background work after open (Persimmon's rebuild, ordered walk and
+    /// DRAM point index), and full speed: the end of the first 50 ms window
+    /// of one thread's GETs at >= 90 % of the steady rate (measured after
+    /// the background work). Medians per engine; --threads, --duration-secs,
+    /// --warmup-secs and --ops do not apply
     #[arg(long, value_name = "W", default_value = "ycsb-a", value_parser = parse_workload_list)]
     pub workload: WorkloadList,
 

@@ -2,7 +2,8 @@
 //! a row per result, and writes JSON, Markdown and SVG; or, with
 //! `--report`, only renders earlier JSON; or, with `--probe`, measures the
 //! machine; or, with `--workload pdv`, runs the persistent dancing variable
-//! microbenchmark ([`crate::pdv`]).
+//! microbenchmark ([`crate::pdv`]); or, with `--workload restart`, times
+//! reopens of loaded stores ([`crate::restart`]).
 //!
 //! Order of a run: all engines are opened once up front in scratch
 //! directories (to fail early and to print their durability settings);
@@ -27,13 +28,13 @@ use crate::record::{ProbeRecord, Record};
 use crate::report::{self, latency, mops};
 use crate::runner::{self, Phase, Stop};
 use crate::workload::WorkloadSpec;
-use crate::{pdv, plot, probe};
+use crate::{pdv, plot, probe, restart};
 
 /// Bytes per key beyond the record in a Persimmon pool (index and slack),
 /// for the initial pool size.
 const INDEX_BYTES_PER_KEY: u64 = 48;
 /// Smallest initial pool.
-const MIN_POOL_BYTES: u64 = 64 << 20;
+pub(crate) const MIN_POOL_BYTES: u64 = 64 << 20;
 
 pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -136,6 +137,9 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
     }
     if args.workload.0.contains(&WorkloadSpec::Pdv) {
         return pdv::run(args, out);
+    }
+    if args.workload.0.contains(&WorkloadSpec::Restart) {
+        return restart::run(args, sizes, out);
     }
     benchmark(args, sizes, out)
 }
@@ -279,7 +283,7 @@ fn scan_note(r: &Record) -> String {
 fn skip_note(engine: EngineKind, spec: &WorkloadSpec) -> String {
     format!(
         "{:<21} {:<17} skipped: {spec} scans and {} has no ordered reads (use persimmon-ordered, \
-         lmdb or rocksdb)\n",
+         persimmon-dram, lmdb or rocksdb)\n",
         engine.name(),
         spec.to_string(),
         engine.name()
@@ -310,7 +314,7 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
     {
         return Err(Error::usage(
             "every workload here scans (range scans), and none of the engines has ordered \
-             reads: add persimmon-ordered, lmdb or rocksdb to --engines",
+             reads: add persimmon-ordered, persimmon-dram, lmdb or rocksdb to --engines",
         ));
     }
     let threads_list = &args.threads.0;
@@ -470,6 +474,7 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
                     cores,
                     load_secs: load_time.as_secs_f64(),
                     seed: args.seed,
+                    ..Record::default()
                 };
                 write_out(out, &row(&record))?;
                 records.push(record);

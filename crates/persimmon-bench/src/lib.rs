@@ -16,6 +16,8 @@
 //! - [`report`], [`plot`]: figures as Markdown tables with ratios, as SVG.
 //! - [`pdv`]: the persistent dancing variable microbenchmark
 //!   (`--workload pdv`): single word against PDV shadows, per thread.
+//! - [`restart`]: `--workload restart`, the reopen of a loaded store timed
+//!   to its first served requests and to full speed.
 //! - [`probe`]: dependent-load latency and non-temporal write bandwidth;
 //!   its mapping and streaming stores are in `raw`, the only module
 //!   allowed `unsafe`.
@@ -35,6 +37,7 @@ mod progress;
 mod raw;
 pub mod record;
 pub mod report;
+pub mod restart;
 pub mod runner;
 pub mod workload;
 

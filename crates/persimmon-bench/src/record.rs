@@ -63,6 +63,33 @@ pub struct Record {
     pub load_secs: f64,
     /// Seed of the run.
     pub seed: u64,
+    /// `restart` workload ([`crate::restart`]); 0 in the others. Reopens
+    /// measured; each figure below is their median.
+    pub restarts: u32,
+    /// Times since the start of the reopen (the engine's open call): open
+    /// returned; the first GET of an existing key returned (after open);
+    /// the first range read of [`crate::restart::RANGE_PAIRS`] pairs
+    /// returned (after that GET; 0 for engines without ordered reads).
+    pub open_ns: u64,
+    pub first_get_ns: u64,
+    pub first_range_ns: u64,
+    /// Persimmon's background work after open, as its stats first showed it
+    /// done (polled every millisecond; 0 for engines without it): space
+    /// accounting rebuilt, the ordered index's walk ended (0 without an
+    /// ordered index), the point index ready (the DRAM one once it is
+    /// rebuilt; the PM one when the open returned, `open_ns`).
+    pub rebuild_done_ns: u64,
+    pub ordered_walk_done_ns: u64,
+    pub point_index_ready_ns: u64,
+    /// End of the first 50 ms window of one thread's GETs after open whose
+    /// rate reached 90 % of the steady rate (`ops_per_sec`, measured after
+    /// the background work was done).
+    pub full_speed_ns: u64,
+    /// GETs per second in the first window after open (one thread).
+    pub first_window_ops_per_sec: f64,
+    /// DRAM the point index occupied after the reopen (`persimmon-dram`;
+    /// 0 otherwise).
+    pub dram_index_bytes: u64,
 }
 
 /// The physical limits measured by `--probe`.

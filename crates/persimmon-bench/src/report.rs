@@ -11,6 +11,10 @@
 //! The PDV microbenchmark's records (workload `pdv`) get their own table in
 //! Markdown and on stdout ([`pdv_table`]): one row per variant, and per
 //! thread count its throughput and its ratio to `single-word`.
+//!
+//! The restart workload's records (workload `restart`) get a table of their
+//! own too ([`restart_table`]): one row per engine, its times to first
+//! served requests and to full speed after a reopen; they make no figure.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -126,10 +130,11 @@ pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
         let value = if f == "value-size" { 0 } else { r.value_size };
         (f, value, r.key_size, r.keys)
     };
-    let groups = first_seen(records.iter().map(key_of));
+    let records: Vec<&Record> = records.iter().filter(|r| !is_restart(r)).collect();
+    let groups = first_seen(records.iter().map(|r| key_of(r)));
     let mut out = Vec::new();
     for g in groups {
-        let members: Vec<&Record> = records.iter().filter(|r| key_of(r) == g).collect();
+        let members: Vec<&Record> = records.iter().copied().filter(|r| key_of(r) == g).collect();
         let workloads = first_seen(members.iter().map(|r| r.workload.clone()));
         let threads = first_seen(members.iter().map(|r| r.threads));
         let axis_of_workload = match g.0.as_str() {
@@ -406,6 +411,72 @@ pub fn is_pdv(r: &Record) -> bool {
     r.workload == crate::workload::WorkloadSpec::Pdv.to_string()
 }
 
+/// Whether `r` comes from the restart workload (`--workload restart`).
+pub fn is_restart(r: &Record) -> bool {
+    r.workload == crate::workload::WorkloadSpec::Restart.to_string()
+}
+
+/// A time of the restart table: a dash for 0 (not measured).
+fn time_cell(ns: u64) -> String {
+    if ns == 0 {
+        "–".into()
+    } else {
+        latency(ns)
+    }
+}
+
+/// The restart workload's table: one row per engine (the last record of
+/// each), its median times from the start of the open and its GET rates.
+/// Records of other workloads are ignored.
+pub fn restart_table(records: &[Record]) -> String {
+    let rs: Vec<&Record> = records.iter().filter(|r| is_restart(r)).collect();
+    let engines = first_seen(rs.iter().map(|r| r.engine.clone()));
+    let header = [
+        "engine",
+        "open",
+        "first GET",
+        "first range read",
+        "rebuild done",
+        "ordered walk done",
+        "point index ready",
+        "full speed (90 %)",
+        "first 50 ms Mops/s",
+        "steady Mops/s",
+        "DRAM index",
+    ];
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        s,
+        "|---|{}",
+        std::iter::repeat_n("---:|", header.len() - 1).collect::<String>()
+    );
+    for e in engines {
+        let Some(r) = rs.iter().rev().find(|r| r.engine == e) else {
+            continue;
+        };
+        let row = [
+            e.clone(),
+            time_cell(r.open_ns),
+            time_cell(r.first_get_ns),
+            time_cell(r.first_range_ns),
+            time_cell(r.rebuild_done_ns),
+            time_cell(r.ordered_walk_done_ns),
+            time_cell(r.point_index_ready_ns),
+            time_cell(r.full_speed_ns),
+            mops(r.first_window_ops_per_sec),
+            mops(r.ops_per_sec),
+            if r.dram_index_bytes == 0 {
+                "–".into()
+            } else {
+                human_bytes(r.dram_index_bytes)
+            },
+        ];
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s
+}
+
 /// The PDV microbenchmark's table: one row per variant (in the order run),
 /// per thread count its Mops/s and its ratio to `single-word` at that
 /// thread count (engine-put rows: to `persimmon-put`), then flushes, fences and PM bytes per update (from the
@@ -484,7 +555,33 @@ pub fn markdown(records: &[Record], probe: Option<&ProbeRecord>, source: &str) -
         let _ = writeln!(s, "{}\n", probe_summary(p));
     }
     let (pdv, records): (Vec<Record>, Vec<Record>) = records.iter().cloned().partition(is_pdv);
+    let (restart, records): (Vec<Record>, Vec<Record>) = records.into_iter().partition(is_restart);
     let records = &records[..];
+    if let Some(first) = restart.first() {
+        let _ = writeln!(
+            s,
+            "### Restart: time to first served requests and to full speed after a reopen\n\n\
+             {} cores; {} keys of {} B with {} B values, loaded, closed, then reopened {} times \
+             (medians). Times count from the start of the open call: the open returned, the \
+             first GET of a random existing key returned, then the first range read of {} pairs, \
+             then the background work after open as the stats first showed it done (polled every \
+             ms), and full speed: the end of the first {} ms window of one thread's GETs at \
+             >= {:.0} % of the steady rate (the median window after the background work). \
+             Durability settings:\n",
+            first.cores,
+            first.keys,
+            first.key_size,
+            first.value_size,
+            first.restarts,
+            crate::restart::RANGE_PAIRS,
+            crate::restart::WINDOW.as_millis(),
+            crate::restart::FULL_SPEED * 100.0,
+        );
+        s.push_str(&durability_list(&restart));
+        s.push('\n');
+        s.push_str(&restart_table(&restart));
+        s.push('\n');
+    }
     if let Some(first) = pdv.first() {
         let _ = writeln!(
             s,
@@ -722,6 +819,44 @@ pub(crate) mod tests {
             d.contains("| ycsb-a | persimmon-ordered | 1.000 | – | – |"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn restart_records_get_their_own_table_and_no_figure() {
+        let mut dram = record("persimmon-dram", "restart", 1, 2e6);
+        dram.restarts = 3;
+        dram.open_ns = 1_500_000;
+        dram.first_get_ns = 1_600_000;
+        dram.first_range_ns = 1_700_000;
+        dram.point_index_ready_ns = 900_000_000;
+        dram.full_speed_ns = 950_000_000;
+        dram.first_window_ops_per_sec = 5e5;
+        dram.dram_index_bytes = 48 << 20;
+        let mut pm = record("persimmon", "restart", 1, 2.5e6);
+        pm.open_ns = 800_000;
+        pm.first_get_ns = 810_000;
+        pm.full_speed_ns = 50_000_000;
+        let rs = vec![pm, dram, record("persimmon", "ycsb-a", 2, 1e6)];
+        let t = restart_table(&rs);
+        assert!(
+            t.starts_with("| engine | open | first GET | first range read |"),
+            "{t}"
+        );
+        assert!(t.contains("| persimmon | 800.0 µs | 810.0 µs | – |"), "{t}");
+        assert!(
+            t.contains(
+                "| persimmon-dram | 1.5 ms | 1.6 ms | 1.7 ms | – | – | 900.0 ms | 950.0 ms | 0.500 | 2.000 | 48.0 MiB |"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("ycsb-a"), "{t}");
+        let figs = figures(&rs);
+        assert_eq!(figs.len(), 1, "only ycsb-a makes a figure");
+        assert_eq!(figs[0].xs, ["ycsb-a"]);
+        let md = markdown(&rs, None, "x.json");
+        assert!(md.contains("### Restart: "), "{md}");
+        assert!(md.contains("| persimmon-dram | 1.5 ms |"), "{md}");
+        assert!(md.contains("| ycsb-a | persimmon |"), "{md}");
     }
 
     #[test]

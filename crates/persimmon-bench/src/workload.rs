@@ -31,6 +31,10 @@
 //! `pdv` is not a key-value workload: it is the persistent dancing variable
 //! microbenchmark ([`crate::pdv`]), persisted updates of one variable per
 //! thread, and runs alone.
+//!
+//! `restart` measures the reopen of a loaded store instead of a timed mix:
+//! time to open, to the first served GET and range read, and to full GET
+//! speed ([`crate::restart`]); it runs alone too.
 
 use std::fmt;
 
@@ -143,6 +147,9 @@ pub enum WorkloadSpec {
     /// The PDV microbenchmark: persisted updates of one 8-byte variable per
     /// thread ([`crate::pdv`]); every operation is an update.
     Pdv,
+    /// Reopen a loaded store and time it to first served requests and to
+    /// full speed ([`crate::restart`]); the GETs it times are all reads.
+    Restart,
 }
 
 impl fmt::Display for WorkloadSpec {
@@ -154,6 +161,7 @@ impl fmt::Display for WorkloadSpec {
             WorkloadSpec::GetRatio(r) => write!(f, "get-ratio:{r}"),
             WorkloadSpec::ValueSize(b) => write!(f, "value-size:{b}"),
             WorkloadSpec::Pdv => write!(f, "pdv"),
+            WorkloadSpec::Restart => write!(f, "restart"),
         }
     }
 }
@@ -177,6 +185,7 @@ impl WorkloadSpec {
             }
             WorkloadSpec::ValueSize(_) => Mix::new(0.5, 0.5, 0.0, 0.0),
             WorkloadSpec::Pdv => Mix::new(0.0, 1.0, 0.0, 0.0),
+            WorkloadSpec::Restart => Mix::new(1.0, 0.0, 0.0, 0.0),
         }
     }
 
@@ -260,6 +269,10 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 out.push(WorkloadSpec::Pdv);
                 family = None;
             }
+            ("restart", None) => {
+                out.push(WorkloadSpec::Restart);
+                family = None;
+            }
             (y, None) if y.len() == 6 && y.starts_with("ycsb-") => {
                 let c = y.as_bytes()[5] as char;
                 if !('a'..='f').contains(&c) {
@@ -275,7 +288,14 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                     .ok()
                     .filter(|r| *r <= 100)
                     .ok_or_else(|| {
-                        format!("get-ratio:{r}: the ratio is a whole percentage from 0 to 100")
+                        let hint = if r.contains('.') {
+                            " (not a fraction: get-ratio:100 is all GETs, get-ratio:95 95 %)"
+                        } else {
+                            ""
+                        };
+                        format!(
+                            "get-ratio:{r}: the ratio is a whole percentage from 0 to 100{hint}"
+                        )
                     })?;
                 out.push(WorkloadSpec::GetRatio(r));
                 family = Some("get-ratio");
@@ -307,7 +327,7 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 return Err(format!(
                     "unknown workload {item:?}: use ycsb-a … ycsb-f, ycsb (= a to f), \
                      get-ratio:R (R = 0..100), value-size:B, scan:N or insert, in a comma list; \
-                     or pdv alone"
+                     or pdv or restart alone"
                 ))
             }
         }
@@ -414,6 +434,11 @@ mod tests {
         assert_eq!(WorkloadSpec::Pdv.to_string(), "pdv");
         assert_eq!(WorkloadSpec::Pdv.value_size(64), 8);
         assert_eq!(WorkloadSpec::Pdv.get_percent(), 0.0);
+        assert_eq!(parse_workloads("restart").unwrap(), [WorkloadSpec::Restart]);
+        assert_eq!(WorkloadSpec::Restart.to_string(), "restart");
+        assert_eq!(WorkloadSpec::Restart.get_percent(), 100.0);
+        assert!(!WorkloadSpec::Restart.scans());
+        assert_eq!(WorkloadSpec::Restart.value_size(64), 64);
     }
 
     #[test]
@@ -423,8 +448,12 @@ mod tests {
         assert!(parse_workloads("scan:1K").is_err());
         assert!(parse_workloads("scan").is_err());
         assert!(parse_workloads("insert:5").is_err());
+        assert!(parse_workloads("restart:3").is_err());
         assert!(parse_workloads("get-ratio:101").is_err());
         assert!(parse_workloads("get-ratio:x").is_err());
+        assert!(parse_workloads("get-ratio:1.0")
+            .unwrap_err()
+            .contains("get-ratio:100 is all GETs"));
         assert!(parse_workloads("50").unwrap_err().contains("bare number"));
         assert!(parse_workloads("value-size:0").is_err());
         assert!(parse_workloads("nope")

@@ -4,7 +4,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use persimmon::PointIndex;
 
 use crate::size::parse_bytes;
 
@@ -61,6 +63,24 @@ pub struct PoolArgs {
     /// the setting it was created with
     #[arg(long, global = true)]
     pub ordered_index: bool,
+
+    /// Where a pool this command creates keeps its point index (key to
+    /// record): pm, in persistent memory, usable the moment the pool opens;
+    /// or dram, in DRAM, which makes point reads touch persistent memory
+    /// only for the record but is rebuilt after every open from the ordered
+    /// index (which serves point reads, more slowly, until the rebuild is
+    /// done); dram needs --ordered-index. Creation only, like
+    /// --ordered-index [default: pm]
+    #[arg(long, global = true, value_name = "PLACE", value_parser = point_index_parser())]
+    pub point_index: Option<PointIndex>,
+}
+
+/// `--point-index`: `pm` or `dram` (clap lists them on a bad value).
+fn point_index_parser() -> impl TypedValueParser<Value = PointIndex> {
+    PossibleValuesParser::new(["pm", "dram"]).map(|s| {
+        s.parse::<PointIndex>()
+            .expect("only the possible values get here")
+    })
 }
 
 #[derive(Subcommand, Debug)]
@@ -140,21 +160,28 @@ a DAX mount or /dev/shm."
 peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-F and the \
 MPKV paper's experiments (GET ratio, value size, thread sweeps), range scans of N pairs \
 (scan:N, items/s) and inserts of new keys (insert). Scans need ordered reads \
-(persimmon-ordered, the pool with the ordered index, lmdb, rocksdb); the other engines skip \
-scanning workloads with a note. Each engine gets a fresh \
+(persimmon-ordered, the pool with the ordered index; persimmon-dram, the same with the point \
+index in DRAM; lmdb, rocksdb); the other engines skip scanning workloads with a note. Each engine gets a fresh \
 store in its own directory under --pool-dir, is loaded with the same keys, warmed up, then \
 timed; every operation is timed individually (HDR histograms). Prints one row per \
 (engine, workload, threads, value size) and writes --json, --markdown (tables with the \
 first engine's ratio to each other one) and --plot (SVG).\n\n\
+--workload restart times reopens instead: each engine is loaded and closed, then reopened \
+3 times; it reports the time to open, to the first served GET and range read, to the end of \
+Persimmon's background work after open (the DRAM point index's rebuild included) and to full \
+GET speed (medians).\n\n\
 --probe measures the machine instead: dependent random-load latency on a pool-sized file \
 mapping in --pool-dir and non-temporal write bandwidth. --report FILES renders earlier \
 JSON results (bench and probe) without running anything.\n\n\
 The global --pool-size and --pool-max set Persimmon's initial and largest pool size (and \
-LMDB's map size); --pool is not used. lmdb and rocksdb need a build with \
+LMDB's map size); --pool, --ordered-index and --point-index are not used (the engine names \
+choose them). lmdb and rocksdb need a build with \
 `--features peers`.",
         after_help = "Examples:\n  \
 persimmon bench --engines persimmon,baseline,lmdb,rocksdb --workload get-ratio:0,50,95,100 \
 --keys 1000000 --threads 2 --duration-secs 10 --json fig4.json --plot fig4.svg\n  \
+persimmon bench --engines persimmon,persimmon-ordered,persimmon-dram --workload restart \
+--keys 1000000 --json restart.json\n  \
 persimmon bench --probe --json probe.json\n  \
 persimmon bench --report fig4.json,probe.json --markdown fig4.md"
     )]
@@ -164,7 +191,8 @@ persimmon bench --report fig4.json,probe.json --markdown fig4.md"
     #[command(
         long_about = "Serve the pool over the Redis protocol (RESP2 and RESP3) for unmodified \
 Redis clients and tools (redis-cli, redis-benchmark, client libraries). Creates the pool when \
-it is missing (with --ordered-index: with the ordered index that KRANGE and KPREFIX need). \
+it is missing (with --ordered-index: with the ordered index that KRANGE and KPREFIX need; with \
+--point-index dram as well: with its point index in DRAM, rebuilt after every start). \
 Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
 until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
 durable before its reply is sent.\n\n\
@@ -173,6 +201,7 @@ addresses are refused (protected mode); with --requirepass every command but AUT
 QUIT needs authentication first.",
         after_help = "Config file (TOML, every key optional; flags win over it):\n  \
 pool = \"/dev/shm/app.pool\"   pool-size = \"64M\"   pool-max = \"64G\"   ordered-index = false\n  \
+point-index = \"pm\"  (or \"dram\": needs ordered-index = true)\n  \
 bind = \"127.0.0.1\"   port = 6479   requirepass = \"...\"   protected-mode = true\n  \
 maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit = \"1G\"\n  \
 client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2"

@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
 
-use persimmon::{CheckReport, Db, Options, Stats};
+use persimmon::{CheckReport, Db, Options, PointIndex, Stats};
 
 use crate::cli::{Cli, Command, KeyArgs, PoolArgs, PutArgs, ScanArgs, StatsArgs};
 use crate::escape::{escape, escape_into, unescape};
@@ -53,6 +53,7 @@ pub fn options(pool: &PoolArgs, create: bool) -> Result<Options, Failure> {
         create,
         // Creation only: an existing pool keeps its own setting.
         ordered_index: pool.ordered_index,
+        point_index: pool.point_index.unwrap_or_default(),
         ..Options::default()
     };
     if let Some(max) = pool.pool_max {
@@ -312,6 +313,9 @@ pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
         "ordered_nodes": s.ordered_nodes,
         "segments_ordered": s.segments_ordered,
         "ordered_walk_done": s.ordered_walk_done,
+        "point_index": s.point_index.name(),
+        "point_index_ready": s.point_index_ready,
+        "dram_index_bytes": s.dram_index_bytes,
         "pmem": {
             "flushes": s.pmem.flushes,
             "fences": s.pmem.fences,
@@ -380,6 +384,7 @@ fn stats_table(path: &str, s: &Stats) -> String {
                 "no (chosen at creation: --ordered-index)".to_string()
             },
         ),
+        ("point index", point_index_row(s)),
         ("index depth", s.index_depth.to_string()),
         ("index splits", format!("{} (since open)", s.index_splits)),
         ("lanes", s.lanes.to_string()),
@@ -406,6 +411,25 @@ fn stats_table(path: &str, s: &Stats) -> String {
     rows.iter()
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect()
+}
+
+/// The `point index` row of the stats table: where it lives, and for the
+/// DRAM one its size and whether its rebuild after open is done.
+fn point_index_row(s: &Stats) -> String {
+    match s.point_index {
+        PointIndex::Pm => {
+            "pm: in persistent memory (chosen at creation: --point-index)".to_string()
+        }
+        PointIndex::Dram => format!(
+            "dram: {} in DRAM{}",
+            human_bytes(s.dram_index_bytes),
+            if s.point_index_ready {
+                ", rebuilt from the ordered index"
+            } else {
+                " (rebuild after open still running: the ordered index serves what it misses)"
+            }
+        ),
+    }
 }
 
 fn check(pool: &PoolArgs) -> Result<(), Failure> {

@@ -97,7 +97,7 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
     let s = db.stats();
     let mut out = format!(
         "demo: {n} keys of {width} bytes, values of {value_bytes} bytes, pool {} ({})\n\
-         \x20     durability {}, flush {}, nt copy {}, {} lanes\n",
+         \x20     durability {}, flush {}, nt copy {}, {} lanes, point index in {}\n",
         path.display(),
         if keys_before == 0 {
             "empty".to_string()
@@ -107,7 +107,8 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
         s.durability.name(),
         s.flush_instruction,
         s.nt_copy,
-        s.lanes
+        s.lanes,
+        s.point_index.name()
     );
     print(&out)?;
     out.clear();

@@ -40,6 +40,9 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if pool.ordered_index {
         config.ordered_index = true;
     }
+    if let Some(place) = pool.point_index {
+        config.point_index = place;
+    }
     if let Some(port) = args.port {
         config.port = port;
     }

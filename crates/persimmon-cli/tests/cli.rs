@@ -443,6 +443,7 @@ fn help_is_available_for_every_command() {
         let text = String::from_utf8(o.stdout).unwrap();
         assert!(text.contains("--pool"), "{cmd}: {text}");
         assert!(text.contains("--ordered-index"), "{cmd}: {text}");
+        assert!(text.contains("--point-index"), "{cmd}: {text}");
     }
     let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
         .args(["scan", "--help"])
@@ -778,4 +779,149 @@ fn stats_and_check_show_the_ordered_index() {
     assert_eq!(v["ordered_nodes"], 0);
     let report = String::from_utf8(run(&plain, &["check"]).stdout).unwrap();
     assert!(!report.contains("ordered"), "{report}");
+}
+
+/// `--point-index dram` (with `--ordered-index`) makes a pool whose point
+/// index lives in DRAM: every later command reopens it (rebuilding that
+/// index from the ordered index) and finds every key; stats says where the
+/// index lives.
+#[test]
+fn a_pool_created_with_the_dram_point_index_reopens_and_serves() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let input: String = (0..500).map(|i| format!("key{i:04}\tvalue{i}\n")).collect();
+    let o = run_with_stdin(
+        &pool,
+        &["load", "--ordered-index", "--point-index", "dram"],
+        input.as_bytes(),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // Each command below is a new process: a reopen.
+    assert_eq!(code(&run(&pool, &["put", "extra", "x"])), 0);
+    assert_eq!(run(&pool, &["get", "key0042"]).stdout, b"value42\n");
+    assert_eq!(run(&pool, &["get", "extra"]).stdout, b"x\n");
+    assert_eq!(code(&run(&pool, &["get", "key9999"])), 1);
+    assert_eq!(code(&run(&pool, &["del", "key0001"])), 0);
+    assert_eq!(code(&run(&pool, &["get", "key0001"])), 1);
+    assert_eq!(
+        lines(&run(&pool, &["scan", "--prefix", "key000"])),
+        [
+            "key0000", "key0002", "key0003", "key0004", "key0005", "key0006", "key0007", "key0008",
+            "key0009"
+        ]
+    );
+    assert_eq!(
+        lines(&run(&pool, &["scan", "--rev", "--limit", "2"])),
+        ["key0499", "key0498"]
+    );
+    let o = run(
+        &pool,
+        &["scan", "--from", "key0100", "--to", "key0102", "--values"],
+    );
+    assert_eq!(o.stdout, b"key0100\tvalue100\nkey0101\tvalue101\n");
+
+    let o = run(&pool, &["stats", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["point_index"], "dram", "{v}");
+    assert_eq!(v["ordered_index"], true, "{v}");
+    // stats waits for the rebuild after open.
+    assert_eq!(v["point_index_ready"], true, "{v}");
+    assert!(v["dram_index_bytes"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["keys"], 500, "{v}");
+    let table = String::from_utf8(run(&pool, &["stats"]).stdout).unwrap();
+    assert!(table.contains("point index        dram: "), "{table}");
+    assert!(table.contains("rebuilt from the ordered index"), "{table}");
+    let o = run(&pool, &["check"]);
+    assert_eq!(
+        code(&o),
+        0,
+        "{}{}",
+        stderr(&o),
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // The placement is chosen at creation: a flag on an existing pool
+    // changes nothing.
+    assert_eq!(
+        code(&run(&pool, &["put", "--point-index", "pm", "k", "v"])),
+        0
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&pool, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["point_index"], "dram", "{v}");
+
+    // demo creates a DRAM pool too, and verifies its reopen.
+    let demo = dir.path().join("demo.pool");
+    let o = run(
+        &demo,
+        &[
+            "demo",
+            "--keys",
+            "300",
+            "--ordered-index",
+            "--point-index",
+            "dram",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report = String::from_utf8(o.stdout).unwrap();
+    assert!(report.contains("point index in dram"), "{report}");
+    assert!(report.contains("all 300 values verified"), "{report}");
+}
+
+#[test]
+fn point_index_flag_errors_exit_2() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    // DRAM needs the ordered index to rebuild from: refused, no pool made.
+    for args in [
+        &["put", "--point-index", "dram", "k", "v"][..],
+        &["demo", "--keys", "10", "--point-index", "dram"],
+    ] {
+        let o = run(&pool, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.starts_with("persimmon: "), "{e}");
+        assert!(e.contains("DRAM point index"), "{e}");
+        assert!(e.contains("--ordered-index"), "{e}");
+        assert!(!pool.exists(), "{args:?}");
+    }
+    let o = run_with_stdin(&pool, &["load", "--point-index", "dram"], b"k\tv\n");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!pool.exists());
+
+    // An unknown placement is a usage error naming the choices.
+    for bad in ["bogus", "DRAM", ""] {
+        let o = run(
+            &pool,
+            &["put", "--ordered-index", "--point-index", bad, "k", "v"],
+        );
+        assert_eq!(code(&o), 2, "{bad:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("--point-index"), "{e}");
+        assert!(e.contains("pm") && e.contains("dram"), "{e}");
+        assert!(!pool.exists());
+    }
+
+    // The default and an explicit pm: the PM point index.
+    assert_eq!(
+        code(&run(
+            &pool,
+            &["put", "--ordered-index", "--point-index", "pm", "k", "v"]
+        )),
+        0
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&pool, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["point_index"], "pm", "{v}");
+    assert_eq!(v["point_index_ready"], true, "{v}");
+    assert_eq!(v["dram_index_bytes"], 0, "{v}");
+    let table = String::from_utf8(run(&pool, &["stats"]).stdout).unwrap();
+    assert!(table.contains("point index        pm"), "{table}");
+    let plain = dir.path().join("plain.pool");
+    assert_eq!(code(&run(&plain, &["put", "k", "v"])), 0);
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&plain, &["stats", "--json"]).stdout).unwrap();
+    assert_eq!(v["point_index"], "pm", "{v}");
 }

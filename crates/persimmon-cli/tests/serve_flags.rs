@@ -243,3 +243,143 @@ fn serve_creates_an_ordered_pool_from_the_flag_or_the_config_file() {
     );
     shutdown(&addr, child);
 }
+
+/// Reads a whole INFO reply (a bulk string) of `section`.
+fn info(addr: &str, section: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("INFO {section}\r\n").as_bytes())
+        .unwrap();
+    let mut reader = BufReader::new(s);
+    let mut len = String::new();
+    reader.read_line(&mut len).unwrap();
+    let n: usize = len.trim_end().trim_start_matches('$').parse().unwrap();
+    let mut body = vec![0u8; n + 2];
+    reader.read_exact(&mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
+#[test]
+fn serve_creates_a_dram_point_index_from_the_flag_or_the_config_file() {
+    let dir = tempdir();
+    // The global flags.
+    let mut child = serve(
+        &[
+            "--port",
+            "0",
+            "--ordered-index",
+            "--point-index",
+            "dram",
+            "--pool",
+            "flag.pool",
+        ],
+        dir.path(),
+    );
+    let addr = addr_of(&first_line(&mut child));
+    assert_eq!(ask(&addr, "SET b 2"), "+OK\r\n");
+    assert_eq!(ask(&addr, "SET a 1"), "+OK\r\n");
+    assert_eq!(
+        ask_lines(&addr, "CONFIG GET point-index", 5),
+        "*2\r\n$11\r\npoint-index\r\n$4\r\ndram\r\n"
+    );
+    assert!(info(&addr, "persistence").contains("point_index:dram\r\n"));
+    shutdown(&addr, child);
+    // Restarted without the flags: the pool keeps its placement.
+    let mut child = serve(&["--port", "0", "--pool", "flag.pool"], dir.path());
+    let addr = addr_of(&first_line(&mut child));
+    assert_eq!(ask_lines(&addr, "GET a", 2), "$1\r\n1\r\n");
+    assert_eq!(
+        ask_lines(&addr, "KRANGE - +", 5),
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+    let text = info(&addr, "persistence");
+    assert!(text.contains("point_index:dram\r\n"), "{text}");
+    shutdown(&addr, child);
+    // The CLI reads what the server wrote, and sees the placement.
+    let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["stats", "--json", "--pool", "flag.pool"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["point_index"], "dram");
+
+    // The config file's keys.
+    let config = dir.path().join("dram.toml");
+    std::fs::write(
+        &config,
+        "pool = \"file.pool\"\nordered-index = true\npoint-index = \"dram\"\n",
+    )
+    .unwrap();
+    let mut child = serve(
+        &["--config", config.to_str().unwrap(), "--port", "0"],
+        dir.path(),
+    );
+    let addr = addr_of(&first_line(&mut child));
+    assert_eq!(ask(&addr, "SET user:1 x"), "+OK\r\n");
+    assert!(info(&addr, "persistence").contains("point_index:dram\r\n"));
+    shutdown(&addr, child);
+
+    // The flag wins over the file: pm.
+    let config = dir.path().join("pm.toml");
+    std::fs::write(
+        &config,
+        "pool = \"pm.pool\"\nordered-index = true\npoint-index = \"dram\"\n",
+    )
+    .unwrap();
+    let mut child = serve(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--port",
+            "0",
+            "--point-index",
+            "pm",
+        ],
+        dir.path(),
+    );
+    let addr = addr_of(&first_line(&mut child));
+    assert!(info(&addr, "persistence").contains("point_index:pm\r\n"));
+    shutdown(&addr, child);
+}
+
+#[test]
+fn bad_point_index_settings_are_refused() {
+    let dir = tempdir();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "point-index = \"nvm\"\n").unwrap();
+    let dram_only = dir.path().join("dram-only.toml");
+    std::fs::write(&dram_only, "point-index = \"dram\"\n").unwrap();
+    for (args, needles) in [
+        (
+            vec!["--config", bad.to_str().unwrap()],
+            &["point-index", "pm or dram"][..],
+        ),
+        (
+            vec!["--point-index", "bogus", "--port", "0"],
+            &["--point-index", "dram"],
+        ),
+        (
+            vec!["--point-index", "dram", "--port", "0", "--pool", "x.pool"],
+            &["DRAM point index", "--ordered-index"],
+        ),
+        (
+            vec!["--config", dram_only.to_str().unwrap(), "--port", "0"],
+            &["DRAM point index", "ordered index"],
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+            .arg("serve")
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for needle in needles {
+            assert!(err.contains(needle), "{args:?}: {needle}: {err}");
+        }
+    }
+    assert!(!dir.path().join("x.pool").exists());
+    assert!(!dir.path().join("persimmon.pool").exists());
+}

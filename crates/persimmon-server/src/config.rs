@@ -7,6 +7,8 @@
 //! pool-size = "64M"            # initial size of a pool serve creates
 //! pool-max = "64G"             # largest size the pool may grow to
 //! ordered-index = false        # create the pool with the ordered index (KRANGE, KPREFIX)
+//! point-index = "pm"           # or "dram": point index in DRAM, rebuilt after every start
+//!                              # from the ordered index (needs ordered-index = true)
 //! bind = "127.0.0.1"
 //! port = 6479
 //! requirepass = "secret"
@@ -42,6 +44,10 @@ pub struct Config {
     /// Create the pool with the ordered index, which KRANGE and KPREFIX
     /// need. Creation only: an existing pool keeps its own setting.
     pub ordered_index: bool,
+    /// Where a pool the server creates keeps its point index: in persistent
+    /// memory (default) or in DRAM, rebuilt from the ordered index after
+    /// every start (needs `ordered_index`). Creation only, as above.
+    pub point_index: persimmon::PointIndex,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
     /// TCP port (default 6479; 0 picks a free port, printed when ready).
@@ -99,6 +105,7 @@ impl Default for Config {
             pool_size: None,
             pool_max: None,
             ordered_index: false,
+            point_index: persimmon::PointIndex::Pm,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
             requirepass: None,
@@ -130,6 +137,7 @@ struct FileConfig {
     pool_size: Option<Size>,
     pool_max: Option<Size>,
     ordered_index: Option<bool>,
+    point_index: Option<String>,
     bind: Option<String>,
     port: Option<u16>,
     requirepass: Option<String>,
@@ -227,6 +235,9 @@ impl Config {
         if let Some(o) = file.ordered_index {
             self.ordered_index = o;
         }
+        if let Some(p) = &file.point_index {
+            self.point_index = p.parse().map_err(|e| format!("point-index: {e}"))?;
+        }
         if let Some(b) = &file.bind {
             self.bind = parse_bind(b).map_err(|e| format!("bind: {e}"))?;
         }
@@ -293,6 +304,7 @@ impl Config {
     pub fn engine_options(&self) -> Result<persimmon::Options, String> {
         let mut o = persimmon::Options {
             ordered_index: self.ordered_index,
+            point_index: self.point_index,
             ..persimmon::Options::default()
         };
         if let Some(max) = self.pool_max {
@@ -317,6 +329,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use persimmon::PointIndex;
 
     #[test]
     fn file_overrides_defaults() {
@@ -346,6 +359,35 @@ mod tests {
         c.apply_toml("ordered-index = true").unwrap();
         assert!(c.ordered_index);
         assert!(c.engine_options().unwrap().ordered_index);
+        assert_eq!(c.point_index, PointIndex::Pm);
+        assert_eq!(c.engine_options().unwrap().point_index, PointIndex::Pm);
+        c.apply_toml("point-index = \"dram\"").unwrap();
+        assert_eq!(c.point_index, PointIndex::Dram);
+        let o = c.engine_options().unwrap();
+        assert_eq!(o.point_index, PointIndex::Dram);
+        assert!(o.ordered_index, "an earlier file's setting stays");
+        c.apply_toml("point-index = \"pm\"").unwrap();
+        assert_eq!(c.engine_options().unwrap().point_index, PointIndex::Pm);
+    }
+
+    #[test]
+    fn point_index_takes_pm_or_dram_only() {
+        let mut c = Config::default();
+        for bad in ["\"DRAM \"", "\"nvm\"", "\"\"", "true", "1"] {
+            let e = c.apply_toml(&format!("point-index = {bad}")).unwrap_err();
+            assert!(
+                e.contains("point-index") || e.contains("point_index"),
+                "{bad}: {e}"
+            );
+            assert_eq!(c.point_index, PointIndex::Pm, "{bad}: unchanged");
+        }
+        let e = c.apply_toml("point-index = \"flash\"").unwrap_err();
+        assert!(e.contains("pm or dram"), "{e}");
+        // Both keys in one file.
+        c.apply_toml("ordered-index = true\npoint-index = \"dram\"")
+            .unwrap();
+        assert!(c.ordered_index);
+        assert_eq!(c.point_index, PointIndex::Dram);
     }
 
     #[test]

@@ -18,10 +18,10 @@
 //! transaction (snapshot) where the engine has them; the load phase may
 //! batch and is not measured.
 //!
-//! Scans need ordered reads: `persimmon-ordered` (a pool with the ordered
-//! index), LMDB and RocksDB have them; the other Persimmon variants (hash
-//! index only) do not ([`EngineKind::has_ordered_reads`]), and the run
-//! skips scan workloads for them with a note.
+//! Scans need ordered reads: `persimmon-ordered` and `persimmon-dram` (pools
+//! with the ordered index), LMDB and RocksDB have them; the other Persimmon
+//! variants (hash index only) do not ([`EngineKind::has_ordered_reads`]), and
+//! the run skips scan workloads for them with a note.
 
 use std::path::PathBuf;
 
@@ -41,6 +41,10 @@ pub enum EngineKind {
     /// The default options plus the ordered index (`ordered_index: true`):
     /// the pool keeps a persistent skiplist over the keys.
     PersimmonOrdered,
+    /// The ordered index plus the point index in DRAM
+    /// (`point_index: PointIndex::Dram`): rebuilt from the ordered index
+    /// after every open, which serves point reads until then.
+    PersimmonDram,
     /// `Options::baseline()`: the MPKV paper's Baseline, all mechanisms off.
     Baseline,
     /// All mechanisms but the volatile lock table.
@@ -64,9 +68,10 @@ const ABLATION: [EngineKind; 4] = [
 ];
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 8] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Persimmon,
         EngineKind::PersimmonOrdered,
+        EngineKind::PersimmonDram,
         EngineKind::Baseline,
         EngineKind::NoVolatileLocks,
         EngineKind::NoLockFreeReads,
@@ -80,6 +85,7 @@ impl EngineKind {
         match self {
             EngineKind::Persimmon => "persimmon",
             EngineKind::PersimmonOrdered => "persimmon-ordered",
+            EngineKind::PersimmonDram => "persimmon-dram",
             EngineKind::Baseline => "baseline",
             EngineKind::NoVolatileLocks => "no-volatile-locks",
             EngineKind::NoLockFreeReads => "no-lock-free-reads",
@@ -94,8 +100,16 @@ impl EngineKind {
     pub fn has_ordered_reads(self) -> bool {
         matches!(
             self,
-            EngineKind::PersimmonOrdered | EngineKind::Lmdb | EngineKind::Rocksdb
+            EngineKind::PersimmonOrdered
+                | EngineKind::PersimmonDram
+                | EngineKind::Lmdb
+                | EngineKind::Rocksdb
         )
+    }
+
+    /// Whether the engine is Persimmon (or one of its variants).
+    pub fn is_persimmon(self) -> bool {
+        !matches!(self, EngineKind::Lmdb | EngineKind::Rocksdb)
     }
 
     /// Whether this build has the engine's adapter.
@@ -250,6 +264,40 @@ pub trait Store: Send + Sync {
     fn eliminated_writes(&self) -> u64 {
         0
     }
+
+    /// How far the engine's background work after open has come
+    /// (Persimmon: its [`persimmon::Stats`]); `None` for engines that do
+    /// none (LMDB, RocksDB), which are ready when `open` returns.
+    fn background(&self) -> Option<Background> {
+        None
+    }
+
+    /// Blocks until the background work after open is done (Persimmon:
+    /// `Db::wait_for_rebuild`). The default returns at once.
+    fn wait_for_background(&self) {}
+}
+
+/// The background work after open of a Persimmon pool, as its stats tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Background {
+    /// Space accounting and the key count are rebuilt (`rebuild_done`).
+    pub rebuild_done: bool,
+    /// The ordered index's walk after open has ended (true without one).
+    pub ordered_walk_done: bool,
+    /// The point index answers every point read (always with the PM point
+    /// index; with the DRAM one, once it is rebuilt).
+    pub point_index_ready: bool,
+    /// The point index is in DRAM (`PointIndex::Dram`).
+    pub point_index_in_dram: bool,
+    /// DRAM the point index occupies (0 unless it is in DRAM).
+    pub dram_index_bytes: u64,
+}
+
+impl Background {
+    /// Everything `Db::wait_for_rebuild` waits for is done.
+    pub fn done(&self) -> bool {
+        self.rebuild_done && self.ordered_walk_done && self.point_index_ready
+    }
 }
 
 /// Opens a fresh store of `kind` in `config.dir`.
@@ -313,10 +361,17 @@ mod tests {
             .filter(|k| k.has_ordered_reads())
             .map(EngineKind::name)
             .collect();
-        assert_eq!(scanning, ["persimmon-ordered", "lmdb", "rocksdb"]);
+        assert_eq!(
+            scanning,
+            ["persimmon-ordered", "persimmon-dram", "lmdb", "rocksdb"]
+        );
         assert_eq!(
             EngineKind::parse_list("persimmon-ordered,persimmon").unwrap(),
             [EngineKind::PersimmonOrdered, EngineKind::Persimmon]
+        );
+        assert_eq!(
+            EngineKind::parse_list("persimmon-dram").unwrap(),
+            [EngineKind::PersimmonDram]
         );
         assert!(!ABLATION.iter().any(|k| k.has_ordered_reads()));
     }

@@ -2,11 +2,17 @@
 //! mechanisms), `Options::baseline()` (none), and each mechanism switched
 //! off alone; and `persimmon-ordered`, the default options with the
 //! ordered index (a persistent skiplist over the keys, linked by every put
-//! of a new key), the only variant that can scan.
+//! of a new key), and `persimmon-dram`, the same with the point index in
+//! DRAM (rebuilt from the ordered index after every open): the variants
+//! that can scan.
+//!
+//! After the load phase ([`Store::finish_load`]) the adapter waits for the
+//! pool's background work after open (`Db::wait_for_rebuild`), so a timed
+//! phase never runs next to it.
 
-use persimmon::{Db, Mechanisms, Options, Update};
+use persimmon::{Db, Mechanisms, Options, PointIndex, Update};
 
-use super::{Batch, EngineKind, OpenConfig, Store};
+use super::{Background, Batch, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
 
 /// A Persimmon pool in its engine directory.
@@ -37,6 +43,13 @@ pub fn options(kind: EngineKind) -> Options {
         EngineKind::PersimmonOrdered => {
             return Options {
                 ordered_index: true,
+                ..Options::default()
+            }
+        }
+        EngineKind::PersimmonDram => {
+            return Options {
+                ordered_index: true,
+                point_index: PointIndex::Dram,
                 ..Options::default()
             }
         }
@@ -88,10 +101,18 @@ impl Store for PersimmonStore {
         } else {
             ""
         };
+        let point = match self.db.point_index() {
+            PointIndex::Pm => "; point index in PM",
+            PointIndex::Dram => {
+                "; point index in DRAM (not persisted: rebuilt from the ordered index after \
+                 every open, which serves point reads until then; a point read touches PM only \
+                 for the record)"
+            }
+        };
         format!(
             "pool durability {} (flush {}, nt copy {}); a put or update is durable on return \
              (record flushed and fenced, then slot flushed and fenced); {} lanes; mechanisms: \
-             volatile lock table {}, lock-free reads {}, write elimination {}{ordered}",
+             volatile lock table {}, lock-free reads {}, write elimination {}{ordered}{point}",
             s.durability.name(),
             s.flush_instruction,
             s.nt_copy,
@@ -106,6 +127,11 @@ impl Store for PersimmonStore {
         for (key, value) in batch.iter() {
             self.db.put(key, value).map_err(|e| self.fail(e))?;
         }
+        Ok(())
+    }
+
+    fn finish_load(&self) -> Result<()> {
+        self.db.wait_for_rebuild();
         Ok(())
     }
 
@@ -156,6 +182,21 @@ impl Store for PersimmonStore {
     fn eliminated_writes(&self) -> u64 {
         self.db.stats().eliminated_puts
     }
+
+    fn background(&self) -> Option<Background> {
+        let s = self.db.stats();
+        Some(Background {
+            rebuild_done: s.rebuild_done,
+            ordered_walk_done: s.ordered_walk_done,
+            point_index_ready: s.point_index_ready,
+            point_index_in_dram: s.point_index == PointIndex::Dram,
+            dram_index_bytes: s.dram_index_bytes,
+        })
+    }
+
+    fn wait_for_background(&self) {
+        self.db.wait_for_rebuild();
+    }
 }
 
 #[cfg(test)]
@@ -183,5 +224,14 @@ mod tests {
             Mechanisms::ALL
         );
         assert!(!options(EngineKind::Persimmon).ordered_index);
+        let dram = options(EngineKind::PersimmonDram);
+        assert!(dram.ordered_index);
+        assert_eq!(dram.point_index, PointIndex::Dram);
+        assert_eq!(dram.mechanisms, Mechanisms::ALL);
+        for k in EngineKind::ALL.into_iter().filter(|k| k.is_persimmon()) {
+            if k != EngineKind::PersimmonDram {
+                assert_eq!(options(k).point_index, PointIndex::Pm, "{k:?}");
+            }
+        }
     }
 }

@@ -171,6 +171,7 @@ fn config_params(shared: &Shared) -> Vec<(&'static str, String)> {
         ("pool", c.pool.display().to_string()),
         ("durability", shared.db.durability().name().to_string()),
         ("ordered-index", yes_no(shared.db.has_ordered_index())),
+        ("point-index", shared.db.point_index().name().to_string()),
         ("worker-threads", c.worker_threads.to_string()),
     ]
 }
@@ -359,6 +360,9 @@ pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
                     line("ordered_nodes", &stats.ordered_nodes);
                     line("ordered_walk_done", &(stats.ordered_walk_done as u8));
                 }
+                line("point_index", &stats.point_index.name());
+                line("point_index_ready", &(stats.point_index_ready as u8));
+                line("dram_index_bytes", &stats.dram_index_bytes);
                 line("rdb_bgsave_in_progress", &0);
                 line("aof_enabled", &0);
             }
