@@ -11,7 +11,9 @@
 //!
 //! Protocols (all persistent writes go through the pmem layer):
 //! - *insert* (a new key, under the key's bucket lock, before the point
-//!   index names the record): search (pred, succ); mark pred's range; check
+//!   index names the record): search (pred, succ); take a node slot; mark
+//!   pred's range and the new node's (so nothing links behind the node
+//!   before its own link is durable); check
 //!   again that pred is not deleted and still points at succ (else retry,
 //!   the paper's double check); write the node with `next = succ`, flush,
 //!   **fence**; store `pred.next = node`, flush, **fence** (the node is in
@@ -405,6 +407,9 @@ impl Ordered {
         }
         let pm = &pool.pm;
         let class = layout::node_class_for(key.len());
+        // Allocated on the first attempt that gets as far as marking, kept
+        // across retries.
+        let mut fresh: Option<u64> = None;
         loop {
             let (pred, succ) = self.search(pool, key)?;
             if succ != 0 && self.key(pool, succ, false)? == key {
@@ -413,14 +418,24 @@ impl Ordered {
                     std::thread::yield_now();
                     continue;
                 }
+                if let Some(n) = fresh {
+                    // Never linked, never seen: straight back to the heap.
+                    self.heap.free(n, pool.segment_offset(pool.segment_of(n)));
+                }
                 return Ok((succ, false));
             }
-            let marks = self.mark(pred, None);
+            let node = match fresh {
+                Some(n) => n,
+                None => *fresh.insert(self.heap.alloc(pool, class)?),
+            };
+            // The new node's range is marked too, until its link is durable:
+            // nobody may link behind it (or unlink its successor) on the
+            // strength of a link that a crash could still undo.
+            let marks = self.mark(pred, Some(node));
             if self.is_deleted(pool, pred) || pm.load_u64(pred + NODE_NEXT as u64) != succ {
                 drop(marks);
                 continue;
             }
-            let node = self.heap.alloc(pool, class)?;
             let mut head = [0u8; NODE_HEADER_BYTES];
             head[NODE_NEXT..NODE_NEXT + 8].copy_from_slice(&succ.to_le_bytes());
             head[NODE_RECORD..NODE_RECORD + 8].copy_from_slice(&0u64.to_le_bytes());
@@ -593,13 +608,15 @@ impl Ordered {
     /// finished no slot of these segments is handed out again. A first pass
     /// sets up the search hints (sampled keys only, no record read), so that
     /// searches run at full speed while the second pass calls `live`.
-    /// A slot with a record word but a damaged key is an error.
+    /// A slot with a record word whose key or record is damaged (or for
+    /// which `live` fails) is skipped and described in `damage`.
     pub fn scan_live(
         &self,
         pool: &Pool,
         stop: &AtomicBool,
         live: &mut dyn FnMut(&[u8], u64) -> Result<()>,
-    ) -> Result<()> {
+        damage: &mut Vec<String>,
+    ) {
         for pass in 0..2 {
             for (seg, st) in self.heap.segs.iter().enumerate() {
                 let Some(st) = st.get().filter(|st| st.old) else {
@@ -608,7 +625,7 @@ impl Ordered {
                 let first = pool.segment_offset(seg as u32) + SEGMENT_HEADER_BYTES;
                 for i in 0..self.heap.slots_per_segment(st.class) {
                     if i % WALK_BATCH as u64 == 0 && stop.load(Ordering::Acquire) {
-                        return Ok(());
+                        return;
                     }
                     let node = first + (i << st.class);
                     let word = layout::Slot(pool.pm.load_u64(Self::record_word(node)));
@@ -619,15 +636,28 @@ impl Ordered {
                         // Cheap look first: only a sampled key is checked
                         // fully here (the rest are, in pass 1).
                         let len = pool.pm.load_u64(node + NODE_KEY_LEN as u64) as u32 as usize;
-                        if NODE_HEADER_BYTES + len > 1 << st.class
-                            || !self.sampled(pool.pm.slice(node + NODE_HEADER_BYTES as u64, len)?)
-                        {
+                        let sampled = NODE_HEADER_BYTES + len <= 1 << st.class
+                            && pool
+                                .pm
+                                .slice(node + NODE_HEADER_BYTES as u64, len)
+                                .is_ok_and(|k| self.sampled(k));
+                        if !sampled {
                             continue;
                         }
                     }
-                    let key = self.key(pool, node, true)?;
+                    let key = match self.key(pool, node, true) {
+                        Ok(k) => k,
+                        Err(e) => {
+                            if pass == 1 {
+                                damage.push(format!("a node with a record word: {e}"));
+                            }
+                            continue;
+                        }
+                    };
                     if pass == 1 {
-                        live(key, node)?;
+                        if let Err(e) = live(key, node) {
+                            damage.push(format!("node {node:#x}: {e}"));
+                        }
                     } else {
                         // Under the node's mark, as in the walk: a remove
                         // sets the deleted bit under it and drops the hint
@@ -641,7 +671,6 @@ impl Ordered {
                 }
             }
         }
-        Ok(())
     }
 
     /// Walks the whole list after open: sets up the search hints, learns
