@@ -7,7 +7,8 @@
 //!   range inside a record zeroed): always inside the bytes the record's
 //!   CRC32C covers (never the padding), of a live record;
 //! - `slot-bitflip` (any bit but the persist bit) and `slot-zero`: a live
-//!   index slot — slots carry no CRC;
+//!   index slot (with the DRAM point index: the record word of a live
+//!   key's skiplist node) — slots and record words carry no CRC;
 //! - `header-bitflip`: one bit of a committed segment's 64-byte header.
 //!
 //! Every other fault is injected into the image as it would be after a

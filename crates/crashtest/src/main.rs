@@ -8,9 +8,10 @@
 //!   reopened with the real recovery code and judged (`oracle`); the same
 //!   recording checks that operations return only with their stores
 //!   durable. Each workload (`workloads`) targets persist paths (including
-//!   the log cleaner, the Baseline ablation mode and the ordered index's
-//!   skiplist, `ordered-*`); afterwards its final image is damaged on
-//!   purpose (`faults`).
+//!   the log cleaner, the Baseline ablation mode, the ordered index's
+//!   skiplist, `ordered-*`, and the point index in DRAM, `dram-*`;
+//!   `--only PREFIX` runs a subset); afterwards its final image is damaged
+//!   on purpose (`faults`).
 //! - the **kill -9 loop** (`--kill-rounds N`): a child process writes from
 //!   several threads and is killed with SIGKILL; the parent verifies every
 //!   key against a shared expected-state file (`killtest`).
@@ -51,7 +52,7 @@ use crate::sim::mix;
 #[command(
     name = "crashtest",
     about = "Crash-consistency and fault harness for Persimmon",
-    after_help = "Examples:\n  crashtest --seconds 90              simulator, all workloads, 90 s\n  crashtest --workload split --seed 7  replay one workload run\n  crashtest --kill-rounds 50           kill -9 loop"
+    after_help = "Examples:\n  crashtest --seconds 90                simulator, all workloads, 90 s\n  crashtest --seconds 300 --only dram-  the DRAM point-index workloads, 300 s\n  crashtest --workload split --seed 7   replay one workload run\n  crashtest --kill-rounds 50            kill -9 loop"
 )]
 struct Cli {
     /// Run the simulator over all workloads for this many seconds.
@@ -64,6 +65,10 @@ struct Cli {
     /// `--seconds` and no `--seed`, run it again with new seeds until then.
     #[arg(long)]
     workload: Option<String>,
+    /// With `--seconds` and no `--workload`: run only the workloads whose
+    /// names start with this prefix (e.g. `dram-`).
+    #[arg(long, value_name = "PREFIX")]
+    only: Option<String>,
     /// Enumerate every combination of in-flight lines up to this many images
     /// per crash point; sample above it.
     #[arg(long, default_value_t = 4096)]
@@ -237,10 +242,25 @@ fn sim_main(cli: &Cli, seed: u64) -> ExitCode {
                 cli.seconds.map(|s| started + Duration::from_secs(s)),
             )
         }
-        None => (
-            workloads::WORKLOADS.to_vec(),
-            Some(started + Duration::from_secs(cli.seconds.unwrap_or(60))),
-        ),
+        None => {
+            let prefix = cli.only.as_deref().unwrap_or("");
+            let plan: Vec<&'static str> = workloads::WORKLOADS
+                .iter()
+                .copied()
+                .filter(|w| w.starts_with(prefix))
+                .collect();
+            if plan.is_empty() {
+                eprintln!(
+                    "no workload starts with {prefix:?}; known: {}",
+                    workloads::WORKLOADS.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+            (
+                plan,
+                Some(started + Duration::from_secs(cli.seconds.unwrap_or(60))),
+            )
+        }
     };
     println!(
         "crashtest: seed={seed} cap={} samples={} faults/class={} scratch={}",
@@ -314,7 +334,7 @@ fn sim_main(cli: &Cli, seed: u64) -> ExitCode {
                 }
             }
             println!(
-                "  {w:<14} seed={run_seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
+                "  {w:<18} seed={run_seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
                 fin.ops,
                 fin.stats.points,
                 fin.stats.images,
@@ -388,13 +408,13 @@ fn print_summary(
 ) {
     println!("\ncrash points and images per workload:");
     println!(
-        "  {:<14} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
+        "  {:<18} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
         "workload", "runs", "ops", "points", "exhaustive", "images", "dup", "probes", "bad", "secs"
     );
     for w in workloads::WORKLOADS {
         let Some(t) = totals.get(w) else { continue };
         println!(
-            "  {:<14} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
+            "  {:<18} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
             w,
             t.runs,
             t.ops,

@@ -32,13 +32,28 @@
 //! 10. after the engine closed, the skiplist on media (followed from the
 //!     bytes by `poolfile::ordered_keys`) holds exactly the present keys:
 //!     the repair of orphans was durable.
+//!
+//! With the point index in DRAM (`Options::point_index`, format version 3;
+//! the image holds no index segment, the skiplist nodes' record words name
+//! the records):
+//! 11. the engine opened the pool with `PointIndex::Dram`, and the image
+//!     holds no index segment;
+//! 12. right after `Db::open` returns, before `wait_for_rebuild`, while the
+//!     engine may still be entering keys into the DRAM index (a key it
+//!     misses is looked up through its node), every key holds a legal value
+//!     (check 3's rules), and after the wait it holds the very same value;
+//! 13. after the wait `stats()` reports the point index ready, no index
+//!     segment in the pool and a DRAM index of non-zero size;
+//! 14. after the engine closed, the record words of the nodes on media name
+//!     exactly the present keys' records with their values, every one with
+//!     its persist bit (the rebuild helped persist the half-done ones).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use persimmon::{Db, Options};
+use persimmon::{Db, Options, PointIndex};
 
 use crate::poolfile;
 
@@ -153,6 +168,14 @@ pub fn oracle_options(base: &Options) -> Options {
     }
 }
 
+/// What a passing `check_image` saw.
+pub struct Checked {
+    /// DRAM point index: `stats()` said the DRAM index was not ready yet
+    /// just before check 12's reads began (the first of them, at least,
+    /// could go through a node).
+    pub read_before_ready: bool,
+}
+
 /// Writes `img` to `path` and runs every check. `Err` describes the first
 /// inconsistency.
 pub fn check_image(
@@ -161,11 +184,36 @@ pub fn check_image(
     options: &Options,
     expect: &Expect,
     write_probe: bool,
-) -> Result<(), String> {
+) -> Result<Checked, String> {
     std::fs::write(path, img).map_err(|e| format!("write image: {e}"))?;
     let parsed = poolfile::parse(img).ok_or("image has no readable superblock")?;
     let db = Db::open(path, oracle_options(options)).map_err(|e| format!("open failed: {e}"))?;
     let db = Arc::new(db);
+    let dram = options.point_index == PointIndex::Dram;
+    let mut read_before_ready = false;
+    if db.point_index() != options.point_index {
+        return Err(format!(
+            "the pool's point index is {:?}, the workload created it {:?}",
+            db.point_index(),
+            options.point_index
+        ));
+    }
+    let early = if dram {
+        if parsed
+            .segments
+            .iter()
+            .any(|k| matches!(k, poolfile::SegKind::Index { .. }))
+        {
+            return Err("an index segment in a pool whose point index lives in DRAM".into());
+        }
+        // Nothing here that waits for the rebuild (`len()`, `iter()`).
+        read_before_ready = !db.stats().point_index_ready;
+        Some(read_expected(&db, expect).map_err(|e| {
+            format!("right after open (the DRAM index being rebuilt, nodes serving misses): {e}")
+        })?)
+    } else {
+        None
+    };
     wait_recovered(&db, path)?;
     let report = db
         .check()
@@ -183,29 +231,18 @@ pub fn check_image(
                 .join("; ")
         ));
     }
-    let mut present: BTreeMap<Key, Val> = BTreeMap::new();
-    let keys: BTreeSet<&Key> = expect.acked.keys().chain(expect.in_flight.keys()).collect();
-    for key in keys {
-        let got = db
-            .get(key)
-            .map_err(|e| format!("get {}: {e}", show_key(key)))?;
-        let legal = expect.legal(key);
-        if !legal.contains(&got) {
-            let what = if expect.in_flight.contains_key(key.as_slice()) {
-                "in-flight key"
-            } else {
-                "acknowledged key"
-            };
+    let present = read_expected(&db, expect)?;
+    if let Some(early) = &early {
+        let keys: BTreeSet<&Key> = early.keys().chain(present.keys()).collect();
+        if let Some(k) = keys.into_iter().find(|k| early.get(*k) != present.get(*k)) {
             return Err(format!(
-                "{what} {} holds {}, expected {}",
-                show_key(key),
-                show(&got),
-                legal.iter().map(show).collect::<Vec<_>>().join(" or ")
+                "key {} held {} right after open, {} after wait_for_rebuild",
+                show_key(k),
+                show(&early.get(k).cloned()),
+                show(&present.get(k).cloned())
             ));
         }
-        if let Some(v) = got {
-            present.insert(key.clone(), v);
-        }
+        check_dram(&db)?;
     }
     if report.keys != present.len() as u64 {
         return Err(format!(
@@ -268,6 +305,9 @@ pub fn check_image(
                 ));
             }
         }
+        if dram {
+            check_words_on_media(&after, &p, &present)?;
+        }
         let dead = p.dead_heads();
         if dead.len() as u32 > reclaimable {
             return Err(format!(
@@ -276,6 +316,95 @@ pub fn check_image(
                 dead
             ));
         }
+    }
+    Ok(Checked { read_before_ready })
+}
+
+/// Every key of `expect` by `get`, each judged by check 3's rules; returns
+/// the present ones with their values.
+fn read_expected(db: &Db, expect: &Expect) -> Result<BTreeMap<Key, Val>, String> {
+    let mut present: BTreeMap<Key, Val> = BTreeMap::new();
+    let keys: BTreeSet<&Key> = expect.acked.keys().chain(expect.in_flight.keys()).collect();
+    for key in keys {
+        let got = db
+            .get(key)
+            .map_err(|e| format!("get {}: {e}", show_key(key)))?;
+        let legal = expect.legal(key);
+        if !legal.contains(&got) {
+            let what = if expect.in_flight.contains_key(key.as_slice()) {
+                "in-flight key"
+            } else {
+                "acknowledged key"
+            };
+            return Err(format!(
+                "{what} {} holds {}, expected {}",
+                show_key(key),
+                show(&got),
+                legal.iter().map(show).collect::<Vec<_>>().join(" or ")
+            ));
+        }
+        if let Some(v) = got {
+            present.insert(key.clone(), v);
+        }
+    }
+    Ok(present)
+}
+
+/// Check 13 of the module header (after `wait_for_rebuild`).
+fn check_dram(db: &Db) -> Result<(), String> {
+    let s = db.stats();
+    if s.point_index != PointIndex::Dram || !s.point_index_ready {
+        return Err(format!(
+            "after wait_for_rebuild: stats say point index {:?}, ready {}",
+            s.point_index, s.point_index_ready
+        ));
+    }
+    if s.segments_index != 0 || s.dram_index_bytes == 0 {
+        return Err(format!(
+            "DRAM point index: {} index segment(s) in the pool, {} bytes of DRAM index",
+            s.segments_index, s.dram_index_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// Check 14: the record words on media after a clean close.
+fn check_words_on_media(
+    img: &[u8],
+    p: &poolfile::Parsed,
+    present: &BTreeMap<Key, Val>,
+) -> Result<(), String> {
+    let on_media: BTreeMap<&[u8], &[u8]> = p
+        .live
+        .iter()
+        .map(|r| (r.key.as_slice(), r.value(img)))
+        .collect();
+    let want: BTreeMap<&[u8], &[u8]> = present
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    if on_media != want {
+        let differ: Vec<String> = want
+            .iter()
+            .filter(|(k, v)| on_media.get(*k) != Some(*v))
+            .chain(on_media.iter().filter(|(k, _)| !want.contains_key(*k)))
+            .take(3)
+            .map(|(k, _)| show_key(k))
+            .collect();
+        return Err(format!(
+            "node record words on media after recovery and a clean close name {} records, {} keys are present; differ at {differ:?}",
+            on_media.len(),
+            want.len()
+        ));
+    }
+    let words = poolfile::record_words(img, p)?;
+    if let Some(w) = words.iter().find(|w| w.half_done()) {
+        return Err(format!(
+            "node {:#x} ({}): record word {:#x} without its persist bit after recovery and a clean close",
+            w.node,
+            show_key(&w.key),
+            w.word
+        ));
     }
     Ok(())
 }

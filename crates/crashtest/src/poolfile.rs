@@ -24,6 +24,15 @@
 //! node segment whose header says head). `ordered_keys` follows that chain
 //! from the bytes alone, so the oracle can compare what a recovered pool
 //! left on media with what the engine answered.
+//!
+//! DRAM point index (format version 3, superblock flag bit 2, HybridIndex+):
+//! the pool holds no index segment; the persistent truth of a key is the
+//! *record word* of its skiplist node (`NODE_RECORD`, a slot word in the
+//! same encoding). There a key is live when its node is linked and the word
+//! is neither 0 nor a delete marker, names a record with a valid CRC whose
+//! key is the node's, and carries that key's fingerprint; `LiveRecord`'s
+//! `slot_addr` is then the record word's address. A linked node whose word
+//! names no record is an orphan (`record_words` lists every word).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -59,10 +68,17 @@ pub const FLAG_PERSISTENT_LOCKS: u64 = 1;
 /// `SB_FLAG_ORDERED_INDEX` in the engine's layout, docs/design.md §3/§10).
 pub const FLAG_ORDERED_INDEX: u64 = 2;
 
+/// Superblock flag bit 2: the point index lives in DRAM, the skiplist
+/// nodes' record words name the keys' records (`SB_FLAG_DRAM_POINT_INDEX`;
+/// format version 3, needs `FLAG_ORDERED_INDEX` and no persistent locks).
+pub const FLAG_DRAM_POINT_INDEX: u64 = 4;
+
 /// Skiplist node layout (docs/design.md §10): `next` (pool offset of the
-/// next node, 0 at the end), a reserved word, key length (u32), CRC32C over
+/// next node, 0 at the end), the record word (DRAM point index: the key's
+/// record as a slot word, 0 = none; else 0), key length (u32), CRC32C over
 /// the key length and the key (u32), then the key.
 const NODE_NEXT: usize = 0;
+pub const NODE_RECORD: usize = 8;
 const NODE_KEY_LEN: usize = 16;
 const NODE_CRC: usize = 20;
 const NODE_HEADER_BYTES: usize = 24;
@@ -86,11 +102,12 @@ pub fn create(
 ) -> std::io::Result<()> {
     let mut sb = vec![0u8; SUPERBLOCK_BYTES as usize];
     sb[0..8].copy_from_slice(&MAGIC);
-    // Version 2: the first with the ordered-index flag (and node segments).
+    // The lowest version that expresses the flags, as the engine writes
+    // them: 3 with the DRAM point index, 2 with the ordered index, else 1.
     // This superblock is written by hand: a new version must be looked at
     // here before the harness writes it.
-    const _: () = assert!(FORMAT_VERSION == 2);
-    sb[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    const _: () = assert!(FORMAT_VERSION == 3);
+    sb[8..12].copy_from_slice(&format_version(flags).to_le_bytes());
     sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
     sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
     sb[24..32].copy_from_slice(&hash_seed.to_le_bytes());
@@ -103,6 +120,17 @@ pub fn create(
     std::io::Write::write_all(&mut file, &sb)?;
     file.set_len(SUPERBLOCK_BYTES + segments * segment_bytes)?;
     Ok(())
+}
+
+/// The format version a pool with superblock `flags` is written at.
+pub fn format_version(flags: u64) -> u32 {
+    if flags & FLAG_DRAM_POINT_INDEX != 0 {
+        3
+    } else if flags & FLAG_ORDERED_INDEX != 0 {
+        2
+    } else {
+        1
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +160,8 @@ pub enum SegKind {
 /// A live slot and the record it names.
 #[derive(Clone, Debug)]
 pub struct LiveRecord {
+    /// The word naming the record: an index slot, or with the DRAM point
+    /// index its node's record word.
     pub slot_addr: u64,
     pub record: u64,
     /// Bytes covered by the CRC end here (before the padding).
@@ -145,6 +175,14 @@ pub struct Parsed {
     pub live: Vec<LiveRecord>,
     /// Index segments that own no directory entry (never reachable).
     pub orphan_index_segments: Vec<u32>,
+}
+
+impl LiveRecord {
+    /// The record's value bytes in `img`.
+    pub fn value<'a>(&self, img: &'a [u8]) -> &'a [u8] {
+        let from = self.record as usize + RECORD_HEADER_BYTES + self.key.len();
+        &img[from..self.body_end as usize]
+    }
 }
 
 impl Parsed {
@@ -285,6 +323,16 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
         live: Vec::new(),
         orphan_index_segments,
     };
+    if flags(img) & FLAG_DRAM_POINT_INDEX != 0 {
+        // No index segment to read (one would be damage the engine refuses
+        // at open): the linked nodes' record words name the records.
+        let words = record_words(img, &p).unwrap_or_default();
+        p.live = words
+            .iter()
+            .filter_map(|w| live_from_word(img, w, hash_seed))
+            .collect();
+        return Some(p);
+    }
     let buckets = (segment_bytes - SEGMENT_HEADER_BYTES) / 64;
     // With persistent bucket locks the last slot of a bucket is a lock word.
     let lock_slot = flags(img) & FLAG_PERSISTENT_LOCKS != 0;
@@ -318,6 +366,52 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
         }
     }
     Some(p)
+}
+
+/// A linked skiplist node and its record word (DRAM point index).
+#[derive(Clone, Debug)]
+pub struct NodeWord {
+    pub node: u64,
+    pub key: Vec<u8>,
+    pub word: u64,
+}
+
+impl NodeWord {
+    /// Neither 0 nor a delete marker, and without its persist bit: the
+    /// first phase of a two-phase write (or of a delete's marker) whose
+    /// second store did not reach media.
+    pub fn half_done(&self) -> bool {
+        self.word != 0 && self.word & 1 == 0
+    }
+}
+
+/// The record words of the linked nodes of `img`, in list order.
+pub fn record_words(img: &[u8], p: &Parsed) -> Result<Vec<NodeWord>, String> {
+    Ok(ordered_list(img, p)?
+        .into_iter()
+        .map(|(node, key)| NodeWord {
+            node,
+            word: get_u64(img, node as usize + NODE_RECORD),
+            key,
+        })
+        .collect())
+}
+
+/// The live record a node's record word names, if any (see the header).
+fn live_from_word(img: &[u8], w: &NodeWord, hash_seed: u64) -> Option<LiveRecord> {
+    let off = slot_offset(w.word);
+    if w.word == 0 || off == MARKER_OFFSET {
+        return None;
+    }
+    let rec = read_record(img, off)?;
+    let h = xxhash_rust::xxh3::xxh3_64_with_seed(&rec.key, hash_seed);
+    if rec.key != w.key || (h >> 48) as u16 != slot_fingerprint(w.word) {
+        return None;
+    }
+    Some(LiveRecord {
+        slot_addr: w.node + NODE_RECORD as u64,
+        ..rec
+    })
 }
 
 /// The record at `off` if its lengths are sane and its CRC verifies.
@@ -459,5 +553,77 @@ mod tests {
         img[last as usize..last as usize + 8].copy_from_slice(&first.to_le_bytes());
         let err = ordered_list(&img, &p).unwrap_err();
         assert!(err.contains("cycle"), "{err}");
+    }
+
+    /// A DRAM point-index pool (version 3): no index segment; the live
+    /// records are the ones the linked nodes' record words name, with their
+    /// current values; a word of 0 or a delete marker leaves an orphan, a
+    /// word without its persist bit still names its record.
+    #[test]
+    fn dram_pool_records_come_from_node_record_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.pool");
+        let dram_flags = FLAG_ORDERED_INDEX | FLAG_DRAM_POINT_INDEX;
+        create(&path, 64 << 10, 8, 11, dram_flags).unwrap();
+        let keys: [&[u8]; 5] = [b"", b"b", &[b'm'; 100], b"x", b"z"];
+        {
+            let opts = Options {
+                create: false,
+                cleaner: false,
+                ordered_index: true,
+                point_index: persimmon::PointIndex::Dram,
+                ..Options::default()
+            };
+            let db = Db::open(&path, opts).unwrap();
+            assert_eq!(db.point_index(), persimmon::PointIndex::Dram);
+            for k in keys {
+                db.put(k, b"first").unwrap();
+            }
+            db.put(b"x", b"second value").unwrap(); // the word moves on
+            db.delete(b"b").unwrap(); // marker, 0, unlinked
+        }
+        let mut img = std::fs::read(&path).unwrap();
+        assert_eq!(get_u32(&img, 8), 3, "format version");
+        assert_eq!(flags(&img), dram_flags);
+        let p = parse(&img).unwrap();
+        assert!(!p
+            .segments
+            .iter()
+            .any(|k| matches!(k, SegKind::Index { .. })));
+        let words = record_words(&img, &p).unwrap();
+        let listed: Vec<&[u8]> = words.iter().map(|w| w.key.as_slice()).collect();
+        assert_eq!(listed, vec![&b""[..], &[b'm'; 100][..], b"x", b"z"]);
+        assert!(words.iter().all(|w| w.word & 1 == 1 && !w.half_done()));
+        let live: Vec<(&[u8], &[u8], u64)> = p
+            .live
+            .iter()
+            .map(|r| (r.key.as_slice(), r.value(&img), r.slot_addr))
+            .collect();
+        let want: Vec<(&[u8], &[u8], u64)> = words
+            .iter()
+            .map(|w| {
+                let v: &[u8] = if w.key == b"x" {
+                    b"second value"
+                } else {
+                    b"first"
+                };
+                (w.key.as_slice(), v, w.node + NODE_RECORD as u64)
+            })
+            .collect();
+        assert_eq!(live, want);
+        // Half done (persist bit clear): still names its record.
+        let at = |w: &NodeWord| w.node as usize + NODE_RECORD;
+        let (z, m, empty) = (&words[3], &words[1], &words[0]);
+        img[at(z)..at(z) + 8].copy_from_slice(&(z.word & !1).to_le_bytes());
+        // A delete marker, and a word of 0: orphans.
+        let marker = (m.word & !(((1u64 << 47) - 1) << 1)) | (MARKER_OFFSET >> 3) << 1;
+        img[at(m)..at(m) + 8].copy_from_slice(&marker.to_le_bytes());
+        img[at(empty)..at(empty) + 8].fill(0);
+        let p = parse(&img).unwrap();
+        let live: Vec<&[u8]> = p.live.iter().map(|r| r.key.as_slice()).collect();
+        assert_eq!(live, vec![&b"x"[..], b"z"]);
+        let words = record_words(&img, &p).unwrap();
+        assert!(words[3].half_done() && !words[2].half_done());
+        assert_eq!(slot_offset(words[1].word), MARKER_OFFSET);
     }
 }

@@ -83,15 +83,20 @@ pub struct SimStats {
     pub images: u64,
     pub duplicates: u64,
     pub probes: u64,
+    /// DRAM point index: images whose reads right after open began before
+    /// the DRAM index was ready (`oracle::Checked`).
+    pub before_ready: u64,
     pub inconsistencies: u64,
     pub failures: Vec<String>,
 }
 
 /// Holds one thread at a fence until released (write elimination,
-/// overlapping writers of neighbouring keys): the thread passes `skip`
-/// fences first, then waits at the next one.
+/// overlapping writers of neighbouring keys, the ordered index's walk after
+/// open): the thread passes `skip` fences first, then waits at the next one.
 pub struct Gate {
     thread: Mutex<Option<ThreadId>>,
+    /// Or, for a thread the engine spawns: its name (see `Sim::arm_gate`).
+    named: Option<&'static str>,
     skip: Mutex<u64>,
     state: Mutex<(bool, bool)>, // (reached, released)
     cv: Condvar,
@@ -104,12 +109,24 @@ impl Gate {
 
     /// A gate that holds its thread at its fence number `skip` (from 0).
     pub fn after(skip: u64) -> Arc<Gate> {
+        Gate::build(skip, None)
+    }
+
+    fn build(skip: u64, named: Option<&'static str>) -> Arc<Gate> {
         Arc::new(Gate {
             thread: Mutex::new(None),
+            named,
             skip: Mutex::new(skip),
             state: Mutex::new((false, false)),
             cv: Condvar::new(),
         })
+    }
+
+    /// A gate for the engine's thread called `name` (e.g. the ordered
+    /// index's walk after open, "persimmon-ordered"), held at its first
+    /// fence; armed with `Sim::arm_gate` from any thread.
+    pub fn on_thread_named(name: &'static str) -> Arc<Gate> {
+        Gate::build(0, Some(name))
     }
 
     pub fn wait_reached(&self) {
@@ -291,10 +308,19 @@ impl Sim {
         }
     }
 
-    /// Holds the calling thread at its next fence (after the gate's `skip`
-    /// fences) until `gate` is released.
+    /// Holds the calling thread (or, for a gate `on_thread_named`, the
+    /// observed engine's thread of that name) at its next fence (after the
+    /// gate's `skip` fences) until `gate` is released.
+    ///
+    /// A named gate catches its thread only while no crash point is being
+    /// explored: the oracle's own engines run threads of the same names,
+    /// and those may run deferred work of the observed engine (fences on
+    /// this pool) while the oracle checks an image; holding one of them
+    /// would hang the explorer that waits for it.
     pub fn arm_gate(&self, gate: &Arc<Gate>) {
-        *lock(&gate.thread) = Some(std::thread::current().id());
+        if gate.named.is_none() {
+            *lock(&gate.thread) = Some(std::thread::current().id());
+        }
         *lock(&self.gate) = Some(gate.clone());
     }
 
@@ -413,19 +439,22 @@ impl Sim {
             let img = images::build(&durable, &choices, pick);
             lock(&self.stats).images += 1;
             let write_probe = rng.gen_range(0..8) == 0;
-            if let Err(e) = oracle::check_image(
+            match oracle::check_image(
                 &img,
                 &self.image_path,
                 &self.cfg.options,
                 &expect,
                 write_probe,
             ) {
-                let saved = self.save_failing_image(&img, point, i);
-                self.fail(format!(
+                Ok(c) => lock(&self.stats).before_ready += c.read_before_ready as u64,
+                Err(e) => {
+                    let saved = self.save_failing_image(&img, point, i);
+                    self.fail(format!(
                     "crash point {point} (ops in flight {focus_ops:?}), image {i} of {} ({} lines pending): {e}{saved}",
                     plan.picks.len(),
                     choices.len()
                 ));
+                }
             }
         }
         IN_ORACLE.with(|f| f.set(false));
@@ -458,6 +487,13 @@ impl Sim {
         let Some(db) = lock(&self.db).upgrade() else {
             return;
         };
+        if db.point_index() == persimmon::PointIndex::Dram && !db.stats().point_index_ready {
+            // Until the DRAM point index is rebuilt, a read it cannot answer
+            // takes the key's bucket lock (design.md §10a), which the paused
+            // writer holds: such a probe would wait for the very write it
+            // interrupts. (Once ready never reverts, reads are lock-free.)
+            return;
+        }
         let guard = lock(&self.prober);
         let Some(p) = guard.as_ref() else { return };
         self.suppress.store(true, Ordering::SeqCst);
@@ -480,8 +516,15 @@ impl Sim {
     fn pass_gate(&self, t: ThreadId) {
         let gate = {
             let mut g = lock(&self.gate);
+            let matches = |gate: &Gate| match gate.named {
+                None => *lock(&gate.thread) == Some(t),
+                Some(name) => {
+                    std::thread::current().name() == Some(name)
+                        && !self.exploring.load(Ordering::SeqCst)
+                }
+            };
             match g.as_ref() {
-                Some(gate) if *lock(&gate.thread) == Some(t) => {
+                Some(gate) if matches(gate) => {
                     let mut skip = lock(&gate.skip);
                     if *skip > 0 {
                         *skip -= 1;

@@ -15,6 +15,7 @@
 //! | lanes           | three threads on three lanes, interleaved                      |
 //! | reopen          | recover from a crash image, then more operations, clean reopen |
 //! | cleaner         | `Db::clean_now`: live records relocated out of dirty segments  |
+//! |                 | (records dead by overwrites and by deletes); new keys after it |
 //! | baseline        | `Options::baseline()`: persistent bucket locks, locked reads,  |
 //! |                 | slots stored with the persist bit, no elimination              |
 //! | ordered-insert  | ordered index (skiplist): first open (head node); links into   |
@@ -22,15 +23,33 @@
 //! |                 | smallest keys), after the last, between neighbours, next to    |
 //! |                 | hinted nodes; node segments of the 32 B, 64 B, 128 B, 1 KiB    |
 //! |                 | and 8 KiB classes, and a second 8 KiB segment when one fills   |
-//! | ordered-delete  | unlink of the first, last, middle and adjacent nodes; delete   |
-//! |                 | then re-insert (node slot reuse), long keys; deletes and       |
-//! |                 | inserts through `update`; emptying the list and refilling it   |
+//! | ordered-delete  | overwrites of the first, a middle and the last key (also to a  |
+//! |                 | large run and back); unlink of the first, last, middle and     |
+//! |                 | adjacent nodes; delete then re-insert (node slot reuse), long  |
+//! |                 | keys; deletes and inserts through `update`; emptying the list  |
+//! |                 | and refilling it                                               |
 //! | ordered-lanes   | three threads insert and delete neighbouring keys; pairs of    |
 //! |                 | writers overlap (one held at a fence while the other links or  |
 //! |                 | unlinks next to it: range marks, the double check)             |
 //! | ordered-reopen  | recover from a crash image with orphan nodes (the walk after   |
 //! |                 | open unlinks them), a put while the walk runs, reuse of old    |
 //! |                 | node slots after it, clean reopen                              |
+//! | dram-insert     | `ordered-insert` with the point index in DRAM (format 3): no   |
+//! |                 | index segment; a new key's node is linked with record word 0,  |
+//! |                 | then the record, then the word (two-phase)                     |
+//! | dram-update-    | `ordered-delete` in DRAM: overwrites move the node's record    |
+//! | delete          | word (two-phase, also to a large run and back); deletes store  |
+//! |                 | the marker, fence, 0, then unlink; re-inserts; `update`        |
+//! | dram-cleaner    | `cleaner` in DRAM: each relocation switches the node's word    |
+//! |                 | (two-phase); then new node classes take node segments on the   |
+//! |                 | log segments the cleaner freed (zeroed before use)             |
+//! | dram-lanes      | `ordered-lanes` in DRAM (three threads, overlapping writers)   |
+//! | dram-reopen     | `ordered-reopen` in DRAM: the crash image also has a half-done |
+//! |                 | record word on one of the first nodes; the engine's rebuild of |
+//! |                 | the DRAM index after open is held at its first fence (helping  |
+//! |                 | persist that word) while every key is read and later keys are  |
+//! |                 | overwritten, deleted, re-inserted and updated (served by their |
+//! |                 | nodes), then let go; orphans unlinked; clean reopen            |
 //!
 //! Invariants:
 //! - Every workload is a function of its seed: keys, values, which
@@ -43,17 +62,21 @@
 //! - Operations run one at a time, except in `elimination`, where two puts
 //!   of one key overlap on purpose (both stay in flight until both return),
 //!   in `ordered-lanes`' overlapping pairs (two writers of neighbouring
-//!   keys), and in `ordered-reopen`'s put while the walk after open runs.
+//!   keys), in `ordered-reopen`'s put while the walk after open runs, and
+//!   in `dram-reopen`'s operations (one at a time, on a thread of their
+//!   own) while the engine's rebuild of the DRAM index is held at a fence.
 //! - The `ordered-*` workloads create their pools with the ordered index
-//!   (superblock flag, `pool_flags`) and check at every open that the
-//!   engine found it.
+//!   (superblock flag, `pool_flags`), the `dram-*` ones also with the DRAM
+//!   point index; every open checks that the engine found what was asked.
+//!   The `dram-*` workloads are the ordered (or generic) ones run on that
+//!   placement: the workload code is shared, the paths differ underneath.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use persimmon::{Db, Options, PersistObserver, Update};
+use persimmon::{Db, Options, PersistObserver, PointIndex, Update};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -83,6 +106,11 @@ pub const WORKLOADS: &[&str] = &[
     "ordered-delete",
     "ordered-lanes",
     "ordered-reopen",
+    "dram-insert",
+    "dram-update-delete",
+    "dram-cleaner",
+    "dram-lanes",
+    "dram-reopen",
 ];
 
 /// Pool geometry shared by the workloads: 64 KiB segments (a split after a
@@ -331,6 +359,36 @@ fn settle() {
     }
 }
 
+/// Runs deferred (epoch) work until the queue is drained: the oracle's own
+/// engines fill the global queue, of which one `flush` collects a few bags,
+/// so a node or segment freed by the last operation may otherwise wait for
+/// a later one.
+fn drain_epoch() {
+    for _ in 0..64 {
+        crossbeam_epoch::pin().flush();
+    }
+}
+
+/// The segments of the live pool file (the engine's mapping), by index.
+fn segment_kinds(c: &Ctx) -> Vec<poolfile::SegKind> {
+    std::fs::read(&c.pool)
+        .ok()
+        .and_then(|b| poolfile::parse(&b))
+        .map(|p| p.segments)
+        .unwrap_or_default()
+}
+
+/// The lanes that own log segments in the live pool file.
+fn log_lanes(c: &Ctx) -> std::collections::BTreeSet<u32> {
+    segment_kinds(c)
+        .iter()
+        .filter_map(|k| match k {
+            poolfile::SegKind::Log { lane, .. } => Some(*lane),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What one workload run leaves behind.
 pub struct Finished {
     pub ops: u64,
@@ -438,6 +496,14 @@ impl Ctx {
             ));
             self.broken = true;
         }
+        if db.point_index() != self.cfg.options.point_index {
+            self.sim.fail(format!(
+                "the pool's point index is {:?}, the workload created it {:?}",
+                db.point_index(),
+                self.cfg.options.point_index
+            ));
+            self.broken = true;
+        }
         self.sim.set_db(&db);
         self.db = Some(db);
         if !keep_exploring {
@@ -520,11 +586,20 @@ impl Ctx {
     /// Replaces the pool with `image` (a crash image) and opens it with a
     /// fresh simulator that expects `expect`.
     fn reopen_from(&mut self, image: &[u8], expect: Expect, explore_open: bool) {
-        self.reopen_from_as(image, expect, explore_open, true);
+        self.reopen_from_as(image, expect, explore_open, true, None);
     }
 
-    /// `reopen_from` with `open_as`'s `wait`.
-    fn reopen_from_as(&mut self, image: &[u8], expect: Expect, explore_open: bool, wait: bool) {
+    /// `reopen_from` with `open_as`'s `wait`, and `gate` (one for a thread
+    /// of the engine, `Gate::on_thread_named`) armed on the new simulator
+    /// before the open.
+    fn reopen_from_as(
+        &mut self,
+        image: &[u8],
+        expect: Expect,
+        explore_open: bool,
+        wait: bool,
+        gate: Option<&Arc<Gate>>,
+    ) {
         self.close();
         std::fs::write(&self.pool, image).expect("write the recovered image");
         let old = std::mem::replace(
@@ -534,6 +609,9 @@ impl Ctx {
         let traffic = old.model().traffic.clone();
         let stats = lock(&old.stats).clone();
         self.earlier.push((stats, traffic));
+        if let Some(g) = gate {
+            self.sim.arm_gate(g);
+        }
         self.open_as(explore_open, wait);
     }
 
@@ -561,6 +639,23 @@ impl Ctx {
         }
     }
 
+    /// The workload's note; with the DRAM point index, followed by how
+    /// many checked images the oracle began reading before the DRAM index
+    /// was rebuilt.
+    fn dram_note(&mut self, stats: &SimStats) -> Option<String> {
+        if self.cfg.options.point_index != PointIndex::Dram || stats.images == 0 {
+            return self.note.take();
+        }
+        let oracle = format!(
+            "oracle read {} of {} images before the DRAM index was ready",
+            stats.before_ready, stats.images
+        );
+        Some(match self.note.take() {
+            Some(n) => format!("{n}; {oracle}"),
+            None => oracle,
+        })
+    }
+
     /// A final quiescent crash point, a clean close, and the results.
     fn finish(mut self) -> Finished {
         if !self.broken {
@@ -577,6 +672,7 @@ impl Ctx {
             stats.images += s.images;
             stats.duplicates += s.duplicates;
             stats.probes += s.probes;
+            stats.before_ready += s.before_ready;
             stats.inconsistencies += s.inconsistencies;
             stats.failures.extend(s.failures);
             for (k, v) in t {
@@ -585,6 +681,7 @@ impl Ctx {
         }
         let benign = self.sim.model().benign.clone();
         let expect = lock(&self.sim.expect).clone();
+        let note = self.dram_note(&stats);
         Finished {
             ops: self.ops,
             stats,
@@ -593,7 +690,7 @@ impl Ctx {
             final_image,
             expect,
             options: self.cfg.options.clone(),
-            note: self.note.take(),
+            note,
         }
     }
 }
@@ -606,6 +703,9 @@ fn pool_flags(options: &Options) -> u64 {
     }
     if options.ordered_index {
         flags |= poolfile::FLAG_ORDERED_INDEX;
+    }
+    if options.point_index == PointIndex::Dram {
+        flags |= poolfile::FLAG_DRAM_POINT_INDEX;
     }
     flags
 }
@@ -642,11 +742,14 @@ pub fn config(
     deadline: Option<std::time::Instant>,
 ) -> SimConfig {
     let mut options = base_options();
-    if workload == "lanes" || workload == "ordered-lanes" {
+    if workload.ends_with("lanes") {
         options.lanes = 4;
     }
-    if workload.starts_with("ordered-") {
+    if workload.starts_with("ordered-") || workload.starts_with("dram-") {
         options.ordered_index = true;
+    }
+    if workload.starts_with("dram-") {
+        options.point_index = PointIndex::Dram;
     }
     if workload == "baseline" {
         options.mechanisms = persimmon::Mechanisms::NONE;
@@ -687,10 +790,13 @@ pub fn run(cfg: &SimConfig) -> Finished {
         "reopen" => reopen(cfg),
         "cleaner" => cleaner(cfg),
         "baseline" => baseline(cfg),
-        "ordered-insert" => ordered::insert(cfg),
-        "ordered-delete" => ordered::delete(cfg),
-        "ordered-lanes" => ordered::lanes(cfg),
-        "ordered-reopen" => ordered::reopen(cfg),
+        // The DRAM placement runs the same workloads (the placement is in
+        // `cfg.options`, see `config`).
+        "ordered-insert" | "dram-insert" => ordered::insert(cfg),
+        "ordered-delete" | "dram-update-delete" => ordered::delete(cfg),
+        "ordered-lanes" | "dram-lanes" => ordered::lanes(cfg),
+        "ordered-reopen" | "dram-reopen" => ordered::reopen(cfg),
+        "dram-cleaner" => cleaner(cfg),
         other => panic!("unknown workload {other}"),
     }
 }
@@ -998,19 +1104,7 @@ fn lanes(cfg: &SimConfig) -> Finished {
         c.run_on(w, op);
     }
     // The pool file is the live mapping: count the lanes that own segments.
-    let lanes: std::collections::BTreeSet<u32> = std::fs::read(&c.pool)
-        .ok()
-        .and_then(|b| poolfile::parse(&b))
-        .map(|p| {
-            p.segments
-                .iter()
-                .filter_map(|k| match k {
-                    poolfile::SegKind::Log { lane, .. } => Some(*lane),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let lanes = log_lanes(&c);
     c.note = Some(format!("log segments on lanes {lanes:?}"));
     if lanes.len() < 3 && !c.broken {
         c.sim
@@ -1102,6 +1196,11 @@ fn cleaner(cfg: &SimConfig) -> Finished {
             c.run(Op::Put(key("cln", i), v));
         }
     }
+    // Some records die by deletes, not overwrites: the cleaner skips them.
+    for i in (3..keys).step_by(11) {
+        c.run(Op::Delete(key("cln", i)));
+    }
+    let before = segment_kinds(&c);
     c.explore(true);
     c.run(Op::CleanNow);
     for _ in 0..4 {
@@ -1111,6 +1210,29 @@ fn cleaner(cfg: &SimConfig) -> Finished {
     for i in 0..4 {
         let v = value(&mut c.rng, 300);
         c.run(Op::Put(key("cln", i), v));
+    }
+    // New keys, longer ones too: with the ordered index, their node classes
+    // take new node segments, which may be the log segments the cleaner
+    // freed (old records in them: zeroed before use).
+    drain_epoch();
+    for (i, len) in [(0u64, 0usize), (1, 40), (2, 100), (3, 1000)] {
+        let mut k = key("cln-new", i);
+        k.resize(k.len().max(len), b'+');
+        let v = value(&mut c.rng, 200);
+        c.run(Op::Put(k, v));
+    }
+    if cfg.options.ordered_index {
+        let reused = segment_kinds(&c)
+            .iter()
+            .zip(&before)
+            .filter(|(k, b)| {
+                matches!(k, poolfile::SegKind::Ordered { .. })
+                    && matches!(b, poolfile::SegKind::Log { .. })
+            })
+            .count();
+        c.note = Some(format!(
+            "{reused} new node segment(s) on log segments the cleaner freed"
+        ));
     }
     c.finish()
 }

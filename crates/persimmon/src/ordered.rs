@@ -655,6 +655,14 @@ impl Ordered {
                         }
                     };
                     if pass == 1 {
+                        if !word.persisted() {
+                            // A word a crash left half done: persist it here,
+                            // so that `live` (under a bucket lock) need not.
+                            let at = Self::record_word(node);
+                            pool.pm.flush(at, 8);
+                            pool.pm.fence();
+                            let _ = pool.pm.cas_u64(at, word.0, word.with_persist().0);
+                        }
                         if let Err(e) = live(key, node) {
                             damage.push(format!("node {node:#x}: {e}"));
                         }

@@ -12,6 +12,20 @@
 //! - *the walk after open* unlinks orphans (a remove, under the key's bucket
 //!   lock) and frees the slots of old segments nothing links.
 //!
+//! With the point index in DRAM (the `dram-*` workloads run these same
+//! functions, `cfg.options.point_index`), the node also carries the key's
+//! *record word*, the persistent truth of its value:
+//! - a new key's node is written and linked with word 0; after the record,
+//!   the word is set two-phase (fence, then the persist bit); a crash in
+//!   between leaves an orphan (word 0) or a half-done word;
+//! - an overwrite (or a cleaner relocation) only moves the word, two-phase;
+//! - a delete stores the delete marker (fenced), then 0, then unlinks;
+//! - after open, the engine's thread for the ordered index enters every
+//!   key into the DRAM index (helping persist half-done words; the engine
+//!   scans the node slabs), then walks the list and unlinks orphans; until
+//!   the DRAM index is complete, reads and writes that miss it go to the
+//!   key's node.
+//!
 //! Invariants of these workloads:
 //! - Keys sort the way their numbers do (`okey`), so "neighbour" and
 //!   "between" mean what they say; `padded` keys sit right after the key
@@ -21,11 +35,14 @@
 //!   "next to a hinted node" positions become ordinary ones.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use persimmon::PointIndex;
 use rand::Rng;
 
-use super::{settle, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::{drain_epoch, log_lanes, settle, small_len, value, Ctx, Finished, Op, UpdateMode};
 use crate::oracle::Key;
 use crate::poolfile;
 use crate::sim::{lock, mix, Gate, SimConfig};
@@ -61,6 +78,16 @@ fn present(c: &Ctx, k: &[u8]) -> bool {
     lock(&c.sim.expect).current(k).is_some()
 }
 
+/// The keys acknowledged present, ascending.
+fn present_keys(c: &Ctx) -> Vec<Key> {
+    lock(&c.sim.expect)
+        .acked
+        .iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 /// The skiplist of the live pool file: (node offset, key) in list order.
 fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
     std::fs::read(&c.pool)
@@ -74,15 +101,6 @@ fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
 
 fn node_of(c: &Ctx, key: &[u8]) -> Option<u64> {
     nodes(c).into_iter().find(|(_, k)| k == key).map(|n| n.0)
-}
-
-/// Runs deferred (epoch) work until the queue is drained: the oracle's own
-/// engines fill the global queue, of which one `flush` collects a few bags,
-/// so a node freed by the last delete may otherwise wait for a later one.
-fn drain_epoch() {
-    for _ in 0..64 {
-        crossbeam_epoch::pin().flush();
-    }
 }
 
 fn segments_ordered(c: &Ctx) -> u32 {
@@ -139,7 +157,8 @@ pub fn insert(cfg: &SimConfig) -> Finished {
     let added = segments_ordered(&c) - before;
     if added < 5 && !c.broken {
         c.sim.fail(format!(
-            "ordered-insert: four new node classes and a full one added {added} node segments, expected 5"
+            "{}: four new node classes and a full one added {added} node segments, expected 5",
+            cfg.workload
         ));
     }
     c.note = Some(format!(
@@ -164,6 +183,17 @@ pub fn delete(cfg: &SimConfig) -> Finished {
     put(&mut c, padded(75, 1000));
     let used: BTreeSet<u64> = nodes(&c).into_iter().map(|n| n.0).collect();
     c.explore(true);
+    // Overwrites: no node work; the slot (or, in DRAM, the node's record
+    // word) moves to the new record, two-phase. The first, a middle and the
+    // last node, a large record (a run of its own) and back to a small one.
+    put(&mut c, Vec::new());
+    put(&mut c, okey(70));
+    put(&mut c, okey(150));
+    put(&mut c, padded(75, 1000));
+    let large = value(&mut c.rng, 40_000);
+    c.run(Op::Put(okey(60), large));
+    put(&mut c, okey(60));
+    c.run(Op::Get(okey(60)));
     c.run(Op::Delete(Vec::new())); // the first node
     c.run(Op::Delete(okey(150))); // the last node
     c.run(Op::Delete(okey(80))); // a middle node
@@ -193,12 +223,7 @@ pub fn delete(cfg: &SimConfig) -> Finished {
     c.run(Op::Update(okey(120), UpdateMode::Append(b'r'))); // re-insert
     c.run(Op::Scan);
     // Empty the list (unexplored but the last two), then refill it.
-    let left: Vec<Key> = lock(&c.sim.expect)
-        .acked
-        .iter()
-        .filter(|(_, v)| v.is_some())
-        .map(|(k, _)| k.clone())
-        .collect();
+    let left = present_keys(&c);
     for (n, k) in left.iter().enumerate() {
         c.explore(n + 2 >= left.len());
         c.run(Op::Delete(k.clone()));
@@ -388,49 +413,78 @@ pub fn lanes(cfg: &SimConfig) -> Finished {
         overlapped += overlap(&mut c, a, b, skip) as u32;
         c.run(Op::Scan);
     }
-    let lanes: BTreeSet<u32> = std::fs::read(&c.pool)
-        .ok()
-        .and_then(|b| poolfile::parse(&b))
-        .map(|p| {
-            p.segments
-                .iter()
-                .filter_map(|k| match k {
-                    poolfile::SegKind::Log { lane, .. } => Some(*lane),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let lanes = log_lanes(&c);
     c.note = Some(format!(
         "{overlapped} of {} pairs overlapped; log segments on lanes {lanes:?}",
         PAIRS.len() + 2
     ));
     if lanes.len() < 3 && !c.broken {
         c.sim.fail(format!(
-            "ordered-lanes: three threads used only lanes {lanes:?}"
+            "{}: three threads used only lanes {lanes:?}",
+            cfg.workload
         ));
     }
     c.finish()
 }
 
-/// Orphan nodes of an image: linked keys the point index does not hold
-/// (by the harness's own parser; `None` when the list is unreadable).
-fn image_orphans(img: &[u8]) -> Option<usize> {
-    let p = poolfile::parse(img)?;
-    let listed = poolfile::ordered_keys(img, &p).ok()?;
-    let live: BTreeSet<&[u8]> = p.live.iter().map(|r| r.key.as_slice()).collect();
-    Some(
-        listed
-            .iter()
-            .filter(|k| !live.contains(k.as_slice()))
-            .count(),
-    )
+/// What the work after open has to repair in an image (by the harness's
+/// own parser).
+#[derive(Clone, Copy, Default)]
+struct Repairs {
+    /// Linked keys the point index does not hold.
+    orphans: usize,
+    /// DRAM point index: record words set without their persist bit.
+    half_done: usize,
+    /// ... one of them on one of the first two nodes (`okey(0)`,
+    /// `okey(4)`, first in list order and in slab order).
+    first_half_done: bool,
 }
 
-/// Crash images in the middle of inserts and deletes until one holds an
-/// orphan node; recovery from it (explored, with a put while the walk
-/// runs); more writes that take the old node slots; a clean reopen.
+impl Repairs {
+    fn of(img: &[u8]) -> Option<Repairs> {
+        let p = poolfile::parse(img)?;
+        let words = poolfile::record_words(img, &p).ok()?;
+        let live: BTreeSet<&[u8]> = p.live.iter().map(|r| r.key.as_slice()).collect();
+        let first = [okey(0), okey(4)];
+        Some(Repairs {
+            orphans: words
+                .iter()
+                .filter(|w| !live.contains(w.key.as_slice()))
+                .count(),
+            half_done: words.iter().filter(|w| w.half_done()).count(),
+            first_half_done: words
+                .iter()
+                .any(|w| w.half_done() && first.contains(&w.key)),
+        })
+    }
+
+    /// How well the image serves `reopen` (PM: orphans; DRAM: also a
+    /// half-done word the rebuild meets first, see `dram_while_walk_held`).
+    fn score(&self) -> u8 {
+        2 * self.first_half_done as u8 + (self.orphans > 0) as u8
+    }
+}
+
+/// `dram-reopen`: keys after the workload's own, written while the DRAM
+/// index's rebuild is held.
+const TAIL: u64 = 160;
+
+fn tail(i: u64) -> Key {
+    okey(10_000 + i)
+}
+
+/// The `n`-th tail key from the end.
+fn late(n: u64) -> Key {
+    tail(TAIL - 1 - n)
+}
+
+/// Crash images in the middle of inserts, deletes and overwrites until one
+/// holds an orphan node (DRAM: and a half-done record word on one of the
+/// first nodes); recovery from it (explored, with writes while the work
+/// after open runs: in DRAM, held, see `dram_while_walk_held`); more writes
+/// that take the old node slots; a clean reopen.
 pub fn reopen(cfg: &SimConfig) -> Finished {
+    let dram = cfg.options.point_index == PointIndex::Dram;
     let mut c = Ctx::start(cfg, 16, false);
     // Node segments of three classes before the crash.
     for i in 0..20 {
@@ -439,45 +493,61 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     put(&mut c, padded(5, 40));
     put(&mut c, padded(9, 100));
     put(&mut c, padded(13, 100));
-    let mut fallback = None;
-    let mut chosen = None;
-    for i in 0..40u64 {
+    for i in 0..if dram { TAIL } else { 0 } {
+        let v = value(&mut c.rng, 12);
+        c.run(Op::Put(tail(i), v));
+    }
+    let best = if dram { 3 } else { 1 };
+    let mut chosen: Option<(Repairs, crate::sim::Captured)> = None;
+    for i in 0..60u64 {
         if !c.sim.has_capture() {
             let f = c.rng.gen_range(0..5);
             c.sim.request_capture(f);
         }
-        // New keys and deletes: the two windows that leave orphans.
-        let op = match i % 3 {
-            0 | 1 => {
-                let len = small_len(&mut c.rng);
-                Op::Put(okey(4 * (i % 20) + 1 + i / 20), value(&mut c.rng, len))
-            }
-            _ => Op::Delete(okey(4 * (i % 20))),
+        // New keys and deletes: the two windows that leave orphans;
+        // overwrites of the first two nodes (the persist bit is stored last,
+        // unflushed: a crash can leave the word half done).
+        let len = small_len(&mut c.rng);
+        let op = match i % 4 {
+            0 | 1 => Op::Put(okey(4 * (i % 20) + 1 + i / 20), value(&mut c.rng, len)),
+            2 => Op::Delete(okey(4 * (i % 20))),
+            _ => Op::Put(okey(4 * (i / 4 % 2)), value(&mut c.rng, len)),
         };
         c.run(op);
         if let Some(cap) = c.sim.take_capture() {
-            if image_orphans(&cap.image).unwrap_or(0) > 0 {
-                chosen = Some(cap);
+            let r = Repairs::of(&cap.image).unwrap_or_default();
+            if chosen.as_ref().is_none_or(|(b, _)| r.score() > b.score()) {
+                chosen = Some((r, cap));
+            }
+            if r.score() == best {
                 break;
             }
-            fallback = Some(cap);
         }
     }
-    let with_orphans = chosen.is_some();
-    let Some(captured) = chosen.or(fallback) else {
+    let Some((repairs, captured)) = chosen else {
         c.sim
-            .fail("ordered-reopen: no crash image was captured".into());
+            .fail(format!("{}: no crash image was captured", cfg.workload));
         return c.finish();
     };
-    let orphans = image_orphans(&captured.image);
-    // Recover from it, exploring the open and the walk; a put of a new key
-    // goes in while the walk runs (its node comes from a new segment).
-    c.reopen_from_as(&captured.image, captured.expect, true, false);
+    // Recover from it, exploring the open and the work after it, with
+    // writes while it runs. PM: a put of a new key (its node from a new
+    // segment). DRAM: the rebuild is held at its first fence.
+    let gate = dram.then(|| Gate::on_thread_named("persimmon-ordered"));
+    c.reopen_from_as(&captured.image, captured.expect, true, false, gate.as_ref());
     if c.broken {
         return c.finish();
     }
-    let during_walk = !c.db().stats().ordered_walk_done;
-    put(&mut c, okey(2001));
+    let during = match &gate {
+        Some(g) => dram_while_walk_held(&mut c, g),
+        None => {
+            let during_walk = !c.db().stats().ordered_walk_done;
+            put(&mut c, okey(2001));
+            format!(
+                "put {} the walk",
+                if during_walk { "during" } else { "after" }
+            )
+        }
+    };
     c.db().wait_for_rebuild();
     c.explore(false);
     c.resolve_in_flight();
@@ -503,14 +573,26 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     let segments_after = segments_ordered(&c);
     if segments_after != segments_before && !c.broken {
         c.sim.fail(format!(
-            "ordered-reopen: inserts after the walk added node segments ({segments_before} -> {segments_after}) instead of reusing free slots of old ones"
+            "{}: inserts after the walk added node segments ({segments_before} -> {segments_after}) instead of reusing free slots of old ones",
+            cfg.workload
         ));
     }
     c.note = Some(format!(
-        "crash image with {} orphan node(s){}; put {} the walk",
-        orphans.map_or("?".to_string(), |n| n.to_string()),
-        if with_orphans { "" } else { " (none found)" },
-        if during_walk { "during" } else { "after" }
+        "crash image with {} orphan node(s){}; {during}",
+        repairs.orphans,
+        if dram {
+            format!(
+                ", {} half-done record word(s){}",
+                repairs.half_done,
+                if repairs.first_half_done {
+                    " (one on a first node)"
+                } else {
+                    ""
+                }
+            )
+        } else {
+            String::new()
+        }
     ));
     // Clean close, reopen (explored: a walk with nothing to repair), more.
     c.explore(false);
@@ -522,9 +604,171 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     put(&mut c, okey(3));
     c.run(Op::Delete(okey(8)));
     put(&mut c, padded(3, 40));
+    if dram {
+        put(&mut c, late(0)); // overwrites after a clean reopen
+        c.run(Op::Delete(late(1)));
+    }
     c.run(Op::Scan);
     if let Some((_, k)) = nodes(&c).into_iter().next() {
         c.run(Op::Get(k));
     }
     c.finish()
+}
+
+/// How long the writes beside the held rebuild may make no progress (no
+/// operation done, no crash image checked) before it is let go: a write
+/// that needs the bucket lock or range mark it holds waits for it.
+const HELD_PATIENCE: Duration = Duration::from_secs(2);
+
+/// DRAM point index, right after `Db::open` returned, with `gate` armed for
+/// the engine's thread that rebuilds the DRAM index from the nodes and then
+/// walks the list ("persimmon-ordered"). Its first fence is where it meets
+/// something to repair: a half-done record word it helps persist before it
+/// enters the key (then it has entered at most the keys before that node,
+/// and the DRAM index is not ready: `reopen` picks images with such a word
+/// on one of the first nodes, in list and in slab order), or an orphan it
+/// unlinks. While it is held, every in-flight key is resolved and every key
+/// read (the keys it has not entered are served through their nodes), then
+/// keys near the end are overwritten, deleted, re-inserted and updated, and
+/// new keys inserted among them (all explored); then it is let go, and
+/// afterwards every key is read again from the DRAM index. Returns what
+/// happened, for the note.
+fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
+    let db = c.db().clone();
+    let waiter = std::thread::spawn(move || db.wait_for_rebuild());
+    let held = gate.wait_reached_or(|| waiter.is_finished());
+    if !held {
+        c.sim.disarm_gate();
+    }
+    c.resolve_in_flight();
+    let keys = present_keys(c);
+    for k in &keys {
+        c.run(Op::Get(k.clone()));
+    }
+    let mut v = |len| value(&mut c.rng, len);
+    let after_late = |n: u64| {
+        let mut k = late(n);
+        k.push(b'~'); // right after `late(n)`
+        k
+    };
+    let writes = vec![
+        Op::Put(late(0), v(20)), // an overwrite: the node's word moves
+        Op::Get(late(0)),
+        Op::Delete(late(1)), // marker, 0, unlink
+        Op::Get(late(1)),
+        Op::Delete(late(2)),
+        Op::Put(late(2), v(300)), // re-inserted: a new node
+        Op::Update(late(3), UpdateMode::Append(b'w')),
+        Op::Update(late(4), UpdateMode::Delete),
+        Op::Update(late(5), UpdateMode::Keep),
+        Op::Put(after_late(6), v(9)), // new keys among the late ones
+        Op::Update(after_late(7), UpdateMode::Append(b'n')),
+        Op::Put(okey(12), v(30)), // a key near the held one
+        Op::Get(after_late(6)),
+        Op::Get(late(3)),
+    ];
+    let n = writes.len();
+    let (done, let_go_early) = beside_held(c, writes, held.then_some(gate));
+    // Still held (unless let go early): was the DRAM index ready? `stats()`
+    // may itself wait for the rebuild; that is a "not yet" too.
+    let ready = held.then(|| ready_now(c));
+    gate.release();
+    let _ = waiter.join();
+    let ready = ready.map(|(r, h)| {
+        let _ = h.join();
+        r
+    });
+    if c.broken {
+        return "broken".into();
+    }
+    let st = c.db().stats();
+    if !st.point_index_ready || !st.ordered_walk_done {
+        c.sim.fail(format!(
+            "after wait_for_rebuild: point_index_ready={}, ordered_walk_done={}",
+            st.point_index_ready, st.ordered_walk_done
+        ));
+    }
+    for k in &keys {
+        c.run(Op::Get(k.clone()));
+    }
+    if !held {
+        return format!(
+            "rebuild never held (nothing to repair): {} reads, {n} writes and reads after it",
+            keys.len()
+        );
+    }
+    format!(
+        "rebuild held at its first fence: {} reads, {done} of {n} writes and reads{}; the point index ready then: {}",
+        keys.len(),
+        if let_go_early {
+            " (one waited for it: let go early)"
+        } else {
+            ""
+        },
+        match ready {
+            Some(Some(true)) => "yes",
+            Some(Some(false)) => "no",
+            _ => "no (stats() waited for the rebuild)",
+        }
+    )
+}
+
+/// `stats().point_index_ready`, asked from another thread: `None` when
+/// `stats()` waits (for the held rebuild). The thread is returned to be
+/// joined once the rebuild is let go.
+fn ready_now(c: &Ctx) -> (Option<bool>, std::thread::JoinHandle<()>) {
+    let db = c.db().clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(db.stats().point_index_ready);
+    });
+    (rx.recv_timeout(Duration::from_millis(500)).ok(), h)
+}
+
+/// Runs `ops` in order on a new thread (explored as usual) while `gate`
+/// (when given) holds the walk; lets the walk go when they make no
+/// progress for `HELD_PATIENCE`. Returns how many ran before the walk was
+/// let go, and whether it was let go early.
+fn beside_held(c: &mut Ctx, ops: Vec<Op>, gate: Option<&Arc<Gate>>) -> (usize, bool) {
+    let done = Arc::new(AtomicUsize::new(0));
+    let worker = {
+        let (sim, db, done) = (c.sim.clone(), c.db().clone(), done.clone());
+        std::thread::spawn(move || -> Result<(), String> {
+            for op in &ops {
+                super::exec(&sim, &db, op)?;
+                settle();
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        })
+    };
+    let progress = |c: &Ctx| {
+        let s = lock(&c.sim.stats);
+        (done.load(Ordering::SeqCst), s.points, s.images)
+    };
+    let (mut last, mut since) = (progress(c), Instant::now());
+    let mut let_go = None;
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(5));
+        let now = progress(c);
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if let (Some(g), None) = (gate, let_go) {
+            if since.elapsed() > HELD_PATIENCE {
+                g.release();
+                let_go = Some(now.0);
+            }
+        }
+    }
+    let r = worker
+        .join()
+        .unwrap_or_else(|_| Err("the writer beside the walk panicked".into()));
+    let ran = done.load(Ordering::SeqCst);
+    c.ops += ran as u64;
+    if let Err(e) = r {
+        c.sim
+            .fail(format!("workload operation beside the walk: {e}"));
+        c.broken = true;
+    }
+    (let_go.unwrap_or(ran), let_go.is_some())
 }
