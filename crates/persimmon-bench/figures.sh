@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reproduces the MPKV paper's Figures 4-7, YCSB A-F, and the ordered index's
-# scans and inserts at this machine's scale, writing JSON, SVG and Markdown
+# Reproduces the MPKV paper's Figures 4-7, YCSB A-F, the ordered index's
+# scans and inserts, and the point-index placements (PM vs DRAM: point reads,
+# restart) at this machine's scale, writing JSON, SVG and Markdown
 # into OUT (default docs/bench).
 # Needs a build with peers:
 #   apt-get install -y libclang-dev
@@ -31,8 +32,13 @@ run fig5 "$PEERS" value-size:64,128,256,512,1K,2K,4K 2
 run fig6 "$PEERS" get-ratio:50 1-64
 run fig7 "$PEERS" get-ratio:95 1-64
 run ycsb "$ALL" ycsb 2
-run scan persimmon-ordered,lmdb,rocksdb ycsb-e,scan:10,100,1000 2
-run insert persimmon,persimmon-ordered,lmdb,rocksdb insert 2
-for f in fig4 fig4-1thread fig5 fig6 fig7 ycsb scan insert; do
+run scan persimmon-ordered,persimmon-dram,lmdb,rocksdb ycsb-e,scan:10,100,1000 2
+run insert persimmon,persimmon-ordered,persimmon-dram,lmdb,rocksdb insert 2
+run placement persimmon,persimmon-ordered,persimmon-dram,lmdb,rocksdb get-ratio:100 1,2
+echo "== restart"
+"$B" bench --engines persimmon,persimmon-ordered,persimmon-dram,lmdb,rocksdb --workload restart \
+  --keys "$KEYS" --pool-dir "$DIR" --json "$OUT/restart.json"
+"$B" bench --report "$OUT/restart.json" --markdown "$OUT/restart.md"
+for f in fig4 fig4-1thread fig5 fig6 fig7 ycsb scan insert placement; do
   "$B" bench --report "$OUT/$f.json,$OUT/probe.json" --markdown "$OUT/$f.md"
 done
