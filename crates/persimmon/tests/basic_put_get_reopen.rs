@@ -58,3 +58,45 @@ fn put_get_delete_survive_reopen_and_index_splits() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{:?}", report.errors);
 }
+
+/// Dropping a `Db` closes its pool at once, even while other threads (here
+/// another pool's writers) run the epoch's deferred work, which may hold
+/// the engine for a moment: an immediate reopen never finds it locked.
+#[test]
+fn reopen_right_after_drop_never_finds_the_pool_locked() {
+    let dir = common::pool_dir();
+    let busy = std::sync::Arc::new(
+        Db::open(dir.path().join("busy.pool"), common::small_options()).unwrap(),
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn: Vec<_> = (0..2u8)
+        .map(|t| {
+            let (db, stop) = (busy.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.put(&[t, (i % 64) as u8], &[0u8; 3000]).unwrap();
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let path = dir.path().join("reopen.pool");
+    let opts = persimmon::Options {
+        segment_bytes: 64 << 10,
+        ..common::small_options()
+    };
+    for round in 0..60u32 {
+        let db = Db::open(&path, opts.clone()).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        // Overwrites that free whole log segments through the epoch.
+        for i in 0..200u32 {
+            db.put(&(i % 8).to_le_bytes(), &[round as u8; 2000])
+                .unwrap();
+        }
+        drop(db);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in churn {
+        c.join().unwrap();
+    }
+}

@@ -93,7 +93,7 @@ thread_local! {
 /// `Db` is `Send + Sync`: share it (for example in an `Arc`) and call it from
 /// any number of threads. Dropping it closes the pool cleanly.
 pub struct Db {
-    engine: Arc<Engine>,
+    engine: EngineHandle,
     background: Option<JoinHandle<()>>,
     ordered_walk: Option<JoinHandle<()>>,
 }
@@ -446,7 +446,7 @@ impl Db {
             _ => None,
         };
         Ok(Db {
-            engine,
+            engine: EngineHandle(Some(engine)),
             background: Some(background),
             ordered_walk,
         })
@@ -589,6 +589,37 @@ impl Drop for Db {
         if let Some(h) = self.ordered_walk.take() {
             let _ = h.join();
         }
+        // Close the pool here and now, not on whichever thread happens to
+        // run one of its epoch-deferred frees (they hold the engine for a
+        // moment): a reopen right after the drop must not find the pool
+        // still locked.
+        let Some(mut engine) = self.engine.0.take() else {
+            return;
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            match Arc::try_unwrap(engine) {
+                Ok(last) => return drop(last),
+                Err(shared) if std::time::Instant::now() < deadline => {
+                    engine = shared;
+                    std::thread::yield_now();
+                }
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// The `Db`'s reference to its engine (taken in `Drop` only).
+struct EngineHandle(Option<Arc<Engine>>);
+
+impl std::ops::Deref for EngineHandle {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.0
+            .as_deref()
+            .expect("the engine is taken only when the Db drops")
     }
 }
 
