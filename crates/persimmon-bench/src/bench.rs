@@ -94,6 +94,22 @@ impl Drop for Scratch {
 }
 
 /// How a timed phase ends (`--ops` or `--duration-secs`) and its warm-up.
+/// Writes `--plot` (SVG) and `--markdown` for the records of this run, if
+/// asked for.
+pub(crate) fn write_plot_and_markdown(args: &BenchArgs, records: &[Record]) -> Result<()> {
+    if let Some(path) = &args.plot {
+        write_file(path, &plot::svg(records))?;
+    }
+    let source = args
+        .json
+        .as_ref()
+        .map_or("this run".to_string(), |p| p.display().to_string());
+    if let Some(path) = &args.markdown {
+        write_file(path, &report::markdown(records, None, &source))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn phase_length(args: &BenchArgs) -> (Stop, Duration) {
     let stop = match args.ops {
         Some(n) => Stop::Ops(n),
@@ -489,16 +505,7 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
         }
     }
 
-    if let Some(path) = &args.plot {
-        write_file(path, &plot::svg(&records))?;
-    }
-    let source = args
-        .json
-        .as_ref()
-        .map_or("this run".to_string(), |p| p.display().to_string());
-    if let Some(path) = &args.markdown {
-        write_file(path, &report::markdown(&records, None, &source))?;
-    }
+    write_plot_and_markdown(args, &records)?;
     if engine_kinds.len() > 1 {
         let mut summary = String::from("\n");
         for fig in report::figures(&records) {

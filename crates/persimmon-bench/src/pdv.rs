@@ -42,13 +42,13 @@ use persimmon::pmem::thread_counters;
 use persimmon::PmemCounters;
 
 use crate::args::BenchArgs;
-use crate::bench::{cores, phase_length, run_dir, write_file, write_json, write_out};
+use crate::bench::{cores, phase_length, run_dir, write_json, write_out, write_plot_and_markdown};
 use crate::error::{Error, Result};
 use crate::progress;
 use crate::record::Record;
 use crate::report::{self, mops};
 use crate::runner::Stop;
-use crate::{plot, workload};
+use crate::workload;
 
 /// Shadow counts of the PDV variants.
 pub const SHADOW_COUNTS: [usize; 6] = [2, 4, 8, 16, 32, 64];
@@ -610,16 +610,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
 
-    if let Some(path) = &args.plot {
-        write_file(path, &plot::svg(&records))?;
-    }
-    let source = args
-        .json
-        .as_ref()
-        .map_or("this run".to_string(), |p| p.display().to_string());
-    if let Some(path) = &args.markdown {
-        write_file(path, &report::markdown(&records, None, &source))?;
-    }
+    write_plot_and_markdown(args, &records)?;
     write_out(
         out,
         &format!(

@@ -54,7 +54,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::args::{BenchArgs, PoolSizes};
 use crate::bench::{
-    cores, fresh_dir, pool_estimate, run_dir, write_file, write_json, write_out, MIN_POOL_BYTES,
+    cores, fresh_dir, pool_estimate, run_dir, write_json, write_out, write_plot_and_markdown,
+    MIN_POOL_BYTES,
 };
 use crate::engines::{self, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
@@ -62,7 +63,7 @@ use crate::keys::{scramble, KeyBuf};
 use crate::record::Record;
 use crate::report::{self, latency, mops};
 use crate::workload::WorkloadSpec;
-use crate::{plot, progress, runner};
+use crate::{progress, runner};
 
 /// Length of one window of GETs.
 pub const WINDOW: Duration = Duration::from_millis(50);
@@ -578,16 +579,7 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
         }
     }
 
-    if let Some(path) = &args.plot {
-        write_file(path, &plot::svg(&records))?;
-    }
-    let source = args
-        .json
-        .as_ref()
-        .map_or("this run".to_string(), |p| p.display().to_string());
-    if let Some(path) = &args.markdown {
-        write_file(path, &report::markdown(&records, None, &source))?;
-    }
+    write_plot_and_markdown(args, &records)?;
     write_out(
         out,
         &format!(

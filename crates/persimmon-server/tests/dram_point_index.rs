@@ -57,16 +57,7 @@ fn a_dram_point_index_is_reported_and_survives_a_restart() {
     server.stop();
 
     // Reopened without asking for it: the pool's own placement applies.
-    let handle = persimmon_server::ServerHandle::start(persimmon_server::Config {
-        pool: server.pool.clone(),
-        port: 0,
-        ..Default::default()
-    })
-    .unwrap();
-    let mut con = redis::Client::open(format!("redis://{}/", handle.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut con = server.restart();
     // Served at once, before or after the rebuild in DRAM is done.
     for i in (0..500).step_by(7) {
         assert_eq!(con.get::<_, i64>(format!("k{i:03}")).unwrap(), i);
@@ -80,7 +71,7 @@ fn a_dram_point_index_is_reported_and_survives_a_restart() {
     let text = info(&mut con);
     assert_eq!(field(&text, "point_index"), "dram", "{text}");
     drop(con);
-    handle.shutdown().unwrap();
+    server.stop();
 }
 
 #[test]

@@ -339,16 +339,7 @@ fn the_pool_keeps_its_ordered_index_across_a_restart() {
     drop(con);
     server.stop();
     // Reopened without asking for it: the pool's own setting applies.
-    let handle = persimmon_server::ServerHandle::start(persimmon_server::Config {
-        pool: server.pool.clone(),
-        port: 0,
-        ..Default::default()
-    })
-    .unwrap();
-    let mut con = redis::Client::open(format!("redis://{}/", handle.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut con = server.restart();
     let want: Vec<String> = (0..300).map(|i| format!("k{i:03}")).collect();
     assert_eq!(keys(&mut con, &["KRANGE", "-", "+"]), want);
     assert_eq!(
@@ -359,5 +350,5 @@ fn the_pool_keeps_its_ordered_index_across_a_restart() {
             .collect::<Vec<_>>()
     );
     drop(con);
-    handle.shutdown().unwrap();
+    server.stop();
 }

@@ -726,22 +726,13 @@ fn data_survives_shutdown_and_restart() {
     handle
         .join()
         .expect("the server stops cleanly after SHUTDOWN");
-    let handle = persimmon_server::ServerHandle::start(persimmon_server::Config {
-        pool: server.pool.clone(),
-        port: 0,
-        ..Default::default()
-    })
-    .unwrap();
-    let mut con = redis::Client::open(format!("redis://{}/", handle.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut con = server.restart();
     assert_eq!(cmd(&mut con, &["DBSIZE"]).unwrap(), Value::Int(302));
     assert_eq!(con.get::<_, String>("k299").unwrap(), "v299");
     assert_eq!(con.hget::<_, _, String>("h", "f").unwrap(), "v");
     assert_eq!(con.get::<_, i64>("n").unwrap(), 7);
     drop(con);
-    handle.shutdown().unwrap();
+    server.stop();
 }
 
 #[test]
@@ -752,16 +743,7 @@ fn values_written_outside_the_server_read_as_strings() {
         let db = persimmon::Db::open(&server.pool, persimmon::Options::default()).unwrap();
         db.put(b"from-cli", b"plain text").unwrap();
     }
-    let handle = persimmon_server::ServerHandle::start(persimmon_server::Config {
-        pool: server.pool.clone(),
-        port: 0,
-        ..Default::default()
-    })
-    .unwrap();
-    let mut con = redis::Client::open(format!("redis://{}/", handle.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut con = server.restart();
     assert_eq!(con.get::<_, String>("from-cli").unwrap(), "plain text");
     assert_eq!(
         cmd(&mut con, &["APPEND", "from-cli", "!"]).unwrap(),
@@ -769,7 +751,7 @@ fn values_written_outside_the_server_read_as_strings() {
     );
     assert_eq!(con.get::<_, String>("from-cli").unwrap(), "plain text!");
     drop(con);
-    handle.shutdown().unwrap();
+    server.stop();
 }
 
 /// What YCSB's Java binding (site.ycsb.db.RedisClient) sends, with its

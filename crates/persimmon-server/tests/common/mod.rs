@@ -73,6 +73,21 @@ impl TestServer {
         Raw::connect(self.addr)
     }
 
+    /// Starts the server again on the same pool, with the default
+    /// configuration (so the pool's own settings apply), after `stop` or a
+    /// SHUTDOWN; returns a client of the new server.
+    pub fn restart(&mut self) -> redis::Connection {
+        let handle = ServerHandle::start(Config {
+            pool: self.pool.clone(),
+            port: 0,
+            ..Config::default()
+        })
+        .expect("server restarts");
+        self.addr = handle.addr;
+        self.handle = Some(handle);
+        self.client()
+    }
+
     /// Stops the server and waits for the pool to close.
     pub fn stop(&mut self) {
         if let Some(h) = self.handle.take() {
