@@ -19,6 +19,8 @@
 //! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
 //! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
 //! - `db`: the [`Db`] API and its write protocol.
+//! - [`size`]: byte sizes as people write and read them (`64M`, `1.5 GiB`),
+//!   shared by the CLI, the server's config and the benchmark.
 //! - [`pdv`]: persistent dancing variables, a hot persisted word spread over
 //!   N shadow lines (its own file, on the pmem layer; not used by `db` yet).
 
@@ -34,9 +36,11 @@ mod ordered;
 pub mod pdv;
 pub mod pmem;
 mod pool;
+pub mod size;
 
 pub use db::{
-    CheckReport, Db, Iter, Range, RangeKeys, Stats, Update, MAX_KEY_BYTES, MAX_VALUE_BYTES,
+    prefix_end, CheckReport, Db, Iter, Range, RangeKeys, Stats, Update, MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
 };
 pub use error::{Error, Result};
 pub use options::{FlushMode, Mechanisms, Options, PointIndex};

@@ -55,7 +55,7 @@ use crate::options::{Options, PointIndex};
 use crate::ordered::Ordered;
 use crate::pmem::{self, Durability, PersistObserver, PmemFile};
 use crate::pool::{Pool, KIND_CONTINUATION, KIND_DAMAGED, KIND_FREEING};
-pub use range::{Range, RangeKeys};
+pub use range::{prefix_end, Range, RangeKeys};
 
 /// Longest key accepted, in bytes (64 KiB).
 pub const MAX_KEY_BYTES: usize = 64 << 10;
