@@ -291,9 +291,16 @@ impl PmemFile {
         );
     }
 
+    /// The address of pool offset `offset` in this process.
+    ///
+    /// # Safety
+    /// `offset` must be at most the mapped length (`self.len()`), so that the
+    /// pointer stays inside the reservation (`add` must not leave it). What
+    /// the caller then does through the pointer needs its own argument.
     #[inline(always)]
-    fn ptr(&self, offset: u64) -> *mut u8 {
-        // SAFETY: callers have bounds-checked `offset` against the mapping.
+    unsafe fn ptr(&self, offset: u64) -> *mut u8 {
+        debug_assert!(offset <= self.len(), "pointer past the mapping");
+        // SAFETY: the caller guarantees `offset` lies within the reservation.
         unsafe { self.base.as_ptr().add(offset as usize) }
     }
 
@@ -469,9 +476,11 @@ impl PmemFile {
         if self.durability != Durability::Msync {
             return;
         }
-        let start = self.ptr(offset) as usize & !(PAGE_BYTES as usize - 1);
-        let end =
-            (self.ptr(offset) as usize + len).div_ceil(PAGE_BYTES as usize) * PAGE_BYTES as usize;
+        // SAFETY: callers pass a range they have bounds-checked (`check`);
+        // only the address is computed here, nothing is accessed.
+        let at = unsafe { self.ptr(offset) } as usize;
+        let start = at & !(PAGE_BYTES as usize - 1);
+        let end = (at + len).div_ceil(PAGE_BYTES as usize) * PAGE_BYTES as usize;
         MSYNC_PENDING.with(|p| {
             let mut p = p.borrow_mut();
             if let Some(last) = p.last_mut() {
