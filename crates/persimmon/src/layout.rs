@@ -264,6 +264,10 @@ impl SegmentHeader {
 // ----------------------------------------------------------------- records
 
 pub const RECORD_HEADER_BYTES: usize = 24;
+/// Longest key accepted, in bytes (64 KiB).
+pub const MAX_KEY_BYTES: usize = 64 << 10;
+/// Longest value accepted, in bytes (64 MiB).
+pub const MAX_VALUE_BYTES: usize = 64 << 20;
 pub const REC_CRC: usize = 0;
 pub const REC_KEY_LEN: usize = 4;
 pub const REC_VALUE_LEN: usize = 8;

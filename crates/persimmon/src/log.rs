@@ -214,9 +214,7 @@ impl Lane {
             };
             let seg = pool.allocate_as(header, self.cleaner)?;
             if let Some(old) = st.segment.replace(seg) {
-                pool.segments[old as usize]
-                    .sealed
-                    .store(true, Ordering::SeqCst);
+                pool.seal(old);
                 sealed = Some(old);
             }
             st.tail = pool.segment_offset(seg) + layout::SEGMENT_HEADER_BYTES;
@@ -230,9 +228,7 @@ impl Lane {
         st.tail = at + total;
         // Count the record live before the segment can be sealed by the next
         // append; the caller takes it back if the record is never published.
-        pool.segments[pool.segment_of(at) as usize]
-            .live_bytes
-            .fetch_add(total, Ordering::SeqCst);
+        pool.add_live(pool.segment_of(at), total);
         Ok((at, sealed))
     }
 }

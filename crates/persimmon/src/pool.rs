@@ -27,12 +27,13 @@ use crate::pmem::{self, PersistObserver, PmemFile};
 
 /// DRAM state of one segment.
 pub(crate) struct SegmentInfo {
-    /// `SegmentKind as u8`, or `KIND_CONTINUATION` / `KIND_DAMAGED`.
-    pub kind: AtomicU8,
+    /// `SegmentKind as u8`, or `KIND_CONTINUATION` / `KIND_DAMAGED` /
+    /// `KIND_FREEING`.
+    kind: AtomicU8,
     /// Bytes of records in this segment that the index references.
-    pub live_bytes: AtomicU64,
+    live_bytes: AtomicU64,
     /// No more records will be appended (not a lane's active segment).
-    pub sealed: AtomicBool,
+    sealed: AtomicBool,
 }
 
 pub(crate) const KIND_CONTINUATION: u8 = 0xC0;
@@ -62,7 +63,8 @@ pub(crate) struct Pool {
     pub path: PathBuf,
     pub segment_bytes: u64,
     pub pool_bytes_max: u64,
-    pub segments: Vec<SegmentInfo>,
+    /// Per segment DRAM state, changed only through `Pool`'s methods.
+    segments: Vec<SegmentInfo>,
     free: parking_lot::Mutex<BTreeSet<u32>>,
     /// Key count recorded by the last clean close, if the pool was closed cleanly.
     pub clean_key_count: Option<u64>,
@@ -116,36 +118,15 @@ impl Pool {
             }
             create_pool_file(path, opts)?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-        match pmem::try_lock_exclusive(&file) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(Error::Locked {
-                    path: path.to_path_buf(),
-                })
-            }
-            Err(e) => return Err(Error::io(format!("lock {}", path.display()), e)),
-        }
+        let file = open_exclusive(path)?;
         let file_len = file
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
             .len();
         let sb = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
-        if file_len < layout::SUPERBLOCK_BYTES + seg
-            || !(file_len - layout::SUPERBLOCK_BYTES).is_multiple_of(seg)
-        {
-            return Err(Error::Truncated {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "{file_len} bytes is not the 4096-byte superblock plus a whole number of {seg}-byte segments"
-                ),
-            });
-        }
+        check_geometry(path, file_len, seg)?;
+        check_flags_allow(path, &sb, opts)?;
         let pool_bytes_max = opts.pool_bytes_max.max(file_len);
         let pm = PmemFile::map(
             file,
@@ -161,24 +142,6 @@ impl Pool {
                 sealed: AtomicBool::new(false),
             })
             .collect();
-        let wants_pm_locks = !opts.mechanisms.volatile_lock_table;
-        let has_pm_locks = sb.flags & layout::SB_FLAG_PM_BUCKET_LOCKS != 0;
-        if wants_pm_locks != has_pm_locks {
-            return Err(Error::InvalidOptions(format!(
-                "{}: the pool was created {} persistent bucket locks; open it with mechanisms.volatile_lock_table = {}",
-                path.display(),
-                if has_pm_locks { "with" } else { "without" },
-                !has_pm_locks
-            )));
-        }
-        if sb.flags & layout::SB_FLAG_DRAM_POINT_INDEX != 0
-            && opts.mechanisms != crate::options::Mechanisms::ALL
-        {
-            return Err(Error::InvalidOptions(format!(
-                "{}: the pool keeps its point index in DRAM, which runs with all three MPKV mechanisms on; open it without ablation",
-                path.display()
-            )));
-        }
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
         let open_count = pm.load_u64(layout::SB_OPEN_COUNT).wrapping_add(1);
         let mut pool = Pool {
@@ -221,6 +184,59 @@ impl Pool {
 
     pub fn kind(&self, index: u32) -> u8 {
         self.segments[index as usize].kind.load(Ordering::Acquire)
+    }
+
+    /// Bytes of records in segment `index` that the index references.
+    pub fn live_bytes(&self, index: u32) -> u64 {
+        self.segments[index as usize]
+            .live_bytes
+            .load(Ordering::SeqCst)
+    }
+
+    /// Counts `bytes` more of segment `index` live.
+    pub fn add_live(&self, index: u32, bytes: u64) {
+        self.segments[index as usize]
+            .live_bytes
+            .fetch_add(bytes, Ordering::SeqCst);
+    }
+
+    /// Counts `bytes` of segment `index` dead; returns whether none is live
+    /// any more.
+    pub fn sub_live(&self, index: u32, bytes: u64) -> bool {
+        let before = self.segments[index as usize]
+            .live_bytes
+            .fetch_sub(bytes, Ordering::SeqCst);
+        debug_assert!(before >= bytes, "segment {index}: live bytes below 0");
+        before == bytes
+    }
+
+    /// Whether no more records will be appended to segment `index`.
+    pub fn is_sealed(&self, index: u32) -> bool {
+        self.segments[index as usize].sealed.load(Ordering::SeqCst)
+    }
+
+    /// Marks segment `index` as taking no more records.
+    pub fn seal(&self, index: u32) {
+        self.segments[index as usize]
+            .sealed
+            .store(true, Ordering::SeqCst);
+    }
+
+    /// Moves a sealed log segment or large run with nothing live to
+    /// `KIND_FREEING`, once: returns whether this call did (the caller then
+    /// hands it to an epoch for [`release`](Self::release)).
+    pub fn begin_freeing(&self, index: u32) -> bool {
+        let info = &self.segments[index as usize];
+        if !info.sealed.load(Ordering::SeqCst) || info.live_bytes.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        let kind = info.kind.load(Ordering::Acquire);
+        if kind != SegmentKind::Log as u8 && kind != SegmentKind::Large as u8 {
+            return false;
+        }
+        info.kind
+            .compare_exchange(kind, KIND_FREEING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     fn scan_headers(&mut self) -> ScanResult {
@@ -556,6 +572,117 @@ fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock
 /// Creates a new pool at `path`: built under a temporary name, synced, then
 /// renamed into place, so a crash during creation never leaves a half-made
 /// pool under the real name.
+/// The superblock of a new pool created with `opts`.
+fn new_superblock(opts: &Options) -> Superblock {
+    let dram = opts.point_index == PointIndex::Dram;
+    let flag = |on: bool, bit: u64| if on { bit } else { 0 };
+    Superblock {
+        // The lowest version that expresses the pool, so a pool without
+        // the newer features stays readable by older builds.
+        format_version: if dram {
+            3
+        } else if opts.ordered_index {
+            2
+        } else {
+            1
+        },
+        segment_bytes: opts.segment_bytes,
+        hash_seed: random_u64(),
+        pool_id: {
+            let mut id = [0u8; 16];
+            id[..8].copy_from_slice(&random_u64().to_le_bytes());
+            id[8..].copy_from_slice(&random_u64().rotate_left(17).to_le_bytes());
+            id
+        },
+        created_unix_secs: now_unix_secs(),
+        flags: flag(
+            !opts.mechanisms.volatile_lock_table,
+            layout::SB_FLAG_PM_BUCKET_LOCKS,
+        ) | flag(opts.ordered_index, layout::SB_FLAG_ORDERED_INDEX)
+            | flag(dram, layout::SB_FLAG_DRAM_POINT_INDEX),
+    }
+}
+
+/// Publishes the finished file `tmp` under `path` (only if that name is
+/// still free) and makes the name durable.
+fn link_into_place(tmp: &Path, path: &Path) -> Result<()> {
+    // A hard link creates the name only if it is absent: two processes
+    // creating the same pool at once end up sharing the first one.
+    match std::fs::hard_link(tmp, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(Error::io(
+                format!("link {} to {}", tmp.display(), path.display()),
+                e,
+            ))
+        }
+    }
+    let _ = std::fs::remove_file(tmp);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Opens the pool file for reading and writing and takes its exclusive
+/// lock: a second opener (another process) is refused with `Locked`.
+fn open_exclusive(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    match pmem::try_lock_exclusive(&file) {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(Error::Locked {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(Error::io(format!("lock {}", path.display()), e)),
+    }
+}
+
+/// The file is the superblock plus a whole number of segments.
+fn check_geometry(path: &Path, file_len: u64, seg: u64) -> Result<()> {
+    if file_len < layout::SUPERBLOCK_BYTES + seg
+        || !(file_len - layout::SUPERBLOCK_BYTES).is_multiple_of(seg)
+    {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            detail: format!(
+                "{file_len} bytes is not the 4096-byte superblock plus a whole number of {seg}-byte segments"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The options agree with what the pool was created with (bucket-lock
+/// placement; no ablation on a DRAM point index).
+fn check_flags_allow(path: &Path, sb: &Superblock, opts: &Options) -> Result<()> {
+    let wants_pm_locks = !opts.mechanisms.volatile_lock_table;
+    let has_pm_locks = sb.flags & layout::SB_FLAG_PM_BUCKET_LOCKS != 0;
+    if wants_pm_locks != has_pm_locks {
+        return Err(Error::InvalidOptions(format!(
+            "{}: the pool was created {} persistent bucket locks; open it with mechanisms.volatile_lock_table = {}",
+            path.display(),
+            if has_pm_locks { "with" } else { "without" },
+            !has_pm_locks
+        )));
+    }
+    if sb.flags & layout::SB_FLAG_DRAM_POINT_INDEX != 0
+        && opts.mechanisms != crate::options::Mechanisms::ALL
+    {
+        return Err(Error::InvalidOptions(format!(
+            "{}: the pool keeps its point index in DRAM, which runs with all three MPKV mechanisms on; open it without ablation",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
     if opts.point_index == PointIndex::Dram && !opts.ordered_index {
         return Err(Error::InvalidOptions(
@@ -594,64 +721,14 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
             opts.flush_mode == FlushMode::Eadr,
             None,
         )?;
-        let sb = Superblock {
-            // The lowest version that expresses the pool, so a pool without
-            // the newer features stays readable by older builds.
-            format_version: if opts.point_index == PointIndex::Dram {
-                3
-            } else if opts.ordered_index {
-                2
-            } else {
-                1
-            },
-            segment_bytes: seg,
-            hash_seed: random_u64(),
-            pool_id: {
-                let mut id = [0u8; 16];
-                id[..8].copy_from_slice(&random_u64().to_le_bytes());
-                id[8..].copy_from_slice(&random_u64().rotate_left(17).to_le_bytes());
-                id
-            },
-            created_unix_secs: now_unix_secs(),
-            flags: if opts.mechanisms.volatile_lock_table {
-                0
-            } else {
-                layout::SB_FLAG_PM_BUCKET_LOCKS
-            } | if opts.ordered_index {
-                layout::SB_FLAG_ORDERED_INDEX
-            } else {
-                0
-            } | if opts.point_index == PointIndex::Dram {
-                layout::SB_FLAG_DRAM_POINT_INDEX
-            } else {
-                0
-            },
-        };
+        let sb = new_superblock(opts);
         let bytes = sb.encode();
         pm.write(0, &bytes);
         pm.persist(0, bytes.len());
         drop(pm);
         file.sync_all()
             .map_err(|e| Error::io(format!("sync {}", tmp.display()), e))?;
-        // A hard link creates the name only if it is absent: two processes
-        // creating the same pool at once end up sharing the first one.
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(Error::io(
-                    format!("link {} to {}", tmp.display(), path.display()),
-                    e,
-                ))
-            }
-        }
-        let _ = std::fs::remove_file(&tmp);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        link_into_place(&tmp, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -21,12 +21,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_epoch as epoch;
 
-use super::{Engine, Locked};
+use super::write::Locked;
+use super::{Engine, CLEANER_SEQ};
 use crate::error::Result;
 use crate::layout::{self, SegmentKind, RECORD_HEADER_BYTES};
-use crate::log::{walk_segment, INTERNAL_LANE};
-
-const CLEANER_SEQ: u64 = (INTERNAL_LANE << 56) | 4;
+use crate::log::walk_segment;
 
 /// Start cleaning when more than this share of sealed log space is dead…
 const START_GARBAGE_PERCENT: u64 = 50;
@@ -55,13 +54,10 @@ impl Engine {
 
     /// Whether segment `s` is a sealed log segment the cleaner may take.
     fn cleanable(&self, s: u32) -> Option<u64> {
-        let info = &self.pool.segments[s as usize];
-        if info.kind.load(Ordering::Acquire) != SegmentKind::Log as u8
-            || !info.sealed.load(Ordering::SeqCst)
-        {
+        if self.pool.kind(s) != SegmentKind::Log as u8 || !self.pool.is_sealed(s) {
             return None;
         }
-        Some(info.live_bytes.load(Ordering::SeqCst))
+        Some(self.pool.live_bytes(s))
     }
 
     pub(super) fn log_space(&self) -> LogSpace {
@@ -108,10 +104,9 @@ impl Engine {
             }
             walk_segment(&self.pool, seg, |r| records.push((r.offset, r.header)));
         }
-        let info = &self.pool.segments[seg as usize];
         let mut moved = 0;
         for (off, walked) in records {
-            if info.live_bytes.load(Ordering::SeqCst) == 0 || self.stop.load(Ordering::Acquire) {
+            if self.pool.live_bytes(seg) == 0 || self.stop.load(Ordering::Acquire) {
                 break;
             }
             let key = {
@@ -192,12 +187,9 @@ impl Engine {
             };
             let victim = (active || (urgent && garbage > 0))
                 .then(|| {
-                    self.victims(max_live).into_iter().find(|s| {
-                        let live = self.pool.segments[*s as usize]
-                            .live_bytes
-                            .load(Ordering::SeqCst);
-                        stuck.get(s) != Some(&live)
-                    })
+                    self.victims(max_live)
+                        .into_iter()
+                        .find(|s| stuck.get(s) != Some(&self.pool.live_bytes(*s)))
                 })
                 .flatten();
             let Some(victim) = victim else {
@@ -207,9 +199,9 @@ impl Engine {
             };
             let started = Instant::now();
             let result = self.clean_segment(victim);
-            let info = &self.pool.segments[victim as usize];
-            if self.cleanable(victim).is_some() && info.live_bytes.load(Ordering::SeqCst) > 0 {
-                stuck.insert(victim, info.live_bytes.load(Ordering::SeqCst));
+            let live = self.pool.live_bytes(victim);
+            if self.cleanable(victim).is_some() && live > 0 {
+                stuck.insert(victim, live);
             } else {
                 stuck.remove(&victim);
             }

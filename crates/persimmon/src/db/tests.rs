@@ -9,7 +9,10 @@
 //! floor that covers the cleaner's copies.
 
 use super::*;
+use crate::layout::{self, SegmentHeader, SegmentKind};
 use crate::log::COUNTER_MASK;
+use crate::options::Options;
+use crossbeam_epoch as epoch;
 
 fn options(lanes: usize, cleaner: bool) -> Options {
     Options {

@@ -1,0 +1,183 @@
+//! Opening a pool: validate and map it (`Pool::open`), choose the point
+//! index's placement, rebuild the DRAM state that is cheap to rebuild (the
+//! directory, the lanes), open the ordered index, and start the background
+//! work after open. No index or log scan runs before `open` returns.
+//!
+//! Invariants:
+//! - A pool is refused, unmodified, when its headers contradict its flags:
+//!   index segments in a DRAM-index pool, records without any index segment,
+//!   ordered-index segments in a pool created without it (or records with
+//!   none in one created with it).
+//! - The key count starts from the clean close's count only when the
+//!   placement trusts it (`IndexPlacement::clean_key_count`); otherwise it
+//!   is counted by the tally or the DRAM rebuild, and `len` waits for that.
+//! - A new ordered index has nothing to walk: the placement is complete and
+//!   the walk has ended before `open` returns, and no walk thread starts.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_utils::CachePadded;
+
+use super::placement::IndexPlacement;
+use super::{Db, Engine, EngineHandle};
+use crate::error::{Error, Result};
+use crate::index::locks::BucketLocks;
+use crate::index::Index;
+use crate::layout;
+use crate::log::{Lane, CLEANER_LANE};
+use crate::options::Options;
+use crate::ordered::Ordered;
+use crate::pmem::PersistObserver;
+use crate::pool::{Pool, ScanResult};
+
+impl Db {
+    /// Opens the pool at `path`, creating it when it does not exist (unless
+    /// `options.create` is false). Serves requests at once: no index or log
+    /// scan happens before this returns; live-space accounting is rebuilt
+    /// by a background thread.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Self::open_observed(path.as_ref(), options, None)
+    }
+
+    /// Like [`open`](Self::open), with every store, flush and fence on the
+    /// pool reported to `observer` (the crash simulator's hook).
+    #[doc(hidden)]
+    pub fn open_observed(
+        path: &Path,
+        options: Options,
+        observer: Option<Arc<dyn PersistObserver>>,
+    ) -> Result<Db> {
+        let (pool, scan) = Pool::open(path, &options, observer)?;
+        let engine = Engine::new(pool, &scan, &options)?;
+        let background = engine.start_background(&options)?;
+        let ordered_walk = engine.start_ordered_walk()?;
+        Ok(Db {
+            engine: EngineHandle(Some(engine)),
+            background: Some(background),
+            ordered_walk,
+        })
+    }
+}
+
+impl Engine {
+    /// The engine over an opened pool; nothing runs in the background yet.
+    fn new(pool: Pool, scan: &ScanResult, options: &Options) -> Result<Arc<Engine>> {
+        let (point_index, dir) = IndexPlacement::open(&pool, scan)?;
+        let lanes: Vec<CachePadded<Lane>> = (0..options.lanes)
+            .map(|i| {
+                let active = scan.active_log[i].map(|(s, _)| s);
+                CachePadded::new(Lane::new(i as u8, scan.lane_max_seq[i], active))
+            })
+            .collect();
+        let cleaner_lane = Lane::new(
+            CLEANER_LANE,
+            scan.lane_max_seq[CLEANER_LANE as usize],
+            scan.active_log[CLEANER_LANE as usize].map(|(s, _)| s),
+        );
+        let base_seq_floor = scan.lane_max_seq.iter().copied().max().unwrap_or(0);
+        let clean_count = point_index.clean_key_count(&pool);
+        let mech = options.mechanisms;
+        let locks = BucketLocks::new(
+            !mech.volatile_lock_table,
+            !mech.lock_free_reads,
+            pool.open_count,
+        );
+        let index = Index::new(dir, pool.segment_bytes, locks);
+        let seed = pool.sb.hash_seed;
+        let ordered = open_ordered(&pool, scan, seed)?;
+        let lane_count = lanes.len();
+        Ok(Arc::new_cyclic(|me| Engine {
+            pool,
+            index,
+            point_index,
+            reclaim_blocked: AtomicBool::new(false),
+            ordered,
+            ordered_walk_errors: parking_lot::Mutex::new(Vec::new()),
+            ordered_walk_ended: AtomicBool::new(false),
+            lanes,
+            cleaner_lane,
+            base_seq_floor,
+            seq_floor_ready: std::sync::Once::new(),
+            seed,
+            verify_reads: options.verify_reads,
+            eliminate: mech.write_elimination,
+            two_phase: mech.lock_free_reads,
+            clean_open: clean_count.is_some(),
+            tally_cursor: AtomicU64::new(0),
+            tally_done: AtomicBool::new(false),
+            tally_signal: (Mutex::new(0), Condvar::new()),
+            base_count: AtomicU64::new(clean_count.unwrap_or(0)),
+            count_deltas: (0..lane_count)
+                .map(|_| CachePadded::new(AtomicI64::new(0)))
+                .collect(),
+            stop: AtomicBool::new(false),
+            me: me.clone(),
+            split_mutex: parking_lot::Mutex::new(()),
+            eliminated_puts: AtomicU64::new(0),
+            splits: AtomicU64::new(0),
+            cleaned_segments: AtomicU64::new(0),
+            cleaned_bytes: AtomicU64::new(0),
+            tally_errors: parking_lot::Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Starts the background thread: the rebuild after open, then (when
+    /// enabled) the log cleaner.
+    fn start_background(self: &Arc<Self>, options: &Options) -> Result<JoinHandle<()>> {
+        let bg = self.clone();
+        let (run_cleaner, cleaner_rate) = (options.cleaner, options.cleaner_bytes_per_sec);
+        std::thread::Builder::new()
+            .name("persimmon-background".into())
+            .spawn(move || {
+                bg.rebuild();
+                if run_cleaner {
+                    bg.cleaner_loop(cleaner_rate);
+                }
+            })
+            .map_err(|e| Error::io("spawn the rebuild thread", e))
+    }
+
+    /// Starts the ordered index's walk after open, when there is one to walk.
+    fn start_ordered_walk(self: &Arc<Self>) -> Result<Option<JoinHandle<()>>> {
+        match &self.ordered {
+            Some(o) if !o.walk_done() => {
+                let walker = self.clone();
+                let handle = std::thread::Builder::new()
+                    .name("persimmon-ordered".into())
+                    .spawn(move || walker.ordered_walk())
+                    .map_err(|e| Error::io("spawn the ordered-index walk", e))?;
+                Ok(Some(handle))
+            }
+            Some(_) => {
+                // A new ordered index: nothing to walk, nothing to enter.
+                self.point_index.set_complete();
+                self.ordered_walk_ended.store(true, Ordering::Release);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// The ordered index, when the pool was created with one.
+fn open_ordered(pool: &Pool, scan: &ScanResult, seed: u64) -> Result<Option<Ordered>> {
+    if pool.sb.flags & layout::SB_FLAG_ORDERED_INDEX != 0 {
+        if scan.ordered_segments.is_empty() && scan.has_records {
+            return Err(Error::corruption(
+                layout::SUPERBLOCK_BYTES,
+                "the pool holds records but its ordered index has no segment (damaged head?)",
+            ));
+        }
+        return Ok(Some(Ordered::open(pool, &scan.ordered_segments, seed)?));
+    }
+    if let Some(&(s, _, _)) = scan.ordered_segments.first() {
+        return Err(Error::corruption(
+            pool.segment_offset(s),
+            "an ordered-index segment in a pool created without the ordered index",
+        ));
+    }
+    Ok(None)
+}

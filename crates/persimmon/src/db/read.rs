@@ -1,0 +1,244 @@
+//! Point reads and record decoding.
+//!
+//! Invariants:
+//! - A read takes no lock (with the two-phase write) and acts on no slot or
+//!   record word a crash could still undo: one seen with persist=0 is
+//!   flushed, fenced and marked persisted first (`help_persist`).
+//! - A read re-checks the directory after its lookup: a split may have
+//!   moved the key to a new segment meanwhile, and then it looks again.
+//! - With the DRAM point index before its rebuild is complete, a miss is no
+//!   answer: the read is repeated under the key's bucket lock, where the
+//!   ordered index is asked too (`get_locked`), so no read goes back in time.
+//! - An offset read from a slot is untrusted: the record header is checked
+//!   against the pool's bounds and limits before its bytes are used.
+
+use crossbeam_epoch as epoch;
+
+use super::write::Locked;
+use super::{check_key, Engine, READ_SEQ};
+use crate::error::{Error, Result};
+use crate::index::locks::{BucketLocks, Held};
+use crate::index::{self, SegRef};
+use crate::layout::{
+    self, RecordHeader, Slot, MAX_KEY_BYTES, MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
+};
+use crate::ordered::Ordered;
+use crate::pmem::{self, PmemFile};
+
+/// Releases a bucket read lock when dropped (locked reads only).
+pub(super) struct ReadLock<'a> {
+    pub(super) locks: &'a BucketLocks,
+    pub(super) pm: &'a pmem::PmemFile,
+    pub(super) held: Held,
+}
+
+impl Drop for ReadLock<'_> {
+    fn drop(&mut self) {
+        self.locks.read_unlock(self.pm, self.held);
+    }
+}
+
+impl Engine {
+    /// Flushes a slot word (in `pm`) seen with persist=0 and marks it
+    /// persisted, so the caller may act on it.
+    #[inline]
+    pub(super) fn help_persist(&self, pm: &PmemFile, addr: u64, value: u64) {
+        pm.flush(addr, 8);
+        pm.fence();
+        let _ = pm.cas_u64(addr, value, value | Slot::PERSIST_BIT);
+    }
+
+    /// Decodes and sanity-checks the record header at `offset` (an offset
+    /// read from a slot, so untrusted).
+    pub(super) fn record_header(&self, offset: u64) -> Result<RecordHeader> {
+        if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
+            return Err(Error::corruption(
+                offset,
+                "slot names an impossible record offset",
+            ));
+        }
+        let h = RecordHeader::decode(self.pool.pm.slice(offset, RECORD_HEADER_BYTES)?);
+        if h.key_len as usize > MAX_KEY_BYTES || h.value_len as usize > MAX_VALUE_BYTES {
+            return Err(Error::corruption(
+                offset,
+                "record header has impossible lengths",
+            ));
+        }
+        if offset + h.total_bytes() > self.pool.pm.len() {
+            return Err(Error::corruption(offset, "record runs past the pool end"));
+        }
+        Ok(h)
+    }
+
+    #[inline]
+    pub(super) fn record_key(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
+        self.pool
+            .pm
+            .slice(offset + RECORD_HEADER_BYTES as u64, h.key_len as usize)
+    }
+
+    #[inline]
+    pub(super) fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
+        let v = self.pool.pm.slice(
+            offset + RECORD_HEADER_BYTES as u64 + h.key_len as u64,
+            h.value_len as usize,
+        )?;
+        if self.verify_reads {
+            self.verify_record(offset, h)?;
+        }
+        Ok(v)
+    }
+
+    pub(super) fn verify_record(&self, offset: u64, h: &RecordHeader) -> Result<()> {
+        let body = self.pool.pm.slice(
+            offset + 4,
+            RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize,
+        )?;
+        if layout::record_crc(body) != h.crc {
+            return Err(Error::corruption(offset, "record CRC32C mismatch"));
+        }
+        Ok(())
+    }
+
+    /// Lock-free lookup in `seg`: the record of `key`, helping persist its
+    /// slot (or a delete marker in the way) when needed.
+    pub(super) fn find_lockfree(
+        &self,
+        seg: &SegRef,
+        h: u64,
+        key: &[u8],
+    ) -> Result<Option<(u64, RecordHeader)>> {
+        let fp = index::fingerprint(h);
+        let pm = self.ipm();
+        for bucket in self.index.probe(seg, h) {
+            for addr in self.index.slots(bucket) {
+                let v = pm.load_u64(addr);
+                let s = Slot(v);
+                if s.is_empty() || s.fingerprint() != fp {
+                    continue;
+                }
+                if s.is_marker() {
+                    if !s.persisted() {
+                        self.help_persist(pm, addr, v);
+                    }
+                    continue;
+                }
+                let off = s.offset();
+                let hdr = self.record_header(off)?;
+                if self.record_key(off, &hdr)? == key {
+                    if !s.persisted() {
+                        self.help_persist(pm, addr, v);
+                    }
+                    return Ok(Some((off, hdr)));
+                }
+                if self.verify_reads {
+                    // A damaged key must not pass for "some other key": with
+                    // verification on, a fingerprint match gets its CRC checked.
+                    self.verify_record(off, &hdr)?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        check_key(key)?;
+        let h = self.hash(key);
+        loop {
+            let _guard = epoch::pin();
+            // Read before the index: once it is set, the DRAM index holds
+            // every key (a miss read after it would not be an answer).
+            let filled = self.point_index.is_complete();
+            let seg = self.index.dir.load().lookup(h);
+            let _read = (!self.two_phase).then(|| {
+                let pm = self.ipm();
+                let bucket = self.index.probe(&seg, h)[0];
+                ReadLock {
+                    locks: &self.index.locks,
+                    pm,
+                    held: self.index.locks.read_lock(pm, bucket),
+                }
+            });
+            let found = self.find_lockfree(&seg, h, key)?;
+            // A split may have moved the key to a new segment after we chose
+            // this one (and writers may then reuse the old copy's slot).
+            if self.index.dir.load().lookup(h) != seg {
+                continue;
+            }
+            return match found {
+                None if !filled => self.get_locked(key, h, f),
+                None => Ok(None),
+                Some((off, hdr)) => Ok(Some(f(self.record_value(off, &hdr)?))),
+            };
+        }
+    }
+
+    /// DRAM point index before its rebuild is done, after a miss: the read
+    /// again under the key's bucket lock, which looks at the key's node too.
+    /// The lock matters: a writer stores the node's record word before the
+    /// DRAM slot, so without it a reader could return a value that a later
+    /// reader, finding the index complete but the slot not yet stored,
+    /// would not see.
+    pub(super) fn get_locked<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let mut f = Some(f);
+        self.with_locked(key, h, READ_SEQ, |_, found, _, _| {
+            let Some(found) = found else {
+                return Ok(Locked::Done(None));
+            };
+            let value = self.record_value(found.slot.offset(), &found.header)?;
+            let f = f.take().expect("the lookup body runs to completion once");
+            Ok(Locked::Done(Some(f(value))))
+        })
+    }
+
+    /// DRAM point index before its rebuild is done: the record of `key`
+    /// through its ordered-index node (`node` when the caller knows it).
+    /// Returns the node, its record word (marked persisted) and the record's
+    /// header. The caller is pinned.
+    pub(super) fn find_in_ordered(
+        &self,
+        key: &[u8],
+        node: Option<u64>,
+    ) -> Result<Option<(u64, Slot, RecordHeader)>> {
+        let Some(o) = &self.ordered else {
+            return Ok(None);
+        };
+        let node = match node {
+            Some(n) => n,
+            None => match o.find(&self.pool, key)? {
+                Some(n) => n,
+                None => return Ok(None),
+            },
+        };
+        let pm = &self.pool.pm;
+        let addr = Ordered::record_word(node);
+        let v = pm.load_u64(addr);
+        let s = Slot(v);
+        if s.is_empty() {
+            return Ok(None);
+        }
+        if !s.persisted() {
+            // The same two-phase word as a slot: never act on a value a
+            // crash could still undo.
+            self.help_persist(pm, addr, v);
+        }
+        if s.is_marker() {
+            return Ok(None);
+        }
+        let hdr = self.record_header(s.offset())?;
+        if self.record_key(s.offset(), &hdr)? != key
+            || s.fingerprint() != index::fingerprint(self.hash(key))
+        {
+            return Err(Error::corruption(
+                node,
+                "an ordered-index node's record word names a record of another key",
+            ));
+        }
+        Ok(Some((node, s.with_persist(), hdr)))
+    }
+}

@@ -1,0 +1,147 @@
+//! `Db::stats`: figures about a pool, read without waiting for anything.
+//!
+//! Invariants: `stats` takes no lock and never waits for the rebuild after
+//! open (a caller polling readiness must be able to see it change); until
+//! `rebuild_done`, `keys` and `live_bytes` may be partial.
+
+use std::sync::atomic::Ordering;
+
+use super::Engine;
+use crate::layout::{self, SegmentKind};
+use crate::options::PointIndex;
+use crate::pmem::{self, Durability};
+use crate::pool::{KIND_CONTINUATION, KIND_DAMAGED};
+
+/// Figures about a pool; see [`Db::stats`].
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Keys stored; exact once `rebuild_done` (before, after a crash or with
+    /// the DRAM point index, the keys counted so far).
+    pub keys: u64,
+    /// Current size of the pool file in bytes.
+    pub pool_bytes: u64,
+    /// Largest size the pool may grow to (this open).
+    pub pool_bytes_max: u64,
+    /// Bytes of segments in use (log, index, large-record runs).
+    pub used_bytes: u64,
+    /// Bytes of records the index references.
+    pub live_bytes: u64,
+    pub segment_bytes: u64,
+    pub segments_total: u32,
+    pub segments_free: u32,
+    pub segments_log: u32,
+    pub segments_index: u32,
+    pub segments_large: u32,
+    pub segments_damaged: u32,
+    /// Depth of the DRAM directory (log2 of its entries).
+    pub index_depth: u8,
+    pub lanes: usize,
+    pub durability: Durability,
+    pub flush_instruction: &'static str,
+    pub nt_copy: &'static str,
+    /// Puts that returned without writing because an overlapping put of the
+    /// same key wrote after them (concurrent write elimination).
+    pub eliminated_puts: u64,
+    /// Index segment splits since open.
+    pub index_splits: u64,
+    /// Log segments the cleaner processed since open, and bytes it copied.
+    pub cleaned_segments: u64,
+    pub cleaned_bytes: u64,
+    /// Whether the background rebuild after open (live bytes, key count) is done.
+    pub rebuild_done: bool,
+    /// The pool keeps the ordered index.
+    pub ordered_index: bool,
+    /// Ordered index: nodes allocated and node segments.
+    pub ordered_nodes: u64,
+    pub segments_ordered: u32,
+    /// Ordered index: the walk after open (search hints, free node slots,
+    /// orphan repair) has finished.
+    pub ordered_walk_done: bool,
+    /// Where the point index lives.
+    pub point_index: PointIndex,
+    /// The point index answers every point read: always with
+    /// [`PointIndex::Pm`]; with [`PointIndex::Dram`], once its rebuild from
+    /// the ordered index after open is done (until then the ordered index
+    /// serves the reads it misses).
+    pub point_index_ready: bool,
+    /// DRAM the point index occupies with [`PointIndex::Dram`] (0 otherwise).
+    pub dram_index_bytes: u64,
+    /// Persistence counters of the whole process.
+    pub pmem: pmem::PmemCounters,
+}
+
+impl Engine {
+    pub(super) fn stats(&self) -> Stats {
+        // Never waits: before the rebuild is done the count may be partial
+        // (`rebuild_done` says which).
+        let keys = self.count_now();
+        let n = self.pool.segment_count();
+        let c = self.segment_counts();
+        let seg = self.pool.segment_bytes;
+        let (ordered_nodes, ordered_segments) = self
+            .ordered
+            .as_ref()
+            .map(|o| o.heap_figures())
+            .unwrap_or((0, 0));
+        Stats {
+            keys,
+            pool_bytes: self.pool.pm.len(),
+            pool_bytes_max: self.pool.pool_bytes_max,
+            used_bytes: layout::SUPERBLOCK_BYTES + (n - c.free) as u64 * seg,
+            live_bytes: c.live_bytes,
+            segment_bytes: seg,
+            segments_total: n,
+            segments_free: c.free,
+            segments_log: c.log,
+            segments_index: c.index,
+            segments_large: c.large,
+            segments_damaged: c.damaged,
+            index_depth: self.index.dir.load().depth,
+            lanes: self.lanes.len(),
+            durability: self.pool.pm.durability(),
+            flush_instruction: self.pool.pm.flush_instruction().name(),
+            nt_copy: self.pool.pm.nt_copy().name(),
+            eliminated_puts: self.eliminated_puts.load(Ordering::Relaxed),
+            index_splits: self.splits.load(Ordering::Relaxed),
+            cleaned_segments: self.cleaned_segments.load(Ordering::Relaxed),
+            cleaned_bytes: self.cleaned_bytes.load(Ordering::Relaxed),
+            rebuild_done: self.tally_done.load(Ordering::Acquire),
+            ordered_index: self.ordered.is_some(),
+            ordered_nodes,
+            segments_ordered: ordered_segments as u32,
+            ordered_walk_done: self.ordered.as_ref().is_none_or(|o| o.walk_done()),
+            point_index: self.point_index.kind(),
+            point_index_ready: self.point_index.is_complete(),
+            dram_index_bytes: self.point_index.dram_bytes(),
+            pmem: pmem::process_counters(),
+        }
+    }
+
+    /// Segments by kind, and live bytes over all of them.
+    fn segment_counts(&self) -> SegmentCounts {
+        let mut c = SegmentCounts::default();
+        for s in 0..self.pool.segment_count() {
+            c.live_bytes += self.pool.live_bytes(s);
+            match self.pool.kind(s) {
+                k if k == SegmentKind::Free as u8 => c.free += 1,
+                k if k == SegmentKind::Log as u8 => c.log += 1,
+                k if k == SegmentKind::Index as u8 => c.index += 1,
+                k if k == SegmentKind::Large as u8 || k == KIND_CONTINUATION => c.large += 1,
+                k if k == SegmentKind::Ordered as u8 => {}
+                KIND_DAMAGED => c.damaged += 1,
+                _ => c.log += 1, // freeing: still in use until its epoch passes
+            }
+        }
+        c
+    }
+}
+
+#[derive(Default)]
+struct SegmentCounts {
+    free: u32,
+    log: u32,
+    index: u32,
+    large: u32,
+    damaged: u32,
+    live_bytes: u64,
+}

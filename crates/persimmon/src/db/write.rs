@@ -1,0 +1,633 @@
+//! The write path: put, delete and update under the key's home bucket lock,
+//! the lookup under that lock, record appends and publishing.
+//!
+//! Persist points, in order, of a put (see `db` and docs/design.md §7): the
+//! record is durable (`write_record`'s fence) before any word names it; the
+//! word that names it is durable (`publish_word`'s fence) before the put
+//! returns; its persist bit is set after that fence, unflushed.
+//!
+//! Invariants:
+//! - Every write holds its key's home bucket lock from the lookup to the
+//!   publish, so a key's persistent word changes under that lock only; an
+//!   empty slot is claimed by CAS to a delete marker (absent to readers).
+//! - A claimed slot or a linked ordered-index node that the write does not
+//!   go on to publish is given back (slot cleared, node unlinked; a node
+//!   left by a crash is an orphan the next open's walk unlinks).
+//! - A put is eliminated only against a holder it saw before that holder
+//!   started publishing (`mark_publishing`), whose record the slot names,
+//!   and never against a read-modify-write (`REC_FLAG_RMW`).
+//! - An `update` closure runs at most once; a decision taken on a value
+//!   that a retry could make stale is not applied (the caller gets
+//!   `PoolFull`).
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::{check_key, check_value, Engine};
+use crate::error::{Error, Result};
+use crate::index::locks::{BucketLocks, Held};
+use crate::index::{self, SegRef};
+use crate::layout::{
+    self, RecordHeader, SegmentHeader, SegmentKind, Slot, RECORD_HEADER_BYTES, REC_FLAG_RMW,
+};
+use crate::log::Lane;
+use crate::pmem;
+
+/// What an [`Db::update`](super::Db::update) closure decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Leave the key as it is.
+    Keep,
+    /// Store this value.
+    Put(Vec<u8>),
+    /// Delete the key (no-op when absent).
+    Delete,
+}
+
+/// A key's current record, as a write finds it under the bucket lock.
+pub(super) struct Found {
+    /// Its slot (meaningful only when `in_index`).
+    pub(super) addr: u64,
+    pub(super) slot: Slot,
+    pub(super) header: RecordHeader,
+    /// DRAM point index: the key's ordered-index node (else 0).
+    pub(super) node: u64,
+    /// The point index holds it (always, except with the DRAM point index
+    /// before its rebuild is done: then a key may be known only through its
+    /// node, and its record is not yet counted live).
+    pub(super) in_index: bool,
+}
+
+impl Found {
+    /// The record this entry makes live in the accounting, if any.
+    fn counted(&self) -> Option<(u64, u64)> {
+        self.in_index
+            .then(|| (self.slot.offset(), self.header.total_bytes()))
+    }
+}
+
+/// Stores 0 into a reserved slot when dropped while still armed.
+struct ClaimGuard<'a> {
+    pm: &'a pmem::PmemFile,
+    addr: Option<u64>,
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(a) = self.addr {
+            self.pm.store_u64(a, Slot::EMPTY.0);
+        }
+    }
+}
+
+/// Releases a bucket write lock when dropped.
+struct BucketLock<'a> {
+    locks: &'a BucketLocks,
+    pm: &'a pmem::PmemFile,
+    held: Held,
+}
+
+impl Drop for BucketLock<'_> {
+    fn drop(&mut self) {
+        self.locks.unlock(self.pm, self.held);
+    }
+}
+
+/// Outcome of the locked part of a write.
+pub(super) enum Locked<R> {
+    Done(R),
+    /// The bucket pair has no free slot: split this segment and retry.
+    Split(SegRef),
+    /// Free slots seen by the scan were taken by writers of the neighbour
+    /// bucket meanwhile: look again before deciding to split.
+    Rescan,
+}
+
+/// The free slots of a bucket pair, with the word each held when seen (a
+/// claim compares against it).
+#[derive(Default)]
+pub(super) struct FreeSlots {
+    slots: [(u64, u64); 2 * layout::SLOTS_PER_BUCKET],
+    len: usize,
+}
+
+impl FreeSlots {
+    fn push(&mut self, addr: u64, word: u64) {
+        self.slots[self.len] = (addr, word);
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[(u64, u64)] {
+        &self.slots[..self.len]
+    }
+}
+
+/// What the locked part of a write knows about its lock.
+pub(super) struct LockCtx {
+    pub(super) seg: SegRef,
+    /// A holder seen *before it started publishing*, or 0 (see `BucketLocks::lock`).
+    pub(super) observed: u64,
+    pub(super) held: Held,
+}
+
+impl Engine {
+    /// Runs `body` with the home bucket of `h` locked and the key's slot
+    /// looked up; splits and retries when `body` asks for room.
+    pub(super) fn with_locked<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        seq: u64,
+        body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+    ) -> Result<R> {
+        self.with_locked_at(key, h, seq, None, body)
+    }
+
+    /// [`with_locked`](Self::with_locked); with the DRAM point index before
+    /// its rebuild is done, a key the index misses is looked up in the
+    /// ordered index (at `node` when given) and passed to `body` as found
+    /// but not `in_index`.
+    pub(super) fn with_locked_at<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        seq: u64,
+        node: Option<u64>,
+        mut body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+    ) -> Result<R> {
+        let fp = index::fingerprint(h);
+        let pm = self.ipm();
+        loop {
+            let guard = epoch::pin();
+            let seg = self.index.dir.load().lookup(h);
+            let probe = self.index.probe(&seg, h);
+            let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
+            let lock = BucketLock {
+                locks: &self.index.locks,
+                pm,
+                held,
+            };
+            if self.index.dir.load().lookup(h) != seg {
+                continue;
+            }
+            let (found, free) = self.lookup_locked(&seg, &probe, key, fp, node)?;
+            let ctx = LockCtx {
+                seg,
+                observed: if self.eliminate { observed } else { 0 },
+                held,
+            };
+            match body(&ctx, found, free.as_slice(), &guard) {
+                Ok(Locked::Done(r)) => return Ok(r),
+                Ok(Locked::Split(seg)) => {
+                    drop(lock);
+                    drop(guard);
+                    self.split(seg)?;
+                }
+                Ok(Locked::Rescan) => {}
+                Err(Error::PoolFull { .. })
+                    if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
+                {
+                    // Dead segments are waiting for their epoch: unpin, let it
+                    // pass, and try again.
+                    drop(lock);
+                    drop(guard);
+                    self.reclaim_pending()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The key's entry in its bucket pair `probe` of `seg` (home bucket
+    /// locked), and the pair's free slots: empty ones and stale copies left
+    /// by a split. With the DRAM point index before its rebuild is complete,
+    /// a key the index misses is looked up in the ordered index (at `node`
+    /// when given) and returned as found but not `in_index`.
+    fn lookup_locked(
+        &self,
+        seg: &SegRef,
+        probe: &[u64],
+        key: &[u8],
+        fp: u16,
+        node: Option<u64>,
+    ) -> Result<(Option<Found>, FreeSlots)> {
+        let pm = self.ipm();
+        let mut found = None;
+        let mut free = FreeSlots::default();
+        for &bucket in probe {
+            for addr in self.index.slots(bucket) {
+                let v = pm.load_u64(addr);
+                let s = Slot(v);
+                if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
+                    free.push(addr, v);
+                    continue;
+                }
+                if s.is_marker() || s.fingerprint() != fp || found.is_some() {
+                    continue;
+                }
+                let hdr = self.record_header(s.offset())?;
+                if self.record_key(s.offset(), &hdr)? == key {
+                    found = Some(Found {
+                        addr,
+                        slot: s,
+                        header: hdr,
+                        node: self.point_index.node_of(addr).unwrap_or(0),
+                        in_index: true,
+                    });
+                }
+            }
+        }
+        // Under the lock the answer is stable: the rebuild enters keys
+        // under their bucket locks before it reports itself complete.
+        if found.is_none() && !self.point_index.is_complete() {
+            found = self
+                .find_in_ordered(key, node)?
+                .map(|(node, slot, header)| Found {
+                    addr: 0,
+                    slot,
+                    header,
+                    node,
+                    in_index: false,
+                });
+        }
+        Ok((found, free))
+    }
+
+    /// Claims one of `free` for a new key by CAS to a delete marker (absent
+    /// to readers). Returns its address.
+    pub(super) fn claim(&self, free: &[(u64, u64)], fp: u16) -> Option<u64> {
+        let marker = Slot::delete_marker(fp).0;
+        free.iter()
+            .find(|&&(addr, cur)| self.ipm().cas_u64(addr, cur, marker).is_ok())
+            .map(|&(addr, _)| addr)
+    }
+
+    /// Appends a record; returns its offset and total size. The record is
+    /// durable and counted live in its segment.
+    pub(super) fn write_record(
+        &self,
+        lane: &Lane,
+        key: &[u8],
+        value: &[u8],
+        header: &[u8; RECORD_HEADER_BYTES],
+        guard: &Guard,
+    ) -> Result<(u64, u64)> {
+        let seq = RecordHeader::decode(header).seq;
+        let total = layout::record_bytes(key.len(), value.len());
+        let pm = &self.pool.pm;
+        let write = |at: u64| {
+            if total <= 512 {
+                let mut buf = [0u8; 512];
+                let n = RECORD_HEADER_BYTES + key.len() + value.len();
+                buf[..RECORD_HEADER_BYTES].copy_from_slice(header);
+                buf[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key.len()].copy_from_slice(key);
+                buf[RECORD_HEADER_BYTES + key.len()..n].copy_from_slice(value);
+                pm.write_persistent(at, &buf[..n]);
+            } else {
+                let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + key.len());
+                head.extend_from_slice(header);
+                head.extend_from_slice(key);
+                pm.write_persistent(at, &head);
+                pm.write_persistent(at + head.len() as u64, value);
+            }
+        };
+        if total > self.pool.segment_bytes / 2 {
+            // A large record gets a run of segments of its own.
+            let run = (layout::SEGMENT_HEADER_BYTES + total).div_ceil(self.pool.segment_bytes);
+            let first = self.pool.allocate(SegmentHeader {
+                kind: SegmentKind::Large,
+                lane_or_depth: lane.id as u32,
+                run_segments: run as u32,
+                base_seq_or_prefix: seq & crate::log::COUNTER_MASK,
+            })?;
+            let at = self.pool.segment_offset(first) + layout::SEGMENT_HEADER_BYTES;
+            write(at);
+            // Persist point: the large record is durable before a slot names it.
+            pm.fence();
+            self.pool.add_live(first, total);
+            self.pool.seal(first);
+            debug_assert_eq!(pm.slice(at, RECORD_HEADER_BYTES).ok(), Some(&header[..]));
+            return Ok((at, total));
+        }
+        let (at, sealed) = lane.append(&self.pool, total, write)?;
+        // The record reads back as written (it is durable: `append` fenced).
+        debug_assert_eq!(pm.slice(at, RECORD_HEADER_BYTES).ok(), Some(&header[..]));
+        if let Some(old) = sealed {
+            self.maybe_free(old, guard);
+        }
+        Ok((at, total))
+    }
+
+    /// Publishes record `off` of the key whose slot is `addr` (and whose
+    /// ordered-index node is `node`, with the DRAM point index).
+    #[inline]
+    pub(super) fn publish(&self, addr: u64, node: u64, fp: u16, off: u64) {
+        // The persistent truth first (the slot, or with the DRAM point index
+        // the node's record word); a DRAM slot mirrors it once it is durable.
+        let word = self.point_index.word_to_persist(addr, node);
+        self.publish_word(word, fp, off);
+        self.point_index
+            .mirror(addr, node, Slot::new(fp, off, true));
+    }
+
+    /// Stores record `off` into the pool word `addr` (a slot, or a node's
+    /// record word) with the two-phase atomic write.
+    #[inline]
+    pub(super) fn publish_word(&self, addr: u64, fp: u16, off: u64) {
+        let pm = &self.pool.pm;
+        let slot = Slot::new(fp, off, false);
+        if !self.two_phase {
+            // Ablation: readers lock the bucket, so the slot goes in with its
+            // persist bit set and is durable before the lock is released.
+            pm.store_u64(addr, slot.with_persist().0);
+            pm.flush(addr, 8);
+            pm.fence();
+            return;
+        }
+        debug_assert_ne!(
+            Slot(pm.load_u64(addr)).offset(),
+            off,
+            "a record is published once"
+        );
+        pm.store_u64(addr, slot.0);
+        pm.flush(addr, 8);
+        // Persist point: the slot names the record durably; the write is done.
+        pm.fence();
+        // Only readers helping to persist may have touched it since (they
+        // set the persist bit and nothing else).
+        debug_assert_eq!(Slot(pm.load_u64(addr)).with_persist(), slot.with_persist());
+        pm.store_u64(addr, slot.with_persist().0);
+    }
+
+    /// The ordered index limits keys to half a segment.
+    pub(super) fn check_ordered_key(&self, key: &[u8]) -> Result<()> {
+        match &self.ordered {
+            Some(o) if key.len() > o.max_key() => Err(Error::KeyTooLarge {
+                len: key.len(),
+                max: o.max_key(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Links `key` into the ordered index (a new key, before the point index
+    /// names it). On failure the claimed slot `addr` is given back.
+    /// Returns the key's node (0 without the ordered index) and whether it
+    /// was linked now.
+    pub(super) fn ordered_insert(
+        &self,
+        key: &[u8],
+        addr: Option<u64>,
+        guard: &Guard,
+    ) -> Result<(u64, bool)> {
+        let Some(o) = &self.ordered else {
+            return Ok((0, false));
+        };
+        o.insert(&self.pool, key, guard).inspect_err(|_| {
+            if let Some(a) = addr {
+                self.ipm().store_u64(a, 0);
+            }
+        })
+    }
+
+    /// Undoes [`ordered_insert`](Self::ordered_insert) after a failed write
+    /// (best effort: a node left behind is an orphan, skipped by readers and
+    /// unlinked by the next open's walk).
+    pub(super) fn ordered_undo(&self, key: &[u8], linked: bool, guard: &Guard) {
+        if let (true, Some(o)) = (linked, &self.ordered) {
+            let _ = o.remove(&self.pool, key, guard);
+        }
+    }
+
+    pub(super) fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        self.check_ordered_key(key)?;
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        // The CRC over the value is computed before taking the lock.
+        let header = RecordHeader::encode(key, value, 0, seq);
+        self.with_locked(key, h, seq, |ctx, found, free, guard| {
+            let held = ctx.held;
+            if let Some(f) = &found {
+                if ctx.observed != 0
+                    && f.header.seq == ctx.observed
+                    && f.header.flags & REC_FLAG_RMW == 0
+                {
+                    // Concurrent write elimination: the holder we waited for
+                    // stored this key while we were in flight; order our put
+                    // just before it.
+                    self.eliminated_puts.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Locked::Done(()));
+                }
+            }
+            let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
+                Some(f) => (f.addr, false),
+                None => match self.claim(free, fp) {
+                    Some(a) => (a, true),
+                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
+                    None => return Ok(Locked::Rescan),
+                },
+            };
+            let (node, linked) = match &found {
+                None => self.ordered_insert(key, Some(addr), guard)?,
+                Some(f) => (f.node, false),
+            };
+            let reserved = Reserved {
+                slot: claimed.then_some(addr),
+                node,
+                linked,
+            };
+            let (off, total) = self
+                .write_record(lane, key, value, &header, guard)
+                .inspect_err(|_| self.give_back(key, &reserved, guard))?;
+            // Waiters that first see us from here on started after our
+            // value may have become visible: they must not be eliminated.
+            self.index.locks.mark_publishing(&held, seq);
+            self.publish(addr, reserved.node, fp, off);
+            let old = found.and_then(|f| f.counted());
+            self.account(lane_index, addr, Some((off, total)), old, guard);
+            Ok(Locked::Done(()))
+        })
+    }
+
+    pub(super) fn delete(&self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        self.with_locked(key, h, seq, |_ctx, found, _free, guard| {
+            let Some(f) = found else {
+                return Ok(Locked::Done(false));
+            };
+            self.remove(lane_index, key, &f, fp, guard);
+            Ok(Locked::Done(true))
+        })
+    }
+
+    /// Deletes the entry `f` of `key` (bucket lock held), then its node in
+    /// the ordered index.
+    pub(super) fn remove(&self, lane_index: usize, key: &[u8], f: &Found, fp: u16, guard: &Guard) {
+        let pm = &self.pool.pm;
+        // The persistent word that names the record: the slot, or with the
+        // DRAM point index the node's record word.
+        let word = self.point_index.word_to_persist(f.addr, f.node);
+        debug_assert_eq!(
+            Slot(pm.load_u64(word)).offset(),
+            f.slot.offset(),
+            "the persistent word names the record being deleted"
+        );
+        if self.two_phase {
+            pm.store_u64(word, Slot::delete_marker(fp).0);
+            pm.flush(word, 8);
+            // Persist point: the delete is durable (a marker reads as absent).
+            pm.fence();
+            pm.store_u64(word, Slot::EMPTY.0);
+        } else {
+            // Ablation (locked reads): no reader sees the slot before the
+            // fence, so it can be cleared directly.
+            pm.store_u64(word, Slot::EMPTY.0);
+            pm.flush(word, 8);
+            pm.fence();
+        }
+        if f.in_index {
+            self.point_index.unmirror(f.addr);
+        }
+        self.account(lane_index, f.addr, None, f.counted(), guard);
+        if let Some(o) = &self.ordered {
+            // The delete is durable already. If the skiplist cannot unlink
+            // the node (it found damage, which `check` reports), the node is
+            // an orphan: readers skip it, the next open's walk unlinks it.
+            let _ = o.remove(&self.pool, key, guard);
+        }
+    }
+
+    pub(super) fn update<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> (Update, R),
+    ) -> Result<R> {
+        check_key(key)?;
+        self.check_ordered_key(key)?;
+        let h = self.hash(key);
+        let (lane_index, lane) = self.lane();
+        let w = KeyWrite {
+            key,
+            fp: index::fingerprint(h),
+            seq: lane.next_seq(&self.pool),
+            lane_index,
+            lane,
+        };
+        let mut f = Some(f);
+        self.with_locked(key, h, w.seq, |ctx, found, free, guard| {
+            if f.is_none() {
+                // The closure ran in an attempt that then met a full pool:
+                // its decision was taken on a value that may be stale now,
+                // so it is not applied; the caller sees the pool full.
+                return Err(Error::PoolFull {
+                    pool_bytes_max: self.pool.pool_bytes_max,
+                });
+            }
+            // Make sure a new key has a slot (and its ordered-index node)
+            // before asking the closure, which may run only once.
+            let claimed = match found.as_ref().filter(|f| f.in_index) {
+                Some(_) => None,
+                None => match self.claim(free, w.fp) {
+                    Some(a) => Some(a),
+                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
+                    None => return Ok(Locked::Rescan),
+                },
+            };
+            let (node, linked) = match (&found, claimed) {
+                (None, Some(a)) => self.ordered_insert(key, Some(a), guard)?,
+                (Some(fd), _) => (fd.node, false),
+                (None, None) => (0, false),
+            };
+            let reserved = Reserved {
+                slot: claimed,
+                node,
+                linked,
+            };
+            // Gives the reserved slot back if the closure panics.
+            let mut claim_guard = ClaimGuard {
+                pm: self.ipm(),
+                addr: claimed,
+            };
+            let current = match &found {
+                Some(fd) => Some(self.record_value(fd.slot.offset(), &fd.header)?),
+                None => None,
+            };
+            let (decision, result) = (f.take().expect("update closure runs once"))(current);
+            claim_guard.addr = None;
+            self.apply_update(&w, decision, found, &reserved, guard)?;
+            Ok(Locked::Done(result))
+        })
+    }
+
+    /// Carries out an `update` closure's decision (the bucket lock held).
+    fn apply_update(
+        &self,
+        w: &KeyWrite,
+        decision: Update,
+        found: Option<Found>,
+        reserved: &Reserved,
+        guard: &Guard,
+    ) -> Result<()> {
+        let value = match decision {
+            Update::Keep => {
+                self.give_back(w.key, reserved, guard);
+                return Ok(());
+            }
+            Update::Delete => {
+                self.give_back(w.key, reserved, guard);
+                if let Some(fd) = &found {
+                    self.remove(w.lane_index, w.key, fd, w.fp, guard);
+                }
+                return Ok(());
+            }
+            Update::Put(value) => value,
+        };
+        let written = check_value(&value).and_then(|()| {
+            let header = RecordHeader::encode(w.key, &value, REC_FLAG_RMW, w.seq);
+            self.write_record(w.lane, w.key, &value, &header, guard)
+        });
+        let (off, total) = written.inspect_err(|_| self.give_back(w.key, reserved, guard))?;
+        let addr = reserved
+            .slot
+            .or(found.as_ref().map(|fd| fd.addr))
+            .expect("an updated key has a slot: its own or a claimed one");
+        self.publish(addr, reserved.node, w.fp, off);
+        let old = found.and_then(|fd| fd.counted());
+        self.account(w.lane_index, addr, Some((off, total)), old, guard);
+        Ok(())
+    }
+
+    /// Gives back what a write reserved for a new key and did not publish.
+    fn give_back(&self, key: &[u8], reserved: &Reserved, guard: &Guard) {
+        if let Some(a) = reserved.slot {
+            self.ipm().store_u64(a, Slot::EMPTY.0);
+        }
+        self.ordered_undo(key, reserved.linked, guard);
+    }
+}
+
+/// One write's identity: its key, fingerprint, sequence number and lane.
+struct KeyWrite<'a> {
+    key: &'a [u8],
+    fp: u16,
+    seq: u64,
+    lane_index: usize,
+    lane: &'a Lane,
+}
+
+/// What a write reserved for a new key before deciding: a claimed slot and
+/// a linked ordered-index node (each given back if it does not publish).
+struct Reserved {
+    slot: Option<u64>,
+    node: u64,
+    linked: bool,
+}
