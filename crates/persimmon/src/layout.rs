@@ -43,8 +43,8 @@ pub const SB_FIXED_BYTES: usize = 128;
 /// Mutable word on its own cache line: bit 0 = closed cleanly, bits 1.. =
 /// key count at that clean close.
 pub const SB_CLEAN_STATE: u64 = 512;
-/// Mutable word, same line: number of opens (its low 16 bits tag persistent
-/// bucket lock words in the Baseline layout).
+/// Mutable word, same line: number of opens, rewritten at every open (its
+/// low 24 bits tag persistent bucket lock words in the Baseline layout).
 pub const SB_OPEN_COUNT: u64 = 520;
 /// Superblock flag: buckets keep a reader-writer lock word in their last
 /// slot (the Baseline layout; `Mechanisms::volatile_lock_table` off).

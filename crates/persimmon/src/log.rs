@@ -1,7 +1,8 @@
 //! Lanes: per-thread log-structured allocation of records.
 //!
 //! Each lane appends records to its own active log segment and hands out
-//! sequence numbers `lane:8 | counter:56`. Nothing about a lane is persisted
+//! sequence numbers `lane:8 | 0:1 | counter:55` (bits 63–56 the lane, bit 55
+//! always 0, bits 54–0 the lane's counter). Nothing about a lane is persisted
 //! on every write: its tail and counter are recovered by walking the active
 //! segment once, on the lane's first use after open.
 //!
