@@ -139,6 +139,9 @@ impl Engine {
                 if let Some(old) = sealed {
                     self.maybe_free(old, guard);
                 }
+                // The copy is durable (`append` fenced) and byte for byte the
+                // original before any word names it.
+                debug_assert_eq!(pm.slice(at, len).ok(), Some(src));
                 self.publish(f.addr, f.node, f.slot.fingerprint(), at);
                 self.account(0, f.addr, Some((at, total)), Some((off, total)), guard);
                 Ok(Locked::Done(total))

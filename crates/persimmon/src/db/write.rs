@@ -1,7 +1,7 @@
 //! The write path: put, delete and update under the key's home bucket lock,
 //! the lookup under that lock, record appends and publishing.
 //!
-//! Persist points, in order, of a put (see `db` and docs/design.md §7): the
+//! Persist points, in order, of a put (see `db` and docs/design.md §6): the
 //! record is durable (`write_record`'s fence) before any word names it; the
 //! word that names it is durable (`publish_word`'s fence) before the put
 //! returns; its persist bit is set after that fence, unflushed.
