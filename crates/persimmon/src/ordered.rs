@@ -446,10 +446,13 @@ impl Ordered {
             pm.flush(node, NODE_HEADER_BYTES + key.len());
             // Persist point: the node is durable before a link names it.
             pm.fence();
+            // The marks keep `pred`'s link as checked until it is durable.
+            debug_assert_eq!(pm.load_u64(pred + NODE_NEXT as u64), succ);
             pm.store_u64(pred + NODE_NEXT as u64, node);
             pm.flush(pred + NODE_NEXT as u64, 8);
             // Persist point: the node is in the list.
             pm.fence();
+            debug_assert_eq!(pm.load_u64(pred + NODE_NEXT as u64), node);
             drop(marks);
             if self.sampled(key) {
                 self.hints.insert(key.to_vec(), node);
@@ -484,12 +487,19 @@ impl Ordered {
             if self.sampled(key) {
                 self.hints.remove(key);
             }
+            // A node whose record word names a record stays linked (the DRAM
+            // point index's rebuild relies on it): the word is cleared first.
+            debug_assert!({
+                let word = layout::Slot(pm.load_u64(Self::record_word(node)));
+                word.is_empty() || word.is_marker()
+            });
             self.heap.note_unlinked(st, i);
             set_bit(&st.deleted, i, true);
             pm.store_u64(pred + NODE_NEXT as u64, next);
             pm.flush(pred + NODE_NEXT as u64, 8);
             // Persist point: the node is out of the list.
             pm.fence();
+            debug_assert_eq!(pm.load_u64(pred + NODE_NEXT as u64), next);
             drop(marks);
             let heap = self.heap.clone();
             let seg_off = pool.segment_offset(pool.segment_of(node));
