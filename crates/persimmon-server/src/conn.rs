@@ -26,9 +26,10 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::commands::{execute, Flow, Session};
+use crate::commands::{execute, COMMANDS};
 use crate::protocol::{ParseLimits, Progress, RequestParser};
-use crate::server::{ClientInfo, Shared};
+use crate::session::{Flow, Session};
+use crate::shared::{ClientInfo, Shared};
 
 /// Replies queued past this are written before the batch goes on.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -62,7 +63,7 @@ pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<Clie
         stream,
         input: BytesMut::with_capacity(READ_BYTES),
         parser: RequestParser::new(),
-        session: Session::new(shared, info),
+        session: Session::new(shared, info, COMMANDS),
         need: None,
         unpublished_batches: 0,
     };

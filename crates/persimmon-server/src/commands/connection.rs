@@ -2,12 +2,12 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session};
 use crate::protocol::Args;
-use crate::server::ClientInfo;
-
-/// The Redis version whose commands and replies the server follows.
-pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+use crate::session::{
+    arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session,
+    REDIS_COMPAT_VERSION,
+};
+use crate::shared::ClientInfo;
 
 pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     match a.len() {
@@ -229,7 +229,7 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             } else if is(a.get(i), "ID") && i + 1 < argc {
                 let mut list = Vec::new();
                 for id in a.from(i + 1) {
-                    match super::int_arg(id) {
+                    match int_arg(id) {
                         Ok(n) if n > 0 => list.push(n as u64),
                         _ => return Err(Error::new("ERR Invalid client ID")),
                     }
@@ -300,7 +300,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     let idle = now.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     let cmd = match c.last_command.load(Ordering::Relaxed) {
         0 => "NULL",
-        i => super::COMMANDS[i - 1].name,
+        i => s.commands[i - 1].name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
     let _ = writeln!(

@@ -5,18 +5,14 @@
 
 use persimmon::{Db, Update, MAX_KEY_BYTES};
 
-use super::{arity, damaged_hash, int_arg, read, update, wrongtype, Error, Session, OVERFLOW};
 use crate::protocol::{parse_i64, Args};
+use crate::session::{
+    arity, check_key, int_arg, overflow, read, update, wrongtype, Error, Session,
+};
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
-    }
-    Ok(())
+fn damaged_hash() -> Error {
+    Error::new("ERR the hash stored at this key is damaged (it does not decode)")
 }
 
 /// The hash stored at a key as a builder; `None` for a missing key.
@@ -154,7 +150,7 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             },
         };
         let Some(n) = current.checked_add(delta) else {
-            return (Update::Keep, Err(Error::new(OVERFLOW)));
+            return (Update::Keep, Err(overflow()));
         };
         let text = n.to_string().into_bytes();
         h.set(field, &text);

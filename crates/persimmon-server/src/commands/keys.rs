@@ -6,10 +6,9 @@
 
 use persimmon::MAX_KEY_BYTES;
 
-use super::{blocking, int_arg, is, read, syntax, Error, Session};
 use crate::glob;
 use crate::protocol::Args;
-use crate::scan;
+use crate::session::{blocking, int_arg, is, read, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut deleted = 0;
@@ -85,7 +84,11 @@ pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         i += 2;
     }
     let shared = s.shared.clone();
-    let (keys, next) = blocking(|| scan::step(&shared, cursor, count))?;
+    let (keys, next) = blocking(|| {
+        shared
+            .scan
+            .step(&shared.db, || shared.is_stopping(), cursor, count)
+    })?;
     let mut shown = Vec::with_capacity(keys.len());
     for key in &keys {
         if pattern.is_some_and(|p| !glob::matches(p, key)) {
@@ -139,7 +142,7 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         // The reply alone would break the output limit.
         None => {
-            s.flow = super::Flow::OutputLimit;
+            s.flow = Flow::OutputLimit;
         }
     }
     Ok(())

@@ -34,10 +34,10 @@
 
 use std::ops::Bound;
 
-use super::{blocking, int_arg, is, syntax, Error, Session};
 use crate::protocol::Args;
 use crate::reply::Reply;
-use crate::server::Shared;
+use crate::session::{blocking, int_arg, is, syntax, Error, Session};
+use crate::shared::Shared;
 use crate::value::Stored;
 
 /// Scans capped at this many keys run on the async worker (the work of an

@@ -3,17 +3,17 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use super::connection::REDIS_COMPAT_VERSION;
-use super::{
-    arity, blocking, is, syntax, unknown_subcommand, Error, Flow, Session, Spec, COMMANDS,
-};
 use crate::glob;
 use crate::protocol::Args;
-use crate::server::Shared;
+use crate::reply::Reply;
+use crate::session::{
+    arity, blocking, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
+    REDIS_COMPAT_VERSION,
+};
+use crate::shared::Shared;
 
 /// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
-fn command_entry(s: &mut Session, spec: &Spec) {
-    let out = &mut s.out;
+fn command_entry(out: &mut Reply, spec: &Spec) {
     out.array(10);
     out.bulk(spec.name.as_bytes());
     out.int(spec.arity as i64);
@@ -52,12 +52,32 @@ fn command_entry(s: &mut Session, spec: &Spec) {
     out.array(0); // subcommands
 }
 
+/// The entries of every command in the table.
+fn command_entries(out: &mut Reply, commands: &[Spec]) {
+    out.array(commands.len());
+    for spec in commands {
+        command_entry(out, spec);
+    }
+}
+
+const COMMAND_HELP: [&str; 11] = [
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about commands.",
+    "INFO [<command-name> ...]",
+    "    Return details about the given commands, or all of them.",
+    "LIST",
+    "    Return the names of all commands.",
+];
+
 pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
     if a.len() == 1 {
-        s.out.array(COMMANDS.len());
-        for spec in COMMANDS {
-            command_entry(s, spec);
-        }
+        command_entries(&mut s.out, commands);
         return Ok(());
     }
     let sub = a.get(1);
@@ -65,65 +85,59 @@ pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         if a.len() != 2 {
             return Err(arity("command|count"));
         }
-        s.out.int(COMMANDS.len() as i64);
+        s.out.int(commands.len() as i64);
     } else if is(sub, "INFO") {
-        let names: Vec<&[u8]> = a.from(2).collect();
-        if names.is_empty() {
-            s.out.array(COMMANDS.len());
-            for spec in COMMANDS {
-                command_entry(s, spec);
-            }
-        } else {
-            s.out.array(names.len());
-            for name in names {
-                match super::spec(name) {
-                    Some(spec) => command_entry(s, spec),
-                    None => s.out.null_array(),
-                }
-            }
-        }
+        command_info(s, &a);
     } else if is(sub, "DOCS") {
-        let names: Vec<&[u8]> = a.from(2).collect();
-        let specs: Vec<&Spec> = if names.is_empty() {
-            COMMANDS.iter().collect()
-        } else {
-            names.iter().filter_map(|n| super::spec(n)).collect()
-        };
-        s.out.map(specs.len());
-        for spec in specs {
-            s.out.bulk(spec.name.as_bytes());
-            s.out.map(3);
-            s.out.bulk(b"summary");
-            s.out.bulk(spec.summary.as_bytes());
-            s.out.bulk(b"since");
-            s.out.bulk(b"1.0.0");
-            s.out.bulk(b"group");
-            s.out.bulk(spec.group.as_bytes());
-        }
+        command_docs(s, &a);
     } else if is(sub, "LIST") {
-        s.out.array(COMMANDS.len());
-        for spec in COMMANDS {
+        s.out.array(commands.len());
+        for spec in commands {
             s.out.bulk(spec.name.as_bytes());
         }
     } else if is(sub, "HELP") {
-        let lines = [
-            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "(no subcommand)",
-            "    Return details about all commands.",
-            "COUNT",
-            "    Return the total number of commands.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about commands.",
-            "INFO [<command-name> ...]",
-            "    Return details about the given commands, or all of them.",
-            "LIST",
-            "    Return the names of all commands.",
-        ];
-        s.out.simple_lines(&lines);
+        s.out.simple_lines(&COMMAND_HELP);
     } else {
         return Err(unknown_subcommand("command", sub));
     }
     Ok(())
+}
+
+/// COMMAND INFO [name ...]: every command without names; a null entry for
+/// a name the table does not have.
+fn command_info(s: &mut Session, a: &Args<'_>) {
+    if a.len() == 2 {
+        command_entries(&mut s.out, s.commands);
+        return;
+    }
+    s.out.array(a.len() - 2);
+    for name in a.from(2) {
+        match s.command_named(name) {
+            Some(spec) => command_entry(&mut s.out, spec),
+            None => s.out.null_array(),
+        }
+    }
+}
+
+/// COMMAND DOCS [name ...]: every command without names; names the table
+/// does not have are left out.
+fn command_docs(s: &mut Session, a: &Args<'_>) {
+    let specs: Vec<&Spec> = if a.len() == 2 {
+        s.commands.iter().collect()
+    } else {
+        a.from(2).filter_map(|n| s.command_named(n)).collect()
+    };
+    s.out.map(specs.len());
+    for spec in specs {
+        s.out.bulk(spec.name.as_bytes());
+        s.out.map(3);
+        s.out.bulk(b"summary");
+        s.out.bulk(spec.summary.as_bytes());
+        s.out.bulk(b"since");
+        s.out.bulk(b"1.0.0");
+        s.out.bulk(b"group");
+        s.out.bulk(spec.group.as_bytes());
+    }
 }
 
 /// The parameters `CONFIG GET` knows, with their current values.

@@ -3,26 +3,16 @@
 
 use persimmon::{Update, MAX_KEY_BYTES};
 
-use super::{
-    arity, int_arg, is, not_integer, read, syntax, too_large, update, wrongtype, Error, Session,
-    OVERFLOW,
-};
 use crate::protocol::{parse_i64, Args};
+use crate::session::{
+    arity, check_key, int_arg, is, not_integer, overflow, read, syntax, too_large, update,
+    wrongtype, Error, Session,
+};
 use crate::value::{self, Stored, MAX_STRING_BYTES};
 
 fn check_len(len: usize) -> Result<(), Error> {
     if len > MAX_STRING_BYTES {
         return Err(too_large(len));
-    }
-    Ok(())
-}
-
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
     }
     Ok(())
 }
@@ -239,7 +229,7 @@ fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
         };
         match current.checked_add(delta) {
             Some(n) => (Update::Put(value::string(n.to_string().as_bytes())), Ok(n)),
-            None => (Update::Keep, Err(Error::new(OVERFLOW))),
+            None => (Update::Keep, Err(overflow())),
         }
     })??;
     s.out.int(n);

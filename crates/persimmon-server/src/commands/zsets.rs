@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use persimmon::{Db, Update, MAX_KEY_BYTES};
 
-use super::{int_arg, is, read, syntax, update, wrongtype, Error, Session};
 use crate::protocol::Args;
+use crate::session::{check_key, int_arg, is, read, syntax, update, wrongtype, Error, Session};
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
 };
@@ -63,16 +63,6 @@ fn store(entries: &[(f64, &[u8])]) -> Result<Update, Error> {
         )));
     }
     Ok(Update::Put(zset_encode(entries)))
-}
-
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
-    }
-    Ok(())
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
