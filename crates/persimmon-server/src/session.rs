@@ -154,6 +154,15 @@ pub fn arity(name: &str) -> Error {
     ))
 }
 
+/// The arity error for `name` unless `a` has exactly `n` arguments (for
+/// subcommands; the table checks each command's own arity).
+pub fn exact_arity(a: &Args<'_>, n: usize, name: &str) -> Result<(), Error> {
+    if a.len() != n {
+        return Err(arity(name));
+    }
+    Ok(())
+}
+
 /// `ERR unknown subcommand 'x'. Try CMD HELP.`
 pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
     Error::new(format!(

@@ -26,6 +26,7 @@ use crate::session::{arity, shown, Session, Spec};
 
 mod connection;
 mod hashes;
+mod info;
 mod keys;
 mod ordered;
 mod server;
@@ -63,7 +64,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
     spec!("command",       -1, [],                           0,  0, 0, "server",     server::command,      "Returns details about the commands."),
     spec!("config",        -2, [],                           0,  0, 0, "server",     server::config,       "Reads the server's configuration (CONFIG GET)."),
-    spec!("info",          -1, [],                           0,  0, 0, "server",     server::info,         "Returns information and statistics about the server."),
+    spec!("info",          -1, [],                           0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly", "fast"],         0,  0, 0, "server",     server::dbsize,       "Returns the number of keys."),
     spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.

@@ -1,14 +1,13 @@
-//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, SHUTDOWN.
+//! Server commands: COMMAND, CONFIG, DBSIZE, SHUTDOWN (INFO has its own
+//! module).
 
-use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use crate::glob;
 use crate::protocol::Args;
 use crate::reply::Reply;
 use crate::session::{
-    arity, blocking, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
-    REDIS_COMPAT_VERSION,
+    arity, blocking, exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
 };
 use crate::shared::Shared;
 
@@ -82,9 +81,7 @@ pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let sub = a.get(1);
     if is(sub, "COUNT") {
-        if a.len() != 2 {
-            return Err(arity("command|count"));
-        }
+        exact_arity(&a, 2, "command|count")?;
         s.out.int(commands.len() as i64);
     } else if is(sub, "INFO") {
         command_info(s, &a);
@@ -274,150 +271,5 @@ pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     );
     s.shared.request_shutdown();
     s.flow = Flow::Shutdown;
-    Ok(())
-}
-
-const SECTIONS: [&str; 6] = [
-    "server",
-    "clients",
-    "memory",
-    "persistence",
-    "stats",
-    "keyspace",
-];
-
-pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let mut wanted: Vec<String> = a
-        .from(1)
-        .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
-        .collect();
-    if wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "default" || w == "everything")
-    {
-        wanted = SECTIONS.iter().map(|x| x.to_string()).collect();
-    }
-    // This connection's own counts, at least, are up to date.
-    s.publish_counters();
-    let shared = s.shared.clone();
-    let stats = blocking(|| shared.db.stats());
-    let mut text = String::new();
-    for section in SECTIONS {
-        if !wanted.iter().any(|w| w == section) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str("\r\n");
-        }
-        let mut title: Vec<char> = section.chars().collect();
-        title[0] = title[0].to_ascii_uppercase();
-        let _ = write!(text, "# {}\r\n", title.into_iter().collect::<String>());
-        let mut line = |k: &str, v: &dyn std::fmt::Display| {
-            let _ = write!(text, "{k}:{v}\r\n");
-        };
-        let c = &shared.config;
-        let st = &shared.stats;
-        let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-        match section {
-            "server" => {
-                let uptime = shared.started.elapsed().as_secs();
-                line("redis_version", &REDIS_COMPAT_VERSION);
-                line("persimmon_version", &env!("CARGO_PKG_VERSION"));
-                line("redis_mode", &"standalone");
-                line("os", &std::env::consts::OS);
-                line("arch_bits", &(usize::BITS));
-                line("multiplexing_api", &"tokio");
-                line("process_id", &std::process::id());
-                line("tcp_port", &shared.local_addr.port());
-                line("uptime_in_seconds", &uptime);
-                line("uptime_in_days", &(uptime / 86400));
-                line("worker_threads", &c.worker_threads);
-                line(
-                    "config_file",
-                    &shared
-                        .config_file
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default(),
-                );
-            }
-            "clients" => {
-                line(
-                    "connected_clients",
-                    &shared.connected.load(Ordering::Relaxed),
-                );
-                line("maxclients", &c.limits.maxclients);
-                line("blocked_clients", &0);
-            }
-            "memory" => {
-                let rss = std::fs::read_to_string("/proc/self/statm")
-                    .ok()
-                    .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-                    .map_or(0, |pages| pages * 4096);
-                line("used_memory_rss", &rss);
-                line("pool_bytes", &stats.pool_bytes);
-                line("pool_bytes_max", &stats.pool_bytes_max);
-                line("pool_used_bytes", &stats.used_bytes);
-                line("pool_live_bytes", &stats.live_bytes);
-                line("maxmemory", &0);
-                line("maxmemory_policy", &"noeviction");
-            }
-            "persistence" => {
-                line("loading", &0);
-                line("durability", &stats.durability.name());
-                line("every_write_durable_on_reply", &1);
-                line("pool", &c.pool.display());
-                line("pool_rebuild_done", &(stats.rebuild_done as u8));
-                line("ordered_index", &(stats.ordered_index as u8));
-                if stats.ordered_index {
-                    line("ordered_nodes", &stats.ordered_nodes);
-                    line("ordered_walk_done", &(stats.ordered_walk_done as u8));
-                }
-                line("point_index", &stats.point_index.name());
-                line("point_index_ready", &(stats.point_index_ready as u8));
-                line("dram_index_bytes", &stats.dram_index_bytes);
-                line("rdb_bgsave_in_progress", &0);
-                line("aof_enabled", &0);
-            }
-            "stats" => {
-                line(
-                    "total_connections_received",
-                    &get(&st.total_connections_received),
-                );
-                line(
-                    "total_commands_processed",
-                    &get(&st.total_commands_processed),
-                );
-                line("total_net_input_bytes", &get(&st.net_input_bytes));
-                line("total_net_output_bytes", &get(&st.net_output_bytes));
-                line("rejected_connections", &get(&st.rejected_connections));
-                line("keyspace_hits", &get(&st.keyspace_hits));
-                line("keyspace_misses", &get(&st.keyspace_misses));
-                line("total_error_replies", &get(&st.total_error_replies));
-                line("protocol_errors", &get(&st.protocol_errors));
-                line(
-                    "client_query_buffer_limit_disconnections",
-                    &get(&st.query_buffer_limit_disconnections),
-                );
-                line(
-                    "client_output_buffer_limit_disconnections",
-                    &get(&st.output_buffer_limit_disconnections),
-                );
-                line("eliminated_puts", &stats.eliminated_puts);
-                line("index_splits", &stats.index_splits);
-                line("cleaned_segments", &stats.cleaned_segments);
-            }
-            // Like Redis, no line for an empty database.
-            "keyspace" if stats.keys > 0 => {
-                line(
-                    "db0",
-                    &format_args!("keys={},expires=0,avg_ttl=0", stats.keys),
-                );
-            }
-            _ => {}
-        }
-    }
-    s.out.verbatim(text.as_bytes());
     Ok(())
 }

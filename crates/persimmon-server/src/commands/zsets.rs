@@ -65,105 +65,135 @@ fn store(entries: &[(f64, &[u8])]) -> Result<Update, Error> {
     Ok(Update::Put(zset_encode(entries)))
 }
 
+/// ZADD's options.
+#[derive(Default)]
+struct ZaddOptions {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+impl ZaddOptions {
+    /// Parses the options from `a[2..]`; returns them and the index of the
+    /// first score.
+    fn parse(a: &Args<'_>) -> Result<(ZaddOptions, usize), Error> {
+        let mut o = ZaddOptions::default();
+        let mut i = 2;
+        while i < a.len() {
+            let opt = a.get(i);
+            match () {
+                _ if is(opt, "NX") => o.nx = true,
+                _ if is(opt, "XX") => o.xx = true,
+                _ if is(opt, "GT") => o.gt = true,
+                _ if is(opt, "LT") => o.lt = true,
+                _ if is(opt, "CH") => o.ch = true,
+                _ if is(opt, "INCR") => o.incr = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        let pairs = a.len() - i;
+        if pairs == 0 || !pairs.is_multiple_of(2) {
+            return Err(syntax());
+        }
+        if o.nx && o.xx {
+            return Err(Error::new(
+                "ERR XX and NX options at the same time are not compatible",
+            ));
+        }
+        if (o.gt && o.lt) || (o.nx && (o.gt || o.lt)) {
+            return Err(Error::new(
+                "ERR GT, LT, and/or NX options at the same time are not compatible",
+            ));
+        }
+        if o.incr && pairs != 2 {
+            return Err(Error::new(
+                "ERR INCR option supports a single increment-element pair",
+            ));
+        }
+        Ok((o, i))
+    }
+}
+
+/// What ZADD did: members added, scores changed, and the last score it
+/// set (INCR's reply; `None`: nothing done).
+type ZaddOutcome = (i64, i64, Option<f64>);
+
+/// Applies ZADD's `changes` to `entries`; returns what it did and, when
+/// anything changed, the new entries in order.
+fn zadd_merge<'a>(
+    entries: &[(f64, &'a [u8])],
+    changes: &[(f64, &'a [u8])],
+    o: &ZaddOptions,
+) -> Result<(ZaddOutcome, Option<Entries<'a>>), Error> {
+    let mut scores: HashMap<&[u8], f64> = entries.iter().map(|&(sc, m)| (m, sc)).collect();
+    let (mut added, mut changed) = (0i64, 0i64);
+    let mut incr_result = None;
+    for &(score, member) in changes {
+        let current = scores.get(member).copied();
+        if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
+            continue;
+        }
+        let new = match (o.incr, current) {
+            (true, Some(c)) => c + score,
+            _ => score,
+        };
+        if new.is_nan() {
+            return Err(Error::new("ERR resulting score is not a number (NaN)"));
+        }
+        if let Some(c) = current {
+            if (o.gt && new <= c) || (o.lt && new >= c) {
+                continue;
+            }
+            if new != c {
+                changed += 1;
+            }
+        } else {
+            added += 1;
+        }
+        scores.insert(member, new);
+        incr_result = Some(new);
+    }
+    if added == 0 && changed == 0 {
+        return Ok(((added, changed, incr_result), None));
+    }
+    let mut sorted: Entries<'a> = scores.into_iter().map(|(m, sc)| (sc, m)).collect();
+    sorted.sort_by(zset_order);
+    Ok(((added, changed, incr_result), Some(sorted)))
+}
+
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
 pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
-        (false, false, false, false, false, false);
-    let mut i = 2;
-    while i < a.len() {
-        let opt = a.get(i);
-        match () {
-            _ if is(opt, "NX") => nx = true,
-            _ if is(opt, "XX") => xx = true,
-            _ if is(opt, "GT") => gt = true,
-            _ if is(opt, "LT") => lt = true,
-            _ if is(opt, "CH") => ch = true,
-            _ if is(opt, "INCR") => incr = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    let pairs = a.len() - i;
-    if pairs == 0 || !pairs.is_multiple_of(2) {
-        return Err(syntax());
-    }
-    if nx && xx {
-        return Err(Error::new(
-            "ERR XX and NX options at the same time are not compatible",
-        ));
-    }
-    if (gt && lt) || (nx && (gt || lt)) {
-        return Err(Error::new(
-            "ERR GT, LT, and/or NX options at the same time are not compatible",
-        ));
-    }
-    if incr && pairs != 2 {
-        return Err(Error::new(
-            "ERR INCR option supports a single increment-element pair",
-        ));
-    }
-    let mut changes = Vec::with_capacity(pairs / 2);
+    let (o, mut i) = ZaddOptions::parse(&a)?;
+    let mut changes = Vec::with_capacity((a.len() - i) / 2);
     while i < a.len() {
         changes.push((score_arg(a.get(i))?, a.get(i + 1)));
         i += 2;
     }
     check_key(key)?;
-    // (added, changed) counts, or the new score for INCR (None: not done).
     let outcome = update(&s.shared.db, key, |old| {
-        let entries = match open(old) {
-            Ok(e) => e,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
-        let mut scores: HashMap<&[u8], f64> = entries.iter().map(|&(sc, m)| (m, sc)).collect();
-        let (mut added, mut changed) = (0i64, 0i64);
-        let mut incr_result = None;
-        for (score, member) in changes {
-            let current = scores.get(member).copied();
-            if (nx && current.is_some()) || (xx && current.is_none()) {
-                continue;
-            }
-            let new = match (incr, current) {
-                (true, Some(c)) => c + score,
-                _ => score,
-            };
-            if new.is_nan() {
-                return (
-                    Update::Keep,
-                    Err(Error::new("ERR resulting score is not a number (NaN)")),
-                );
-            }
-            if let Some(c) = current {
-                if (gt && new <= c) || (lt && new >= c) {
-                    continue;
-                }
-                if new != c {
-                    changed += 1;
-                }
-            } else {
-                added += 1;
-            }
-            scores.insert(member, new);
-            incr_result = Some(new);
-        }
-        if added == 0 && changed == 0 {
-            return (Update::Keep, Ok((added, changed, incr_result)));
-        }
-        let mut sorted: Vec<(f64, &[u8])> = scores.into_iter().map(|(m, sc)| (sc, m)).collect();
-        sorted.sort_by(zset_order);
-        match store(&sorted) {
-            Ok(u) => (u, Ok((added, changed, incr_result))),
+        let merged = open(old).and_then(|entries| zadd_merge(&entries, &changes, &o));
+        match merged {
+            Ok((outcome, None)) => (Update::Keep, Ok(outcome)),
+            Ok((outcome, Some(sorted))) => match store(&sorted) {
+                Ok(u) => (u, Ok(outcome)),
+                Err(e) => (Update::Keep, Err(e)),
+            },
             Err(e) => (Update::Keep, Err(e)),
         }
     })?;
     let (added, changed, incr_result) = outcome?;
-    if incr {
+    if o.incr {
         match incr_result {
             Some(x) => s.out.double(x, &score_text(x)),
             None => s.out.null(),
         }
     } else {
-        s.out.int(if ch { added + changed } else { added });
+        s.out.int(if o.ch { added + changed } else { added });
     }
     Ok(())
 }
