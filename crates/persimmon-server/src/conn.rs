@@ -90,14 +90,7 @@ impl Connection {
                     let _ = self.stream.shutdown().await;
                     return Err(Closed);
                 }
-                Flow::OutputLimit => {
-                    self.session
-                        .shared
-                        .stats
-                        .output_buffer_limit_disconnections
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(Closed);
-                }
+                Flow::OutputLimit => return Err(self.closed_for_output()),
                 Flow::Shutdown => return Err(Closed),
             }
             self.unpublished_batches += 1;
@@ -106,6 +99,17 @@ impl Connection {
                 self.session.publish_counters();
             }
         }
+    }
+
+    /// Counts a client closed for its replies (too many pending, or none
+    /// read for too long) and closes it.
+    fn closed_for_output(&self) -> Closed {
+        self.session
+            .shared
+            .stats
+            .output_buffer_limit_disconnections
+            .fetch_add(1, Ordering::Relaxed);
+        Closed
     }
 
     /// Makes room to read into: at least `READ_BYTES`, and for a large
@@ -218,14 +222,7 @@ impl Connection {
             match tokio::time::timeout(stall, self.stream.write(&buf[written..])).await {
                 Ok(Ok(n)) if n > 0 => written += n,
                 Ok(_) => return Err(Closed),
-                Err(_elapsed) => {
-                    self.session
-                        .shared
-                        .stats
-                        .output_buffer_limit_disconnections
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(Closed);
-                }
+                Err(_elapsed) => return Err(self.closed_for_output()),
             }
         }
         self.session.counters.net_out += written as u64;

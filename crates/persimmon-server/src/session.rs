@@ -220,10 +220,16 @@ pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     crate::protocol::parse_i64(arg).ok_or_else(not_integer)
 }
 
+/// Whether `key` can exist: one longer than the engine's limit cannot, so
+/// reads and deletes treat it as missing instead of failing.
+pub fn may_exist(key: &[u8]) -> bool {
+    key.len() <= MAX_KEY_BYTES
+}
+
 /// Reads `key` through `f` (in place, no copy). A key longer than the
 /// engine's limit cannot exist: it reads as missing.
 pub fn read<R>(db: &Db, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         return Ok(None);
     }
     Ok(db.get_with(key, |v| f(Stored::decode(v)))?)
@@ -236,6 +242,19 @@ pub fn update<R>(
     f: impl FnOnce(Option<Stored<'_>>) -> (Update, R),
 ) -> Result<R, Error> {
     Ok(db.update(key, |old| f(old.map(Stored::decode)))?)
+}
+
+/// [`update`] for a decision that can fail: on `Err` the value stays as it
+/// was and the error is returned.
+pub fn try_update<R>(
+    db: &Db,
+    key: &[u8],
+    f: impl FnOnce(Option<Stored<'_>>) -> Result<(Update, R), Error>,
+) -> Result<R, Error> {
+    update(db, key, |old| match f(old) {
+        Ok((u, r)) => (u, Ok(r)),
+        Err(e) => (Update::Keep, Err(e)),
+    })?
 }
 
 /// Runs `f`, which scans the pool, without stalling the worker's other

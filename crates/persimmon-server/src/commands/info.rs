@@ -13,7 +13,7 @@
 //!   key count waits for the pool's rebuild.
 
 use std::fmt::{Display, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use persimmon::Stats;
 
@@ -143,30 +143,27 @@ fn persistence_section(out: &mut Lines<'_>, shared: &Shared, stats: &Stats) {
 
 fn stats_section(out: &mut Lines<'_>, shared: &Shared, stats: &Stats) {
     let st = &shared.stats;
-    let count = |x: &AtomicU64| x.load(Ordering::Relaxed);
-    out.line(
-        "total_connections_received",
-        &count(&st.total_connections_received),
-    );
-    out.line(
-        "total_commands_processed",
-        &count(&st.total_commands_processed),
-    );
-    out.line("total_net_input_bytes", &count(&st.net_input_bytes));
-    out.line("total_net_output_bytes", &count(&st.net_output_bytes));
-    out.line("rejected_connections", &count(&st.rejected_connections));
-    out.line("keyspace_hits", &count(&st.keyspace_hits));
-    out.line("keyspace_misses", &count(&st.keyspace_misses));
-    out.line("total_error_replies", &count(&st.total_error_replies));
-    out.line("protocol_errors", &count(&st.protocol_errors));
-    out.line(
-        "client_query_buffer_limit_disconnections",
-        &count(&st.query_buffer_limit_disconnections),
-    );
-    out.line(
-        "client_output_buffer_limit_disconnections",
-        &count(&st.output_buffer_limit_disconnections),
-    );
+    for (key, counter) in [
+        ("total_connections_received", &st.total_connections_received),
+        ("total_commands_processed", &st.total_commands_processed),
+        ("total_net_input_bytes", &st.net_input_bytes),
+        ("total_net_output_bytes", &st.net_output_bytes),
+        ("rejected_connections", &st.rejected_connections),
+        ("keyspace_hits", &st.keyspace_hits),
+        ("keyspace_misses", &st.keyspace_misses),
+        ("total_error_replies", &st.total_error_replies),
+        ("protocol_errors", &st.protocol_errors),
+        (
+            "client_query_buffer_limit_disconnections",
+            &st.query_buffer_limit_disconnections,
+        ),
+        (
+            "client_output_buffer_limit_disconnections",
+            &st.output_buffer_limit_disconnections,
+        ),
+    ] {
+        out.line(key, &counter.load(Ordering::Relaxed));
+    }
     out.line("eliminated_puts", &stats.eliminated_puts);
     out.line("index_splits", &stats.index_splits);
     out.line("cleaned_segments", &stats.cleaned_segments);

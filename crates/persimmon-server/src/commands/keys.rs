@@ -4,16 +4,14 @@
 //! KEYS and FLUSHDB walk the whole pool (O(n)); SCAN walks it once per scan
 //! (see `scan.rs`) and answers each call from the snapshot.
 
-use persimmon::MAX_KEY_BYTES;
-
 use crate::glob;
 use crate::protocol::Args;
-use crate::session::{blocking, int_arg, is, read, syntax, Error, Flow, Session};
+use crate::session::{blocking, int_arg, is, may_exist, read, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut deleted = 0;
     for key in a.from(1) {
-        if key.len() <= MAX_KEY_BYTES && s.shared.db.delete(key)? {
+        if may_exist(key) && s.shared.db.delete(key)? {
             deleted += 1;
         }
     }

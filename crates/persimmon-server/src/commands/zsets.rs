@@ -7,10 +7,12 @@
 
 use std::collections::HashMap;
 
-use persimmon::{Db, Update, MAX_KEY_BYTES};
+use persimmon::{Db, Update};
 
 use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, read, syntax, update, wrongtype, Error, Session};
+use crate::session::{
+    check_key, int_arg, is, may_exist, read, syntax, try_update, wrongtype, Error, Session,
+};
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
 };
@@ -175,18 +177,12 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         i += 2;
     }
     check_key(key)?;
-    let outcome = update(&s.shared.db, key, |old| {
-        let merged = open(old).and_then(|entries| zadd_merge(&entries, &changes, &o));
-        match merged {
-            Ok((outcome, None)) => (Update::Keep, Ok(outcome)),
-            Ok((outcome, Some(sorted))) => match store(&sorted) {
-                Ok(u) => (u, Ok(outcome)),
-                Err(e) => (Update::Keep, Err(e)),
-            },
-            Err(e) => (Update::Keep, Err(e)),
+    let (added, changed, incr_result) = try_update(&s.shared.db, key, |old| {
+        match zadd_merge(&open(old)?, &changes, &o)? {
+            (outcome, None) => Ok((Update::Keep, outcome)),
+            (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
         }
     })?;
-    let (added, changed, incr_result) = outcome?;
     if o.incr {
         match incr_result {
             Some(x) => s.out.double(x, &score_text(x)),
@@ -200,27 +196,21 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         s.out.int(0);
         return Ok(());
     }
-    let removed = update(&s.shared.db, key, |old| {
-        let mut entries = match open(old) {
-            Ok(e) => e,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+    let removed = try_update(&s.shared.db, key, |old| {
+        let mut entries = open(old)?;
         let before = entries.len();
         let gone: std::collections::HashSet<&[u8]> = a.from(2).collect();
         entries.retain(|(_, m)| !gone.contains(m));
         let removed = (before - entries.len()) as i64;
         if removed == 0 {
-            return (Update::Keep, Ok(0));
+            return Ok((Update::Keep, 0));
         }
-        match store(&entries) {
-            Ok(u) => (u, Ok(removed)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })??;
+        Ok((store(&entries)?, removed))
+    })?;
     s.out.int(removed);
     Ok(())
 }
@@ -263,8 +253,9 @@ pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes entries as a range reply, with scores when asked.
-fn range_reply(s: &mut Session, entries: &[(f64, &[u8])], with_scores: bool) {
+/// Writes entries as a range reply, with scores when asked (the
+/// connection closes if it passes the output limit).
+fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scores: bool) {
     if with_scores && s.out.resp3 {
         s.out.array(entries.len());
         for (score, member) in entries {
@@ -281,6 +272,7 @@ fn range_reply(s: &mut Session, entries: &[(f64, &[u8])], with_scores: bool) {
             }
         }
     }
+    s.output_over_limit();
 }
 
 /// A ZRANGEBYSCORE bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
@@ -330,9 +322,7 @@ pub fn zrangebyscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .map(|(sc, m)| (*sc, m.to_vec()))
             .collect()
     })?;
-    let view: Vec<(f64, &[u8])> = picked.iter().map(|(sc, m)| (*sc, m.as_slice())).collect();
-    range_reply(s, &view, with_scores);
-    s.output_over_limit();
+    range_reply(s, &picked, with_scores);
     Ok(())
 }
 
@@ -371,9 +361,7 @@ pub fn zrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .map(|(sc, m)| (*sc, m.to_vec()))
             .collect()
     })?;
-    let view: Vec<(f64, &[u8])> = picked.iter().map(|(sc, m)| (*sc, m.as_slice())).collect();
-    range_reply(s, &view, with_scores);
-    s.output_over_limit();
+    range_reply(s, &picked, with_scores);
     Ok(())
 }
 
