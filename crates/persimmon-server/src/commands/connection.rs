@@ -1,4 +1,12 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT.
+//!
+//! Invariants:
+//! - A password is compared without stopping at the first differing byte,
+//!   so the reply's timing does not tell how much of a guess was right.
+//! - A failed AUTH (or HELLO ... AUTH) leaves the connection as it was, as
+//!   in Redis: a wrong guess never logs an authenticated client out.
+//! - Client names and library fields are printable ASCII without blanks,
+//!   so every `CLIENT LIST` line splits back into its `key=value` fields.
 
 use std::sync::atomic::Ordering;
 

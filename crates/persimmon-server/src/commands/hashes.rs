@@ -2,6 +2,10 @@
 //! it in place, writes rebuild it inside one `Db::update` closure, so every
 //! hash command is atomic. Cost is O(size of the hash) per command, which
 //! suits small hashes such as YCSB's 10-field records.
+//!
+//! Invariants: a hash loses its key with its last field, as in Redis
+//! (clients take a missing key for an empty hash); a change that would pass
+//! the value limit is refused whole and the stored hash stays as it was.
 
 use persimmon::{Db, Update};
 

@@ -3,6 +3,11 @@
 //!
 //! KEYS and FLUSHDB walk the whole pool (O(n)); SCAN walks it once per scan
 //! (see `scan.rs`) and answers each call from the snapshot.
+//!
+//! Invariants: every walk of the whole pool runs under `blocking` (the
+//! worker's other clients go on) and stops early once the server is
+//! stopping; KEYS never queues a reply past the output limit, it closes the
+//! client instead, as Redis does.
 
 use crate::glob;
 use crate::protocol::Args;

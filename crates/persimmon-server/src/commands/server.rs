@@ -1,5 +1,14 @@
 //! Server commands: COMMAND, CONFIG, DBSIZE, SHUTDOWN (INFO has its own
 //! module).
+//!
+//! Invariants:
+//! - COMMAND reads the table through `Session::commands` instead of
+//!   importing it: the table sits above the handlers, and an import would
+//!   close a loop.
+//! - The configuration is fixed at startup (CONFIG SET is refused), so what
+//!   CONFIG GET shows is what the server runs with.
+//! - SHUTDOWN only asks the listener to stop; the listener closes the pool
+//!   once every connection task has ended, so no write is cut in half.
 
 use std::sync::atomic::Ordering;
 

@@ -1,5 +1,13 @@
 //! String commands. Plain `SET` and `MSET` are engine puts; everything that
 //! reads before it writes runs inside one `Db::update` closure.
+//!
+//! Invariants:
+//! - Every string is stored with its type tag (`value::string`) and checked
+//!   against `MAX_STRING_BYTES` before the engine sees it, so the error
+//!   names the server's limit (the engine's less the tag).
+//! - A read-modify-write (INCR, APPEND, SETRANGE, SET NX/XX/GET, GETSET,
+//!   GETDEL) decides inside its update closure: atomic against every other
+//!   client, and a refused one leaves the value as it was.
 
 use persimmon::Update;
 

@@ -4,6 +4,10 @@
 //! index. A sorted set is one stored value kept in (score, member) order
 //! (see `value.rs`), rewritten whole by each write inside one
 //! `Db::update`: atomic, and O(size) per write.
+//!
+//! Invariants: no NaN score is ever stored (ZADD refuses a NaN argument and
+//! an INCR that would produce one), so the stored order is total; a sorted
+//! set loses its key with its last member, as in Redis.
 
 use std::collections::HashMap;
 
