@@ -4,7 +4,7 @@
 //! ```toml
 //! # persimmon.toml — every key optional
 //! pool = "/dev/shm/app.pool"
-//! pool-size = "64M"            # initial size of a pool serve creates
+//! pool-size = "64M"            # initial size of a pool serve creates (also 1.5G, 1_000M)
 //! pool-max = "64G"             # largest size the pool may grow to
 //! ordered-index = false        # create the pool with the ordered index (KRANGE, KPREFIX)
 //! point-index = "pm"           # or "dram": point index in DRAM, rebuilt after every start
@@ -28,6 +28,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+/// The engine's size parser, so the server's config file, the CLI and the
+/// benchmark accept the same spellings (`64M`, `1.5G`, `1_000M`).
+pub use persimmon::size::parse_size;
 
 /// Default port: not Redis's 6379, so both can run side by side.
 pub const DEFAULT_PORT: u16 = 6479;
@@ -150,7 +154,7 @@ struct FileConfig {
     worker_threads: Option<usize>,
 }
 
-/// A byte count: an integer, or a string such as "64M" (powers of 1024).
+/// A byte count: an integer, or a string such as "64M" (see [`parse_size`]).
 #[derive(Deserialize, Debug, Clone)]
 #[serde(untagged)]
 enum Size {
@@ -165,28 +169,6 @@ impl Size {
             Size::Text(t) => parse_size(t),
         }
     }
-}
-
-/// Parses `4096`, `64K`, `64M`, `1G`, `1T` (also `64MB`, `64MiB`; powers
-/// of 1024).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (such as 4096, 64M or 1G)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return Err(format!("{text:?}: unknown size suffix (use K, M, G or T)")),
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Parses a bind address (`127.0.0.1`, `::1`, `0.0.0.0`, `localhost`).
@@ -388,6 +370,15 @@ mod tests {
             .unwrap();
         assert!(c.ordered_index);
         assert_eq!(c.point_index, PointIndex::Dram);
+    }
+
+    #[test]
+    fn sizes_are_spelled_as_in_the_cli() {
+        let mut c = Config::default();
+        c.apply_toml("pool-size = \"1_000M\"").unwrap();
+        assert_eq!(c.pool_size, Some(1000 << 20));
+        c.apply_toml("pool-max = \"1.5G\"").unwrap();
+        assert_eq!(c.pool_max, Some(3 << 29));
     }
 
     #[test]

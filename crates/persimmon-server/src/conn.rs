@@ -26,9 +26,10 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::commands::{execute, Flow, Session};
+use crate::commands::{execute, COMMANDS};
 use crate::protocol::{ParseLimits, Progress, RequestParser};
-use crate::server::{ClientInfo, Shared};
+use crate::session::{Flow, Session};
+use crate::shared::{ClientInfo, Shared};
 
 /// Replies queued past this are written before the batch goes on.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -62,7 +63,7 @@ pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<Clie
         stream,
         input: BytesMut::with_capacity(READ_BYTES),
         parser: RequestParser::new(),
-        session: Session::new(shared, info),
+        session: Session::new(shared, info, COMMANDS),
         need: None,
         unpublished_batches: 0,
     };
@@ -89,14 +90,7 @@ impl Connection {
                     let _ = self.stream.shutdown().await;
                     return Err(Closed);
                 }
-                Flow::OutputLimit => {
-                    self.session
-                        .shared
-                        .stats
-                        .output_buffer_limit_disconnections
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(Closed);
-                }
+                Flow::OutputLimit => return Err(self.closed_for_output()),
                 Flow::Shutdown => return Err(Closed),
             }
             self.unpublished_batches += 1;
@@ -105,6 +99,17 @@ impl Connection {
                 self.session.publish_counters();
             }
         }
+    }
+
+    /// Counts a client closed for its replies (too many pending, or none
+    /// read for too long) and closes it.
+    fn closed_for_output(&self) -> Closed {
+        self.session
+            .shared
+            .stats
+            .output_buffer_limit_disconnections
+            .fetch_add(1, Ordering::Relaxed);
+        Closed
     }
 
     /// Makes room to read into: at least `READ_BYTES`, and for a large
@@ -217,14 +222,7 @@ impl Connection {
             match tokio::time::timeout(stall, self.stream.write(&buf[written..])).await {
                 Ok(Ok(n)) if n > 0 => written += n,
                 Ok(_) => return Err(Closed),
-                Err(_elapsed) => {
-                    self.session
-                        .shared
-                        .stats
-                        .output_buffer_limit_disconnections
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(Closed);
-                }
+                Err(_elapsed) => return Err(self.closed_for_output()),
             }
         }
         self.session.counters.net_out += written as u64;

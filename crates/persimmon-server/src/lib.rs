@@ -12,13 +12,19 @@
 //! # Ok::<(), persimmon_server::ServerError>(())
 //! ```
 //!
-//! Layers, outside in (each a module):
+//! Layers, outside in (each a module; a module imports only the ones
+//! below it, so the imports form no loop):
 //! - `server`: opens the pool, listens, applies protected mode and
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
 //!   output buffer limits.
-//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies).
-//! - `commands`: the command table and the handlers.
+//! - `commands`: the command table (one row per command) and dispatch;
+//!   `commands/*`: the handlers, one module per group of commands.
+//! - `session`: what a handler works with: the client's session, the error
+//!   type, argument helpers, the engine calls every handler makes alike.
+//! - `shared`: the state every connection shares (the pool, the config,
+//!   counters, the client registry).
+//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns.
 //!
@@ -37,6 +43,8 @@ pub mod protocol;
 mod reply;
 mod scan;
 mod server;
+mod session;
+mod shared;
 mod value;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};

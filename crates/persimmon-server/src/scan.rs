@@ -25,7 +25,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::server::Shared;
+use persimmon::Db;
 
 const HASH_BITS: u32 = 44;
 const HASH_MASK: u64 = (1 << HASH_BITS) - 1;
@@ -74,6 +74,9 @@ impl Cursor {
     }
 }
 
+/// The keys of one `SCAN` step and the next cursor.
+pub type ScanStep = (Vec<Box<[u8]>>, u64);
+
 impl ScanCache {
     /// The snapshot with `generation`, if still kept.
     fn find(&self, generation: u64) -> Option<Arc<Snapshot>> {
@@ -110,65 +113,73 @@ impl ScanCache {
         }
         *g
     }
-}
 
-/// The keys of one `SCAN` step and the next cursor.
-pub type ScanStep = (Vec<Box<[u8]>>, u64);
-
-/// One `SCAN` step: up to about `count` keys from `cursor` on (more when
-/// hashes tie at the end), and the next cursor (0 at the end). Takes a new
-/// snapshot for cursor 0 or when the cursor's snapshot is gone: one pass
-/// over the pool, run off the async workers.
-pub fn step(shared: &Shared, cursor: u64, count: usize) -> Result<ScanStep, persimmon::Error> {
-    let cursor = Cursor::decode(cursor);
-    let cached = cursor.and_then(|c| shared.scan.find(c.generation));
-    let snapshot = match cached {
-        Some(s) => s,
-        None => {
-            let s = Arc::new(take_snapshot(shared)?);
-            shared.scan.keep(s.clone());
-            s
+    /// One `SCAN` step over `db`: up to about `count` keys from `cursor` on
+    /// (more when hashes tie at the end), and the next cursor (0 at the
+    /// end). Takes a new snapshot for cursor 0 or when the cursor's snapshot
+    /// is gone: one pass over the pool, cut short once `stopping` says so;
+    /// run it off the async workers.
+    pub fn step(
+        &self,
+        db: &Db,
+        stopping: impl Fn() -> bool,
+        cursor: u64,
+        count: usize,
+    ) -> Result<ScanStep, persimmon::Error> {
+        let cursor = Cursor::decode(cursor);
+        let cached = cursor.and_then(|c| self.find(c.generation));
+        let snapshot = match cached {
+            Some(s) => s,
+            None => {
+                let s = Arc::new(self.take_snapshot(db, stopping)?);
+                self.keep(s.clone());
+                s
+            }
+        };
+        let from = cursor.map_or(0, |c| c.hash);
+        let entries = &snapshot.entries;
+        let start = entries.partition_point(|(h, _)| *h < from);
+        let mut end = (start + count.max(1)).min(entries.len());
+        while end < entries.len() && end > start && entries[end].0 == entries[end - 1].0 {
+            end += 1;
         }
-    };
-    let from = cursor.map_or(0, |c| c.hash);
-    let entries = &snapshot.entries;
-    let start = entries.partition_point(|(h, _)| *h < from);
-    let mut end = (start + count.max(1)).min(entries.len());
-    while end < entries.len() && end > start && entries[end].0 == entries[end - 1].0 {
-        end += 1;
+        let keys = entries[start..end].iter().map(|(_, k)| k.clone()).collect();
+        let next = if end == entries.len() {
+            0
+        } else {
+            // entries[end - 1].0 < entries[end].0 <= HASH_MASK, so this fits.
+            Cursor {
+                generation: snapshot.generation,
+                hash: entries[end - 1].0 + 1,
+            }
+            .encode()
+        };
+        Ok((keys, next))
     }
-    let keys = entries[start..end].iter().map(|(_, k)| k.clone()).collect();
-    let next = if end == entries.len() {
-        0
-    } else {
-        // entries[end - 1].0 < entries[end].0 <= HASH_MASK, so this fits.
-        Cursor {
-            generation: snapshot.generation,
-            hash: entries[end - 1].0 + 1,
-        }
-        .encode()
-    };
-    Ok((keys, next))
-}
 
-fn take_snapshot(shared: &Shared) -> Result<Snapshot, persimmon::Error> {
-    let generation = shared.scan.generation();
-    let mut entries = Vec::new();
-    for (i, item) in shared.db.iter().enumerate() {
-        if i % 4096 == 0 && shared.is_stopping() {
-            break;
+    fn take_snapshot(
+        &self,
+        db: &Db,
+        stopping: impl Fn() -> bool,
+    ) -> Result<Snapshot, persimmon::Error> {
+        let generation = self.generation();
+        let mut entries = Vec::new();
+        for (i, item) in db.iter().enumerate() {
+            if i % 4096 == 0 && stopping() {
+                break;
+            }
+            let (key, _value) = item?;
+            entries.push((scan_hash(&key), key.into_boxed_slice()));
         }
-        let (key, _value) = item?;
-        entries.push((scan_hash(&key), key.into_boxed_slice()));
+        entries.sort_unstable();
+        // An index split during the pass can return a key twice.
+        entries.dedup();
+        Ok(Snapshot {
+            generation,
+            entries,
+            last_used: Mutex::new(Instant::now()),
+        })
     }
-    entries.sort_unstable();
-    // An index split during the pass can return a key twice.
-    entries.dedup();
-    Ok(Snapshot {
-        generation,
-        entries,
-        last_used: Mutex::new(Instant::now()),
-    })
 }
 
 #[cfg(test)]

@@ -11,94 +11,18 @@
 //!   line and is closed; it never reaches the command loop and is not counted
 //!   as connected.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use persimmon::Db;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::scan::ScanCache;
-
-/// State every connection shares.
-pub struct Shared {
-    pub db: Db,
-    pub config: Config,
-    pub config_file: Option<PathBuf>,
-    pub local_addr: SocketAddr,
-    pub started: Instant,
-    pub stats: ServerStats,
-    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
-    pub connected: AtomicUsize,
-    next_client_id: AtomicU64,
-    pub scan: ScanCache,
-    /// Set once shutdown has begun (long-running commands check it).
-    pub stopping: AtomicBool,
-    shutdown: watch::Sender<bool>,
-}
-
-/// Server-wide counters for `INFO stats`. Connections add their own counts
-/// once per batch of requests, not once per command.
-#[derive(Default)]
-pub struct ServerStats {
-    pub total_connections_received: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub total_commands_processed: AtomicU64,
-    pub total_error_replies: AtomicU64,
-    pub keyspace_hits: AtomicU64,
-    pub keyspace_misses: AtomicU64,
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
-    pub protocol_errors: AtomicU64,
-    pub query_buffer_limit_disconnections: AtomicU64,
-    pub output_buffer_limit_disconnections: AtomicU64,
-}
-
-/// What `CLIENT LIST` shows about a connection.
-pub struct ClientInfo {
-    pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
-    pub fd: i32,
-    pub created: Instant,
-    pub name: Mutex<Vec<u8>>,
-    pub lib_name: Mutex<Vec<u8>>,
-    pub lib_ver: Mutex<Vec<u8>>,
-    /// Milliseconds since server start of the last request.
-    pub last_active_ms: AtomicU64,
-    /// Index + 1 of the last command in the command table (0: none yet).
-    pub last_command: AtomicUsize,
-    pub resp: AtomicU8,
-    /// Bytes of received requests not yet executed.
-    pub query_buffer_bytes: AtomicUsize,
-}
-
-impl Shared {
-    /// Asks the server to stop (SIGINT, SIGTERM, `SHUTDOWN`, a handle).
-    pub fn request_shutdown(&self) {
-        self.stopping.store(true, Ordering::Release);
-        self.shutdown.send_replace(true);
-    }
-
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
-    }
-
-    pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
-    }
-
-    /// Milliseconds since the server started.
-    pub fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
-    }
-}
+use crate::shared::{ClientInfo, Shared};
 
 /// What the server tells its caller once it listens.
 #[derive(Clone, Debug)]
@@ -171,21 +95,7 @@ pub(crate) fn run_with(
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().unwrap_or(addr);
     raise_fd_limit(config.limits.maxclients);
-    let (shutdown, _) = watch::channel(false);
-    let shared = Arc::new(Shared {
-        db,
-        config,
-        config_file,
-        local_addr,
-        started: Instant::now(),
-        stats: ServerStats::default(),
-        clients: Mutex::new(BTreeMap::new()),
-        connected: AtomicUsize::new(0),
-        next_client_id: AtomicU64::new(1),
-        scan: ScanCache::default(),
-        stopping: AtomicBool::new(false),
-        shutdown,
-    });
+    let shared = Arc::new(Shared::new(db, config, config_file, local_addr));
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)
@@ -312,24 +222,10 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         tokio::spawn(reject(stream, "-ERR max number of clients reached\r\n"));
         return;
     }
-    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-    let info = Arc::new(ClientInfo {
-        id,
-        addr: peer,
-        laddr: stream.local_addr().unwrap_or(shared.local_addr),
-        fd: {
-            use std::os::fd::AsRawFd;
-            stream.as_raw_fd()
-        },
-        created: Instant::now(),
-        name: Mutex::new(Vec::new()),
-        lib_name: Mutex::new(Vec::new()),
-        lib_ver: Mutex::new(Vec::new()),
-        last_active_ms: AtomicU64::new(shared.now_ms()),
-        last_command: AtomicUsize::new(0),
-        resp: AtomicU8::new(2),
-        query_buffer_bytes: AtomicUsize::new(0),
-    });
+    let id = shared.next_client_id();
+    let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let info = Arc::new(ClientInfo::new(id, peer, laddr, fd, shared.now_ms()));
     shared
         .clients
         .lock()

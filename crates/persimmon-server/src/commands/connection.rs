@@ -1,13 +1,21 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT.
+//!
+//! Invariants:
+//! - A password is compared without stopping at the first differing byte,
+//!   so the reply's timing does not tell how much of a guess was right.
+//! - A failed AUTH (or HELLO ... AUTH) leaves the connection as it was, as
+//!   in Redis: a wrong guess never logs an authenticated client out.
+//! - Client names and library fields are printable ASCII without blanks,
+//!   so every `CLIENT LIST` line splits back into its `key=value` fields.
 
 use std::sync::atomic::Ordering;
 
-use super::{arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session};
 use crate::protocol::Args;
-use crate::server::ClientInfo;
-
-/// The Redis version whose commands and replies the server follows.
-pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+use crate::session::{
+    arity, exact_arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session,
+    REDIS_COMPAT_VERSION,
+};
+use crate::shared::ClientInfo;
 
 pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     match a.len() {
@@ -114,6 +122,12 @@ pub fn hello(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.resp3 = v == 3;
         s.info.resp.store(v as u8, Ordering::Relaxed);
     }
+    hello_reply(s);
+    Ok(())
+}
+
+/// HELLO's map: who the server is and the connection's protocol.
+fn hello_reply(s: &mut Session) {
     let out = &mut s.out;
     out.map(7);
     out.bulk(b"server");
@@ -130,7 +144,6 @@ pub fn hello(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     out.bulk(b"master");
     out.bulk(b"modules");
     out.array(0);
-    Ok(())
 }
 
 pub fn select(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -163,25 +176,36 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+const CLIENT_HELP: [&str; 15] = [
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ID",
+    "    Return the ID of the current connection.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <LIB-NAME|LIB-VER> <value>",
+    "    Set client library name or version.",
+    "LIST [TYPE normal] [ID <id> [<id> ...]]",
+    "    Return information about client connections.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "HELP",
+    "    Print this help.",
+];
+
 pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let sub = a.get(1);
-    let argc = a.len();
     if is(sub, "ID") {
-        if argc != 2 {
-            return Err(arity("client|id"));
-        }
+        exact_arity(&a, 2, "client|id")?;
         s.out.int(s.info.id as i64);
     } else if is(sub, "SETNAME") {
-        if argc != 3 {
-            return Err(arity("client|setname"));
-        }
+        exact_arity(&a, 3, "client|setname")?;
         check_client_name(a.get(2))?;
         *lock(&s.info.name) = a.get(2).to_vec();
         s.out.ok();
     } else if is(sub, "GETNAME") {
-        if argc != 2 {
-            return Err(arity("client|getname"));
-        }
+        exact_arity(&a, 2, "client|getname")?;
         let name = lock(&s.info.name).clone();
         if name.is_empty() {
             s.out.null();
@@ -189,108 +213,104 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             s.out.bulk(&name);
         }
     } else if is(sub, "SETINFO") {
-        if argc != 4 {
-            return Err(arity("client|setinfo"));
-        }
-        let value = a.get(3);
-        if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-            return Err(Error::new(format!(
-                "ERR {} cannot contain spaces, newlines or special characters.",
-                shown(a.get(2), 32)
-            )));
-        }
-        if is(a.get(2), "LIB-NAME") {
-            *lock(&s.info.lib_name) = value.to_vec();
-        } else if is(a.get(2), "LIB-VER") {
-            *lock(&s.info.lib_ver) = value.to_vec();
-        } else {
-            return Err(Error::new(format!(
-                "ERR Unrecognized option '{}'",
-                shown(a.get(2), 128)
-            )));
-        }
-        s.out.ok();
+        exact_arity(&a, 4, "client|setinfo")?;
+        client_setinfo(s, a.get(2), a.get(3))?;
     } else if is(sub, "LIST") {
-        let mut ids = None;
-        let mut i = 2;
-        while i < argc {
-            if is(a.get(i), "TYPE") && i + 1 < argc {
-                let t = a.get(i + 1);
-                if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
-                    return Err(Error::new(format!(
-                        "ERR Unknown client type '{}'",
-                        shown(t, 64)
-                    )));
-                }
-                if !is(t, "normal") {
-                    ids = Some(Vec::new());
-                }
-                i += 2;
-            } else if is(a.get(i), "ID") && i + 1 < argc {
-                let mut list = Vec::new();
-                for id in a.from(i + 1) {
-                    match super::int_arg(id) {
-                        Ok(n) if n > 0 => list.push(n as u64),
-                        _ => return Err(Error::new("ERR Invalid client ID")),
-                    }
-                }
-                ids = Some(list);
-                i = argc;
-            } else {
-                return Err(syntax());
-            }
-        }
-        let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
-        let mut text = String::new();
-        for c in clients {
-            if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
-                describe_client(s, &c, &mut text);
-            }
-        }
-        s.out.verbatim(text.as_bytes());
+        client_list(s, &a)?;
     } else if is(sub, "INFO") {
-        if argc != 2 {
-            return Err(arity("client|info"));
-        }
+        exact_arity(&a, 2, "client|info")?;
         let mut text = String::new();
         let me = s.info.clone();
         describe_client(s, &me, &mut text);
         s.out.verbatim(text.as_bytes());
     } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
-        if argc != 3 {
-            return Err(arity(if is(sub, "NO-EVICT") {
-                "client|no-evict"
-            } else {
-                "client|no-touch"
-            }));
-        }
+        let name = if is(sub, "NO-EVICT") {
+            "client|no-evict"
+        } else {
+            "client|no-touch"
+        };
+        exact_arity(&a, 3, name)?;
         if !(is(a.get(2), "ON") || is(a.get(2), "OFF")) {
             return Err(syntax());
         }
         s.out.ok();
     } else if is(sub, "HELP") {
-        let lines = [
-            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "ID",
-            "    Return the ID of the current connection.",
-            "GETNAME",
-            "    Return the name of the current connection.",
-            "SETNAME <name>",
-            "    Assign the name <name> to the current connection.",
-            "SETINFO <LIB-NAME|LIB-VER> <value>",
-            "    Set client library name or version.",
-            "LIST [TYPE normal] [ID <id> [<id> ...]]",
-            "    Return information about client connections.",
-            "INFO",
-            "    Return information about the current client connection.",
-            "HELP",
-            "    Print this help.",
-        ];
-        s.out.simple_lines(&lines);
+        s.out.simple_lines(&CLIENT_HELP);
     } else {
         return Err(unknown_subcommand("client", sub));
     }
     Ok(())
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value
+fn client_setinfo(s: &mut Session, option: &[u8], value: &[u8]) -> Result<(), Error> {
+    if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(Error::new(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            shown(option, 32)
+        )));
+    }
+    if is(option, "LIB-NAME") {
+        *lock(&s.info.lib_name) = value.to_vec();
+    } else if is(option, "LIB-VER") {
+        *lock(&s.info.lib_ver) = value.to_vec();
+    } else {
+        return Err(Error::new(format!(
+            "ERR Unrecognized option '{}'",
+            shown(option, 128)
+        )));
+    }
+    s.out.ok();
+    Ok(())
+}
+
+/// CLIENT LIST [TYPE type] [ID id ...]: every client is of type `normal`.
+fn client_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    let ids = client_list_filter(a)?;
+    let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+    let mut text = String::new();
+    for c in clients {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+            describe_client(s, &c, &mut text);
+        }
+    }
+    s.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// The ids CLIENT LIST's options ask for (`None`: every client).
+fn client_list_filter(a: &Args<'_>) -> Result<Option<Vec<u64>>, Error> {
+    let argc = a.len();
+    let mut ids = None;
+    let mut i = 2;
+    while i < argc {
+        if is(a.get(i), "TYPE") && i + 1 < argc {
+            let t = a.get(i + 1);
+            if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
+                return Err(Error::new(format!(
+                    "ERR Unknown client type '{}'",
+                    shown(t, 64)
+                )));
+            }
+            if !is(t, "normal") {
+                ids = Some(Vec::new());
+            }
+            i += 2;
+        } else if is(a.get(i), "ID") && i + 1 < argc {
+            let mut list = Vec::new();
+            for id in a.from(i + 1) {
+                match int_arg(id) {
+                    Ok(n) if n > 0 => list.push(n as u64),
+                    _ => return Err(Error::new("ERR Invalid client ID")),
+                }
+            }
+            ids = Some(list);
+            i = argc;
+        } else {
+            return Err(syntax());
+        }
+    }
+    Ok(ids)
 }
 
 /// One `CLIENT LIST` line (a subset of Redis's fields, same format).
@@ -300,7 +320,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     let idle = now.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     let cmd = match c.last_command.load(Ordering::Relaxed) {
         0 => "NULL",
-        i => super::COMMANDS[i - 1].name,
+        i => s.commands[i - 1].name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
     let _ = writeln!(

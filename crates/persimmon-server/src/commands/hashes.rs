@@ -2,24 +2,24 @@
 //! it in place, writes rebuild it inside one `Db::update` closure, so every
 //! hash command is atomic. Cost is O(size of the hash) per command, which
 //! suits small hashes such as YCSB's 10-field records.
+//!
+//! Invariants: a hash loses its key with its last field, as in Redis
+//! (clients take a missing key for an empty hash); a change that would pass
+//! the value limit is refused whole and the stored hash stays as it was.
 
-use persimmon::{Db, Update, MAX_KEY_BYTES};
+use persimmon::{Db, Update};
 
-use super::{arity, damaged_hash, int_arg, read, update, wrongtype, Error, Session, OVERFLOW};
 use crate::protocol::{parse_i64, Args};
+use crate::session::{
+    arity, check_key, int_arg, may_exist, overflow, read, try_update, wrongtype, Error, Session,
+};
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
-    }
-    Ok(())
+fn damaged_hash() -> Error {
+    Error::new("ERR the hash stored at this key is damaged (it does not decode)")
 }
 
-/// The hash stored at a key as a builder; `None` for a missing key.
+/// The hash stored at a key as a builder; empty for a missing key.
 fn open<'a>(old: Option<Stored<'a>>) -> Result<HashBuilder<'a>, Error> {
     match old {
         None => Ok(HashBuilder::new(Vec::new())),
@@ -54,22 +54,16 @@ fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
     }
     let key = a.get(1);
     check_key(key)?;
-    update(&s.shared.db, key, |old| {
-        let mut h = match open(old) {
-            Ok(h) => h,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+    try_update(&s.shared.db, key, |old| {
+        let mut h = open(old)?;
         let mut added = 0;
         let mut i = 2;
         while i < a.len() {
             added += h.set(a.get(i), a.get(i + 1)) as i64;
             i += 2;
         }
-        match store(&h) {
-            Ok(u) => (u, Ok(added)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })?
+        Ok((store(&h)?, added))
+    })
 }
 
 pub fn hset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -87,47 +81,35 @@ pub fn hmset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, field, value) = (a.get(1), a.get(2), a.get(3));
     check_key(key)?;
-    let added = update(&s.shared.db, key, |old| {
-        let mut h = match open(old) {
-            Ok(h) => h,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+    let added = try_update(&s.shared.db, key, |old| {
+        let mut h = open(old)?;
         if h.get(field).is_some() {
-            return (Update::Keep, Ok(false));
+            return Ok((Update::Keep, false));
         }
         h.set(field, value);
-        match store(&h) {
-            Ok(u) => (u, Ok(true)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })??;
+        Ok((store(&h)?, true))
+    })?;
     s.out.int(added as i64);
     Ok(())
 }
 
 pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         s.out.int(0);
         return Ok(());
     }
-    let removed = update(&s.shared.db, key, |old| {
+    let removed = try_update(&s.shared.db, key, |old| {
         if old.is_none() {
-            return (Update::Keep, Ok(0));
+            return Ok((Update::Keep, 0));
         }
-        let mut h = match open(old) {
-            Ok(h) => h,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+        let mut h = open(old)?;
         let removed = a.from(2).filter(|f| h.remove(f)).count() as i64;
         if removed == 0 {
-            return (Update::Keep, Ok(0));
+            return Ok((Update::Keep, 0));
         }
-        match store(&h) {
-            Ok(u) => (u, Ok(removed)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })??;
+        Ok((store(&h)?, removed))
+    })?;
     s.out.int(removed);
     Ok(())
 }
@@ -136,33 +118,19 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, field) = (a.get(1), a.get(2));
     let delta = int_arg(a.get(3))?;
     check_key(key)?;
-    let n = update(&s.shared.db, key, |old| {
-        let mut h = match open(old) {
-            Ok(h) => h,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+    let n = try_update(&s.shared.db, key, |old| {
+        let mut h = open(old)?;
         let current = match h.get(field) {
             None => 0,
-            Some(v) => match parse_i64(v) {
-                Some(n) => n,
-                None => {
-                    return (
-                        Update::Keep,
-                        Err(Error::new("ERR hash value is not an integer")),
-                    )
-                }
-            },
+            Some(v) => {
+                parse_i64(v).ok_or_else(|| Error::new("ERR hash value is not an integer"))?
+            }
         };
-        let Some(n) = current.checked_add(delta) else {
-            return (Update::Keep, Err(Error::new(OVERFLOW)));
-        };
+        let n = current.checked_add(delta).ok_or_else(overflow)?;
         let text = n.to_string().into_bytes();
         h.set(field, &text);
-        match store(&h) {
-            Ok(u) => (u, Ok(n)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })??;
+        Ok((store(&h)?, n))
+    })?;
     s.out.int(n);
     Ok(())
 }

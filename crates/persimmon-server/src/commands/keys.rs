@@ -3,18 +3,20 @@
 //!
 //! KEYS and FLUSHDB walk the whole pool (O(n)); SCAN walks it once per scan
 //! (see `scan.rs`) and answers each call from the snapshot.
+//!
+//! Invariants: every walk of the whole pool runs under `blocking` (the
+//! worker's other clients go on) and stops early once the server is
+//! stopping; KEYS never queues a reply past the output limit, it closes the
+//! client instead, as Redis does.
 
-use persimmon::MAX_KEY_BYTES;
-
-use super::{blocking, int_arg, is, read, syntax, Error, Session};
 use crate::glob;
 use crate::protocol::Args;
-use crate::scan;
+use crate::session::{blocking, int_arg, is, may_exist, read, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut deleted = 0;
     for key in a.from(1) {
-        if key.len() <= MAX_KEY_BYTES && s.shared.db.delete(key)? {
+        if may_exist(key) && s.shared.db.delete(key)? {
             deleted += 1;
         }
     }
@@ -85,7 +87,11 @@ pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         i += 2;
     }
     let shared = s.shared.clone();
-    let (keys, next) = blocking(|| scan::step(&shared, cursor, count))?;
+    let (keys, next) = blocking(|| {
+        shared
+            .scan
+            .step(&shared.db, || shared.is_stopping(), cursor, count)
+    })?;
     let mut shown = Vec::with_capacity(keys.len());
     for key in &keys {
         if pattern.is_some_and(|p| !glob::matches(p, key)) {
@@ -139,7 +145,7 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         // The reply alone would break the output limit.
         None => {
-            s.flow = super::Flow::OutputLimit;
+            s.flow = Flow::OutputLimit;
         }
     }
     Ok(())

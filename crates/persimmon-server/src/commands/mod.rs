@@ -1,238 +1,40 @@
-//! Command table and dispatch: looks a request's command up, checks its
-//! arity and the client's authentication, and runs its handler, which writes
-//! the reply into the session's output buffer.
+//! The command table and dispatch: one row per command (its `COMMAND`
+//! metadata and its handler), the lookup of a request's command name, and
+//! the checks every command gets before its handler runs (arity,
+//! authentication). Adding a command is one row here and one handler in
+//! the module of its group.
 //!
 //! Invariants:
-//! - A handler never awaits: every engine call is synchronous and returns
-//!   only once its write is durable, so a reply is queued only after the
-//!   write it acknowledges is durable (the reply leaves even later, when the
-//!   batch is flushed).
-//! - A read-modify-write command (INCR, APPEND, SET NX/XX/GET, HSET, HDEL,
-//!   ...) runs its whole decision inside one `Db::update` closure: it is
-//!   atomic against every other client. Multi-key commands (MSET, MSETNX,
-//!   DEL of several keys) are a sequence of single-key operations: each one
-//!   atomic and durable, the whole not (the engine has no multi-key
-//!   transaction).
-//! - Errors are written as Redis writes them (`ERR ...`, `WRONGTYPE ...`),
-//!   so clients that match on them keep working.
+//! - A handler runs only with an argument count its row allows, and before
+//!   `AUTH` only if its row has `no_auth`.
+//! - A failed command's reply is its error alone: whatever the handler
+//!   queued before failing is dropped (an engine error after the update
+//!   closure ran).
+//! - Multi-key commands (MSET, MSETNX, DEL of several keys) are a sequence
+//!   of single-key operations: each one atomic and durable, the whole not
+//!   (the engine has no multi-key transaction).
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
-//!   1024 keys (KRANGE, KPREFIX) run under `block_in_place`, so they do not
-//!   stall the other clients on the same worker.
+//!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
+//!   the other clients on the same worker.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-
-use persimmon::{Db, Update, MAX_KEY_BYTES};
+use std::sync::OnceLock;
 
 use crate::protocol::Args;
-use crate::reply::Reply;
-use crate::server::{ClientInfo, Shared};
-use crate::value::{Stored, MAX_STRING_BYTES};
+use crate::session::{arity, shown, Session, Spec};
 
 mod connection;
 mod hashes;
+mod info;
 mod keys;
 mod ordered;
 mod server;
 mod strings;
 mod zsets;
 
-/// What the connection does after a command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    /// Send what is queued, then close (QUIT).
-    Close,
-    /// The reply grew past `client-output-buffer-limit`: close without it.
-    OutputLimit,
-    /// Close without a reply; the server is stopping (SHUTDOWN).
-    Shutdown,
-}
-
-/// Per-connection counts, added to the server's now and then (the
-/// server's are shared by every connection: updating them per command would
-/// make the workers fight over their cache lines).
-#[derive(Default, Debug)]
-pub struct Counters {
-    pub commands: u64,
-    pub errors: u64,
-    pub hits: u64,
-    pub misses: u64,
-    pub net_in: u64,
-    pub net_out: u64,
-}
-
-/// A client's state as the commands see it.
-pub struct Session {
-    pub shared: Arc<Shared>,
-    pub info: Arc<ClientInfo>,
-    pub out: Reply,
-    pub authenticated: bool,
-    pub counters: Counters,
-    pub flow: Flow,
-    /// Reused buffer for encoding a value before `put`.
-    scratch: Vec<u8>,
-}
-
-impl Session {
-    pub fn new(shared: Arc<Shared>, info: Arc<ClientInfo>) -> Session {
-        let authenticated = shared.config.requirepass.is_none();
-        Session {
-            shared,
-            info,
-            out: Reply::new(),
-            authenticated,
-            counters: Counters::default(),
-            flow: Flow::Continue,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Adds this connection's counts to the server's.
-    pub fn publish_counters(&mut self) {
-        let st = &self.shared.stats;
-        let c = std::mem::take(&mut self.counters);
-        for (counter, n) in [
-            (&st.total_commands_processed, c.commands),
-            (&st.total_error_replies, c.errors),
-            (&st.keyspace_hits, c.hits),
-            (&st.keyspace_misses, c.misses),
-            (&st.net_input_bytes, c.net_in),
-            (&st.net_output_bytes, c.net_out),
-        ] {
-            if n > 0 {
-                counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Whether the reply being built has grown past the output limit; if so
-    /// the connection is closed after this command.
-    fn output_over_limit(&mut self) -> bool {
-        if self.out.len() > self.shared.config.limits.output_buffer_limit {
-            self.flow = Flow::OutputLimit;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// An error reply; the text starts with its code (`ERR`, `WRONGTYPE`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub Cow<'static, str>);
-
-impl Error {
-    pub fn new(message: impl Into<Cow<'static, str>>) -> Error {
-        Error(message.into())
-    }
-}
-
-pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-pub const SYNTAX: &str = "ERR syntax error";
-pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
-
-pub fn wrongtype() -> Error {
-    Error::new(WRONGTYPE)
-}
-
-pub fn syntax() -> Error {
-    Error::new(SYNTAX)
-}
-
-pub fn not_integer() -> Error {
-    Error::new(NOT_INTEGER)
-}
-
-pub fn arity(name: &str) -> Error {
-    Error::new(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
-}
-
-/// `ERR unknown subcommand 'x'. Try CMD HELP.`
-pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
-    Error::new(format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        shown(sub, 128),
-        command.to_ascii_uppercase()
-    ))
-}
-
-pub fn damaged_hash() -> Error {
-    Error::new("ERR the hash stored at this key is damaged (it does not decode)")
-}
-
-impl From<persimmon::Error> for Error {
-    fn from(e: persimmon::Error) -> Error {
-        match e {
-            persimmon::Error::KeyTooLarge { len, max } => Error::new(format!(
-                "ERR key is {len} bytes; persimmon's key limit is {max} bytes"
-            )),
-            persimmon::Error::ValueTooLarge { len, .. } => too_large(len.saturating_sub(1)),
-            e @ persimmon::Error::PoolFull { .. } => Error::new(format!("OOM {e}")),
-            e => Error::new(format!("ERR {e}")),
-        }
-    }
-}
-
-/// The error for a value longer than the server can store.
-pub fn too_large(len: usize) -> Error {
-    Error::new(format!(
-        "ERR value is {len} bytes; persimmon stores at most {MAX_STRING_BYTES} bytes per value \
-         (its 64 MiB value limit less the 1-byte type tag)"
-    ))
-}
-
-/// Client text for a message: lossy UTF-8, cut at `max` bytes.
-pub fn shown(bytes: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
-}
-
-/// Whether `arg` is `word` (ASCII, any case).
-pub fn is(arg: &[u8], word: &str) -> bool {
-    arg.eq_ignore_ascii_case(word.as_bytes())
-}
-
-pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
-    crate::protocol::parse_i64(arg).ok_or_else(not_integer)
-}
-
-pub type Handler = fn(&mut Session, Args<'_>) -> Result<(), Error>;
-
-/// One command: Redis's `COMMAND` metadata plus its handler.
-pub struct Spec {
-    pub name: &'static str,
-    /// Exact argument count (command name included), or at least -arity.
-    pub arity: i32,
-    pub flags: &'static [&'static str],
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
-    pub group: &'static str,
-    pub summary: &'static str,
-    pub handler: Handler,
-}
-
-impl Spec {
-    fn allowed_before_auth(&self) -> bool {
-        self.flags.contains(&"no_auth")
-    }
-
-    fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = self.arity as i64;
-        if arity >= 0 {
-            argc == arity
-        } else {
-            argc >= -arity
-        }
-    }
-}
-
+/// One table row: `spec!(name, arity, flags, first key, last key, step,
+/// group, handler, summary)`.
 macro_rules! spec {
     ($name:literal, $arity:expr, [$($flag:literal),*], $first:expr, $last:expr, $step:expr, $group:literal, $handler:expr, $summary:literal) => {
         Spec {
@@ -250,705 +52,76 @@ macro_rules! spec {
 }
 
 /// Every command the server knows, in `COMMAND` order.
+#[rustfmt::skip]
 pub static COMMANDS: &[Spec] = &[
     // Connection and server.
-    spec!(
-        "ping",
-        -1,
-        ["fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::ping,
-        "Returns the server's liveliness response."
-    ),
-    spec!(
-        "echo",
-        2,
-        ["fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::echo,
-        "Returns the given string."
-    ),
-    spec!(
-        "hello",
-        -1,
-        ["no_auth", "fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::hello,
-        "Handshakes with the server: protocol version, authentication, client name."
-    ),
-    spec!(
-        "auth",
-        -2,
-        ["no_auth", "fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::auth,
-        "Authenticates the connection."
-    ),
-    spec!(
-        "select",
-        2,
-        ["fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::select,
-        "Changes the selected database (only 0 exists)."
-    ),
-    spec!(
-        "quit",
-        -1,
-        ["no_auth", "fast"],
-        0,
-        0,
-        0,
-        "connection",
-        connection::quit,
-        "Closes the connection."
-    ),
-    spec!(
-        "client",
-        -2,
-        [],
-        0,
-        0,
-        0,
-        "connection",
-        connection::client,
-        "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."
-    ),
-    spec!(
-        "command",
-        -1,
-        [],
-        0,
-        0,
-        0,
-        "server",
-        server::command,
-        "Returns details about the commands."
-    ),
-    spec!(
-        "config",
-        -2,
-        [],
-        0,
-        0,
-        0,
-        "server",
-        server::config,
-        "Reads the server's configuration (CONFIG GET)."
-    ),
-    spec!(
-        "info",
-        -1,
-        [],
-        0,
-        0,
-        0,
-        "server",
-        server::info,
-        "Returns information and statistics about the server."
-    ),
-    spec!(
-        "dbsize",
-        1,
-        ["readonly", "fast"],
-        0,
-        0,
-        0,
-        "server",
-        server::dbsize,
-        "Returns the number of keys."
-    ),
-    spec!(
-        "shutdown",
-        -1,
-        ["admin"],
-        0,
-        0,
-        0,
-        "server",
-        server::shutdown,
-        "Closes the pool cleanly and stops the server."
-    ),
+    spec!("ping",          -1, ["fast"],                     0,  0, 0, "connection", connection::ping,     "Returns the server's liveliness response."),
+    spec!("echo",           2, ["fast"],                     0,  0, 0, "connection", connection::echo,     "Returns the given string."),
+    spec!("hello",         -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
+    spec!("auth",          -2, ["no_auth", "fast"],          0,  0, 0, "connection", connection::auth,     "Authenticates the connection."),
+    spec!("select",         2, ["fast"],                     0,  0, 0, "connection", connection::select,   "Changes the selected database (only 0 exists)."),
+    spec!("quit",          -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::quit,     "Closes the connection."),
+    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
+    spec!("command",       -1, [],                           0,  0, 0, "server",     server::command,      "Returns details about the commands."),
+    spec!("config",        -2, [],                           0,  0, 0, "server",     server::config,       "Reads the server's configuration (CONFIG GET)."),
+    spec!("info",          -1, [],                           0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
+    spec!("dbsize",         1, ["readonly", "fast"],         0,  0, 0, "server",     server::dbsize,       "Returns the number of keys."),
+    spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
-    spec!(
-        "get",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::get,
-        "Returns the string value of a key."
-    ),
-    spec!(
-        "set",
-        -3,
-        ["write", "denyoom"],
-        1,
-        1,
-        1,
-        "string",
-        strings::set,
-        "Sets the string value of a key (NX, XX, GET; no expiry)."
-    ),
-    spec!(
-        "setnx",
-        3,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::setnx,
-        "Sets the string value of a key only when the key does not exist."
-    ),
-    spec!(
-        "getset",
-        3,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::getset,
-        "Returns the previous string value of a key after setting it to a new value."
-    ),
-    spec!(
-        "getdel",
-        2,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::getdel,
-        "Returns the string value of a key after deleting the key."
-    ),
-    spec!(
-        "mget",
-        -2,
-        ["readonly", "fast"],
-        1,
-        -1,
-        1,
-        "string",
-        strings::mget,
-        "Returns the string values of one or more keys."
-    ),
-    spec!(
-        "mset",
-        -3,
-        ["write", "denyoom"],
-        1,
-        -1,
-        2,
-        "string",
-        strings::mset,
-        "Sets the string values of one or more keys (each key atomically, not all together)."
-    ),
-    spec!(
-        "msetnx",
-        -3,
-        ["write", "denyoom"],
-        1,
-        -1,
-        2,
-        "string",
-        strings::msetnx,
-        "Sets the string values of one or more keys only when none of them exists."
-    ),
-    spec!(
-        "incr",
-        2,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::incr,
-        "Increments the integer value of a key by one."
-    ),
-    spec!(
-        "incrby",
-        3,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::incrby,
-        "Increments the integer value of a key by a number."
-    ),
-    spec!(
-        "decr",
-        2,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::decr,
-        "Decrements the integer value of a key by one."
-    ),
-    spec!(
-        "decrby",
-        3,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::decrby,
-        "Decrements a number from the integer value of a key."
-    ),
-    spec!(
-        "append",
-        3,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::append,
-        "Appends a string to the value of a key."
-    ),
-    spec!(
-        "strlen",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "string",
-        strings::strlen,
-        "Returns the length of a string value."
-    ),
-    spec!(
-        "getrange",
-        4,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "string",
-        strings::getrange,
-        "Returns a substring of the string stored at a key."
-    ),
-    spec!(
-        "setrange",
-        4,
-        ["write", "denyoom"],
-        1,
-        1,
-        1,
-        "string",
-        strings::setrange,
-        "Overwrites a part of a string value from an offset."
-    ),
+    spec!("get",            2, ["readonly", "fast"],         1,  1, 1, "string",     strings::get,         "Returns the string value of a key."),
+    spec!("set",           -3, ["write", "denyoom"],         1,  1, 1, "string",     strings::set,         "Sets the string value of a key (NX, XX, GET; no expiry)."),
+    spec!("setnx",          3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::setnx,       "Sets the string value of a key only when the key does not exist."),
+    spec!("getset",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::getset,      "Returns the previous string value of a key after setting it to a new value."),
+    spec!("getdel",         2, ["write", "fast"],            1,  1, 1, "string",     strings::getdel,      "Returns the string value of a key after deleting the key."),
+    spec!("mget",          -2, ["readonly", "fast"],         1, -1, 1, "string",     strings::mget,        "Returns the string values of one or more keys."),
+    spec!("mset",          -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::mset,        "Sets the string values of one or more keys (each key atomically, not all together)."),
+    spec!("msetnx",        -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::msetnx,      "Sets the string values of one or more keys only when none of them exists."),
+    spec!("incr",           2, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incr,        "Increments the integer value of a key by one."),
+    spec!("incrby",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrby,      "Increments the integer value of a key by a number."),
+    spec!("decr",           2, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::decr,        "Decrements the integer value of a key by one."),
+    spec!("decrby",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::decrby,      "Decrements a number from the integer value of a key."),
+    spec!("append",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::append,      "Appends a string to the value of a key."),
+    spec!("strlen",         2, ["readonly", "fast"],         1,  1, 1, "string",     strings::strlen,      "Returns the length of a string value."),
+    spec!("getrange",       4, ["readonly"],                 1,  1, 1, "string",     strings::getrange,    "Returns a substring of the string stored at a key."),
+    spec!("setrange",       4, ["write", "denyoom"],         1,  1, 1, "string",     strings::setrange,    "Overwrites a part of a string value from an offset."),
     // Keys.
-    spec!(
-        "del",
-        -2,
-        ["write"],
-        1,
-        -1,
-        1,
-        "generic",
-        keys::del,
-        "Deletes one or more keys."
-    ),
-    spec!(
-        "unlink",
-        -2,
-        ["write", "fast"],
-        1,
-        -1,
-        1,
-        "generic",
-        keys::del,
-        "Deletes one or more keys (the same as DEL)."
-    ),
-    spec!(
-        "exists",
-        -2,
-        ["readonly", "fast"],
-        1,
-        -1,
-        1,
-        "generic",
-        keys::exists,
-        "Counts how many of the given keys exist."
-    ),
-    spec!(
-        "type",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::type_,
-        "Returns the type of the value stored at a key."
-    ),
-    spec!(
-        "scan",
-        -2,
-        ["readonly"],
-        0,
-        0,
-        0,
-        "generic",
-        keys::scan,
-        "Iterates over the key names (MATCH, COUNT, TYPE)."
-    ),
-    spec!(
-        "krange",
-        -3,
-        ["readonly"],
-        0,
-        0,
-        0,
-        "generic",
-        ordered::krange,
-        "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."
-    ),
-    spec!(
-        "kprefix",
-        -2,
-        ["readonly"],
-        0,
-        0,
-        0,
-        "generic",
-        ordered::kprefix,
-        "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."
-    ),
-    spec!(
-        "keys",
-        2,
-        ["readonly"],
-        0,
-        0,
-        0,
-        "generic",
-        keys::keys,
-        "Returns all key names that match a pattern (one pass over the pool)."
-    ),
-    spec!(
-        "flushdb",
-        -1,
-        ["write"],
-        0,
-        0,
-        0,
-        "server",
-        keys::flush,
-        "Deletes every key."
-    ),
-    spec!(
-        "flushall",
-        -1,
-        ["write"],
-        0,
-        0,
-        0,
-        "server",
-        keys::flush,
-        "Deletes every key."
-    ),
-    spec!(
-        "ttl",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::ttl,
-        "Returns -1 for an existing key (no key expires), -2 for a missing one."
-    ),
-    spec!(
-        "pttl",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::ttl,
-        "Returns -1 for an existing key (no key expires), -2 for a missing one."
-    ),
-    spec!(
-        "expire",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::expire,
-        "Refused: persimmon has no key expiry."
-    ),
-    spec!(
-        "pexpire",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::expire,
-        "Refused: persimmon has no key expiry."
-    ),
-    spec!(
-        "expireat",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::expire,
-        "Refused: persimmon has no key expiry."
-    ),
-    spec!(
-        "pexpireat",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "generic",
-        keys::expire,
-        "Refused: persimmon has no key expiry."
-    ),
+    spec!("del",           -2, ["write"],                    1, -1, 1, "generic",    keys::del,            "Deletes one or more keys."),
+    spec!("unlink",        -2, ["write", "fast"],            1, -1, 1, "generic",    keys::del,            "Deletes one or more keys (the same as DEL)."),
+    spec!("exists",        -2, ["readonly", "fast"],         1, -1, 1, "generic",    keys::exists,         "Counts how many of the given keys exist."),
+    spec!("type",           2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::type_,          "Returns the type of the value stored at a key."),
+    spec!("scan",          -2, ["readonly"],                 0,  0, 0, "generic",    keys::scan,           "Iterates over the key names (MATCH, COUNT, TYPE)."),
+    spec!("krange",        -3, ["readonly"],                 0,  0, 0, "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
+    spec!("kprefix",       -2, ["readonly"],                 0,  0, 0, "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
+    spec!("keys",           2, ["readonly"],                 0,  0, 0, "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
+    spec!("flushdb",       -1, ["write"],                    0,  0, 0, "server",     keys::flush,          "Deletes every key."),
+    spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flush,          "Deletes every key."),
+    spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::ttl,            "Returns -1 for an existing key (no key expires), -2 for a missing one."),
+    spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::ttl,            "Returns -1 for an existing key (no key expires), -2 for a missing one."),
+    spec!("expire",        -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
+    spec!("pexpire",       -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
+    spec!("expireat",      -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
+    spec!("pexpireat",     -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
     // Hashes.
-    spec!(
-        "hset",
-        -4,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hset,
-        "Creates or modifies the value of fields in a hash."
-    ),
-    spec!(
-        "hmset",
-        -4,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hmset,
-        "Sets the values of multiple fields (replies OK)."
-    ),
-    spec!(
-        "hsetnx",
-        4,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hsetnx,
-        "Sets the value of a field only when the field does not exist."
-    ),
-    spec!(
-        "hget",
-        3,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hget,
-        "Returns the value of a field in a hash."
-    ),
-    spec!(
-        "hmget",
-        -3,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hmget,
-        "Returns the values of fields in a hash."
-    ),
-    spec!(
-        "hgetall",
-        2,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hgetall,
-        "Returns all fields and values of a hash."
-    ),
-    spec!(
-        "hdel",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hdel,
-        "Deletes fields from a hash (and the key with its last field)."
-    ),
-    spec!(
-        "hexists",
-        3,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hexists,
-        "Determines whether a field exists in a hash."
-    ),
-    spec!(
-        "hlen",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hlen,
-        "Returns the number of fields in a hash."
-    ),
-    spec!(
-        "hkeys",
-        2,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hkeys,
-        "Returns all fields in a hash."
-    ),
-    spec!(
-        "hvals",
-        2,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hvals,
-        "Returns all values in a hash."
-    ),
-    spec!(
-        "hstrlen",
-        3,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hstrlen,
-        "Returns the length of the value of a field."
-    ),
-    spec!(
-        "hincrby",
-        4,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "hash",
-        hashes::hincrby,
-        "Increments the integer value of a field by a number."
-    ),
+    spec!("hset",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hset,         "Creates or modifies the value of fields in a hash."),
+    spec!("hmset",         -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hmset,        "Sets the values of multiple fields (replies OK)."),
+    spec!("hsetnx",         4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hsetnx,       "Sets the value of a field only when the field does not exist."),
+    spec!("hget",           3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hget,         "Returns the value of a field in a hash."),
+    spec!("hmget",         -3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hmget,        "Returns the values of fields in a hash."),
+    spec!("hgetall",        2, ["readonly"],                 1,  1, 1, "hash",       hashes::hgetall,      "Returns all fields and values of a hash."),
+    spec!("hdel",          -3, ["write", "fast"],            1,  1, 1, "hash",       hashes::hdel,         "Deletes fields from a hash (and the key with its last field)."),
+    spec!("hexists",        3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hexists,      "Determines whether a field exists in a hash."),
+    spec!("hlen",           2, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hlen,         "Returns the number of fields in a hash."),
+    spec!("hkeys",          2, ["readonly"],                 1,  1, 1, "hash",       hashes::hkeys,        "Returns all fields in a hash."),
+    spec!("hvals",          2, ["readonly"],                 1,  1, 1, "hash",       hashes::hvals,        "Returns all values in a hash."),
+    spec!("hstrlen",        3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hstrlen,      "Returns the length of the value of a field."),
+    spec!("hincrby",        4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrby,      "Increments the integer value of a field by a number."),
     // Sorted sets (what YCSB's Java binding needs).
-    spec!(
-        "zadd",
-        -4,
-        ["write", "denyoom", "fast"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zadd,
-        "Adds members to a sorted set, or updates their scores (NX, XX, GT, LT, CH, INCR)."
-    ),
-    spec!(
-        "zrem",
-        -3,
-        ["write", "fast"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zrem,
-        "Removes members from a sorted set (and the key with its last member)."
-    ),
-    spec!(
-        "zcard",
-        2,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zcard,
-        "Returns the number of members in a sorted set."
-    ),
-    spec!(
-        "zscore",
-        3,
-        ["readonly", "fast"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zscore,
-        "Returns the score of a member in a sorted set."
-    ),
-    spec!(
-        "zrange",
-        -4,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zrange,
-        "Returns members in a range of indexes (WITHSCORES)."
-    ),
-    spec!(
-        "zrangebyscore",
-        -4,
-        ["readonly"],
-        1,
-        1,
-        1,
-        "sorted_set",
-        zsets::zrangebyscore,
-        "Returns members in a range of scores (WITHSCORES, LIMIT)."
-    ),
+    spec!("zadd",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "sorted_set", zsets::zadd,          "Adds members to a sorted set, or updates their scores (NX, XX, GT, LT, CH, INCR)."),
+    spec!("zrem",          -3, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zrem,          "Removes members from a sorted set (and the key with its last member)."),
+    spec!("zcard",          2, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zcard,         "Returns the number of members in a sorted set."),
+    spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
+    spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
+    spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
 ];
 
 /// Longest command name, for the lookup buffer.
@@ -998,8 +171,21 @@ fn lookup(name: &[u8]) -> Option<usize> {
     table.get(&*lower).copied()
 }
 
-pub fn spec(name: &[u8]) -> Option<&'static Spec> {
-    lookup(name).map(|i| &COMMANDS[i])
+/// Redis's text for a command the table does not have (the first
+/// arguments shown, up to about 128 bytes).
+fn unknown_command(args: &Args<'_>) -> String {
+    let mut text = String::new();
+    for arg in args.from(1) {
+        if text.len() >= 128 {
+            break;
+        }
+        let room = 128 - text.len();
+        text.push_str(&format!("'{}' ", shown(arg, room)));
+    }
+    format!(
+        "ERR unknown command '{}', with args beginning with: {text}",
+        shown(args.get(0), 128)
+    )
 }
 
 /// Runs one request (at least one argument) and queues its reply.
@@ -1007,19 +193,8 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
     s.counters.commands += 1;
     let name = args.get(0);
     let Some(index) = lookup(name) else {
-        let mut text = String::new();
-        for arg in args.from(1) {
-            if text.len() >= 128 {
-                break;
-            }
-            let room = 128 - text.len();
-            text.push_str(&format!("'{}' ", shown(arg, room)));
-        }
         s.counters.errors += 1;
-        s.out.error(&format!(
-            "ERR unknown command '{}', with args beginning with: {text}",
-            shown(name, 128)
-        ));
+        s.out.error(&unknown_command(&args));
         return;
     };
     let spec = &COMMANDS[index];
@@ -1044,30 +219,6 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
     }
-}
-
-/// Reads `key` through `f` (in place, no copy). A key longer than the
-/// engine's limit cannot exist: it reads as missing.
-pub fn read<R>(db: &Db, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Ok(None);
-    }
-    Ok(db.get_with(key, |v| f(Stored::decode(v)))?)
-}
-
-/// Atomic read-modify-write of `key` (see [`Db::update`]); `f` decides.
-pub fn update<R>(
-    db: &Db,
-    key: &[u8],
-    f: impl FnOnce(Option<Stored<'_>>) -> (Update, R),
-) -> Result<R, Error> {
-    Ok(db.update(key, |old| f(old.map(Stored::decode)))?)
-}
-
-/// Runs `f`, which scans the pool, without stalling the worker's other
-/// clients.
-pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
-    tokio::task::block_in_place(f)
 }
 
 #[cfg(test)]

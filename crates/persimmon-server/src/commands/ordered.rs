@@ -34,10 +34,10 @@
 
 use std::ops::Bound;
 
-use super::{blocking, int_arg, is, syntax, Error, Session};
 use crate::protocol::Args;
 use crate::reply::Reply;
-use crate::server::Shared;
+use crate::session::{blocking, int_arg, is, syntax, Error, Session};
+use crate::shared::Shared;
 use crate::value::Stored;
 
 /// Scans capped at this many keys run on the async worker (the work of an
@@ -112,22 +112,9 @@ pub fn kprefix(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let prefix = a.get(1);
     let o = range_options(&a, 2)?;
     need_ordered_index(s, "KPREFIX")?;
-    let end = prefix_end(prefix);
+    let end = persimmon::prefix_end(prefix);
     let upper = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     reply_range(s, (Bound::Included(prefix), upper), &o)
-}
-
-/// The smallest key greater than every key starting with `prefix`, if any
-/// (`None` for an empty prefix or one of 0xff bytes only: no upper end).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 type Bounds<'k> = (Bound<&'k [u8]>, Bound<&'k [u8]>);
@@ -211,17 +198,4 @@ fn fill(
         }
     }
     Ok(Some(keys))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::prefix_end;
-
-    #[test]
-    fn prefix_end_is_the_next_prefix() {
-        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_end(b"\xff\xff"), None);
-        assert_eq!(prefix_end(b""), None);
-    }
 }

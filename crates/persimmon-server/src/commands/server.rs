@@ -1,19 +1,27 @@
-//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, SHUTDOWN.
+//! Server commands: COMMAND, CONFIG, DBSIZE, SHUTDOWN (INFO has its own
+//! module).
+//!
+//! Invariants:
+//! - COMMAND reads the table through `Session::commands` instead of
+//!   importing it: the table sits above the handlers, and an import would
+//!   close a loop.
+//! - The configuration is fixed at startup (CONFIG SET is refused), so what
+//!   CONFIG GET shows is what the server runs with.
+//! - SHUTDOWN only asks the listener to stop; the listener closes the pool
+//!   once every connection task has ended, so no write is cut in half.
 
-use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use super::connection::REDIS_COMPAT_VERSION;
-use super::{
-    arity, blocking, is, syntax, unknown_subcommand, Error, Flow, Session, Spec, COMMANDS,
-};
 use crate::glob;
 use crate::protocol::Args;
-use crate::server::Shared;
+use crate::reply::Reply;
+use crate::session::{
+    arity, blocking, exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
+};
+use crate::shared::Shared;
 
 /// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
-fn command_entry(s: &mut Session, spec: &Spec) {
-    let out = &mut s.out;
+fn command_entry(out: &mut Reply, spec: &Spec) {
     out.array(10);
     out.bulk(spec.name.as_bytes());
     out.int(spec.arity as i64);
@@ -52,78 +60,90 @@ fn command_entry(s: &mut Session, spec: &Spec) {
     out.array(0); // subcommands
 }
 
+/// The entries of every command in the table.
+fn command_entries(out: &mut Reply, commands: &[Spec]) {
+    out.array(commands.len());
+    for spec in commands {
+        command_entry(out, spec);
+    }
+}
+
+const COMMAND_HELP: [&str; 11] = [
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about commands.",
+    "INFO [<command-name> ...]",
+    "    Return details about the given commands, or all of them.",
+    "LIST",
+    "    Return the names of all commands.",
+];
+
 pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
     if a.len() == 1 {
-        s.out.array(COMMANDS.len());
-        for spec in COMMANDS {
-            command_entry(s, spec);
-        }
+        command_entries(&mut s.out, commands);
         return Ok(());
     }
     let sub = a.get(1);
     if is(sub, "COUNT") {
-        if a.len() != 2 {
-            return Err(arity("command|count"));
-        }
-        s.out.int(COMMANDS.len() as i64);
+        exact_arity(&a, 2, "command|count")?;
+        s.out.int(commands.len() as i64);
     } else if is(sub, "INFO") {
-        let names: Vec<&[u8]> = a.from(2).collect();
-        if names.is_empty() {
-            s.out.array(COMMANDS.len());
-            for spec in COMMANDS {
-                command_entry(s, spec);
-            }
-        } else {
-            s.out.array(names.len());
-            for name in names {
-                match super::spec(name) {
-                    Some(spec) => command_entry(s, spec),
-                    None => s.out.null_array(),
-                }
-            }
-        }
+        command_info(s, &a);
     } else if is(sub, "DOCS") {
-        let names: Vec<&[u8]> = a.from(2).collect();
-        let specs: Vec<&Spec> = if names.is_empty() {
-            COMMANDS.iter().collect()
-        } else {
-            names.iter().filter_map(|n| super::spec(n)).collect()
-        };
-        s.out.map(specs.len());
-        for spec in specs {
-            s.out.bulk(spec.name.as_bytes());
-            s.out.map(3);
-            s.out.bulk(b"summary");
-            s.out.bulk(spec.summary.as_bytes());
-            s.out.bulk(b"since");
-            s.out.bulk(b"1.0.0");
-            s.out.bulk(b"group");
-            s.out.bulk(spec.group.as_bytes());
-        }
+        command_docs(s, &a);
     } else if is(sub, "LIST") {
-        s.out.array(COMMANDS.len());
-        for spec in COMMANDS {
+        s.out.array(commands.len());
+        for spec in commands {
             s.out.bulk(spec.name.as_bytes());
         }
     } else if is(sub, "HELP") {
-        let lines = [
-            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "(no subcommand)",
-            "    Return details about all commands.",
-            "COUNT",
-            "    Return the total number of commands.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about commands.",
-            "INFO [<command-name> ...]",
-            "    Return details about the given commands, or all of them.",
-            "LIST",
-            "    Return the names of all commands.",
-        ];
-        s.out.simple_lines(&lines);
+        s.out.simple_lines(&COMMAND_HELP);
     } else {
         return Err(unknown_subcommand("command", sub));
     }
     Ok(())
+}
+
+/// COMMAND INFO [name ...]: every command without names; a null entry for
+/// a name the table does not have.
+fn command_info(s: &mut Session, a: &Args<'_>) {
+    if a.len() == 2 {
+        command_entries(&mut s.out, s.commands);
+        return;
+    }
+    s.out.array(a.len() - 2);
+    for name in a.from(2) {
+        match s.command_named(name) {
+            Some(spec) => command_entry(&mut s.out, spec),
+            None => s.out.null_array(),
+        }
+    }
+}
+
+/// COMMAND DOCS [name ...]: every command without names; names the table
+/// does not have are left out.
+fn command_docs(s: &mut Session, a: &Args<'_>) {
+    let specs: Vec<&Spec> = if a.len() == 2 {
+        s.commands.iter().collect()
+    } else {
+        a.from(2).filter_map(|n| s.command_named(n)).collect()
+    };
+    s.out.map(specs.len());
+    for spec in specs {
+        s.out.bulk(spec.name.as_bytes());
+        s.out.map(3);
+        s.out.bulk(b"summary");
+        s.out.bulk(spec.summary.as_bytes());
+        s.out.bulk(b"since");
+        s.out.bulk(b"1.0.0");
+        s.out.bulk(b"group");
+        s.out.bulk(spec.group.as_bytes());
+    }
 }
 
 /// The parameters `CONFIG GET` knows, with their current values.
@@ -260,150 +280,5 @@ pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     );
     s.shared.request_shutdown();
     s.flow = Flow::Shutdown;
-    Ok(())
-}
-
-const SECTIONS: [&str; 6] = [
-    "server",
-    "clients",
-    "memory",
-    "persistence",
-    "stats",
-    "keyspace",
-];
-
-pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let mut wanted: Vec<String> = a
-        .from(1)
-        .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
-        .collect();
-    if wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "default" || w == "everything")
-    {
-        wanted = SECTIONS.iter().map(|x| x.to_string()).collect();
-    }
-    // This connection's own counts, at least, are up to date.
-    s.publish_counters();
-    let shared = s.shared.clone();
-    let stats = blocking(|| shared.db.stats());
-    let mut text = String::new();
-    for section in SECTIONS {
-        if !wanted.iter().any(|w| w == section) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str("\r\n");
-        }
-        let mut title: Vec<char> = section.chars().collect();
-        title[0] = title[0].to_ascii_uppercase();
-        let _ = write!(text, "# {}\r\n", title.into_iter().collect::<String>());
-        let mut line = |k: &str, v: &dyn std::fmt::Display| {
-            let _ = write!(text, "{k}:{v}\r\n");
-        };
-        let c = &shared.config;
-        let st = &shared.stats;
-        let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-        match section {
-            "server" => {
-                let uptime = shared.started.elapsed().as_secs();
-                line("redis_version", &REDIS_COMPAT_VERSION);
-                line("persimmon_version", &env!("CARGO_PKG_VERSION"));
-                line("redis_mode", &"standalone");
-                line("os", &std::env::consts::OS);
-                line("arch_bits", &(usize::BITS));
-                line("multiplexing_api", &"tokio");
-                line("process_id", &std::process::id());
-                line("tcp_port", &shared.local_addr.port());
-                line("uptime_in_seconds", &uptime);
-                line("uptime_in_days", &(uptime / 86400));
-                line("worker_threads", &c.worker_threads);
-                line(
-                    "config_file",
-                    &shared
-                        .config_file
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default(),
-                );
-            }
-            "clients" => {
-                line(
-                    "connected_clients",
-                    &shared.connected.load(Ordering::Relaxed),
-                );
-                line("maxclients", &c.limits.maxclients);
-                line("blocked_clients", &0);
-            }
-            "memory" => {
-                let rss = std::fs::read_to_string("/proc/self/statm")
-                    .ok()
-                    .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-                    .map_or(0, |pages| pages * 4096);
-                line("used_memory_rss", &rss);
-                line("pool_bytes", &stats.pool_bytes);
-                line("pool_bytes_max", &stats.pool_bytes_max);
-                line("pool_used_bytes", &stats.used_bytes);
-                line("pool_live_bytes", &stats.live_bytes);
-                line("maxmemory", &0);
-                line("maxmemory_policy", &"noeviction");
-            }
-            "persistence" => {
-                line("loading", &0);
-                line("durability", &stats.durability.name());
-                line("every_write_durable_on_reply", &1);
-                line("pool", &c.pool.display());
-                line("pool_rebuild_done", &(stats.rebuild_done as u8));
-                line("ordered_index", &(stats.ordered_index as u8));
-                if stats.ordered_index {
-                    line("ordered_nodes", &stats.ordered_nodes);
-                    line("ordered_walk_done", &(stats.ordered_walk_done as u8));
-                }
-                line("point_index", &stats.point_index.name());
-                line("point_index_ready", &(stats.point_index_ready as u8));
-                line("dram_index_bytes", &stats.dram_index_bytes);
-                line("rdb_bgsave_in_progress", &0);
-                line("aof_enabled", &0);
-            }
-            "stats" => {
-                line(
-                    "total_connections_received",
-                    &get(&st.total_connections_received),
-                );
-                line(
-                    "total_commands_processed",
-                    &get(&st.total_commands_processed),
-                );
-                line("total_net_input_bytes", &get(&st.net_input_bytes));
-                line("total_net_output_bytes", &get(&st.net_output_bytes));
-                line("rejected_connections", &get(&st.rejected_connections));
-                line("keyspace_hits", &get(&st.keyspace_hits));
-                line("keyspace_misses", &get(&st.keyspace_misses));
-                line("total_error_replies", &get(&st.total_error_replies));
-                line("protocol_errors", &get(&st.protocol_errors));
-                line(
-                    "client_query_buffer_limit_disconnections",
-                    &get(&st.query_buffer_limit_disconnections),
-                );
-                line(
-                    "client_output_buffer_limit_disconnections",
-                    &get(&st.output_buffer_limit_disconnections),
-                );
-                line("eliminated_puts", &stats.eliminated_puts);
-                line("index_splits", &stats.index_splits);
-                line("cleaned_segments", &stats.cleaned_segments);
-            }
-            // Like Redis, no line for an empty database.
-            "keyspace" if stats.keys > 0 => {
-                line(
-                    "db0",
-                    &format_args!("keys={},expires=0,avg_ttl=0", stats.keys),
-                );
-            }
-            _ => {}
-        }
-    }
-    s.out.verbatim(text.as_bytes());
     Ok(())
 }

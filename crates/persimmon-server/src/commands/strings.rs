@@ -1,28 +1,26 @@
 //! String commands. Plain `SET` and `MSET` are engine puts; everything that
 //! reads before it writes runs inside one `Db::update` closure.
+//!
+//! Invariants:
+//! - Every string is stored with its type tag (`value::string`) and checked
+//!   against `MAX_STRING_BYTES` before the engine sees it, so the error
+//!   names the server's limit (the engine's less the tag).
+//! - A read-modify-write (INCR, APPEND, SETRANGE, SET NX/XX/GET, GETSET,
+//!   GETDEL) decides inside its update closure: atomic against every other
+//!   client, and a refused one leaves the value as it was.
 
-use persimmon::{Update, MAX_KEY_BYTES};
+use persimmon::Update;
 
-use super::{
-    arity, int_arg, is, not_integer, read, syntax, too_large, update, wrongtype, Error, Session,
-    OVERFLOW,
-};
 use crate::protocol::{parse_i64, Args};
+use crate::session::{
+    arity, check_key, int_arg, is, may_exist, not_integer, overflow, read, syntax, too_large,
+    try_update, update, wrongtype, Error, Session,
+};
 use crate::value::{self, Stored, MAX_STRING_BYTES};
 
 fn check_len(len: usize) -> Result<(), Error> {
     if len > MAX_STRING_BYTES {
         return Err(too_large(len));
-    }
-    Ok(())
-}
-
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
     }
     Ok(())
 }
@@ -136,7 +134,7 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         s.out.null();
         return Ok(());
     }
@@ -191,8 +189,8 @@ fn check_pairs(a: &Args<'_>, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    check_pairs(&a, "mset")?;
+/// Puts MSET-style key/value pairs, one engine put each.
+fn put_pairs(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     let db = &s.shared.db;
     let mut i = 1;
     while i < a.len() {
@@ -200,6 +198,12 @@ pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         db.put(a.get(i), &s.scratch)?;
         i += 2;
     }
+    Ok(())
+}
+
+pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    check_pairs(&a, "mset")?;
+    put_pairs(s, &a)?;
     s.out.ok();
     Ok(())
 }
@@ -215,12 +219,7 @@ pub fn msetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         i += 2;
     }
-    let mut i = 1;
-    while i < a.len() {
-        value::string_into(a.get(i + 1), &mut s.scratch);
-        db.put(a.get(i), &s.scratch)?;
-        i += 2;
-    }
+    put_pairs(s, &a)?;
     s.out.int(1);
     Ok(())
 }
@@ -228,20 +227,15 @@ pub fn msetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// INCRBY and friends: the integer in the string, plus `delta`, atomically.
 fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
     check_key(key)?;
-    let n = update(&s.shared.db, key, |old| {
+    let n = try_update(&s.shared.db, key, |old| {
         let current = match old {
             None => 0,
-            Some(Stored::String(body)) => match parse_i64(body) {
-                Some(n) => n,
-                None => return (Update::Keep, Err(not_integer())),
-            },
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+            Some(Stored::String(body)) => parse_i64(body).ok_or_else(not_integer)?,
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
         };
-        match current.checked_add(delta) {
-            Some(n) => (Update::Put(value::string(n.to_string().as_bytes())), Ok(n)),
-            None => (Update::Keep, Err(Error::new(OVERFLOW))),
-        }
-    })??;
+        let n = current.checked_add(delta).ok_or_else(overflow)?;
+        Ok((Update::Put(value::string(n.to_string().as_bytes())), n))
+    })?;
     s.out.int(n);
     Ok(())
 }
@@ -269,22 +263,20 @@ pub fn decrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, tail) = (a.get(1), a.get(2));
     check_key(key)?;
-    let len = update(&s.shared.db, key, |old| {
+    let len = try_update(&s.shared.db, key, |old| {
         let prev: &[u8] = match old {
             None => b"",
             Some(Stored::String(body)) => body,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
         };
         let len = prev.len() + tail.len();
-        if len > MAX_STRING_BYTES {
-            return (Update::Keep, Err(too_large(len)));
-        }
+        check_len(len)?;
         let mut v = Vec::with_capacity(len + 1);
         v.push(value::TAG_STRING);
         v.extend_from_slice(prev);
         v.extend_from_slice(tail);
-        (Update::Put(v), Ok(len))
-    })??;
+        Ok((Update::Put(v), len))
+    })?;
     s.out.int(len as i64);
     Ok(())
 }
@@ -357,15 +349,15 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     check_key(key)?;
     let offset = offset as usize;
-    let len = update(&s.shared.db, key, |old| {
+    let len = try_update(&s.shared.db, key, |old| {
         let prev: &[u8] = match old {
-            None if patch.is_empty() => return (Update::Keep, Ok(0)),
+            None if patch.is_empty() => return Ok((Update::Keep, 0)),
             None => b"",
             Some(Stored::String(body)) if patch.is_empty() => {
-                return (Update::Keep, Ok(body.len()))
+                return Ok((Update::Keep, body.len()))
             }
             Some(Stored::String(body)) => body,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return (Update::Keep, Err(wrongtype())),
+            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
         };
         let len = prev.len().max(offset + patch.len());
         let mut v = Vec::with_capacity(len + 1);
@@ -373,8 +365,8 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         v.extend_from_slice(prev);
         v.resize(len + 1, 0);
         v[1 + offset..1 + offset + patch.len()].copy_from_slice(patch);
-        (Update::Put(v), Ok(len))
-    })??;
+        Ok((Update::Put(v), len))
+    })?;
     s.out.int(len as i64);
     Ok(())
 }

@@ -4,13 +4,19 @@
 //! index. A sorted set is one stored value kept in (score, member) order
 //! (see `value.rs`), rewritten whole by each write inside one
 //! `Db::update`: atomic, and O(size) per write.
+//!
+//! Invariants: no NaN score is ever stored (ZADD refuses a NaN argument and
+//! an INCR that would produce one), so the stored order is total; a sorted
+//! set loses its key with its last member, as in Redis.
 
 use std::collections::HashMap;
 
-use persimmon::{Db, Update, MAX_KEY_BYTES};
+use persimmon::{Db, Update};
 
-use super::{int_arg, is, read, syntax, update, wrongtype, Error, Session};
 use crate::protocol::Args;
+use crate::session::{
+    check_key, int_arg, is, may_exist, read, syntax, try_update, wrongtype, Error, Session,
+};
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
 };
@@ -65,142 +71,150 @@ fn store(entries: &[(f64, &[u8])]) -> Result<Update, Error> {
     Ok(Update::Put(zset_encode(entries)))
 }
 
-fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(Error::new(format!(
-            "ERR key is {} bytes; persimmon's key limit is {MAX_KEY_BYTES} bytes",
-            key.len()
-        )));
+/// ZADD's options.
+#[derive(Default)]
+struct ZaddOptions {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+impl ZaddOptions {
+    /// Parses the options from `a[2..]`; returns them and the index of the
+    /// first score.
+    fn parse(a: &Args<'_>) -> Result<(ZaddOptions, usize), Error> {
+        let mut o = ZaddOptions::default();
+        let mut i = 2;
+        while i < a.len() {
+            let opt = a.get(i);
+            match () {
+                _ if is(opt, "NX") => o.nx = true,
+                _ if is(opt, "XX") => o.xx = true,
+                _ if is(opt, "GT") => o.gt = true,
+                _ if is(opt, "LT") => o.lt = true,
+                _ if is(opt, "CH") => o.ch = true,
+                _ if is(opt, "INCR") => o.incr = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        let pairs = a.len() - i;
+        if pairs == 0 || !pairs.is_multiple_of(2) {
+            return Err(syntax());
+        }
+        if o.nx && o.xx {
+            return Err(Error::new(
+                "ERR XX and NX options at the same time are not compatible",
+            ));
+        }
+        if (o.gt && o.lt) || (o.nx && (o.gt || o.lt)) {
+            return Err(Error::new(
+                "ERR GT, LT, and/or NX options at the same time are not compatible",
+            ));
+        }
+        if o.incr && pairs != 2 {
+            return Err(Error::new(
+                "ERR INCR option supports a single increment-element pair",
+            ));
+        }
+        Ok((o, i))
     }
-    Ok(())
+}
+
+/// What ZADD did: members added, scores changed, and the last score it
+/// set (INCR's reply; `None`: nothing done).
+type ZaddOutcome = (i64, i64, Option<f64>);
+
+/// Applies ZADD's `changes` to `entries`; returns what it did and, when
+/// anything changed, the new entries in order.
+fn zadd_merge<'a>(
+    entries: &[(f64, &'a [u8])],
+    changes: &[(f64, &'a [u8])],
+    o: &ZaddOptions,
+) -> Result<(ZaddOutcome, Option<Entries<'a>>), Error> {
+    let mut scores: HashMap<&[u8], f64> = entries.iter().map(|&(sc, m)| (m, sc)).collect();
+    let (mut added, mut changed) = (0i64, 0i64);
+    let mut incr_result = None;
+    for &(score, member) in changes {
+        let current = scores.get(member).copied();
+        if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
+            continue;
+        }
+        let new = match (o.incr, current) {
+            (true, Some(c)) => c + score,
+            _ => score,
+        };
+        if new.is_nan() {
+            return Err(Error::new("ERR resulting score is not a number (NaN)"));
+        }
+        if let Some(c) = current {
+            if (o.gt && new <= c) || (o.lt && new >= c) {
+                continue;
+            }
+            if new != c {
+                changed += 1;
+            }
+        } else {
+            added += 1;
+        }
+        scores.insert(member, new);
+        incr_result = Some(new);
+    }
+    if added == 0 && changed == 0 {
+        return Ok(((added, changed, incr_result), None));
+    }
+    let mut sorted: Entries<'a> = scores.into_iter().map(|(m, sc)| (sc, m)).collect();
+    sorted.sort_by(zset_order);
+    Ok(((added, changed, incr_result), Some(sorted)))
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
 pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
-        (false, false, false, false, false, false);
-    let mut i = 2;
-    while i < a.len() {
-        let opt = a.get(i);
-        match () {
-            _ if is(opt, "NX") => nx = true,
-            _ if is(opt, "XX") => xx = true,
-            _ if is(opt, "GT") => gt = true,
-            _ if is(opt, "LT") => lt = true,
-            _ if is(opt, "CH") => ch = true,
-            _ if is(opt, "INCR") => incr = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    let pairs = a.len() - i;
-    if pairs == 0 || !pairs.is_multiple_of(2) {
-        return Err(syntax());
-    }
-    if nx && xx {
-        return Err(Error::new(
-            "ERR XX and NX options at the same time are not compatible",
-        ));
-    }
-    if (gt && lt) || (nx && (gt || lt)) {
-        return Err(Error::new(
-            "ERR GT, LT, and/or NX options at the same time are not compatible",
-        ));
-    }
-    if incr && pairs != 2 {
-        return Err(Error::new(
-            "ERR INCR option supports a single increment-element pair",
-        ));
-    }
-    let mut changes = Vec::with_capacity(pairs / 2);
+    let (o, mut i) = ZaddOptions::parse(&a)?;
+    let mut changes = Vec::with_capacity((a.len() - i) / 2);
     while i < a.len() {
         changes.push((score_arg(a.get(i))?, a.get(i + 1)));
         i += 2;
     }
     check_key(key)?;
-    // (added, changed) counts, or the new score for INCR (None: not done).
-    let outcome = update(&s.shared.db, key, |old| {
-        let entries = match open(old) {
-            Ok(e) => e,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
-        let mut scores: HashMap<&[u8], f64> = entries.iter().map(|&(sc, m)| (m, sc)).collect();
-        let (mut added, mut changed) = (0i64, 0i64);
-        let mut incr_result = None;
-        for (score, member) in changes {
-            let current = scores.get(member).copied();
-            if (nx && current.is_some()) || (xx && current.is_none()) {
-                continue;
-            }
-            let new = match (incr, current) {
-                (true, Some(c)) => c + score,
-                _ => score,
-            };
-            if new.is_nan() {
-                return (
-                    Update::Keep,
-                    Err(Error::new("ERR resulting score is not a number (NaN)")),
-                );
-            }
-            if let Some(c) = current {
-                if (gt && new <= c) || (lt && new >= c) {
-                    continue;
-                }
-                if new != c {
-                    changed += 1;
-                }
-            } else {
-                added += 1;
-            }
-            scores.insert(member, new);
-            incr_result = Some(new);
-        }
-        if added == 0 && changed == 0 {
-            return (Update::Keep, Ok((added, changed, incr_result)));
-        }
-        let mut sorted: Vec<(f64, &[u8])> = scores.into_iter().map(|(m, sc)| (sc, m)).collect();
-        sorted.sort_by(zset_order);
-        match store(&sorted) {
-            Ok(u) => (u, Ok((added, changed, incr_result))),
-            Err(e) => (Update::Keep, Err(e)),
+    let (added, changed, incr_result) = try_update(&s.shared.db, key, |old| {
+        match zadd_merge(&open(old)?, &changes, &o)? {
+            (outcome, None) => Ok((Update::Keep, outcome)),
+            (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
         }
     })?;
-    let (added, changed, incr_result) = outcome?;
-    if incr {
+    if o.incr {
         match incr_result {
             Some(x) => s.out.double(x, &score_text(x)),
             None => s.out.null(),
         }
     } else {
-        s.out.int(if ch { added + changed } else { added });
+        s.out.int(if o.ch { added + changed } else { added });
     }
     Ok(())
 }
 
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         s.out.int(0);
         return Ok(());
     }
-    let removed = update(&s.shared.db, key, |old| {
-        let mut entries = match open(old) {
-            Ok(e) => e,
-            Err(e) => return (Update::Keep, Err(e)),
-        };
+    let removed = try_update(&s.shared.db, key, |old| {
+        let mut entries = open(old)?;
         let before = entries.len();
         let gone: std::collections::HashSet<&[u8]> = a.from(2).collect();
         entries.retain(|(_, m)| !gone.contains(m));
         let removed = (before - entries.len()) as i64;
         if removed == 0 {
-            return (Update::Keep, Ok(0));
+            return Ok((Update::Keep, 0));
         }
-        match store(&entries) {
-            Ok(u) => (u, Ok(removed)),
-            Err(e) => (Update::Keep, Err(e)),
-        }
-    })??;
+        Ok((store(&entries)?, removed))
+    })?;
     s.out.int(removed);
     Ok(())
 }
@@ -243,8 +257,9 @@ pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes entries as a range reply, with scores when asked.
-fn range_reply(s: &mut Session, entries: &[(f64, &[u8])], with_scores: bool) {
+/// Writes entries as a range reply, with scores when asked (the
+/// connection closes if it passes the output limit).
+fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scores: bool) {
     if with_scores && s.out.resp3 {
         s.out.array(entries.len());
         for (score, member) in entries {
@@ -261,6 +276,7 @@ fn range_reply(s: &mut Session, entries: &[(f64, &[u8])], with_scores: bool) {
             }
         }
     }
+    s.output_over_limit();
 }
 
 /// A ZRANGEBYSCORE bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
@@ -310,9 +326,7 @@ pub fn zrangebyscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .map(|(sc, m)| (*sc, m.to_vec()))
             .collect()
     })?;
-    let view: Vec<(f64, &[u8])> = picked.iter().map(|(sc, m)| (*sc, m.as_slice())).collect();
-    range_reply(s, &view, with_scores);
-    s.output_over_limit();
+    range_reply(s, &picked, with_scores);
     Ok(())
 }
 
@@ -351,9 +365,7 @@ pub fn zrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .map(|(sc, m)| (*sc, m.to_vec()))
             .collect()
     })?;
-    let view: Vec<(f64, &[u8])> = picked.iter().map(|(sc, m)| (*sc, m.as_slice())).collect();
-    range_reply(s, &view, with_scores);
-    s.output_over_limit();
+    range_reply(s, &picked, with_scores);
     Ok(())
 }
 

@@ -1,0 +1,298 @@
+//! What a command handler works with: the client's [`Session`], the
+//! [`Error`] it returns, the helpers that read its arguments, the engine
+//! calls every handler makes the same way, and the [`Spec`] a command table
+//! row is made of. Handlers (`commands/*`) import this module and nothing
+//! above it; the table (`commands/mod.rs`) and the connection sit on top.
+//!
+//! Invariants:
+//! - A handler never awaits: every engine call is synchronous and returns
+//!   only once its write is durable, so a reply is queued only after the
+//!   write it acknowledges is durable (the reply leaves even later, when the
+//!   batch is flushed).
+//! - A read-modify-write command runs its whole decision inside one
+//!   [`update`] closure, so it is atomic against every other client.
+//! - Errors are written as Redis writes them (`ERR ...`, `WRONGTYPE ...`),
+//!   so clients that match on them keep working; the texts live here so
+//!   that every command words the same failure the same way.
+//! - A key longer than the engine's limit cannot exist: [`read`] treats it
+//!   as missing, and a write refuses it with [`check_key`] before it runs.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use persimmon::{Db, Update, MAX_KEY_BYTES};
+
+use crate::protocol::Args;
+use crate::reply::Reply;
+use crate::shared::{ClientInfo, Shared};
+use crate::value::{Stored, MAX_STRING_BYTES};
+
+/// The Redis version whose commands and replies the server follows.
+pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+
+/// What the connection does after a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// Send what is queued, then close (QUIT).
+    Close,
+    /// The reply grew past `client-output-buffer-limit`: close without it.
+    OutputLimit,
+    /// Close without a reply; the server is stopping (SHUTDOWN).
+    Shutdown,
+}
+
+/// Per-connection counts, added to the server's now and then (the
+/// server's are shared by every connection: updating them per command would
+/// make the workers fight over their cache lines).
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub commands: u64,
+    pub errors: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub net_in: u64,
+    pub net_out: u64,
+}
+
+/// A client's state as the commands see it.
+pub struct Session {
+    pub shared: Arc<Shared>,
+    pub info: Arc<ClientInfo>,
+    /// The command table the connection dispatches through (for `COMMAND`
+    /// and the `cmd=` of `CLIENT LIST`).
+    pub commands: &'static [Spec],
+    pub out: Reply,
+    pub authenticated: bool,
+    pub counters: Counters,
+    pub flow: Flow,
+    /// Reused buffer for encoding a value before `put`.
+    pub scratch: Vec<u8>,
+}
+
+impl Session {
+    pub fn new(shared: Arc<Shared>, info: Arc<ClientInfo>, commands: &'static [Spec]) -> Session {
+        let authenticated = shared.config.requirepass.is_none();
+        Session {
+            shared,
+            info,
+            commands,
+            out: Reply::new(),
+            authenticated,
+            counters: Counters::default(),
+            flow: Flow::Continue,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Adds this connection's counts to the server's.
+    pub fn publish_counters(&mut self) {
+        let st = &self.shared.stats;
+        let c = std::mem::take(&mut self.counters);
+        for (counter, n) in [
+            (&st.total_commands_processed, c.commands),
+            (&st.total_error_replies, c.errors),
+            (&st.keyspace_hits, c.hits),
+            (&st.keyspace_misses, c.misses),
+            (&st.net_input_bytes, c.net_in),
+            (&st.net_output_bytes, c.net_out),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the reply being built has grown past the output limit; if so
+    /// the connection is closed after this command.
+    pub fn output_over_limit(&mut self) -> bool {
+        if self.out.len() > self.shared.config.limits.output_buffer_limit {
+            self.flow = Flow::OutputLimit;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The command named `name` (any case), if the table has it.
+    pub fn command_named(&self, name: &[u8]) -> Option<&'static Spec> {
+        self.commands
+            .iter()
+            .find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// An error reply; the text starts with its code (`ERR`, `WRONGTYPE`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub Cow<'static, str>);
+
+impl Error {
+    pub fn new(message: impl Into<Cow<'static, str>>) -> Error {
+        Error(message.into())
+    }
+}
+
+pub fn wrongtype() -> Error {
+    Error::new("WRONGTYPE Operation against a key holding the wrong kind of value")
+}
+
+pub fn syntax() -> Error {
+    Error::new("ERR syntax error")
+}
+
+pub fn not_integer() -> Error {
+    Error::new("ERR value is not an integer or out of range")
+}
+
+pub fn overflow() -> Error {
+    Error::new("ERR increment or decrement would overflow")
+}
+
+pub fn arity(name: &str) -> Error {
+    Error::new(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// The arity error for `name` unless `a` has exactly `n` arguments (for
+/// subcommands; the table checks each command's own arity).
+pub fn exact_arity(a: &Args<'_>, n: usize, name: &str) -> Result<(), Error> {
+    if a.len() != n {
+        return Err(arity(name));
+    }
+    Ok(())
+}
+
+/// `ERR unknown subcommand 'x'. Try CMD HELP.`
+pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
+    Error::new(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        shown(sub, 128),
+        command.to_ascii_uppercase()
+    ))
+}
+
+impl From<persimmon::Error> for Error {
+    fn from(e: persimmon::Error) -> Error {
+        match e {
+            persimmon::Error::KeyTooLarge { len, max } => key_too_large(len, max),
+            persimmon::Error::ValueTooLarge { len, .. } => too_large(len.saturating_sub(1)),
+            e @ persimmon::Error::PoolFull { .. } => Error::new(format!("OOM {e}")),
+            e => Error::new(format!("ERR {e}")),
+        }
+    }
+}
+
+/// The error for a value longer than the server can store.
+pub fn too_large(len: usize) -> Error {
+    Error::new(format!(
+        "ERR value is {len} bytes; persimmon stores at most {MAX_STRING_BYTES} bytes per value \
+         (its 64 MiB value limit less the 1-byte type tag)"
+    ))
+}
+
+fn key_too_large(len: usize, max: usize) -> Error {
+    Error::new(format!(
+        "ERR key is {len} bytes; persimmon's key limit is {max} bytes"
+    ))
+}
+
+/// Refuses a key longer than the engine's limit before a write is tried,
+/// with the same text as the engine's refusal.
+pub fn check_key(key: &[u8]) -> Result<(), Error> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(key_too_large(key.len(), MAX_KEY_BYTES));
+    }
+    Ok(())
+}
+
+/// Client text for a message: lossy UTF-8, cut at `max` bytes.
+pub fn shown(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
+}
+
+/// Whether `arg` is `word` (ASCII, any case).
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
+    crate::protocol::parse_i64(arg).ok_or_else(not_integer)
+}
+
+/// Whether `key` can exist: one longer than the engine's limit cannot, so
+/// reads and deletes treat it as missing instead of failing.
+pub fn may_exist(key: &[u8]) -> bool {
+    key.len() <= MAX_KEY_BYTES
+}
+
+/// Reads `key` through `f` (in place, no copy). A key longer than the
+/// engine's limit cannot exist: it reads as missing.
+pub fn read<R>(db: &Db, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+    if !may_exist(key) {
+        return Ok(None);
+    }
+    Ok(db.get_with(key, |v| f(Stored::decode(v)))?)
+}
+
+/// Atomic read-modify-write of `key` (see [`Db::update`]); `f` decides.
+pub fn update<R>(
+    db: &Db,
+    key: &[u8],
+    f: impl FnOnce(Option<Stored<'_>>) -> (Update, R),
+) -> Result<R, Error> {
+    Ok(db.update(key, |old| f(old.map(Stored::decode)))?)
+}
+
+/// [`update`] for a decision that can fail: on `Err` the value stays as it
+/// was and the error is returned.
+pub fn try_update<R>(
+    db: &Db,
+    key: &[u8],
+    f: impl FnOnce(Option<Stored<'_>>) -> Result<(Update, R), Error>,
+) -> Result<R, Error> {
+    update(db, key, |old| match f(old) {
+        Ok((u, r)) => (u, Ok(r)),
+        Err(e) => (Update::Keep, Err(e)),
+    })?
+}
+
+/// Runs `f`, which scans the pool, without stalling the worker's other
+/// clients.
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    tokio::task::block_in_place(f)
+}
+
+/// A command handler: reads its arguments, runs the command and queues its
+/// reply in `out`, or returns the error that replaces whatever it queued.
+pub type Handler = fn(&mut Session, Args<'_>) -> Result<(), Error>;
+
+/// One command: Redis's `COMMAND` metadata plus its handler.
+pub struct Spec {
+    pub name: &'static str,
+    /// Exact argument count (command name included), or at least -arity.
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+}
+
+impl Spec {
+    pub fn allowed_before_auth(&self) -> bool {
+        self.flags.contains(&"no_auth")
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = self.arity as i64;
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! State the whole server shares: the open pool, the configuration, the
+//! counters for `INFO`, the registry of connected clients (`CLIENT LIST`),
+//! the SCAN snapshots and the shutdown signal.
+//!
+//! Invariants:
+//! - `Shared` owns the `Db`: the pool closes when the last `Arc<Shared>`
+//!   goes, which the listener arranges only after every connection task has
+//!   ended (see `server.rs`).
+//! - Every counter here is a relaxed atomic and only a statistic: no
+//!   decision depends on reading one exactly. Connections add to them once
+//!   per batch (their own `Counters` in between), so the workers do not
+//!   fight over these cache lines on every command.
+//! - `stopping` goes from false to true once and never back; long scans
+//!   poll it so that shutdown does not wait for them.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use persimmon::Db;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::scan::ScanCache;
+
+/// State every connection shares.
+pub struct Shared {
+    pub db: Db,
+    pub config: Config,
+    pub config_file: Option<PathBuf>,
+    pub local_addr: SocketAddr,
+    pub started: Instant,
+    pub stats: ServerStats,
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    pub connected: AtomicUsize,
+    next_client_id: AtomicU64,
+    pub scan: ScanCache,
+    /// Set once shutdown has begun (long-running commands check it).
+    pub stopping: AtomicBool,
+    shutdown: watch::Sender<bool>,
+}
+
+/// Server-wide counters for `INFO stats`. Connections add their own counts
+/// once per batch of requests, not once per command.
+#[derive(Default)]
+pub struct ServerStats {
+    pub total_connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub total_commands_processed: AtomicU64,
+    pub total_error_replies: AtomicU64,
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub query_buffer_limit_disconnections: AtomicU64,
+    pub output_buffer_limit_disconnections: AtomicU64,
+}
+
+/// What `CLIENT LIST` shows about a connection.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub fd: i32,
+    pub created: Instant,
+    pub name: Mutex<Vec<u8>>,
+    pub lib_name: Mutex<Vec<u8>>,
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Milliseconds since server start of the last request.
+    pub last_active_ms: AtomicU64,
+    /// Index + 1 of the last command in the command table (0: none yet).
+    pub last_command: AtomicUsize,
+    pub resp: AtomicU8,
+    /// Bytes of received requests not yet executed.
+    pub query_buffer_bytes: AtomicUsize,
+}
+
+impl Shared {
+    /// The state of a server that listens on `local_addr` over `db`.
+    pub fn new(
+        db: Db,
+        config: Config,
+        config_file: Option<PathBuf>,
+        local_addr: SocketAddr,
+    ) -> Shared {
+        let (shutdown, _) = watch::channel(false);
+        Shared {
+            db,
+            config,
+            config_file,
+            local_addr,
+            started: Instant::now(),
+            stats: ServerStats::default(),
+            clients: Mutex::new(BTreeMap::new()),
+            connected: AtomicUsize::new(0),
+            next_client_id: AtomicU64::new(1),
+            scan: ScanCache::default(),
+            stopping: AtomicBool::new(false),
+            shutdown,
+        }
+    }
+
+    /// A fresh client id (ids start at 1 and are never reused).
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Asks the server to stop (SIGINT, SIGTERM, `SHUTDOWN`, a handle).
+    pub fn request_shutdown(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Milliseconds since the server started.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}
+
+impl ClientInfo {
+    /// A client that just connected from `addr` to `laddr` on socket `fd`
+    /// (RESP2, no name, no command yet).
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i32, now_ms: u64) -> ClientInfo {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: Instant::now(),
+            name: Mutex::new(Vec::new()),
+            lib_name: Mutex::new(Vec::new()),
+            lib_ver: Mutex::new(Vec::new()),
+            last_active_ms: AtomicU64::new(now_ms),
+            last_command: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            query_buffer_bytes: AtomicUsize::new(0),
+        }
+    }
+}
