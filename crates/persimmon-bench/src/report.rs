@@ -414,12 +414,28 @@ pub fn is_restart(r: &Record) -> bool {
 }
 
 /// A time of the restart tables: a dash for 0 (not measured).
-pub fn time_cell(ns: u64) -> String {
+fn time_cell(ns: u64) -> String {
     if ns == 0 {
         "–".into()
     } else {
         latency(ns)
     }
+}
+
+/// The times of a restart record, in the columns' order: open, first GET,
+/// first range read, rebuild done, ordered walk done, point index ready,
+/// full speed (a dash for each not measured).
+pub fn restart_times(r: &Record) -> [String; 7] {
+    [
+        r.open_ns,
+        r.first_get_ns,
+        r.first_range_ns,
+        r.rebuild_done_ns,
+        r.ordered_walk_done_ns,
+        r.point_index_ready_ns,
+        r.full_speed_ns,
+    ]
+    .map(time_cell)
 }
 
 /// The restart workload's table: one row per engine (the last record of
@@ -452,15 +468,17 @@ pub fn restart_table(records: &[Record]) -> String {
         let Some(r) = rs.iter().rev().find(|r| r.engine == e) else {
             continue;
         };
+        let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] =
+            restart_times(r);
         let row = [
             e.clone(),
-            time_cell(r.open_ns),
-            time_cell(r.first_get_ns),
-            time_cell(r.first_range_ns),
-            time_cell(r.rebuild_done_ns),
-            time_cell(r.ordered_walk_done_ns),
-            time_cell(r.point_index_ready_ns),
-            time_cell(r.full_speed_ns),
+            open,
+            first_get,
+            first_range,
+            rebuild,
+            walk,
+            index_ready,
+            full_speed,
             mops(r.first_window_ops_per_sec),
             mops(r.ops_per_sec),
             if r.dram_index_bytes == 0 {

@@ -58,7 +58,7 @@ use crate::error::{Error, Result};
 use crate::keys::{scramble, KeyBuf};
 use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
 use crate::record::{Record, FULL_SPEED, RANGE_PAIRS, WINDOW};
-use crate::report::{self, mops, time_cell};
+use crate::report::{self, mops, restart_times};
 use crate::setup::{self, cores, durability_lines, fresh_dir, open_config, preflight, run_dir};
 use crate::workload::WorkloadSpec;
 
@@ -459,17 +459,10 @@ const ROW_HEADER: &str = "engine                reopen       open  first GET  fi
 
 /// One stdout row: `reopen` is its number, or `median`.
 fn row(engine: &str, reopen: &str, r: &Record) -> String {
+    let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] = restart_times(r);
     format!(
-        "{:<21} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10} {:>12} {:>11} {:>18} {:>14}{}\n",
-        engine,
-        reopen,
-        time_cell(r.open_ns),
-        time_cell(r.first_get_ns),
-        time_cell(r.first_range_ns),
-        time_cell(r.rebuild_done_ns),
-        time_cell(r.ordered_walk_done_ns),
-        time_cell(r.point_index_ready_ns),
-        time_cell(r.full_speed_ns),
+        "{engine:<21} {reopen:>6} {open:>10} {first_get:>10} {first_range:>12} {rebuild:>10} \
+         {walk:>10} {index_ready:>12} {full_speed:>11} {:>18} {:>14}{}\n",
         mops(r.first_window_ops_per_sec),
         mops(r.ops_per_sec),
         if r.read_misses > 0 {
