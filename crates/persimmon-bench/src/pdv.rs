@@ -47,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
 use crate::record::{Record, SINGLE_WORD};
 use crate::report::{self, mops};
-use crate::runner::Stop;
+use crate::runner::{self, Stop};
 use crate::setup::{cores, phase_bar, phase_length, run_dir, threads_text};
 use crate::workload;
 
@@ -333,13 +333,7 @@ fn run_phase(
         let shared = &shared;
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
-            let quota = match stop {
-                Stop::Ops(total) => {
-                    let (t, n) = (t as u64, threads as u64);
-                    Some(total / n + u64::from(t < total % n))
-                }
-                Stop::After(_) => None,
-            };
+            let quota = runner::quota(stop, threads, t);
             let spawned = std::thread::Builder::new()
                 .name(format!("bench-pdv-{t}"))
                 .spawn_scoped(s, move || shared.worker(t as u64, quota));
