@@ -486,45 +486,7 @@ fn late(n: u64) -> Key {
 pub fn reopen(cfg: &SimConfig) -> Finished {
     let dram = cfg.options.point_index == PointIndex::Dram;
     let mut c = Ctx::start(cfg, 16, false);
-    // Node segments of three classes before the crash.
-    for i in 0..20 {
-        put(&mut c, okey(4 * i));
-    }
-    put(&mut c, padded(5, 40));
-    put(&mut c, padded(9, 100));
-    put(&mut c, padded(13, 100));
-    for i in 0..if dram { TAIL } else { 0 } {
-        let v = value(&mut c.rng, 12);
-        c.run(Op::Put(tail(i), v));
-    }
-    let best = if dram { 3 } else { 1 };
-    let mut chosen: Option<(Repairs, crate::sim::Captured)> = None;
-    for i in 0..60u64 {
-        if !c.sim.has_capture() {
-            let f = c.rng.gen_range(0..5);
-            c.sim.request_capture(f);
-        }
-        // New keys and deletes: the two windows that leave orphans;
-        // overwrites of the first two nodes (the persist bit is stored last,
-        // unflushed: a crash can leave the word half done).
-        let len = small_len(&mut c.rng);
-        let op = match i % 4 {
-            0 | 1 => Op::Put(okey(4 * (i % 20) + 1 + i / 20), value(&mut c.rng, len)),
-            2 => Op::Delete(okey(4 * (i % 20))),
-            _ => Op::Put(okey(4 * (i / 4 % 2)), value(&mut c.rng, len)),
-        };
-        c.run(op);
-        if let Some(cap) = c.sim.take_capture() {
-            let r = Repairs::of(&cap.image).unwrap_or_default();
-            if chosen.as_ref().is_none_or(|(b, _)| r.score() > b.score()) {
-                chosen = Some((r, cap));
-            }
-            if r.score() == best {
-                break;
-            }
-        }
-    }
-    let Some((repairs, captured)) = chosen else {
+    let Some((repairs, captured)) = capture_image_with_orphans(&mut c, dram) else {
         c.sim
             .fail(format!("{}: no crash image was captured", cfg.workload));
         return c.finish();
@@ -552,31 +514,7 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     c.explore(false);
     c.resolve_in_flight();
     c.run(Op::Scan);
-    // After the walk: inserts, deletes and re-inserts of the classes the old
-    // segments hold take their free slots; no node segment is added.
-    let segments_before = segments_ordered(&c);
-    c.explore(true);
-    for i in 0..12u64 {
-        let k = match i % 4 {
-            0 => padded(100 + i, 40),
-            1 => padded(100 + i, 100),
-            _ => okey(100 + i),
-        };
-        put(&mut c, k.clone());
-        if i % 3 == 2 {
-            c.run(Op::Delete(k.clone()));
-            put(&mut c, k);
-        }
-    }
-    c.run(Op::Delete(okey(0)));
-    c.run(Op::Scan);
-    let segments_after = segments_ordered(&c);
-    if segments_after != segments_before && !c.broken {
-        c.sim.fail(format!(
-            "{}: inserts after the walk added node segments ({segments_before} -> {segments_after}) instead of reusing free slots of old ones",
-            cfg.workload
-        ));
-    }
+    writes_reuse_node_slots(&mut c);
     c.note = Some(format!(
         "crash image with {} orphan node(s){}; {during}",
         repairs.orphans,
@@ -613,6 +551,81 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
         c.run(Op::Get(k));
     }
     c.finish()
+}
+
+/// The first part of `reopen`: node segments of three classes (DRAM: and
+/// the tail keys), then inserts, deletes and overwrites with crash images
+/// captured in between, until one holds the most repairs wanted (an orphan
+/// node; DRAM: also a half-done record word on one of the first nodes).
+/// Returns the best image captured, if any.
+fn capture_image_with_orphans(c: &mut Ctx, dram: bool) -> Option<(Repairs, crate::sim::Captured)> {
+    // Node segments of three classes before the crash.
+    for i in 0..20 {
+        put(c, okey(4 * i));
+    }
+    put(c, padded(5, 40));
+    put(c, padded(9, 100));
+    put(c, padded(13, 100));
+    for i in 0..if dram { TAIL } else { 0 } {
+        let v = value(&mut c.rng, 12);
+        c.run(Op::Put(tail(i), v));
+    }
+    let best = if dram { 3 } else { 1 };
+    let mut chosen: Option<(Repairs, crate::sim::Captured)> = None;
+    for i in 0..60u64 {
+        if !c.sim.has_capture() {
+            let f = c.rng.gen_range(0..5);
+            c.sim.request_capture(f);
+        }
+        // New keys and deletes: the two windows that leave orphans;
+        // overwrites of the first two nodes (the persist bit is stored last,
+        // unflushed: a crash can leave the word half done).
+        let len = small_len(&mut c.rng);
+        let op = match i % 4 {
+            0 | 1 => Op::Put(okey(4 * (i % 20) + 1 + i / 20), value(&mut c.rng, len)),
+            2 => Op::Delete(okey(4 * (i % 20))),
+            _ => Op::Put(okey(4 * (i / 4 % 2)), value(&mut c.rng, len)),
+        };
+        c.run(op);
+        if let Some(cap) = c.sim.take_capture() {
+            let r = Repairs::of(&cap.image).unwrap_or_default();
+            if chosen.as_ref().is_none_or(|(b, _)| r.score() > b.score()) {
+                chosen = Some((r, cap));
+            }
+            if r.score() == best {
+                break;
+            }
+        }
+    }
+    chosen
+}
+
+/// After the walk: inserts, deletes and re-inserts of the classes the old
+/// segments hold take their free slots; no node segment is added.
+fn writes_reuse_node_slots(c: &mut Ctx) {
+    let segments_before = segments_ordered(c);
+    c.explore(true);
+    for i in 0..12u64 {
+        let k = match i % 4 {
+            0 => padded(100 + i, 40),
+            1 => padded(100 + i, 100),
+            _ => okey(100 + i),
+        };
+        put(c, k.clone());
+        if i % 3 == 2 {
+            c.run(Op::Delete(k.clone()));
+            put(c, k);
+        }
+    }
+    c.run(Op::Delete(okey(0)));
+    c.run(Op::Scan);
+    let segments_after = segments_ordered(c);
+    if segments_after != segments_before && !c.broken {
+        c.sim.fail(format!(
+            "{}: inserts after the walk added node segments ({segments_before} -> {segments_after}) instead of reusing free slots of old ones",
+            c.cfg.workload
+        ));
+    }
 }
 
 /// How long the writes beside the held rebuild may make no progress (no
