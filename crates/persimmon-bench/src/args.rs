@@ -1,6 +1,14 @@
 //! The arguments of `persimmon bench` (clap derive; the CLI flattens
 //! [`BenchArgs`] into its `bench` subcommand). The help texts are the
 //! user documentation of the tool.
+//!
+//! Invariants:
+//! - Counts (`--keys`, `--ops`) take digits and `_` only: `1M` would be
+//!   ambiguous (10^6 or 2^20?). Byte sizes take the spellings of
+//!   `persimmon::size` (suffixes are powers of 1024), as in the CLI and the
+//!   server's config file.
+//! - Every limit (threads, key and value sizes, θ) is checked while
+//!   parsing, so a bad flag fails before any store is created.
 
 use std::path::PathBuf;
 

@@ -4,8 +4,8 @@
 //! the machine's limits.
 //!
 //! Layers, top down (each module uses only modules below it):
-//! - [`bench`]: [`run`] picks the kind of run; the benchmark proper (every
-//!   workload point on every engine, its rows and summary).
+//! - [`bench`](mod@bench): [`run`] picks the kind of run; the benchmark
+//!   proper (every workload point on every engine, its rows and summary).
 //! - The other kinds of run: [`pdv`], the persistent dancing variable
 //!   microbenchmark (`--workload pdv`): single word against PDV shadows,
 //!   per thread; [`restart`] (`--workload restart`), the reopen of a

@@ -4,6 +4,12 @@
 //! one line per engine for sweeps, grouped bars for YCSB workloads, a
 //! legend on the right. Scan figures (`scan:N`) draw items per second
 //! against the scan length.
+//!
+//! Invariants:
+//! - y starts at zero, so the heights of two engines compare as their
+//!   throughputs do.
+//! - The SVG depends on the records alone: `--report` on a run's JSON
+//!   redraws the run's figure byte for byte.
 
 use std::fmt::Write as _;
 

@@ -1,5 +1,10 @@
 //! Command-line syntax (clap derive). The help texts here are the user
 //! documentation of the command; keep them in step with the code.
+//!
+//! Invariants: flag names, defaults and the exit statuses in
+//! `AFTER_HELP` are the command's interface (scripts use them); sizes parse
+//! with `persimmon::size`, so `--pool-size` takes the spellings the
+//! server's config file and the benchmark take.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Standard output of the commands: whole texts, and the key<TAB>value
+//! Standard output of the commands: whole texts, and the `key<TAB>value`
 //! lines of `dump` and `scan`.
 //!
 //! Invariants:
@@ -30,7 +30,7 @@ pub fn print_bytes(bytes: &[u8]) -> Result<(), Failure> {
         .map_err(Failure::stdout)
 }
 
-/// Buffered key<TAB>value lines on stdout.
+/// Buffered `key<TAB>value` lines on stdout.
 pub struct RecordWriter {
     out: BufWriter<io::StdoutLock<'static>>,
     line: Vec<u8>,
