@@ -534,11 +534,7 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     ));
     // Clean close, reopen (explored: a walk with nothing to repair), more.
     c.explore(false);
-    let expect = lock(&c.sim.expect).clone();
-    c.close();
-    let bytes = std::fs::read(&c.pool).expect("read the closed pool");
-    c.reopen_from(&bytes, expect, true);
-    c.explore(true);
+    c.clean_reopen();
     put(&mut c, okey(3));
     c.run(Op::Delete(okey(8)));
     put(&mut c, padded(3, 40));
