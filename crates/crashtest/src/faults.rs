@@ -269,14 +269,17 @@ pub fn run(
     let Some(parsed) = poolfile::parse(image) else {
         return report;
     };
-    let acked: BTreeMap<Key, Val> = expect
-        .acked
-        .iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
-        .collect();
-    let opts = Options {
-        verify_reads: true,
-        ..oracle_options(options)
+    let judge = Judge {
+        path,
+        options: Options {
+            verify_reads: true,
+            ..oracle_options(options)
+        },
+        acked: expect
+            .acked
+            .iter()
+            .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+            .collect(),
     };
     for &class in CLASSES {
         let t = report.entry(class).or_default();
@@ -290,87 +293,109 @@ pub fn run(
                 continue;
             };
             t.injected += 1;
-            let mut local = Vec::new();
-            let failures_before = t.failures;
-            std::fs::write(path, &img).expect("write the damaged image");
-            let db = match Db::open(path, opts.clone()) {
-                Ok(db) => db,
-                Err(_) => {
-                    t.open_error += 1;
-                    continue;
-                }
-            };
-            db.wait_for_rebuild();
-            let reported = db.check().map(|r| !r.is_ok()).unwrap_or(true);
-            if reported {
-                t.check_reported += 1;
-            } else {
-                t.check_silent += 1;
-                if class.starts_with("record") {
-                    t.failures += 1;
-                    local.push("check() did not report record damage".to_string());
-                }
-            }
-            let wrong_before = t.wrong_values;
-            let mut lost_before = 0;
-            let slot_damage = class.starts_with("slot");
-            match read_all(
-                &db,
-                &acked,
-                d.key.as_ref(),
-                slot_damage,
-                t,
-                &mut local,
-                &mut lost_before,
-            ) {
-                Some("error") => t.read_error += 1,
-                Some("absent") => t.read_absent += 1,
-                Some("intact") => {
-                    t.read_intact += 1;
-                    if class.starts_with("record") {
-                        t.failures += 1;
-                        local.push("a read returned the damaged record as intact".into());
-                    }
-                }
-                _ => {}
-            }
-            // New writes after the damage must not turn it into wrong values.
-            let mut acked_after = acked.clone();
-            for i in 0..6u64 {
-                let k = format!("fault-write-{i}").into_bytes();
-                let v = format!("after-damage-{i}-{}", "w".repeat(40 * i as usize)).into_bytes();
-                if db.put(&k, &v).is_ok() {
-                    acked_after.insert(k, v);
-                }
-            }
-            let mut lost_after = 0;
-            read_all(
-                &db,
-                &acked_after,
-                d.key.as_ref(),
-                slot_damage,
-                t,
-                &mut local,
-                &mut lost_after,
-            );
-            if lost_after > lost_before {
-                t.collateral += 1;
-                if t.collateral <= 3 {
-                    notes.push(format!(
-                        "finding ({class}: {}): {} other key(s) lost after new writes",
-                        d.what,
-                        lost_after - lost_before
-                    ));
-                }
-            }
-            if t.wrong_values > wrong_before {
-                t.failures += 1;
-            }
-            drop(db);
-            if t.failures > failures_before {
-                notes.push(format!("{class}: {}: {}", d.what, local.join("; ")));
-            }
+            judge.judge(class, &d, &img, t, notes);
         }
     }
     report
+}
+
+/// What every damaged image of a run is judged against.
+struct Judge<'a> {
+    /// Where the damaged image is written.
+    path: &'a Path,
+    /// The oracle's options, with `verify_reads` on.
+    options: Options,
+    /// The acknowledged keys that hold a value, with it.
+    acked: BTreeMap<Key, Val>,
+}
+
+impl Judge<'_> {
+    /// Opens `img`, damaged by `d` (of `class`), and counts in `t` what the
+    /// open, `check()` and reads (before and after new writes) make of it.
+    fn judge(
+        &self,
+        class: &'static str,
+        d: &Damage,
+        img: &[u8],
+        t: &mut FaultTally,
+        notes: &mut Vec<String>,
+    ) {
+        let mut local = Vec::new();
+        let failures_before = t.failures;
+        std::fs::write(self.path, img).expect("write the damaged image");
+        let Ok(db) = Db::open(self.path, self.options.clone()) else {
+            t.open_error += 1;
+            return;
+        };
+        db.wait_for_rebuild();
+        let reported = db.check().map(|r| !r.is_ok()).unwrap_or(true);
+        if reported {
+            t.check_reported += 1;
+        } else {
+            t.check_silent += 1;
+            if class.starts_with("record") {
+                t.failures += 1;
+                local.push("check() did not report record damage".to_string());
+            }
+        }
+        let wrong_before = t.wrong_values;
+        let mut lost_before = 0;
+        let slot_damage = class.starts_with("slot");
+        match read_all(
+            &db,
+            &self.acked,
+            d.key.as_ref(),
+            slot_damage,
+            t,
+            &mut local,
+            &mut lost_before,
+        ) {
+            Some("error") => t.read_error += 1,
+            Some("absent") => t.read_absent += 1,
+            Some("intact") => {
+                t.read_intact += 1;
+                if class.starts_with("record") {
+                    t.failures += 1;
+                    local.push("a read returned the damaged record as intact".into());
+                }
+            }
+            _ => {}
+        }
+        // New writes after the damage must not turn it into wrong values.
+        let mut acked_after = self.acked.clone();
+        for i in 0..6u64 {
+            let k = format!("fault-write-{i}").into_bytes();
+            let v = format!("after-damage-{i}-{}", "w".repeat(40 * i as usize)).into_bytes();
+            if db.put(&k, &v).is_ok() {
+                acked_after.insert(k, v);
+            }
+        }
+        let mut lost_after = 0;
+        read_all(
+            &db,
+            &acked_after,
+            d.key.as_ref(),
+            slot_damage,
+            t,
+            &mut local,
+            &mut lost_after,
+        );
+        if lost_after > lost_before {
+            t.collateral += 1;
+            if t.collateral <= 3 {
+                notes.push(format!(
+                    "finding ({class}: {}): {} other key(s) lost after new writes",
+                    d.what,
+                    lost_after - lost_before
+                ));
+            }
+        }
+        if t.wrong_values > wrong_before {
+            t.failures += 1;
+        }
+        drop(db);
+        if t.failures > failures_before {
+            notes.push(format!("{class}: {}: {}", d.what, local.join("; ")));
+        }
+    }
 }

@@ -28,7 +28,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -209,6 +209,16 @@ pub struct KillReport {
     pub messages: Vec<String>,
 }
 
+impl KillReport {
+    /// Counts a mismatch; the first ten are kept for the report.
+    fn note(&mut self, m: String) {
+        self.mismatches += 1;
+        if self.messages.len() < 10 {
+            self.messages.push(m);
+        }
+    }
+}
+
 /// Parent: `rounds` rounds of run, kill, verify.
 pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> KillReport {
     let dir = tempfile::Builder::new()
@@ -219,7 +229,13 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
     let pool: PathBuf = dir.path().join("kill.pool");
     let state_path = dir.path().join("expected.state");
     std::fs::write(&state_path, vec![0u8; keys as usize * 8]).expect("create the state file");
-    let exe = std::env::current_exe().expect("path of this binary");
+    let child = ChildCommand {
+        exe: std::env::current_exe().expect("path of this binary"),
+        pool: &pool,
+        state: &state_path,
+        threads,
+        keys,
+    };
     let mut rng = StdRng::seed_from_u64(seed);
     let mut r = KillReport {
         rounds: 0,
@@ -231,26 +247,64 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
         cleaner_segments: 0,
         messages: Vec::new(),
     };
-    let note = |r: &mut KillReport, m: String| {
-        r.mismatches += 1;
-        if r.messages.len() < 10 {
-            r.messages.push(m);
-        }
-    };
     for round in 0..rounds {
-        let child_seed = mix(seed, round);
-        let mut child = Command::new(&exe)
+        let killed = child.run(mix(seed, round), &mut rng);
+        for l in killed.stderr.lines().filter(|l| l.starts_with("MISMATCH")) {
+            r.note(format!("round {round} (child): {l}"));
+        }
+        if !killed.ready {
+            r.note(format!(
+                "round {round}: child never became ready ({}): {}",
+                killed.status, killed.stderr
+            ));
+            break;
+        }
+        r.rounds += 1;
+        if !verify(round, &pool, &state_path, keys, &mut r) {
+            break;
+        }
+    }
+    r.cleaner_segments = cleaner_segments(&pool);
+    if r.mismatches > 0 {
+        eprintln!("killtest: replay with: {replay}");
+    }
+    r
+}
+
+/// How the parent starts a child.
+struct ChildCommand<'a> {
+    exe: PathBuf,
+    pool: &'a Path,
+    state: &'a Path,
+    threads: usize,
+    keys: u64,
+}
+
+/// What a child did before it was killed.
+struct Killed {
+    /// It said `ready` (the pool was open).
+    ready: bool,
+    status: ExitStatus,
+    stderr: String,
+}
+
+impl ChildCommand<'_> {
+    /// Starts a child with `seed`, lets it run for a random 20 to 400 ms
+    /// once ready (or until it exits by itself: a mismatch, stderr says),
+    /// then kills it with SIGKILL.
+    fn run(&self, seed: u64, rng: &mut StdRng) -> Killed {
+        let mut child = Command::new(&self.exe)
             .args(["--kill-child", "--pool"])
-            .arg(&pool)
+            .arg(self.pool)
             .arg("--state")
-            .arg(&state_path)
+            .arg(self.state)
             .args([
                 "--seed",
-                &child_seed.to_string(),
+                &seed.to_string(),
                 "--threads",
-                &threads.to_string(),
+                &self.threads.to_string(),
                 "--keys",
-                &keys.to_string(),
+                &self.keys.to_string(),
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -269,105 +323,104 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
         }
         let _ = child.kill(); // SIGKILL
         let status = child.wait().expect("wait for the child");
-        let mut err = String::new();
-        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-        for l in err.lines().filter(|l| l.starts_with("MISMATCH")) {
-            note(&mut r, format!("round {round} (child): {l}"));
+        let mut stderr = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        Killed {
+            ready,
+            status,
+            stderr,
         }
-        if !ready {
-            note(
-                &mut r,
-                format!("round {round}: child never became ready ({status}): {err}"),
-            );
-            break;
+    }
+}
+
+/// After round `round`: reopens the pool, checks it and verifies every key
+/// against the expected state (resolving in-flight operations). Returns
+/// false when the pool could not be reopened: the loop stops.
+fn verify(round: u64, pool: &Path, state_path: &Path, keys: u64, r: &mut KillReport) -> bool {
+    // The child changed the file: load it afresh.
+    let state = State::open(state_path, keys);
+    let db = match Db::open(pool, options(false)) {
+        Ok(db) => db,
+        Err(e) => {
+            r.note(format!("round {round}: reopen failed: {e}"));
+            return false;
         }
-        r.rounds += 1;
-        // The child changed the file: load it afresh.
-        let state = State::open(&state_path, keys);
-        // Verify: reopen, check, every key against the expected state.
-        let db = match Db::open(&pool, options(false)) {
-            Ok(db) => db,
-            Err(e) => {
-                note(&mut r, format!("round {round}: reopen failed: {e}"));
-                break;
+    };
+    db.wait_for_rebuild();
+    match db.check() {
+        Ok(rep) if rep.is_ok() => {}
+        Ok(rep) => r.note(format!(
+            "round {round}: check: {:?}",
+            &rep.errors[..rep.errors.len().min(3)]
+        )),
+        Err(e) => r.note(format!("round {round}: check failed: {e}")),
+    }
+    r.keys_present = 0;
+    for k in 0..keys {
+        let got = match db.get(&key_bytes(k)) {
+            Ok(v) => v,
+            Err(err) => {
+                r.note(format!("round {round}: get {k}: {err}"));
+                continue;
             }
         };
-        db.wait_for_rebuild();
-        match db.check() {
-            Ok(rep) if rep.is_ok() => {}
-            Ok(rep) => note(
-                &mut r,
-                format!(
-                    "round {round}: check: {:?}",
-                    &rep.errors[..rep.errors.len().min(3)]
-                ),
-            ),
-            Err(e) => note(&mut r, format!("round {round}: check failed: {e}")),
-        }
-        r.keys_present = 0;
-        for k in 0..keys {
-            let e = state.get(k);
-            let got = match db.get(&key_bytes(k)) {
-                Ok(v) => v,
-                Err(err) => {
-                    note(&mut r, format!("round {round}: get {k}: {err}"));
-                    continue;
-                }
-            };
-            r.keys_verified += 1;
-            r.keys_present += got.is_some() as u64;
-            let old = committed(e);
-            if got == value_for(k, old) {
-                if e & PENDING != 0 {
-                    r.ops_resolved_old += 1;
-                    state.set(k, old);
-                }
-                continue;
-            }
-            if e & PENDING != 0 && got == value_for(k, pending_id(e)) {
-                r.ops_resolved_new += 1;
-                state.set(k, pending_id(e));
-                continue;
-            }
-            let want = if e & PENDING != 0 {
-                format!("id {old} or id {}", pending_id(e))
-            } else {
-                format!("id {old}")
-            };
-            note(
-                &mut r,
-                format!(
-                    "round {round}: key {k} holds {}, expected {want}",
-                    match &got {
-                        None => "nothing".to_string(),
-                        Some(v) => format!("{:?}", String::from_utf8_lossy(&v[..v.len().min(20)])),
-                    }
-                ),
-            );
-            // Take what is there as the new truth so one loss is counted once.
-            let id = got
-                .as_ref()
-                .and_then(|v| std::str::from_utf8(&v[..v.len().min(24)]).ok())
-                .and_then(|s| s.split("-id").nth(1))
-                .and_then(|s| s.split('-').next())
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            state.set(k, id);
-        }
-        drop(db);
+        r.keys_verified += 1;
+        r.keys_present += got.is_some() as u64;
+        verify_key(round, k, got, &state, r);
     }
-    if let Some(p) = std::fs::read(&pool)
+    true
+}
+
+/// Compares key `k`'s value `got` with its expected state entry; an
+/// in-flight operation resolves to its old or its new value.
+fn verify_key(round: u64, k: u64, got: Option<Vec<u8>>, state: &State, r: &mut KillReport) {
+    let e = state.get(k);
+    let old = committed(e);
+    if got == value_for(k, old) {
+        if e & PENDING != 0 {
+            r.ops_resolved_old += 1;
+            state.set(k, old);
+        }
+        return;
+    }
+    if e & PENDING != 0 && got == value_for(k, pending_id(e)) {
+        r.ops_resolved_new += 1;
+        state.set(k, pending_id(e));
+        return;
+    }
+    let want = if e & PENDING != 0 {
+        format!("id {old} or id {}", pending_id(e))
+    } else {
+        format!("id {old}")
+    };
+    r.note(format!(
+        "round {round}: key {k} holds {}, expected {want}",
+        match &got {
+            None => "nothing".to_string(),
+            Some(v) => format!("{:?}", String::from_utf8_lossy(&v[..v.len().min(20)])),
+        }
+    ));
+    // Take what is there as the new truth so one loss is counted once.
+    let id = got
+        .as_ref()
+        .and_then(|v| std::str::from_utf8(&v[..v.len().min(24)]).ok())
+        .and_then(|s| s.split("-id").nth(1))
+        .and_then(|s| s.split('-').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    state.set(k, id);
+}
+
+/// Log segments of the cleaner's lane (254) in the pool file.
+fn cleaner_segments(pool: &Path) -> u64 {
+    let Some(p) = std::fs::read(pool)
         .ok()
         .and_then(|b| crate::poolfile::parse(&b))
-    {
-        r.cleaner_segments = p
-            .segments
-            .iter()
-            .filter(|k| matches!(k, crate::poolfile::SegKind::Log { lane: 254, .. }))
-            .count() as u64;
-    }
-    if r.mismatches > 0 {
-        eprintln!("killtest: replay with: {replay}");
-    }
-    r
+    else {
+        return 0;
+    };
+    p.segments
+        .iter()
+        .filter(|k| matches!(k, crate::poolfile::SegKind::Log { lane: 254, .. }))
+        .count() as u64
 }

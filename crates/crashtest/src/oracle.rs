@@ -215,33 +215,10 @@ pub fn check_image(
         None
     };
     wait_recovered(&db, path)?;
-    let report = db
-        .check()
-        .map_err(|e| format!("check failed to run: {e}"))?;
-    if !report.is_ok() {
-        return Err(format!(
-            "check reports {} error(s): {}",
-            report.errors.len(),
-            report
-                .errors
-                .iter()
-                .take(3)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
+    let report = clean_check(&db)?;
     let present = read_expected(&db, expect)?;
     if let Some(early) = &early {
-        let keys: BTreeSet<&Key> = early.keys().chain(present.keys()).collect();
-        if let Some(k) = keys.into_iter().find(|k| early.get(*k) != present.get(*k)) {
-            return Err(format!(
-                "key {} held {} right after open, {} after wait_for_rebuild",
-                show_key(k),
-                show(&early.get(k).cloned()),
-                show(&present.get(k).cloned())
-            ));
-        }
+        same_values(early, &present)?;
         check_dram(&db)?;
     }
     if report.keys != present.len() as u64 {
@@ -267,57 +244,114 @@ pub fn check_image(
             parsed.orphan_index_segments
         ));
     }
-    let mut reclaimable = report.reclaimable_segments;
-    if write_probe {
-        let k = b"crashtest-probe-after-recovery";
-        db.put(k, b"probe")
-            .map_err(|e| format!("put after recovery: {e}"))?;
-        if db.get(k).map_err(|e| e.to_string())?.as_deref() != Some(&b"probe"[..]) {
-            return Err("put after recovery is not readable".into());
-        }
-        let r = db.check().map_err(|e| e.to_string())?;
-        if !r.is_ok() {
-            return Err(format!("check after a put after recovery: {:?}", r.errors));
-        }
-        reclaimable = r.reclaimable_segments;
-        if options.ordered_index && !listing(&db)?.iter().any(|l| l.as_slice() == k) {
-            return Err("the put after recovery is missing from range_keys(..)".into());
-        }
-        db.delete(k)
-            .map_err(|e| format!("delete after recovery: {e}"))?;
-        if options.ordered_index && listing(&db)?.iter().any(|l| l.as_slice() == k) {
-            return Err("range_keys(..) still lists the key deleted after recovery".into());
-        }
-    }
+    let reclaimable = if write_probe {
+        probe_write(&db, options)?
+    } else {
+        report.reclaimable_segments
+    };
     drop(db);
+    check_closed_image(path, options, &present, reclaimable)?;
+    Ok(Checked { read_before_ready })
+}
+
+/// Check 2's second half: `check()` runs and reports no error.
+fn clean_check(db: &Db) -> Result<persimmon::CheckReport, String> {
+    let report = db
+        .check()
+        .map_err(|e| format!("check failed to run: {e}"))?;
+    if !report.is_ok() {
+        return Err(format!(
+            "check reports {} error(s): {}",
+            report.errors.len(),
+            report
+                .errors
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    Ok(report)
+}
+
+/// Check 12's second half: every key holds after `wait_for_rebuild` the
+/// value it held right after open.
+fn same_values(early: &BTreeMap<Key, Val>, present: &BTreeMap<Key, Val>) -> Result<(), String> {
+    let keys: BTreeSet<&Key> = early.keys().chain(present.keys()).collect();
+    match keys.into_iter().find(|k| early.get(*k) != present.get(*k)) {
+        Some(k) => Err(format!(
+            "key {} held {} right after open, {} after wait_for_rebuild",
+            show_key(k),
+            show(&early.get(k).cloned()),
+            show(&present.get(k).cloned())
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks 6 and 9: a put after recovery lands (and is listed by the
+/// ordered index), `check()` still passes, and its delete takes it away
+/// again. Returns the reclaimable segments `check()` then reports.
+fn probe_write(db: &Db, options: &Options) -> Result<u32, String> {
+    let k = b"crashtest-probe-after-recovery";
+    db.put(k, b"probe")
+        .map_err(|e| format!("put after recovery: {e}"))?;
+    if db.get(k).map_err(|e| e.to_string())?.as_deref() != Some(&b"probe"[..]) {
+        return Err("put after recovery is not readable".into());
+    }
+    let r = db.check().map_err(|e| e.to_string())?;
+    if !r.is_ok() {
+        return Err(format!("check after a put after recovery: {:?}", r.errors));
+    }
+    if options.ordered_index && !listing(db)?.iter().any(|l| l.as_slice() == k) {
+        return Err("the put after recovery is missing from range_keys(..)".into());
+    }
+    db.delete(k)
+        .map_err(|e| format!("delete after recovery: {e}"))?;
+    if options.ordered_index && listing(db)?.iter().any(|l| l.as_slice() == k) {
+        return Err("range_keys(..) still lists the key deleted after recovery".into());
+    }
+    Ok(r.reclaimable_segments)
+}
+
+/// Checks 5 (space), 10 and 14 on the image the engine left at `path`
+/// after a clean close.
+fn check_closed_image(
+    path: &Path,
+    options: &Options,
+    present: &BTreeMap<Key, Val>,
+    reclaimable: u32,
+) -> Result<(), String> {
     // Dead segments still committed after the engine closed must all have
     // been among those it reported reclaimable (the rest it freed).
     let after = std::fs::read(path).map_err(|e| format!("read image back: {e}"))?;
-    if let Some(p) = poolfile::parse(&after) {
-        if options.ordered_index {
-            let on_media = poolfile::ordered_keys(&after, &p)
-                .map_err(|e| format!("skiplist on media after recovery: {e}"))?;
-            let want: Vec<&Key> = present.keys().collect();
-            if on_media.iter().collect::<Vec<_>>() != want {
-                return Err(format!(
-                    "skiplist on media after recovery and a clean close: {}",
-                    list_diff(&on_media, &present)
-                ));
-            }
-        }
-        if dram {
-            check_words_on_media(&after, &p, &present)?;
-        }
-        let dead = p.dead_heads();
-        if dead.len() as u32 > reclaimable {
+    let Some(p) = poolfile::parse(&after) else {
+        return Ok(());
+    };
+    if options.ordered_index {
+        let on_media = poolfile::ordered_keys(&after, &p)
+            .map_err(|e| format!("skiplist on media after recovery: {e}"))?;
+        let want: Vec<&Key> = present.keys().collect();
+        if on_media.iter().collect::<Vec<_>>() != want {
             return Err(format!(
-                "space leak: {} dead data segment(s) {:?} after recovery, only {reclaimable} reported reclaimable",
-                dead.len(),
-                dead
+                "skiplist on media after recovery and a clean close: {}",
+                list_diff(&on_media, present)
             ));
         }
     }
-    Ok(Checked { read_before_ready })
+    if options.point_index == PointIndex::Dram {
+        check_words_on_media(&after, &p, present)?;
+    }
+    let dead = p.dead_heads();
+    if dead.len() as u32 > reclaimable {
+        return Err(format!(
+            "space leak: {} dead data segment(s) {:?} after recovery, only {reclaimable} reported reclaimable",
+            dead.len(),
+            dead
+        ));
+    }
+    Ok(())
 }
 
 /// Every key of `expect` by `get`, each judged by check 3's rules; returns

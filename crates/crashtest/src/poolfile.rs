@@ -266,6 +266,31 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
     if !segment_bytes.is_power_of_two() || segment_bytes < 64 << 10 {
         return None;
     }
+    let segments = segment_kinds(img, segment_bytes);
+    let directory = Directory::new(&segments);
+    let mut p = Parsed {
+        segment_bytes,
+        segments,
+        live: Vec::new(),
+        orphan_index_segments: directory.orphans(),
+    };
+    p.live = if flags(img) & FLAG_DRAM_POINT_INDEX != 0 {
+        // No index segment to read (one would be damage the engine refuses
+        // at open): the linked nodes' record words name the records.
+        let words = record_words(img, &p).unwrap_or_default();
+        words
+            .iter()
+            .filter_map(|w| live_from_word(img, w, hash_seed))
+            .collect()
+    } else {
+        live_from_slots(img, &p, &directory, hash_seed)
+    };
+    Some(p)
+}
+
+/// The kind of every segment of the image, from its header (the segments
+/// a large run covers after its head are `Continuation`).
+fn segment_kinds(img: &[u8], segment_bytes: u64) -> Vec<SegKind> {
     let n = ((img.len() as u64 - SUPERBLOCK_BYTES) / segment_bytes) as usize;
     let mut segments = vec![SegKind::Free; n];
     let mut i = 0;
@@ -284,60 +309,75 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
         }
         i += 1;
     }
-    let mut index: Vec<(u32, u8, u64)> = segments
-        .iter()
-        .enumerate()
-        .filter_map(|(i, k)| match k {
-            SegKind::Index { depth, prefix } => Some((i as u32, *depth, *prefix)),
-            _ => None,
-        })
-        .collect();
-    // Deepest first: the owner of a hash is the first segment that covers it.
-    index.sort_by_key(|s| std::cmp::Reverse(s.1));
-    let owner = |h: u64| {
-        index
+    segments
+}
+
+/// The index segments as the directory sees them: (segment, depth,
+/// prefix), deepest first, so the owner of a hash is the first segment
+/// that covers it.
+struct Directory {
+    index: Vec<(u32, u8, u64)>,
+}
+
+impl Directory {
+    fn new(segments: &[SegKind]) -> Directory {
+        let mut index: Vec<(u32, u8, u64)> = segments
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| match k {
+                SegKind::Index { depth, prefix } => Some((i as u32, *depth, *prefix)),
+                _ => None,
+            })
+            .collect();
+        index.sort_by_key(|s| std::cmp::Reverse(s.1));
+        Directory { index }
+    }
+
+    /// The index segment that owns hash `h`.
+    fn owner(&self, h: u64) -> Option<u32> {
+        self.index
             .iter()
             .find(|&&(_, d, p)| d == 0 || (d <= 16 && h >> (64 - d as u32) == p))
             .map(|s| s.0)
-    };
-    let max_depth = index.iter().map(|s| s.1).max().unwrap_or(0).min(16);
-    let mut owns: BTreeSet<u32> = BTreeSet::new();
-    for e in 0..(1u64 << max_depth) {
-        let h = if max_depth == 0 {
-            0
-        } else {
-            e << (64 - max_depth as u32)
-        };
-        if let Some(o) = owner(h) {
-            owns.insert(o);
+    }
+
+    /// The index segments that own no directory entry.
+    fn orphans(&self) -> Vec<u32> {
+        let max_depth = self.index.iter().map(|s| s.1).max().unwrap_or(0).min(16);
+        let mut owns: BTreeSet<u32> = BTreeSet::new();
+        for e in 0..(1u64 << max_depth) {
+            let h = if max_depth == 0 {
+                0
+            } else {
+                e << (64 - max_depth as u32)
+            };
+            if let Some(o) = self.owner(h) {
+                owns.insert(o);
+            }
         }
-    }
-    let orphan_index_segments = index
-        .iter()
-        .map(|s| s.0)
-        .filter(|s| !owns.contains(s))
-        .collect();
-    let mut p = Parsed {
-        segment_bytes,
-        segments,
-        live: Vec::new(),
-        orphan_index_segments,
-    };
-    if flags(img) & FLAG_DRAM_POINT_INDEX != 0 {
-        // No index segment to read (one would be damage the engine refuses
-        // at open): the linked nodes' record words name the records.
-        let words = record_words(img, &p).unwrap_or_default();
-        p.live = words
+        self.index
             .iter()
-            .filter_map(|w| live_from_word(img, w, hash_seed))
-            .collect();
-        return Some(p);
+            .map(|s| s.0)
+            .filter(|s| !owns.contains(s))
+            .collect()
     }
-    let buckets = (segment_bytes - SEGMENT_HEADER_BYTES) / 64;
+}
+
+/// The live records the index segments' slots name: a slot counts when its
+/// record parses, its fingerprint matches the key's hash, its segment owns
+/// that hash, and no earlier slot named the same key.
+fn live_from_slots(
+    img: &[u8],
+    p: &Parsed,
+    directory: &Directory,
+    hash_seed: u64,
+) -> Vec<LiveRecord> {
+    let buckets = (p.segment_bytes - SEGMENT_HEADER_BYTES) / 64;
     // With persistent bucket locks the last slot of a bucket is a lock word.
     let lock_slot = flags(img) & FLAG_PERSISTENT_LOCKS != 0;
     let mut seen_keys: BTreeSet<Vec<u8>> = BTreeSet::new();
-    for &(seg, _, _) in &index {
+    let mut live = Vec::new();
+    for &(seg, _, _) in &directory.index {
         let base = p.segment_offset(seg) + SEGMENT_HEADER_BYTES;
         for s in 0..buckets * 8 {
             let addr = base + s * 8;
@@ -353,19 +393,19 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
                 continue;
             };
             let h = xxhash_rust::xxh3::xxh3_64_with_seed(&rec.key, hash_seed);
-            if (h >> 48) as u16 != slot_fingerprint(w) || owner(h) != Some(seg) {
+            if (h >> 48) as u16 != slot_fingerprint(w) || directory.owner(h) != Some(seg) {
                 continue;
             }
             if !seen_keys.insert(rec.key.clone()) {
                 continue;
             }
-            p.live.push(LiveRecord {
+            live.push(LiveRecord {
                 slot_addr: addr,
                 ..rec
             });
         }
     }
-    Some(p)
+    live
 }
 
 /// A linked skiplist node and its record word (DRAM point index).

@@ -583,6 +583,17 @@ impl Ctx {
         }
     }
 
+    /// Closes the engine cleanly, then reopens the closed pool (the open
+    /// explored) expecting what the workload was told, and explores what
+    /// follows.
+    fn clean_reopen(&mut self) {
+        let expect = lock(&self.sim.expect).clone();
+        self.close();
+        let bytes = std::fs::read(&self.pool).expect("read the closed pool");
+        self.reopen_from(&bytes, expect, true);
+        self.explore(true);
+    }
+
     /// Replaces the pool with `image` (a crash image) and opens it with a
     /// fresh simulator that expects `expect`.
     fn reopen_from(&mut self, image: &[u8], expect: Expect, explore_open: bool) {
@@ -1164,11 +1175,7 @@ fn reopen(cfg: &SimConfig) -> Finished {
     }
     // Clean close, reopen (explored), more operations.
     c.explore(false);
-    let expect = lock(&c.sim.expect).clone();
-    c.close();
-    let bytes = std::fs::read(&c.pool).expect("read the closed pool");
-    c.reopen_from(&bytes, expect, true);
-    c.explore(true);
+    c.clean_reopen();
     for i in 0..4u64 {
         let v = value(&mut c.rng, 30);
         c.run(Op::Put(key("ro", 20 + i), v));
@@ -1258,11 +1265,7 @@ fn baseline(cfg: &SimConfig) -> Finished {
         c.run(op);
         if i == 12 {
             // A clean close and reopen: the open count moves on.
-            let expect = lock(&c.sim.expect).clone();
-            c.close();
-            let bytes = std::fs::read(&c.pool).expect("read the closed pool");
-            c.reopen_from(&bytes, expect, true);
-            c.explore(true);
+            c.clean_reopen();
         }
     }
     c.finish()

@@ -13,134 +13,33 @@
 //! time for all engines. A workload that scans skips the engines without
 //! ordered reads, with a note on stdout (an error only when that leaves
 //! nothing to run).
+//!
+//! Invariants:
+//! - Every engine of a point gets the same keys, the same seed and the same
+//!   phase length; the seeds depend on `--seed` and the point only.
+//! - A result is printed and `--json` rewritten as soon as it is measured.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::args::{BenchArgs, DistributionName, PoolSizes};
 use crate::distribution::{Distribution, InsertCounter, Zipfian};
-use crate::engines::{self, EngineKind, OpenConfig};
+use crate::engines::{self, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
 use crate::keys::scramble;
-use crate::progress;
-use crate::record::{ProbeRecord, Record};
+use crate::output::{
+    read_results, write_file, write_json, write_json_arg, write_out, write_plot_and_markdown,
+};
+use crate::record::Record;
 use crate::report::{self, latency, mops};
-use crate::runner::{self, Phase, Stop};
+use crate::runner::{self, Phase, PhaseResult, Stop};
+use crate::setup::{
+    cores, durability_lines, fresh_dir, open_config, phase_bar, phase_length, pool_dir_filesystem,
+    pool_estimate, preflight, run_dir, threads_text,
+};
 use crate::workload::WorkloadSpec;
-use crate::{pdv, plot, probe, restart};
-
-/// Bytes per key beyond the record in a Persimmon pool (index and slack),
-/// for the initial pool size.
-const INDEX_BYTES_PER_KEY: u64 = 48;
-/// Smallest initial pool.
-pub(crate) const MIN_POOL_BYTES: u64 = 64 << 20;
-
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The pool size `keys` keys of these sizes need, with room to spare.
-pub fn pool_estimate(keys: u64, key_size: usize, value_size: usize) -> u64 {
-    let record = (24 + key_size as u64 + value_size as u64).div_ceil(8) * 8;
-    let bytes = keys.saturating_mul(record + INDEX_BYTES_PER_KEY) / 4 * 5;
-    bytes.max(MIN_POOL_BYTES).div_ceil(1 << 20) << 20
-}
-
-/// The file system type of `path` from /proc/mounts (longest mount point
-/// that contains it), when known.
-pub(crate) fn filesystem_of(path: &Path) -> Option<String> {
-    let path = path.canonicalize().ok()?;
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, mount, fs) = (f.next()?, f.next()?, f.next()?);
-            Some((mount.replace("\\040", " "), fs.to_string()))
-        })
-        .filter(|(mount, _)| path.starts_with(mount))
-        .max_by_key(|(mount, _)| mount.len())
-        .map(|(_, fs)| fs)
-}
-
-pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| Error::io("write to standard output", e))
-}
-
-pub(crate) fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::file("write", path, e))
-}
-
-pub(crate) fn write_json<T: serde::Serialize>(path: &Path, items: &[T]) -> Result<()> {
-    let text = serde_json::to_string_pretty(items).expect("records serialize");
-    write_file(path, &(text + "\n"))
-}
-
-/// Removes a directory tree when dropped (unless told to keep it).
-pub(crate) struct Scratch {
-    pub(crate) dir: PathBuf,
-    pub(crate) keep: bool,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// How a timed phase ends (`--ops` or `--duration-secs`) and its warm-up.
-/// Writes `--plot` (SVG) and `--markdown` for the records of this run, if
-/// asked for.
-pub(crate) fn write_plot_and_markdown(args: &BenchArgs, records: &[Record]) -> Result<()> {
-    if let Some(path) = &args.plot {
-        write_file(path, &plot::svg(records))?;
-    }
-    let source = args
-        .json
-        .as_ref()
-        .map_or("this run".to_string(), |p| p.display().to_string());
-    if let Some(path) = &args.markdown {
-        write_file(path, &report::markdown(records, None, &source))?;
-    }
-    Ok(())
-}
-
-pub(crate) fn phase_length(args: &BenchArgs) -> (Stop, Duration) {
-    let stop = match args.ops {
-        Some(n) => Stop::Ops(n),
-        None => Stop::After(Duration::from_secs_f64(args.duration_secs)),
-    };
-    (stop, Duration::from_secs_f64(args.warmup_secs))
-}
-
-/// The run's fresh scratch directory under `--pool-dir` (removed when the
-/// returned guard drops, unless `--keep-stores`) and the file system it is on.
-pub(crate) fn run_dir(args: &BenchArgs) -> Result<(PathBuf, Scratch, String)> {
-    std::fs::create_dir_all(&args.pool_dir)
-        .map_err(|e| Error::file("create", &args.pool_dir, e))?;
-    let dir = args
-        .pool_dir
-        .join(format!("persimmon-bench.{}", std::process::id()));
-    fresh_dir(&dir)?;
-    let scratch = Scratch {
-        dir: dir.clone(),
-        keep: args.keep_stores,
-    };
-    let fs = filesystem_of(&args.pool_dir).unwrap_or_else(|| "unknown file system".into());
-    Ok((dir, scratch, fs))
-}
-
-pub(crate) fn fresh_dir(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| Error::file("remove", dir, e))?;
-    }
-    std::fs::create_dir_all(dir).map_err(|e| Error::file("create", dir, e))
-}
+use crate::{pdv, plot, probe, restart, setup};
 
 /// Runs `persimmon bench` with `args`, printing to `out`. `sizes` are the
 /// CLI's global `--pool-size` / `--pool-max`.
@@ -158,31 +57,6 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
         return restart::run(args, sizes, out);
     }
     benchmark(args, sizes, out)
-}
-
-/// Reads records from JSON files written by `--json` (bench and probe).
-pub fn read_results(paths: &[PathBuf]) -> Result<(Vec<Record>, Option<ProbeRecord>)> {
-    let (mut records, mut probe) = (Vec::new(), None);
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::file("read", path, e))?;
-        let items: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
-            Error::usage(format!(
-                "{}: not a JSON array of results: {e}",
-                path.display()
-            ))
-        })?;
-        for item in items {
-            let bad = |e: serde_json::Error| {
-                Error::usage(format!("{}: a result does not parse: {e}", path.display()))
-            };
-            if item.get("engine").and_then(|e| e.as_str()) == Some("probe") {
-                probe = Some(serde_json::from_value(item).map_err(bad)?);
-            } else {
-                records.push(serde_json::from_value(item).map_err(bad)?);
-            }
-        }
-    }
-    Ok((records, probe))
 }
 
 fn sources(paths: &[PathBuf]) -> String {
@@ -220,12 +94,12 @@ fn probe_only(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result
         .probe_bytes
         .or(sizes.initial)
         .unwrap_or_else(|| pool_estimate(args.keys, args.key_size, value_size));
-    let fs = filesystem_of(&args.pool_dir).unwrap_or_else(|| "unknown file system".into());
+    let fs = pool_dir_filesystem(args);
     write_out(
         out,
         &format!(
             "probe: {} mapping in {} ({fs}), {} cores ...\n",
-            report::human_bytes(bytes),
+            persimmon::size::human_bytes(bytes),
             args.pool_dir.display(),
             cores()
         ),
@@ -306,7 +180,7 @@ fn skip_note(engine: EngineKind, spec: &WorkloadSpec) -> String {
     )
 }
 
-fn distribution_of(args: &BenchArgs, spec: &crate::workload::WorkloadSpec) -> Distribution {
+fn distribution_of(args: &BenchArgs, spec: &WorkloadSpec) -> Distribution {
     let theta = args.zipf_theta;
     match args.distribution {
         Some(DistributionName::Uniform) => Distribution::Uniform,
@@ -316,85 +190,125 @@ fn distribution_of(args: &BenchArgs, spec: &crate::workload::WorkloadSpec) -> Di
     }
 }
 
-fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()> {
-    let engine_kinds: &[EngineKind] = &args.engines.0;
-    for k in engine_kinds {
+/// Whether `kind` can run `spec`: a workload that scans needs ordered
+/// reads.
+fn runnable(kind: EngineKind, spec: &WorkloadSpec) -> bool {
+    !spec.scans() || kind.has_ordered_reads()
+}
+
+/// Fails when an engine is not in this build, or when no engine can run
+/// any of the workloads.
+fn check_runnable(args: &BenchArgs) -> Result<()> {
+    let kinds: &[EngineKind] = &args.engines.0;
+    for k in kinds {
         k.check_built()?;
     }
-    let runnable = |k: &EngineKind, spec: &WorkloadSpec| !spec.scans() || k.has_ordered_reads();
     if !args
         .workload
         .0
         .iter()
-        .any(|spec| engine_kinds.iter().any(|k| runnable(k, spec)))
+        .any(|spec| kinds.iter().any(|k| runnable(*k, spec)))
     {
         return Err(Error::usage(
             "every workload here scans (range scans), and none of the engines has ordered \
              reads: add persimmon-ordered, persimmon-dram, lmdb or rocksdb to --engines",
         ));
     }
-    let threads_list = &args.threads.0;
-    let max_threads = threads_list.iter().copied().max().unwrap_or(1);
+    Ok(())
+}
+
+/// What every point of a benchmark run shares.
+struct Bench<'a> {
+    args: &'a BenchArgs,
+    sizes: PoolSizes,
+    kinds: &'a [EngineKind],
+    /// Each engine's durability settings, from the preflight.
+    durability: Vec<String>,
+    run_dir: PathBuf,
+    stop: Stop,
+    warmup: Duration,
+    cores: usize,
+    /// Most threads a store serves at once (LMDB reader slots).
+    max_threads: usize,
+}
+
+/// One workload point: what its engines share.
+struct Point<'a> {
+    /// Its place in `--workload`, for directory names and the seed.
+    index: usize,
+    spec: &'a WorkloadSpec,
+    value_size: usize,
+    distribution: Distribution,
+    /// ζ for the loaded key count (zipfian and latest).
+    zipfian: Option<Zipfian>,
+    seed: u64,
+}
+
+fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()> {
+    check_runnable(args)?;
+    let kinds: &[EngineKind] = &args.engines.0;
     let cores = cores();
+    let max_threads = args.threads.0.iter().copied().max().unwrap_or(1).max(cores);
     let (stop, warmup) = phase_length(args);
-    let pool_max = sizes
-        .max
-        .unwrap_or_else(|| persimmon::Options::default().pool_bytes_max);
-
     let (run_dir, _scratch, fs) = run_dir(args)?;
-
-    let open_config = |dir: PathBuf, value_size: usize| OpenConfig {
-        dir,
-        pool_bytes_initial: sizes
-            .initial
-            .unwrap_or_else(|| pool_estimate(args.keys, args.key_size, value_size)),
-        pool_bytes_max: pool_max,
-        max_threads: max_threads.max(cores),
+    let durability = preflight(kinds, &run_dir, |dir| {
+        open_config(args, sizes, dir, args.value_size, max_threads)
+    })?;
+    let bench = Bench {
+        args,
+        sizes,
+        kinds,
+        durability,
+        run_dir,
+        stop,
+        warmup,
+        cores,
+        max_threads,
     };
-
-    // Open every engine once: fail before any long run, and state settings.
-    let mut durability = Vec::new();
-    for k in engine_kinds {
-        let dir = run_dir.join(format!("{}-preflight", k.name()));
-        fresh_dir(&dir)?;
-        let mut config = open_config(dir.clone(), args.value_size);
-        config.pool_bytes_initial = MIN_POOL_BYTES;
-        let store = engines::open(*k, &config)?;
-        durability.push(store.durability());
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    let workloads: Vec<String> = args.workload.0.iter().map(|w| w.to_string()).collect();
-    let mut header = format!(
-        "bench: {} keys of {} B; workloads {}; threads {}; {} per point after {:.1} s warm-up; seed {}\n\
-         \x20      stores in {} ({fs}); {cores} cores\n",
-        args.keys,
-        args.key_size,
-        workloads.join(", "),
-        threads_list
-            .iter()
-            .map(|t| t.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        match stop {
-            Stop::Ops(n) => format!("{n} operations"),
-            Stop::After(d) => format!("{:.1} s", d.as_secs_f64()),
-        },
-        warmup.as_secs_f64(),
-        args.seed,
-        args.pool_dir.display(),
-    );
-    for (k, d) in engine_kinds.iter().zip(&durability) {
-        header.push_str(&format!("{:<21} {d}\n", k.name()));
-    }
-    header.push('\n');
-    header.push_str(ROW_HEADER);
-    write_out(out, &header)?;
+    write_out(out, &bench.header(&fs))?;
 
     let mut records: Vec<Record> = Vec::new();
-    for (point, spec) in args.workload.0.iter().enumerate() {
-        let value_size = spec.value_size(args.value_size);
+    for (index, spec) in args.workload.0.iter().enumerate() {
+        bench.run_point(&bench.point(index, spec), &mut records, out)?;
+    }
+
+    write_plot_and_markdown(args, &records)?;
+    if kinds.len() > 1 {
+        write_out(out, &summary(&records))?;
+    }
+    Ok(())
+}
+
+impl Bench<'_> {
+    /// The lines before the first row: the run's settings, each engine's
+    /// durability, the column names.
+    fn header(&self, fs: &str) -> String {
+        let args = self.args;
+        let workloads: Vec<String> = args.workload.0.iter().map(|w| w.to_string()).collect();
+        let mut header = format!(
+            "bench: {} keys of {} B; workloads {}; threads {}; {} per point after {:.1} s warm-up; seed {}\n\
+             \x20      stores in {} ({fs}); {} cores\n",
+            args.keys,
+            args.key_size,
+            workloads.join(", "),
+            threads_text(&args.threads.0),
+            match self.stop {
+                Stop::Ops(n) => format!("{n} operations"),
+                Stop::After(d) => format!("{:.1} s", d.as_secs_f64()),
+            },
+            self.warmup.as_secs_f64(),
+            args.seed,
+            args.pool_dir.display(),
+            self.cores,
+        );
+        header.push_str(&durability_lines(self.kinds, &self.durability));
+        header.push('\n');
+        header.push_str(ROW_HEADER);
+        header
+    }
+
+    fn point<'s>(&self, index: usize, spec: &'s WorkloadSpec) -> Point<'s> {
+        let args = self.args;
         let distribution = distribution_of(args, spec);
         let zipfian = match distribution {
             Distribution::Uniform => None,
@@ -402,215 +316,180 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
                 Some(Zipfian::new(args.keys, theta))
             }
         };
-        let seed = scramble(args.seed ^ scramble(point as u64 + 1));
-        for (k, durability) in engine_kinds.iter().zip(&durability) {
-            if !runnable(k, spec) {
-                write_out(out, &skip_note(*k, spec))?;
-                continue;
-            }
-            let dir = run_dir.join(format!("{}-{point}", k.name()));
-            fresh_dir(&dir)?;
-            let store = engines::open(*k, &open_config(dir.clone(), value_size))?;
-
-            let bar = progress::load_bar(args.keys, format!("load {} ({spec})", k.name()));
-            let load_threads = args.load_threads.unwrap_or(cores);
-            let load_time = runner::load(
-                &*store,
-                args.keys,
-                args.key_size,
-                value_size,
-                load_threads,
-                &mut |n| bar.set_position(n),
-            )?;
-            bar.finish_and_clear();
-
-            let inserts = InsertCounter::new(args.keys);
-            for &threads in threads_list {
-                let phase = Phase {
-                    mix: spec.mix(),
-                    scan_length: spec.scan_length(),
-                    distribution,
-                    zipfian: zipfian.as_ref(),
-                    key_size: args.key_size,
-                    value_size,
-                    threads,
-                    warmup,
-                    stop,
-                    seed,
-                };
-                let total = warmup
-                    + match stop {
-                        Stop::After(d) => d,
-                        Stop::Ops(_) => Duration::ZERO,
-                    };
-                let bar = progress::time_bar(
-                    total.as_millis() as u64,
-                    format!("{} {spec} {threads} thr", k.name()),
-                );
-                let eliminated_before = store.eliminated_writes();
-                let result = runner::run_phase(&*store, &phase, &inserts, &mut |t| {
-                    bar.set_position(t.as_millis() as u64)
-                })?;
-                bar.finish_and_clear();
-                let secs = result.elapsed.as_secs_f64();
-                let ops = result.ops;
-                let per_op = |n: u64| if ops == 0 { 0.0 } else { n as f64 / ops as f64 };
-                let h = &result.latency;
-                let record = Record {
-                    engine: k.name().into(),
-                    workload: spec.to_string(),
-                    distribution: distribution.name(),
-                    threads,
-                    value_size,
-                    key_size: args.key_size,
-                    keys: args.keys,
-                    get_percent: spec.get_percent(),
-                    ops,
-                    duration_secs: secs,
-                    ops_per_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
-                    items_per_sec: if secs > 0.0 {
-                        result.items as f64 / secs
-                    } else {
-                        0.0
-                    },
-                    scans: result.scans,
-                    items: result.items,
-                    mean_ns: h.mean(),
-                    p50_ns: h.value_at_quantile(0.50),
-                    p99_ns: h.value_at_quantile(0.99),
-                    p999_ns: h.value_at_quantile(0.999),
-                    max_ns: h.max(),
-                    pm_bytes_per_op: per_op(result.pm.bytes_written),
-                    pm_nt_bytes_per_op: per_op(result.pm.nt_bytes_written),
-                    flushes_per_op: per_op(result.pm.flushes),
-                    fences_per_op: per_op(result.pm.fences),
-                    read_misses: result.read_misses,
-                    eliminated_writes: store.eliminated_writes() - eliminated_before,
-                    durability: durability.clone(),
-                    cores,
-                    load_secs: load_time.as_secs_f64(),
-                    seed: args.seed,
-                    ..Record::default()
-                };
-                write_out(out, &row(&record))?;
-                records.push(record);
-                if let Some(path) = &args.json {
-                    write_json(path, &records)?;
-                }
-            }
-            drop(store);
-            if !args.keep_stores {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
+        Point {
+            index,
+            spec,
+            value_size: spec.value_size(args.value_size),
+            distribution,
+            zipfian,
+            seed: scramble(args.seed ^ scramble(index as u64 + 1)),
         }
     }
 
-    write_plot_and_markdown(args, &records)?;
-    if engine_kinds.len() > 1 {
-        let mut summary = String::from("\n");
-        for fig in report::figures(&records) {
-            summary.push_str(&format!("{}: {}\n\n", fig.title, fig.subtitle));
-            summary.push_str(&report::throughput_table(&fig));
-            summary.push('\n');
+    /// Runs `point` on every engine that can, in turn; notes the others.
+    fn run_point(
+        &self,
+        point: &Point<'_>,
+        records: &mut Vec<Record>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        for (&kind, durability) in self.kinds.iter().zip(&self.durability) {
+            if runnable(kind, point.spec) {
+                self.run_engine(point, kind, durability, records, out)?;
+            } else {
+                write_out(out, &skip_note(kind, point.spec))?;
+            }
         }
-        write_out(out, &summary)?;
+        Ok(())
     }
-    Ok(())
+
+    /// Runs `point` on a fresh store of `kind`: the load, then one timed
+    /// phase per thread count.
+    fn run_engine(
+        &self,
+        point: &Point<'_>,
+        kind: EngineKind,
+        durability: &str,
+        records: &mut Vec<Record>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let args = self.args;
+        let spec = point.spec;
+        let dir = self
+            .run_dir
+            .join(format!("{}-{}", kind.name(), point.index));
+        fresh_dir(&dir)?;
+        let store = engines::open(kind, &self.open_config(dir.clone(), point.value_size))?;
+        let load_time = setup::load(
+            &*store,
+            args,
+            point.value_size,
+            format!("load {} ({spec})", kind.name()),
+        )?;
+        let run = EngineRun {
+            kind,
+            store: &*store,
+            durability,
+            load_secs: load_time.as_secs_f64(),
+            inserts: InsertCounter::new(args.keys),
+        };
+        for &threads in &args.threads.0 {
+            let record = self.timed_phase(point, &run, threads)?;
+            write_out(out, &row(&record))?;
+            records.push(record);
+            write_json_arg(args, records)?;
+        }
+        drop(store);
+        if !args.keep_stores {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(())
+    }
+
+    fn open_config(&self, dir: PathBuf, value_size: usize) -> OpenConfig {
+        open_config(self.args, self.sizes, dir, value_size, self.max_threads)
+    }
+
+    /// One timed phase of `point` with `threads` threads on a loaded store.
+    fn timed_phase(
+        &self,
+        point: &Point<'_>,
+        run: &EngineRun<'_>,
+        threads: usize,
+    ) -> Result<Record> {
+        let phase = Phase {
+            mix: point.spec.mix(),
+            scan_length: point.spec.scan_length(),
+            distribution: point.distribution,
+            zipfian: point.zipfian.as_ref(),
+            key_size: self.args.key_size,
+            value_size: point.value_size,
+            threads,
+            warmup: self.warmup,
+            stop: self.stop,
+            seed: point.seed,
+        };
+        let bar = phase_bar(
+            self.stop,
+            self.warmup,
+            format!("{} {} {threads} thr", run.kind.name(), point.spec),
+        );
+        let eliminated_before = run.store.eliminated_writes();
+        let result = runner::run_phase(run.store, &phase, &run.inserts, &mut |t| {
+            bar.set_position(t.as_millis() as u64)
+        })?;
+        bar.finish_and_clear();
+        let eliminated = run.store.eliminated_writes() - eliminated_before;
+        Ok(self.record(point, run, threads, &result, eliminated))
+    }
+
+    /// The record of one timed phase.
+    fn record(
+        &self,
+        point: &Point<'_>,
+        run: &EngineRun<'_>,
+        threads: usize,
+        result: &PhaseResult,
+        eliminated_writes: u64,
+    ) -> Record {
+        let args = self.args;
+        let secs = result.elapsed.as_secs_f64();
+        let ops = result.ops;
+        let per_op = |n: u64| if ops == 0 { 0.0 } else { n as f64 / ops as f64 };
+        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let h = &result.latency;
+        Record {
+            engine: run.kind.name().into(),
+            workload: point.spec.to_string(),
+            distribution: point.distribution.name(),
+            threads,
+            value_size: point.value_size,
+            key_size: args.key_size,
+            keys: args.keys,
+            get_percent: point.spec.get_percent(),
+            ops,
+            duration_secs: secs,
+            ops_per_sec: per_sec(ops),
+            items_per_sec: per_sec(result.items),
+            scans: result.scans,
+            items: result.items,
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.50),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            pm_bytes_per_op: per_op(result.pm.bytes_written),
+            pm_nt_bytes_per_op: per_op(result.pm.nt_bytes_written),
+            flushes_per_op: per_op(result.pm.flushes),
+            fences_per_op: per_op(result.pm.fences),
+            read_misses: result.read_misses,
+            eliminated_writes,
+            durability: run.durability.to_string(),
+            cores: self.cores,
+            load_secs: run.load_secs,
+            seed: args.seed,
+            ..Record::default()
+        }
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// One engine's loaded store at one point.
+struct EngineRun<'a> {
+    kind: EngineKind,
+    store: &'a dyn Store,
+    durability: &'a str,
+    load_secs: f64,
+    /// New keys inserted so far (shared by the thread counts in turn).
+    inserts: InsertCounter,
+}
 
-    #[test]
-    fn pool_estimate_covers_records_and_index() {
-        // 1 M keys of 8 + 64 bytes: 96-byte records plus index, ~180 MB.
-        let b = pool_estimate(1_000_000, 8, 64);
-        assert!(b > 1_000_000 * 130 && b < 1_000_000 * 250, "{b}");
-        assert_eq!(b % (1 << 20), 0);
-        assert_eq!(pool_estimate(10, 8, 64), MIN_POOL_BYTES);
+/// The throughput tables printed at the end of a run of several engines.
+fn summary(records: &[Record]) -> String {
+    let mut summary = String::from("\n");
+    for fig in report::figures(records) {
+        summary.push_str(&format!("{}: {}\n\n", fig.title, fig.subtitle));
+        summary.push_str(&report::throughput_table(&fig));
+        summary.push('\n');
     }
-
-    #[test]
-    fn json_field_names_are_the_interface() {
-        let r = crate::report::tests::record("persimmon", "get-ratio:50", 2, 1e6);
-        let v = serde_json::to_value(&r).unwrap();
-        for field in [
-            "engine",
-            "workload",
-            "threads",
-            "value_size",
-            "ops_per_sec",
-            "p50_ns",
-            "p99_ns",
-            "p999_ns",
-            "max_ns",
-            "pm_bytes_per_op",
-            "flushes_per_op",
-            "fences_per_op",
-            "durability",
-            "distribution",
-            "keys",
-            "items_per_sec",
-            "scans",
-            "items",
-        ] {
-            assert!(v.get(field).is_some(), "missing {field}: {v}");
-        }
-        let p = serde_json::to_value(ProbeRecord {
-            engine: "probe".into(),
-            ..ProbeRecord::default()
-        })
-        .unwrap();
-        for field in [
-            "engine",
-            "dependent_load_ns",
-            "nt_write_gbps",
-            "get_floor_ns",
-        ] {
-            assert!(p.get(field).is_some(), "missing {field}: {p}");
-        }
-    }
-
-    #[test]
-    fn results_round_trip_through_json_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a.json");
-        let records = vec![crate::report::tests::record("persimmon", "ycsb-a", 2, 1e6)];
-        write_json(&a, &records).unwrap();
-        let probe = ProbeRecord {
-            engine: "probe".into(),
-            dependent_load_ns: 90.0,
-            ..ProbeRecord::default()
-        };
-        let b = dir.path().join("b.json");
-        write_json(&b, std::slice::from_ref(&probe)).unwrap();
-        let (read, p) = read_results(&[a, b]).unwrap();
-        assert_eq!(read, records);
-        assert_eq!(p, Some(probe));
-    }
-
-    #[test]
-    fn results_written_before_scans_existed_still_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let old = dir.path().join("old.json");
-        std::fs::write(
-            &old,
-            r#"[{"engine": "persimmon", "workload": "ycsb-a", "threads": 2, "ops_per_sec": 1e6}]"#,
-        )
-        .unwrap();
-        let (read, _) = read_results(&[old]).unwrap();
-        assert_eq!(read[0].ops_per_sec, 1e6);
-        assert_eq!(
-            (read[0].items_per_sec, read[0].scans, read[0].items),
-            (0.0, 0, 0)
-        );
-    }
-
-    #[test]
-    fn filesystem_of_finds_the_root() {
-        if Path::new("/proc/mounts").exists() {
-            assert!(filesystem_of(Path::new("/")).is_some());
-        }
-    }
+    summary
 }

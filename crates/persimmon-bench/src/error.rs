@@ -1,5 +1,9 @@
 //! Errors of the benchmark tool. Each carries a message that names what
 //! failed (the engine, the file, the argument).
+//!
+//! Invariant: a write to a closed stdout stays recognisable
+//! ([`Error::is_broken_pipe`]), so that `persimmon bench | head` ends
+//! quietly instead of with an error.
 
 use std::path::Path;
 

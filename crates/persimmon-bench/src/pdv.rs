@@ -33,6 +33,7 @@
 //! - PM counters are the worker threads' own deltas over the timed phase.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -42,18 +43,16 @@ use persimmon::pmem::thread_counters;
 use persimmon::PmemCounters;
 
 use crate::args::BenchArgs;
-use crate::bench::{cores, phase_length, run_dir, write_json, write_out, write_plot_and_markdown};
 use crate::error::{Error, Result};
-use crate::progress;
-use crate::record::Record;
+use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
+use crate::record::{Record, SINGLE_WORD};
 use crate::report::{self, mops};
-use crate::runner::Stop;
+use crate::runner::{self, Stop};
+use crate::setup::{cores, phase_bar, phase_length, run_dir, threads_text};
 use crate::workload;
 
 /// Shadow counts of the PDV variants.
 pub const SHADOW_COUNTS: [usize; 6] = [2, 4, 8, 16, 32, 64];
-/// Name of the baseline variant.
-pub const SINGLE_WORD: &str = "single-word";
 /// Updates between two reads of the clock.
 pub const BATCH: u64 = 256;
 /// How often the coordinating thread reports progress.
@@ -334,13 +333,7 @@ fn run_phase(
         let shared = &shared;
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
-            let quota = match stop {
-                Stop::Ops(total) => {
-                    let (t, n) = (t as u64, threads as u64);
-                    Some(total / n + u64::from(t < total % n))
-                }
-                Stop::After(_) => None,
-            };
+            let quota = runner::quota(stop, threads, t);
             let spawned = std::thread::Builder::new()
                 .name(format!("bench-pdv-{t}"))
                 .spawn_scoped(s, move || shared.worker(t as u64, quota));
@@ -393,6 +386,15 @@ fn run_phase(
             None => Ok(outcomes),
         }
     })?;
+    let result = summarize(&outcomes, threads);
+    let last_values: Vec<u64> = outcomes.iter().map(|o| o.last_value).collect();
+    verify(file, variant, &last_values)?;
+    Ok(result)
+}
+
+/// The phase's totals over its workers' outcomes: the elapsed time runs
+/// from the first start to the last end.
+fn summarize(outcomes: &[Outcome], threads: usize) -> PhaseResult {
     let mut result = PhaseResult {
         ops: 0,
         elapsed: Duration::ZERO,
@@ -400,7 +402,7 @@ fn run_phase(
         pm: PmemCounters::default(),
     };
     let (mut first_start, mut last_end) = (None::<Instant>, None::<Instant>);
-    for o in &outcomes {
+    for o in outcomes {
         result.ops += o.ops;
         result.pm.flushes += o.pm.flushes;
         result.pm.fences += o.pm.fences;
@@ -416,9 +418,7 @@ fn run_phase(
     if let (Some(s), Some(e)) = (first_start, last_end) {
         result.elapsed = e - s;
     }
-    let last_values: Vec<u64> = outcomes.iter().map(|o| o.last_value).collect();
-    verify(file, variant, &last_values)?;
-    Ok(result)
+    result
 }
 
 /// Recovers every variable of the phase again: each must hold the value
@@ -449,22 +449,32 @@ fn verify(file: &PdvFile, variant: Variant, last_values: &[u64]) -> Result<()> {
 const ROW_HEADER: &str =
     "variant                     threads     Mops/s     ns/op    ÷ reference  flush/op  fence/op  PM B/op\n";
 
-fn row(r: &Record, single_word: Option<&Record>) -> String {
-    let ratio = match single_word {
-        Some(s) if s.ops_per_sec > 0.0 => format!("{:.2}×", r.ops_per_sec / s.ops_per_sec),
-        _ => "–".into(),
-    };
+/// One stdout row; `reference` is the record its ratio divides by.
+fn row(r: &Record, reference: Option<&Record>) -> String {
     format!(
         "{:<27} {:>7} {:>10} {:>9.1} {:>14} {:>9.2} {:>9.2} {:>8.1}\n",
         r.engine,
         r.threads,
         mops(r.ops_per_sec),
         r.mean_ns,
-        ratio,
+        report::ratio(Some(r), reference),
         r.flushes_per_op,
         r.fences_per_op,
         r.pm_bytes_per_op
     )
+}
+
+/// What every variant of a run shares.
+struct PdvRun<'a> {
+    args: &'a BenchArgs,
+    run_dir: PathBuf,
+    /// The durability settings every variant gets, as printed.
+    durability: String,
+    stop: Stop,
+    warmup: Duration,
+    cores: usize,
+    /// The largest thread count: the files hold this many variables.
+    max_threads: u64,
 }
 
 /// Runs the microbenchmark (`--workload pdv` alone), printing to `out`.
@@ -475,139 +485,28 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
              run the other workloads in a separate invocation",
         ));
     }
-    let threads_list = &args.threads.0;
-    let max_threads = threads_list.iter().copied().max().unwrap_or(1) as u64;
+    let max_threads = args.threads.0.iter().copied().max().unwrap_or(1) as u64;
     let cores = cores();
     let (stop, warmup) = phase_length(args);
-
     let (run_dir, _scratch, fs) = run_dir(args)?;
-
-    // A first small file states the durability every variant gets.
-    let durability = {
-        let path = run_dir.join("preflight.pdv");
-        let file = PdvFile::create(&path, 4096).map_err(|e| Error::engine("pdv", e))?;
-        let d = format!(
-            "{} durability; one 8-byte store, {} and sfence per update; files in {} ({fs})",
-            file.durability().name(),
-            file.flush_instruction(),
-            args.pool_dir.display()
-        );
-        drop(file);
-        let _ = std::fs::remove_file(&path);
-        d
+    let durability = preflight(args, &run_dir, &fs)?;
+    let run = PdvRun {
+        args,
+        run_dir,
+        durability,
+        stop,
+        warmup,
+        cores,
+        max_threads,
     };
-    let threads_text = threads_list
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let header = format!(
-        "bench: pdv, persisted updates of one variable per thread; threads {threads_text}; {} per \
-         point after {:.1} s warm-up\n\x20      {durability}; {cores} cores\n\n{ROW_HEADER}",
-        match stop {
-            Stop::Ops(n) => format!("{n} updates"),
-            Stop::After(d) => format!("{:.1} s", d.as_secs_f64()),
-        },
-        warmup.as_secs_f64(),
-    );
-    write_out(out, &header)?;
+    write_out(out, &run.header())?;
 
     let mut records: Vec<Record> = Vec::new();
     let variants = Variant::all()
         .into_iter()
         .filter(|v| args.pdv_engine_put || !matches!(v, Variant::EnginePut(_)));
     for variant in variants {
-        let name = variant.name();
-        let path = run_dir.join(format!("{name}.pdv"));
-        let file = PdvFile::create(&path, variant.file_bytes(max_threads))
-            .map_err(|e| Error::engine(&name, e))?;
-        // The engine-put variants write a pool loaded with existing keys.
-        let pool_keys = args.keys.clamp(1, ENGINE_PUT_KEYS);
-        let db = match variant {
-            Variant::EnginePut(_) => {
-                let db = persimmon::Db::open(
-                    run_dir.join(format!("{name}.pool")),
-                    persimmon::Options::default(),
-                )
-                .map_err(|e| Error::engine(&name, e))?;
-                for k in 0..pool_keys {
-                    db.put(&k.to_be_bytes(), &[0u8; 64])
-                        .map_err(|e| Error::engine(&name, e))?;
-                }
-                Some(db)
-            }
-            _ => None,
-        };
-        for &threads in threads_list {
-            let total = warmup
-                + match stop {
-                    Stop::After(d) => d,
-                    Stop::Ops(_) => Duration::ZERO,
-                };
-            let bar = progress::time_bar(total.as_millis() as u64, format!("{name} {threads} thr"));
-            let result = run_phase(
-                &file,
-                db.as_ref().map(|d| (d, pool_keys)),
-                variant,
-                threads,
-                warmup,
-                stop,
-                &mut |t| bar.set_position(t.as_millis() as u64),
-            )?;
-            bar.finish_and_clear();
-            let secs = result.elapsed.as_secs_f64();
-            let per_op = |n: u64| {
-                if result.ops == 0 {
-                    0.0
-                } else {
-                    n as f64 / result.ops as f64
-                }
-            };
-            let record = Record {
-                engine: name.clone(),
-                workload: workload::WorkloadSpec::Pdv.to_string(),
-                distribution: "none".into(),
-                threads,
-                value_size: if db.is_some() { 64 } else { 8 },
-                key_size: if db.is_some() { 8 } else { 0 },
-                keys: if db.is_some() { pool_keys } else { 0 },
-                get_percent: 0.0,
-                ops: result.ops,
-                duration_secs: secs,
-                ops_per_sec: if secs > 0.0 {
-                    result.ops as f64 / secs
-                } else {
-                    0.0
-                },
-                mean_ns: result.mean_ns,
-                pm_bytes_per_op: per_op(result.pm.bytes_written),
-                pm_nt_bytes_per_op: per_op(result.pm.nt_bytes_written),
-                flushes_per_op: per_op(result.pm.flushes),
-                fences_per_op: per_op(result.pm.fences),
-                durability: durability.clone(),
-                cores,
-                seed: args.seed,
-                ..Record::default()
-            };
-            let reference = match variant {
-                Variant::EnginePut(_) => "persimmon-put",
-                _ => SINGLE_WORD,
-            };
-            let single_word = records
-                .iter()
-                .find(|r| r.engine == reference && r.threads == threads);
-            write_out(out, &row(&record, single_word.or(Some(&record))))?;
-            records.push(record);
-            if let Some(path) = &args.json {
-                write_json(path, &records)?;
-            }
-        }
-        drop(db);
-        drop(file);
-        if !args.keep_stores {
-            let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(run_dir.join(format!("{name}.pool")));
-        }
+        run.run_variant(variant, &mut records, out)?;
     }
 
     write_plot_and_markdown(args, &records)?;
@@ -620,4 +519,148 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         ),
     )?;
     Ok(())
+}
+
+/// Creates a first small file to state the durability every variant gets.
+fn preflight(args: &BenchArgs, run_dir: &Path, fs: &str) -> Result<String> {
+    let path = run_dir.join("preflight.pdv");
+    let file = PdvFile::create(&path, 4096).map_err(|e| Error::engine("pdv", e))?;
+    let d = format!(
+        "{} durability; one 8-byte store, {} and sfence per update; files in {} ({fs})",
+        file.durability().name(),
+        file.flush_instruction(),
+        args.pool_dir.display()
+    );
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    Ok(d)
+}
+
+impl PdvRun<'_> {
+    /// The lines before the first row.
+    fn header(&self) -> String {
+        format!(
+            "bench: pdv, persisted updates of one variable per thread; threads {}; {} per \
+             point after {:.1} s warm-up\n\x20      {}; {} cores\n\n{ROW_HEADER}",
+            threads_text(&self.args.threads.0),
+            match self.stop {
+                Stop::Ops(n) => format!("{n} updates"),
+                Stop::After(d) => format!("{:.1} s", d.as_secs_f64()),
+            },
+            self.warmup.as_secs_f64(),
+            self.durability,
+            self.cores,
+        )
+    }
+
+    /// Runs `variant` in a fresh file for each thread count, printing a row
+    /// per result; removes its files afterwards (unless `--keep-stores`).
+    fn run_variant(
+        &self,
+        variant: Variant,
+        records: &mut Vec<Record>,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let args = self.args;
+        let name = variant.name();
+        let path = self.run_dir.join(format!("{name}.pdv"));
+        let pool_path = self.run_dir.join(format!("{name}.pool"));
+        let file = PdvFile::create(&path, variant.file_bytes(self.max_threads))
+            .map_err(|e| Error::engine(&name, e))?;
+        // The engine-put variants write a pool loaded with existing keys.
+        let pool_keys = args.keys.clamp(1, ENGINE_PUT_KEYS);
+        let db = match variant {
+            Variant::EnginePut(_) => Some(loaded_pool(&pool_path, pool_keys, &name)?),
+            _ => None,
+        };
+        for &threads in &args.threads.0 {
+            let bar = phase_bar(self.stop, self.warmup, format!("{name} {threads} thr"));
+            let result = run_phase(
+                &file,
+                db.as_ref().map(|d| (d, pool_keys)),
+                variant,
+                threads,
+                self.warmup,
+                self.stop,
+                &mut |t| bar.set_position(t.as_millis() as u64),
+            )?;
+            bar.finish_and_clear();
+            let record = self.record(&name, threads, &result, db.is_some().then_some(pool_keys));
+            let reference = match variant {
+                Variant::EnginePut(_) => "persimmon-put",
+                _ => SINGLE_WORD,
+            };
+            let reference = records
+                .iter()
+                .find(|r| r.engine == reference && r.threads == threads);
+            write_out(out, &row(&record, reference.or(Some(&record))))?;
+            records.push(record);
+            write_json_arg(args, records)?;
+        }
+        drop(db);
+        drop(file);
+        if !args.keep_stores {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(&pool_path);
+        }
+        Ok(())
+    }
+
+    /// The record of one phase; `pool_keys` is the pool's key count for
+    /// the engine-put variants.
+    fn record(
+        &self,
+        name: &str,
+        threads: usize,
+        result: &PhaseResult,
+        pool_keys: Option<u64>,
+    ) -> Record {
+        let secs = result.elapsed.as_secs_f64();
+        let per_op = |n: u64| {
+            if result.ops == 0 {
+                0.0
+            } else {
+                n as f64 / result.ops as f64
+            }
+        };
+        let engine_put = pool_keys.is_some();
+        Record {
+            engine: name.to_string(),
+            workload: workload::WorkloadSpec::Pdv.to_string(),
+            distribution: "none".into(),
+            threads,
+            value_size: if engine_put { 64 } else { 8 },
+            key_size: if engine_put { 8 } else { 0 },
+            keys: pool_keys.unwrap_or(0),
+            get_percent: 0.0,
+            ops: result.ops,
+            duration_secs: secs,
+            ops_per_sec: if secs > 0.0 {
+                result.ops as f64 / secs
+            } else {
+                0.0
+            },
+            mean_ns: result.mean_ns,
+            pm_bytes_per_op: per_op(result.pm.bytes_written),
+            pm_nt_bytes_per_op: per_op(result.pm.nt_bytes_written),
+            flushes_per_op: per_op(result.pm.flushes),
+            fences_per_op: per_op(result.pm.fences),
+            durability: self.durability.clone(),
+            cores: self.cores,
+            seed: self.args.seed,
+            ..Record::default()
+        }
+    }
+}
+
+/// A Persimmon pool at `path` holding keys `0..keys` (big-endian) with
+/// 64-byte values, for the engine-put variants.
+fn loaded_pool(path: &Path, keys: u64, name: &str) -> Result<persimmon::Db> {
+    let db = persimmon::Db::open(path, persimmon::Options::default())
+        .map_err(|e| Error::engine(name, e))?;
+    for k in 0..keys {
+        db.put(&k.to_be_bytes(), &[0u8; 64])
+            .map_err(|e| Error::engine(name, e))?;
+    }
+    Ok(db)
 }

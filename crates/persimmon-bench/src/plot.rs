@@ -4,6 +4,12 @@
 //! one line per engine for sweeps, grouped bars for YCSB workloads, a
 //! legend on the right. Scan figures (`scan:N`) draw items per second
 //! against the scan length.
+//!
+//! Invariants:
+//! - y starts at zero, so the heights of two engines compare as their
+//!   throughputs do.
+//! - The SVG depends on the records alone: `--report` on a run's JSON
+//!   redraws the run's figure byte for byte.
 
 use std::fmt::Write as _;
 
@@ -90,29 +96,77 @@ fn marker(s: &mut String, i: usize, x: f64, y: f64, color: &str) {
     s.push('\n');
 }
 
-fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
-    let (x0, x1) = (LEFT, PANEL_WIDTH - RIGHT);
-    let (y0, y1) = (top + PANEL_HEIGHT - BOTTOM, top + TOP);
-    let max = (0..fig.xs.len())
-        .flat_map(|x| (0..fig.engines.len()).map(move |e| (x, e)))
-        .filter_map(|(x, e)| fig.cell(x, e))
-        .map(|r| fig.throughput(r))
-        .fold(0.0f64, f64::max);
-    let (prefix, scale) = if max >= 1e6 {
-        ("M ", 1e6)
-    } else if max >= 1e3 {
-        ("K ", 1e3)
-    } else {
-        ("", 1.0)
-    };
-    let unit = format!("{prefix}{}/s", fig.unit());
-    let step = tick_step(max / scale);
-    let y_max = ((max / scale) / step).ceil().max(1.0) * step;
-    let y_of = |v: f64| y0 - (v / scale) / y_max * (y0 - y1);
-    let n = fig.xs.len().max(1) as f64;
-    let band = (x1 - x0) / n;
-    let x_of = |i: usize| x0 + (i as f64 + 0.5) * band;
+/// Where a panel draws: its plot area, the x band of each category and
+/// the y axis's scale (throughput / `scale` in `unit`, ticks every `step`
+/// up to `y_max`).
+struct Frame {
+    x0: f64,
+    x1: f64,
+    /// The bottom (zero) and the top of the y axis.
+    y0: f64,
+    y1: f64,
+    band: f64,
+    scale: f64,
+    unit: String,
+    step: f64,
+    y_max: f64,
+}
 
+impl Frame {
+    /// The frame of `fig` in the panel starting at `top`.
+    fn new(fig: &Figure<'_>, top: f64) -> Frame {
+        let (x0, x1) = (LEFT, PANEL_WIDTH - RIGHT);
+        let (y0, y1) = (top + PANEL_HEIGHT - BOTTOM, top + TOP);
+        let max = (0..fig.xs.len())
+            .flat_map(|x| (0..fig.engines.len()).map(move |e| (x, e)))
+            .filter_map(|(x, e)| fig.cell(x, e))
+            .map(|r| fig.throughput(r))
+            .fold(0.0f64, f64::max);
+        let (prefix, scale) = if max >= 1e6 {
+            ("M ", 1e6)
+        } else if max >= 1e3 {
+            ("K ", 1e3)
+        } else {
+            ("", 1.0)
+        };
+        let step = tick_step(max / scale);
+        Frame {
+            x0,
+            x1,
+            y0,
+            y1,
+            band: (x1 - x0) / fig.xs.len().max(1) as f64,
+            scale,
+            unit: format!("{prefix}{}/s", fig.unit()),
+            step,
+            y_max: ((max / scale) / step).ceil().max(1.0) * step,
+        }
+    }
+
+    /// The y of throughput `v`.
+    fn y_of(&self, v: f64) -> f64 {
+        self.y0 - (v / self.scale) / self.y_max * (self.y0 - self.y1)
+    }
+
+    /// The x of the middle of category `i`.
+    fn x_of(&self, i: usize) -> f64 {
+        self.x0 + (i as f64 + 0.5) * self.band
+    }
+}
+
+fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
+    let frame = Frame::new(fig, top);
+    titles(s, fig, top);
+    axes(s, fig, &frame);
+    for (e, engine) in fig.engines.iter().enumerate() {
+        let color = COLORS[e % COLORS.len()];
+        series(s, fig, &frame, e, color);
+        legend_entry(s, fig, &frame, e, engine, color);
+    }
+}
+
+/// The panel's title and subtitle.
+fn titles(s: &mut String, fig: &Figure<'_>, top: f64) {
     let _ = writeln!(
         s,
         r#"<text x="{:.1}" y="{:.1}" font-size="17" font-weight="bold" text-anchor="middle">{}</text>"#,
@@ -127,10 +181,15 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
         top + 50.0,
         escape(&fig.subtitle)
     );
+}
+
+/// The grid, the axes, their ticks and their labels.
+fn axes(s: &mut String, fig: &Figure<'_>, f: &Frame) {
+    let Frame { x0, x1, y0, y1, .. } = *f;
     // Grid and y ticks.
     let mut v = 0.0;
-    while v <= y_max + step / 2.0 {
-        let y = y_of(v * scale);
+    while v <= f.y_max + f.step / 2.0 {
+        let y = f.y_of(v * f.scale);
         let _ = writeln!(
             s,
             r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#dddddd"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"##,
@@ -138,7 +197,7 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
             y + 4.0,
             tick_label(v)
         );
-        v += step;
+        v += f.step;
     }
     // Axes.
     let _ = writeln!(
@@ -146,7 +205,7 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
         r#"<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="black"/><line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="black"/>"#
     );
     for (i, label) in fig.xs.iter().enumerate() {
-        let x = x_of(i);
+        let x = f.x_of(i);
         let _ = writeln!(
             s,
             r#"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{:.1}" stroke="black"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
@@ -165,69 +224,72 @@ fn panel(s: &mut String, fig: &Figure<'_>, top: f64) {
     let (ly, lx) = ((y0 + y1) / 2.0, x0 - 62.0);
     let _ = writeln!(
         s,
-        r#"<text x="{lx:.1}" y="{ly:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 {lx:.1} {ly:.1})">throughput ({unit})</text>"#
+        r#"<text x="{lx:.1}" y="{ly:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 {lx:.1} {ly:.1})">throughput ({})</text>"#,
+        f.unit
     );
+}
 
-    // Data.
-    let engines = fig.engines.len();
-    for (e, engine) in fig.engines.iter().enumerate() {
-        let color = COLORS[e % COLORS.len()];
+/// The data of engine `e`: a line with markers for a sweep, a bar per
+/// category otherwise.
+fn series(s: &mut String, fig: &Figure<'_>, f: &Frame, e: usize, color: &str) {
+    if fig.x_axis.is_sweep() {
         let points: Vec<(f64, f64)> = (0..fig.xs.len())
             .filter_map(|x| fig.cell(x, e).map(|r| (x, fig.throughput(r))))
-            .map(|(x, v)| (x_of(x), y_of(v)))
+            .map(|(x, v)| (f.x_of(x), f.y_of(v)))
             .collect();
-        if fig.x_axis.is_sweep() {
-            let path: Vec<String> = points
-                .iter()
-                .map(|(x, y)| format!("{x:.1},{y:.1}"))
-                .collect();
-            let _ = writeln!(
-                s,
-                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.2"/>"#,
-                path.join(" ")
-            );
-            for (x, y) in &points {
-                marker(s, e, *x, *y, color);
-            }
-        } else {
-            let width = band * 0.8 / engines as f64;
-            for xi in 0..fig.xs.len() {
-                if let Some(r) = fig.cell(xi, e) {
-                    let x = x0 + xi as f64 * band + band * 0.1 + e as f64 * width;
-                    let y = y_of(fig.throughput(r));
-                    let _ = writeln!(
-                        s,
-                        r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
-                        width * 0.92,
-                        y0 - y
-                    );
-                }
-            }
-        }
-        // Legend entry.
-        let (lx, ly) = (x1 + 24.0, y1 + 10.0 + 24.0 * e as f64);
-        if fig.x_axis.is_sweep() {
-            let _ = writeln!(
-                s,
-                r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2.2"/>"#,
-                lx + 30.0
-            );
-            marker(s, e, lx + 15.0, ly, color);
-        } else {
-            let _ = writeln!(
-                s,
-                r#"<rect x="{lx:.1}" y="{:.1}" width="30" height="12" fill="{color}"/>"#,
-                ly - 6.0
-            );
-        }
+        let path: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{x:.1},{y:.1}"))
+            .collect();
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="13">{}</text>"#,
-            lx + 38.0,
-            ly + 4.5,
-            escape(engine)
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.2"/>"#,
+            path.join(" ")
+        );
+        for (x, y) in &points {
+            marker(s, e, *x, *y, color);
+        }
+    } else {
+        let width = f.band * 0.8 / fig.engines.len() as f64;
+        for xi in 0..fig.xs.len() {
+            if let Some(r) = fig.cell(xi, e) {
+                let x = f.x0 + xi as f64 * f.band + f.band * 0.1 + e as f64 * width;
+                let y = f.y_of(fig.throughput(r));
+                let _ = writeln!(
+                    s,
+                    r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                    width * 0.92,
+                    f.y0 - y
+                );
+            }
+        }
+    }
+}
+
+/// The legend entry of engine `e` (the `e`-th line on the right).
+fn legend_entry(s: &mut String, fig: &Figure<'_>, f: &Frame, e: usize, engine: &str, color: &str) {
+    let (lx, ly) = (f.x1 + 24.0, f.y1 + 10.0 + 24.0 * e as f64);
+    if fig.x_axis.is_sweep() {
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2.2"/>"#,
+            lx + 30.0
+        );
+        marker(s, e, lx + 15.0, ly, color);
+    } else {
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="30" height="12" fill="{color}"/>"#,
+            ly - 6.0
         );
     }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" font-size="13">{}</text>"#,
+        lx + 38.0,
+        ly + 4.5,
+        escape(engine)
+    );
 }
 
 /// An SVG document with one panel per figure of `records`.

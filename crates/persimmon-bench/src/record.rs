@@ -2,8 +2,27 @@
 //! value size), and a [`ProbeRecord`] from `--probe`. Both serialize to the
 //! JSON objects of `--json`; the field names are part of the tool's
 //! interface (scripts and `--report` read them).
+//!
+//! The constants below fix what some fields mean, so they live here, below
+//! both the experiments that measure by them ([`crate::pdv`],
+//! [`crate::restart`]) and the report that explains them.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// `engine` of the PDV microbenchmark's reference variant (one word
+/// updated in place): the other variants' ratios divide by its throughput.
+pub const SINGLE_WORD: &str = "single-word";
+
+/// Pairs of the first range read after a reopen (`first_range_ns`).
+pub const RANGE_PAIRS: usize = 10;
+/// Length of one window of GETs after a reopen (`full_speed_ns`,
+/// `first_window_ops_per_sec`).
+pub const WINDOW: Duration = Duration::from_millis(50);
+/// Fraction of the steady rate a window must reach to count as full speed
+/// (`full_speed_ns`).
+pub const FULL_SPEED: f64 = 0.9;
 
 /// Results of one timed phase. Fields missing from a JSON file (written by
 /// an older version) read as their defaults.
@@ -68,7 +87,7 @@ pub struct Record {
     pub restarts: u32,
     /// Times since the start of the reopen (the engine's open call): open
     /// returned; the first GET of an existing key returned (after open);
-    /// the first range read of [`crate::restart::RANGE_PAIRS`] pairs
+    /// the first range read of [`RANGE_PAIRS`] pairs
     /// returned (after that GET; 0 for engines without ordered reads).
     pub open_ns: u64,
     pub first_get_ns: u64,
@@ -81,9 +100,9 @@ pub struct Record {
     pub rebuild_done_ns: u64,
     pub ordered_walk_done_ns: u64,
     pub point_index_ready_ns: u64,
-    /// End of the first 50 ms window of one thread's GETs after open whose
-    /// rate reached 90 % of the steady rate (`ops_per_sec`, measured after
-    /// the background work was done).
+    /// End of the first [`WINDOW`] (50 ms) of one thread's GETs after open
+    /// whose rate reached [`FULL_SPEED`] (90 %) of the steady rate
+    /// (`ops_per_sec`, measured after the background work was done).
     pub full_speed_ns: u64,
     /// GETs per second in the first window after open (one thread).
     pub first_window_ops_per_sec: f64,

@@ -15,11 +15,20 @@
 //! The restart workload's records (workload `restart`) get a table of their
 //! own too ([`restart_table`]): one row per engine, its times to first
 //! served requests and to full speed after a reopen; they make no figure.
+//!
+//! Invariants:
+//! - Pure functions of records: `--report` on a run's JSON renders what the
+//!   run itself wrote.
+//! - The measurement constants its prose cites come from
+//!   [`crate::record`], the ones the experiments measure by.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use crate::record::{ProbeRecord, Record};
+use persimmon::size::human_bytes;
+
+use crate::record::{ProbeRecord, Record, FULL_SPEED, RANGE_PAIRS, SINGLE_WORD, WINDOW};
+use crate::workload::WorkloadSpec;
 
 /// The quantity a figure varies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,7 +271,9 @@ pub fn mops(ops_per_sec: f64) -> String {
     }
 }
 
-fn ratio(a: Option<&Record>, b: Option<&Record>) -> String {
+/// `a ÷ b` of two records' throughputs, or a dash when one is missing or
+/// has none.
+pub fn ratio(a: Option<&Record>, b: Option<&Record>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b.ops_per_sec > 0.0 => {
             format!("{:.2}×", a.ops_per_sec / b.ops_per_sec)
@@ -392,37 +403,39 @@ pub fn probe_summary(p: &ProbeRecord) -> String {
     )
 }
 
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let (mut v, mut u) = (bytes as f64, 0);
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 /// Whether `r` comes from the PDV microbenchmark (`--workload pdv`).
 pub fn is_pdv(r: &Record) -> bool {
-    r.workload == crate::workload::WorkloadSpec::Pdv.to_string()
+    r.workload == WorkloadSpec::Pdv.to_string()
 }
 
 /// Whether `r` comes from the restart workload (`--workload restart`).
 pub fn is_restart(r: &Record) -> bool {
-    r.workload == crate::workload::WorkloadSpec::Restart.to_string()
+    r.workload == WorkloadSpec::Restart.to_string()
 }
 
-/// A time of the restart table: a dash for 0 (not measured).
+/// A time of the restart tables: a dash for 0 (not measured).
 fn time_cell(ns: u64) -> String {
     if ns == 0 {
         "–".into()
     } else {
         latency(ns)
     }
+}
+
+/// The times of a restart record, in the columns' order: open, first GET,
+/// first range read, rebuild done, ordered walk done, point index ready,
+/// full speed (a dash for each not measured).
+pub fn restart_times(r: &Record) -> [String; 7] {
+    [
+        r.open_ns,
+        r.first_get_ns,
+        r.first_range_ns,
+        r.rebuild_done_ns,
+        r.ordered_walk_done_ns,
+        r.point_index_ready_ns,
+        r.full_speed_ns,
+    ]
+    .map(time_cell)
 }
 
 /// The restart workload's table: one row per engine (the last record of
@@ -455,15 +468,17 @@ pub fn restart_table(records: &[Record]) -> String {
         let Some(r) = rs.iter().rev().find(|r| r.engine == e) else {
             continue;
         };
+        let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] =
+            restart_times(r);
         let row = [
             e.clone(),
-            time_cell(r.open_ns),
-            time_cell(r.first_get_ns),
-            time_cell(r.first_range_ns),
-            time_cell(r.rebuild_done_ns),
-            time_cell(r.ordered_walk_done_ns),
-            time_cell(r.point_index_ready_ns),
-            time_cell(r.full_speed_ns),
+            open,
+            first_get,
+            first_range,
+            rebuild,
+            walk,
+            index_ready,
+            full_speed,
             mops(r.first_window_ops_per_sec),
             mops(r.ops_per_sec),
             if r.dram_index_bytes == 0 {
@@ -492,7 +507,6 @@ pub fn pdv_table(records: &[Record]) -> String {
             .find(|r| r.engine == engine && r.threads == t)
             .copied()
     };
-    let single = crate::pdv::SINGLE_WORD;
     let mut header = vec!["variant".to_string()];
     for t in &threads {
         let plural = if *t == 1 { "" } else { "s" };
@@ -516,7 +530,7 @@ pub fn pdv_table(records: &[Record]) -> String {
             let reference = if v.starts_with("persimmon-put") {
                 "persimmon-put"
             } else {
-                single
+                SINGLE_WORD
             };
             row.push(ratio(r, find(reference, t)));
         }
@@ -573,9 +587,9 @@ pub fn markdown(records: &[Record], probe: Option<&ProbeRecord>, source: &str) -
             first.key_size,
             first.value_size,
             first.restarts,
-            crate::restart::RANGE_PAIRS,
-            crate::restart::WINDOW.as_millis(),
-            crate::restart::FULL_SPEED * 100.0,
+            RANGE_PAIRS,
+            WINDOW.as_millis(),
+            FULL_SPEED * 100.0,
         );
         s.push_str(&durability_list(&restart));
         s.push('\n');
@@ -590,10 +604,7 @@ pub fn markdown(records: &[Record], probe: Option<&ProbeRecord>, source: &str) -
              file; {}. The ratio columns divide each variant's throughput by `{}`'s at the same \
              thread count; the `persimmon-put` rows (an engine put of an existing key, then the \
              variable, if any, persisted as a per-thread counter) divide by `persimmon-put`'s.\n",
-            first.cores,
-            first.duration_secs,
-            first.durability,
-            crate::pdv::SINGLE_WORD
+            first.cores, first.duration_secs, first.durability, SINGLE_WORD
         );
         s.push_str(&pdv_table(&pdv));
         s.push('\n');

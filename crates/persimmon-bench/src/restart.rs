@@ -44,7 +44,7 @@
 //! - The seeds depend only on `--seed` and the reopen, never on the engine.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -53,28 +53,19 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::args::{BenchArgs, PoolSizes};
-use crate::bench::{
-    cores, fresh_dir, pool_estimate, run_dir, write_json, write_out, write_plot_and_markdown,
-    MIN_POOL_BYTES,
-};
 use crate::engines::{self, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
 use crate::keys::{scramble, KeyBuf};
-use crate::record::Record;
-use crate::report::{self, latency, mops};
+use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
+use crate::record::{Record, FULL_SPEED, RANGE_PAIRS, WINDOW};
+use crate::report::{self, mops, restart_times};
+use crate::setup::{self, cores, durability_lines, fresh_dir, open_config, preflight, run_dir};
 use crate::workload::WorkloadSpec;
-use crate::{progress, runner};
 
-/// Length of one window of GETs.
-pub const WINDOW: Duration = Duration::from_millis(50);
-/// Fraction of the steady rate a window must reach to count as full speed.
-pub const FULL_SPEED: f64 = 0.9;
 /// Windows measured after the background work, for the steady rate.
 pub const STEADY_WINDOWS: usize = 10;
 /// Reopens per engine.
 pub const REOPENS: usize = 3;
-/// Pairs of the first range read.
-pub const RANGE_PAIRS: usize = 10;
 /// How often the stats are polled.
 const POLL: Duration = Duration::from_millis(1);
 /// Longest the windows wait for the background work before calling the
@@ -267,7 +258,10 @@ pub fn reopen(
     seed: u64,
 ) -> Result<Reopen> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let (get_key, range_key) = (rng.gen_range(0..keys), rng.gen_range(0..keys));
+    let targets = Targets {
+        get: rng.gen_range(0..keys),
+        range: rng.gen_range(0..keys),
+    };
     let mut reader = Reader {
         key: KeyBuf::new(key_size),
         rng,
@@ -287,36 +281,7 @@ pub fn reopen(
             .name("bench-restart-poll".into())
             .spawn_scoped(s, move || poll(slot, start_at, stop, done))
             .map_err(|e| Error::io("spawn the stats poller", e))?;
-        let ran = (|| -> Result<Early> {
-            let start = *start_at.get_or_init(Instant::now);
-            let store = engines::open(kind, config)?;
-            let open = start.elapsed();
-            let store = &**slot.get_or_init(|| store);
-            let first_get = reader.get_one(store, get_key)?;
-            let first_get = first_get.duration_since(start);
-            let first_range = if kind.has_ordered_reads() {
-                let n = store.scan(reader.key.key(range_key), RANGE_PAIRS, &mut reader.out)?;
-                if n == 0 {
-                    reader.misses += 1;
-                }
-                Some(start.elapsed())
-            } else {
-                None
-            };
-            let mut windows = Vec::new();
-            loop {
-                windows.push(reader.window(store, start)?);
-                if done.load(Ordering::Acquire) || start.elapsed() > MAX_BACKGROUND {
-                    break;
-                }
-            }
-            Ok(Early {
-                open,
-                first_get,
-                first_range,
-                windows,
-            })
-        })();
+        let ran = open_and_serve(kind, config, &mut reader, targets, slot, start_at, done);
         stop.store(true, Ordering::Release);
         let seen = poller
             .join()
@@ -326,18 +291,7 @@ pub fn reopen(
     let start = *start_at.get().expect("set before the open");
     let store = &**slot.get().expect("opened");
 
-    store.wait_for_background();
-    if let Some(b) = store.background() {
-        if !b.done() {
-            return Err(Error::engine(
-                kind.name(),
-                format!(
-                    "the wait for the background work after open returned, but the stats say \
-                     it is not done: {b:?}"
-                ),
-            ));
-        }
-    }
+    wait_for_background(kind, store)?;
     let mut steady = Vec::with_capacity(STEADY_WINDOWS);
     for _ in 0..STEADY_WINDOWS {
         steady.push(reader.window(store, start)?);
@@ -368,6 +322,73 @@ pub fn reopen(
         read_misses: reader.misses,
         dram_index_bytes,
     })
+}
+
+/// The key indices of the first GET and of the first range read, chosen
+/// before the clock starts.
+#[derive(Clone, Copy)]
+struct Targets {
+    get: u64,
+    range: u64,
+}
+
+/// Starts the clock, opens the store (into `slot`, where the poller finds
+/// it), serves the first GET and range read, then windows of GETs until
+/// the poller says the background work is `done` (or [`MAX_BACKGROUND`]
+/// passed).
+fn open_and_serve(
+    kind: EngineKind,
+    config: &OpenConfig,
+    reader: &mut Reader,
+    targets: Targets,
+    slot: &OnceLock<Box<dyn Store>>,
+    start_at: &OnceLock<Instant>,
+    done: &AtomicBool,
+) -> Result<Early> {
+    let start = *start_at.get_or_init(Instant::now);
+    let store = engines::open(kind, config)?;
+    let open = start.elapsed();
+    let store = &**slot.get_or_init(|| store);
+    let first_get = reader.get_one(store, targets.get)?;
+    let first_get = first_get.duration_since(start);
+    let first_range = if kind.has_ordered_reads() {
+        let n = store.scan(reader.key.key(targets.range), RANGE_PAIRS, &mut reader.out)?;
+        if n == 0 {
+            reader.misses += 1;
+        }
+        Some(start.elapsed())
+    } else {
+        None
+    };
+    let mut windows = Vec::new();
+    loop {
+        windows.push(reader.window(store, start)?);
+        if done.load(Ordering::Acquire) || start.elapsed() > MAX_BACKGROUND {
+            break;
+        }
+    }
+    Ok(Early {
+        open,
+        first_get,
+        first_range,
+        windows,
+    })
+}
+
+/// Waits for the store's background work after open, which the stats must
+/// then show done.
+fn wait_for_background(kind: EngineKind, store: &dyn Store) -> Result<()> {
+    store.wait_for_background();
+    match store.background() {
+        Some(b) if !b.done() => Err(Error::engine(
+            kind.name(),
+            format!(
+                "the wait for the background work after open returned, but the stats say \
+                 it is not done: {b:?}"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -436,27 +457,12 @@ pub fn record(
 
 const ROW_HEADER: &str = "engine                reopen       open  first GET  first range    rebuild  walk done  index ready  full speed  first 50ms Mops/s  steady Mops/s\n";
 
-fn time_or_dash(ns: u64) -> String {
-    if ns == 0 {
-        "–".into()
-    } else {
-        latency(ns)
-    }
-}
-
 /// One stdout row: `reopen` is its number, or `median`.
 fn row(engine: &str, reopen: &str, r: &Record) -> String {
+    let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] = restart_times(r);
     format!(
-        "{:<21} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10} {:>12} {:>11} {:>18} {:>14}{}\n",
-        engine,
-        reopen,
-        time_or_dash(r.open_ns),
-        time_or_dash(r.first_get_ns),
-        time_or_dash(r.first_range_ns),
-        time_or_dash(r.rebuild_done_ns),
-        time_or_dash(r.ordered_walk_done_ns),
-        time_or_dash(r.point_index_ready_ns),
-        time_or_dash(r.full_speed_ns),
+        "{engine:<21} {reopen:>6} {open:>10} {first_get:>10} {first_range:>12} {rebuild:>10} \
+         {walk:>10} {index_ready:>12} {full_speed:>11} {:>18} {:>14}{}\n",
         mops(r.first_window_ops_per_sec),
         mops(r.ops_per_sec),
         if r.read_misses > 0 {
@@ -480,99 +486,15 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
         k.check_built()?;
     }
     let (run_dir, _scratch, fs) = run_dir(args)?;
-    let pool_max = sizes
-        .max
-        .unwrap_or_else(|| persimmon::Options::default().pool_bytes_max);
-    let config = |dir: PathBuf| OpenConfig {
-        dir,
-        pool_bytes_initial: sizes
-            .initial
-            .unwrap_or_else(|| pool_estimate(args.keys, args.key_size, args.value_size)),
-        pool_bytes_max: pool_max,
-        max_threads: cores() + 2,
-    };
-    // Open every engine once: fail before any long run, and state settings.
-    let mut durability = Vec::with_capacity(kinds.len());
-    for &kind in kinds {
-        let dir = run_dir.join(format!("{}-preflight", kind.name()));
-        fresh_dir(&dir)?;
-        let mut preflight = config(dir.clone());
-        preflight.pool_bytes_initial = MIN_POOL_BYTES;
-        durability.push(engines::open(kind, &preflight)?.durability());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let mut header = format!(
-        "bench: restart, {} keys of {} B with {} B values; {REOPENS} reopens per engine, each \
-             timed from the start of its open: first GET, first range read of {RANGE_PAIRS} pairs, \
-             background work after open, and 1 thread's GETs in {} ms windows until one reaches \
-             {:.0} % of the steady rate (median of {STEADY_WINDOWS} windows after the background \
-             work); seed {}\n\x20      stores in {} ({fs}); {} cores\n",
-        args.keys,
-        args.key_size,
-        args.value_size,
-        WINDOW.as_millis(),
-        FULL_SPEED * 100.0,
-        args.seed,
-        args.pool_dir.display(),
-        cores(),
-    );
-    for (kind, d) in kinds.iter().zip(&durability) {
-        header.push_str(&format!("{:<21} {d}\n", kind.name()));
-    }
-    header.push('\n');
-    header.push_str(ROW_HEADER);
-    write_out(out, &header)?;
+    let config = |dir: PathBuf| open_config(args, sizes, dir, args.value_size, cores() + 2);
+    let durability = preflight(kinds, &run_dir, config)?;
+    write_out(out, &header(args, kinds, &durability, &fs))?;
 
     let mut records: Vec<Record> = Vec::new();
     for (ki, (&kind, durability)) in kinds.iter().zip(&durability).enumerate() {
-        let dir = run_dir.join(format!("{}-restart", kind.name()));
-        fresh_dir(&dir)?;
-        let config = config(dir.clone());
-        let store = engines::open(kind, &config)?;
-        let bar = progress::load_bar(args.keys, format!("load {} (restart)", kind.name()));
-        let load_time = runner::load(
-            &*store,
-            args.keys,
-            args.key_size,
-            args.value_size,
-            args.load_threads.unwrap_or(cores()),
-            &mut |n| bar.set_position(n),
-        )?;
-        bar.finish_and_clear();
-        drop(store);
-
-        let mut reopens = Vec::with_capacity(REOPENS);
-        for i in 0..REOPENS {
-            let seed = scramble(args.seed ^ scramble(0x7265_7374 + i as u64));
-            let r = reopen(kind, &config, args.keys, args.key_size, seed)?;
-            let one = record(
-                kind,
-                std::slice::from_ref(&r),
-                args,
-                durability,
-                load_time.as_secs_f64(),
-            );
-            write_out(out, &row(kind.name(), &(i + 1).to_string(), &one))?;
-            reopens.push(r);
-        }
-        let rec = record(kind, &reopens, args, durability, load_time.as_secs_f64());
-        write_out(out, &row(kind.name(), "median", &rec))?;
-        if rec.read_misses > 0 {
-            return Err(Error::engine(
-                kind.name(),
-                format!(
-                    "{} GETs or range reads of existing keys after a reopen found nothing",
-                    rec.read_misses
-                ),
-            ));
-        }
+        let rec = run_engine(args, kind, durability, &config, &run_dir, out)?;
         records.push(rec);
-        if let Some(path) = &args.json {
-            write_json(path, &records)?;
-        }
-        if !args.keep_stores {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
+        write_json_arg(args, &records)?;
         if ki + 1 < kinds.len() {
             // Let the closed store's memory go before the next load.
             std::thread::sleep(Duration::from_millis(10));
@@ -591,6 +513,84 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
         ),
     )?;
     Ok(())
+}
+
+/// The lines before the first row: what is measured, each engine's
+/// durability, the column names.
+fn header(args: &BenchArgs, kinds: &[EngineKind], durability: &[String], fs: &str) -> String {
+    let mut header = format!(
+        "bench: restart, {} keys of {} B with {} B values; {REOPENS} reopens per engine, each \
+             timed from the start of its open: first GET, first range read of {RANGE_PAIRS} pairs, \
+             background work after open, and 1 thread's GETs in {} ms windows until one reaches \
+             {:.0} % of the steady rate (median of {STEADY_WINDOWS} windows after the background \
+             work); seed {}\n\x20      stores in {} ({fs}); {} cores\n",
+        args.keys,
+        args.key_size,
+        args.value_size,
+        WINDOW.as_millis(),
+        FULL_SPEED * 100.0,
+        args.seed,
+        args.pool_dir.display(),
+        cores(),
+    );
+    header.push_str(&durability_lines(kinds, durability));
+    header.push('\n');
+    header.push_str(ROW_HEADER);
+    header
+}
+
+/// Loads a fresh store of `kind`, closes it, then reopens and measures it
+/// [`REOPENS`] times, printing a row per reopen and the medians; returns
+/// the record of the medians (an error when a read missed).
+fn run_engine(
+    args: &BenchArgs,
+    kind: EngineKind,
+    durability: &str,
+    config: &dyn Fn(PathBuf) -> OpenConfig,
+    run_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<Record> {
+    let dir = run_dir.join(format!("{}-restart", kind.name()));
+    fresh_dir(&dir)?;
+    let config = config(dir.clone());
+    let store = engines::open(kind, &config)?;
+    let load_time = setup::load(
+        &*store,
+        args,
+        args.value_size,
+        format!("load {} (restart)", kind.name()),
+    )?;
+    drop(store);
+
+    let mut reopens = Vec::with_capacity(REOPENS);
+    for i in 0..REOPENS {
+        let seed = scramble(args.seed ^ scramble(0x7265_7374 + i as u64));
+        let r = reopen(kind, &config, args.keys, args.key_size, seed)?;
+        let one = record(
+            kind,
+            std::slice::from_ref(&r),
+            args,
+            durability,
+            load_time.as_secs_f64(),
+        );
+        write_out(out, &row(kind.name(), &(i + 1).to_string(), &one))?;
+        reopens.push(r);
+    }
+    let rec = record(kind, &reopens, args, durability, load_time.as_secs_f64());
+    write_out(out, &row(kind.name(), "median", &rec))?;
+    if rec.read_misses > 0 {
+        return Err(Error::engine(
+            kind.name(),
+            format!(
+                "{} GETs or range reads of existing keys after a reopen found nothing",
+                rec.read_misses
+            ),
+        ));
+    }
+    if !args.keep_stores {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(rec)
 }
 
 #[cfg(test)]

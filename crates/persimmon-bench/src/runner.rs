@@ -214,6 +214,30 @@ struct Worker<'a> {
     stamp: u64,
 }
 
+impl<'a> Worker<'a> {
+    /// Worker `t` of `threads`: its own generator, seeded from the phase's
+    /// seed and `t`, and its own value buffer.
+    fn new(shared: &'a Shared<'a>, t: usize, threads: usize) -> Worker<'a> {
+        let phase = shared.phase;
+        let mut rng = SmallRng::seed_from_u64(thread_seed(phase.seed, threads, t));
+        let mut value = vec![0u8; phase.value_size];
+        fill_value(rng.gen(), &mut value);
+        Worker {
+            shared,
+            chooser: KeyChooser::new(
+                phase.distribution,
+                shared.inserts.acknowledged(),
+                phase.zipfian,
+            ),
+            rng,
+            key: KeyBuf::new(phase.key_size),
+            value,
+            out: Vec::with_capacity(phase.key_size + phase.value_size),
+            stamp: (t as u64) << 40,
+        }
+    }
+}
+
 /// The next operation of a worker, chosen before the clock starts.
 #[derive(Clone, Copy, Debug)]
 struct Choice {
@@ -364,24 +388,8 @@ pub fn run_phase(
         let shared = &shared;
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
-            let quota = match phase.stop {
-                Stop::Ops(total) => {
-                    Some(total / threads as u64 + u64::from((t as u64) < total % threads as u64))
-                }
-                Stop::After(_) => None,
-            };
-            let mut rng = SmallRng::seed_from_u64(thread_seed(phase.seed, threads, t));
-            let mut value = vec![0u8; phase.value_size];
-            fill_value(rng.gen(), &mut value);
-            let mut worker = Worker {
-                shared,
-                chooser: KeyChooser::new(phase.distribution, inserts.acknowledged(), phase.zipfian),
-                rng,
-                key: KeyBuf::new(phase.key_size),
-                value,
-                out: Vec::with_capacity(phase.key_size + phase.value_size),
-                stamp: (t as u64) << 40,
-            };
+            let quota = quota(phase.stop, threads, t);
+            let mut worker = Worker::new(shared, t, threads);
             let spawned = std::thread::Builder::new()
                 .name(format!("bench-worker-{t}"))
                 .spawn_scoped(s, move || {
@@ -422,31 +430,55 @@ pub fn run_phase(
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        // Report the first real failure, not a worker's "aborted".
-        let mut outcomes = Vec::with_capacity(threads);
-        let mut first_error = None;
-        for r in results {
-            match r {
-                Ok(o) => outcomes.push(o),
-                Err(e) => {
-                    if first_error.is_none() || matches!(first_error, Some(Error::Usage(_))) {
-                        first_error = Some(e);
-                    }
+        all_or_first_error(results)
+    });
+    let (t0, t1) = *shared.window.get().expect("window set");
+    Ok(summarize(&outcomes?, t0, t1))
+}
+
+/// The operations of worker `t` of `threads` when the phase counts them
+/// (`Stop::Ops`): an even share, the first `total % threads` workers one
+/// more.
+pub(crate) fn quota(stop: Stop, threads: usize, t: usize) -> Option<u64> {
+    match stop {
+        Stop::Ops(total) => {
+            let (t, n) = (t as u64, threads as u64);
+            Some(total / n + u64::from(t < total % n))
+        }
+        Stop::After(_) => None,
+    }
+}
+
+/// Every worker's outcome, or the first real failure (not a worker's
+/// "aborted", which only says that another one failed).
+fn all_or_first_error(results: Vec<Result<Outcome>>) -> Result<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(results.len());
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(o) => outcomes.push(o),
+            Err(e) => {
+                if first_error.is_none() || matches!(first_error, Some(Error::Usage(_))) {
+                    first_error = Some(e);
                 }
             }
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(outcomes),
-        }
-    });
-    let outcomes = outcomes?;
-    let (t0, t1) = *shared.window.get().expect("window set");
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(outcomes),
+    }
+}
+
+/// The phase's totals over its workers' outcomes; it lasted from `t0`, the
+/// end of the warm-up, to the last worker's end (at least `t1`, the
+/// planned end of a timed phase).
+fn summarize(outcomes: &[Outcome], t0: Instant, t1: Option<Instant>) -> PhaseResult {
     let mut latency = new_histogram();
     let mut pm = PmemCounters::default();
     let (mut ops, mut read_misses, mut scans, mut items) = (0, 0, 0, 0);
     let mut end = t1.unwrap_or(t0);
-    for o in &outcomes {
+    for o in outcomes {
         latency
             .add(&o.latency)
             .expect("histograms with the same bounds");
@@ -459,7 +491,7 @@ pub fn run_phase(
             end = end.max(e);
         }
     }
-    Ok(PhaseResult {
+    PhaseResult {
         ops,
         elapsed: end.saturating_duration_since(t0),
         latency,
@@ -467,7 +499,7 @@ pub fn run_phase(
         read_misses,
         scans,
         items,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -301,7 +301,7 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 family = Some("get-ratio");
             }
             ("value-size", Some(b)) => {
-                let bytes = crate::args::parse_size(&b)?;
+                let bytes = persimmon::size::parse_size(&b)?;
                 if bytes == 0 || bytes > persimmon::MAX_VALUE_BYTES as u64 {
                     return Err(format!(
                         "value-size:{b}: values are 1 to {} bytes",

@@ -1,14 +1,18 @@
 //! Command-line syntax (clap derive). The help texts here are the user
 //! documentation of the command; keep them in step with the code.
+//!
+//! Invariants: flag names, defaults and the exit statuses in
+//! `AFTER_HELP` are the command's interface (scripts use them); sizes parse
+//! with `persimmon::size`, so `--pool-size` takes the spellings the
+//! server's config file and the benchmark take.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use persimmon::size::parse_size;
 use persimmon::PointIndex;
-
-use crate::size::parse_bytes;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; 1 key not found (get, del); 2 error (bad input, \
@@ -49,12 +53,12 @@ pub struct PoolArgs {
 
     /// Initial size of a pool this command creates; ignored when the pool
     /// exists. Suffixes K, M, G, T are powers of 1024 [default: 64M]
-    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
     pub pool_size: Option<u64>,
 
     /// Largest size the pool file may grow to while this command runs
     /// (address space for it is reserved at open) [default: 64G]
-    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
     pub pool_max: Option<u64>,
 
     /// Create the pool with the ordered index (a persistent skiplist over
@@ -279,7 +283,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub keys: u64,
     /// Size of each value in bytes (suffixes K, M as for --pool-size)
-    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_size)]
     pub value_bytes: u64,
     /// Start from an empty pool: delete the pool at PATH first if it exists
     /// (only if it is a Persimmon pool no one has open)

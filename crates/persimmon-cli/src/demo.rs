@@ -1,17 +1,27 @@
 //! `persimmon demo`: put N keys, read them back and verify, reopen; report
 //! rates, space per key, open time and persistent-memory work per operation.
+//!
+//! Invariants:
+//! - Values are derived from the key alone ([`value_of`]), so a rerun on a
+//!   reopened pool verifies what an earlier run wrote.
+//! - The persistent-memory work is the calling thread's counters over each
+//!   pass: the demo runs on one thread, so nothing else is counted.
+//! - The reopen is timed from the start of `Db::open` to the first answered
+//!   get, the figure a restarted application waits for.
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use persimmon::pmem::thread_counters;
-use persimmon::{Db, PmemCounters, MAX_VALUE_BYTES};
+use persimmon::size::human_bytes;
+use persimmon::{Db, PmemCounters, Stats, MAX_VALUE_BYTES};
+use persimmon_bench::progress;
 
 use crate::cli::{DemoArgs, PoolArgs};
-use crate::commands::{options, print};
 use crate::failure::Failure;
-use crate::progress;
-use crate::size::human_bytes;
+use crate::output::print;
+use crate::pool::options;
 
 /// Operations between progress bar updates.
 const PROGRESS_EVERY: u64 = 4096;
@@ -78,26 +88,106 @@ fn start_fresh(pool: &PoolArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::error(format!("remove {}: {e}", path.display())))
 }
 
+/// The keys of a run: `count` of them, `key_bytes` digits each, with
+/// values of `value_bytes` bytes.
+struct KeySet {
+    count: u64,
+    key_bytes: usize,
+    value_bytes: usize,
+}
+
+/// The time and the calling thread's persistent-memory work of one pass
+/// over the keys.
+struct Pass {
+    time: Duration,
+    pm: PmemCounters,
+}
+
+/// What the get pass found besides its time.
+struct Verified {
+    pass: Pass,
+    wrong: u64,
+    missing: u64,
+    /// The first wrong or missing values, for the report.
+    mismatches: Vec<String>,
+}
+
+/// The reopen after the close, timed from the start of `Db::open`.
+struct Reopened {
+    open_time: Duration,
+    first_get_time: Duration,
+    rebuild_time: Duration,
+    /// The first get returned the right value (or there were no keys).
+    first_get_ok: bool,
+    keys: u64,
+}
+
 pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
-    let n = args.keys;
     if args.value_bytes > MAX_VALUE_BYTES as u64 {
         return Err(Failure::error(format!(
             "--value-bytes {} is above the engine's limit of {MAX_VALUE_BYTES} bytes",
             args.value_bytes
         )));
     }
-    let value_bytes = args.value_bytes as usize;
-    let width = n.saturating_sub(1).to_string().len().max(8);
+    let n = args.keys;
+    let keys = KeySet {
+        count: n,
+        key_bytes: n.saturating_sub(1).to_string().len().max(8),
+        value_bytes: args.value_bytes as usize,
+    };
     if args.fresh {
         start_fresh(pool)?;
     }
-    let path = &pool.pool;
-    let db = Db::open(path, options(pool, true)?)?;
+    let db = Db::open(&pool.pool, options(pool, true)?)?;
+    print(&header(&pool.pool, &keys, &db))?;
+    let put = put_pass(&db, &keys)?;
+    let get = get_pass(&db, &keys)?;
+    db.wait_for_rebuild();
+    let s = db.stats();
+    print(&passes_report(&keys, &put, &get, &s))?;
+
+    drop(db);
+    let reopened = reopen(pool, &keys)?;
+    let mut out = reopen_report(&keys, &reopened);
+    for m in &get.mismatches {
+        let _ = writeln!(out, "error: {m}");
+    }
+    let verified = n - get.wrong - get.missing;
+    let ok = verified == n && reopened.first_get_ok && reopened.keys == s.keys;
+    let _ = writeln!(
+        out,
+        "result: {}",
+        if ok {
+            format!("ok, all {n} values verified")
+        } else {
+            "FAILED".to_string()
+        }
+    );
+    print(&out)?;
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::error(format!(
+            "demo failed: {} wrong and {} missing values, first get after reopen {}, {} keys after reopen ({} before close)",
+            get.wrong,
+            get.missing,
+            if reopened.first_get_ok { "ok" } else { "returned a wrong value" },
+            reopened.keys,
+            s.keys
+        )))
+    }
+}
+
+/// The first lines: what the run does, and the pool's settings.
+fn header(path: &Path, keys: &KeySet, db: &Db) -> String {
     let keys_before = db.len();
     let s = db.stats();
-    let mut out = format!(
-        "demo: {n} keys of {width} bytes, values of {value_bytes} bytes, pool {} ({})\n\
+    format!(
+        "demo: {} keys of {} bytes, values of {} bytes, pool {} ({})\n\
          \x20     durability {}, flush {}, nt copy {}, {} lanes, point index in {}\n",
+        keys.count,
+        keys.key_bytes,
+        keys.value_bytes,
         path.display(),
         if keys_before == 0 {
             "empty".to_string()
@@ -109,38 +199,41 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
         s.nt_copy,
         s.lanes,
         s.point_index.name()
-    );
-    print(&out)?;
-    out.clear();
+    )
+}
 
-    let (mut key_buf, mut value) = ([0u8; 20], vec![0u8; value_bytes]);
-
-    // Put phase.
-    let bar = progress::items(n, "put");
+/// Puts every key with its value.
+fn put_pass(db: &Db, keys: &KeySet) -> Result<Pass, Failure> {
+    let (mut key_buf, mut value) = ([0u8; 20], vec![0u8; keys.value_bytes]);
+    let bar = progress::items(keys.count, "put");
     let before = thread_counters();
     let start = Instant::now();
-    for i in 0..n {
+    for i in 0..keys.count {
         value_of(i, &mut value);
-        let key = key_of(i, width, &mut key_buf);
+        let key = key_of(i, keys.key_bytes, &mut key_buf);
         db.put(key, &value)
             .map_err(|e| Failure::error(format!("put of key {i} failed: {e}")))?;
         if i % PROGRESS_EVERY == 0 {
             bar.set_position(i);
         }
     }
-    let put_time = start.elapsed();
-    let put_pm = thread_counters().since(&before);
+    let time = start.elapsed();
+    let pm = thread_counters().since(&before);
     bar.finish_and_clear();
+    Ok(Pass { time, pm })
+}
 
-    // Get phase.
-    let bar = progress::items(n, "get");
+/// Reads every key back and compares its value with the one put.
+fn get_pass(db: &Db, keys: &KeySet) -> Result<Verified, Failure> {
+    let (mut key_buf, mut value) = ([0u8; 20], vec![0u8; keys.value_bytes]);
+    let bar = progress::items(keys.count, "get");
     let mut mismatches: Vec<String> = Vec::new();
     let (mut wrong, mut missing) = (0u64, 0u64);
     let before = thread_counters();
     let start = Instant::now();
-    for i in 0..n {
+    for i in 0..keys.count {
         value_of(i, &mut value);
-        let key = key_of(i, width, &mut key_buf);
+        let key = key_of(i, keys.key_bytes, &mut key_buf);
         match db.get_with(key, |v| v == value.as_slice()) {
             Ok(Some(true)) => {}
             Ok(Some(false)) => {
@@ -161,13 +254,22 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
             bar.set_position(i);
         }
     }
-    let get_time = start.elapsed();
-    let get_pm = thread_counters().since(&before);
+    let time = start.elapsed();
+    let pm = thread_counters().since(&before);
     bar.finish_and_clear();
-    let verified = n - wrong - missing;
+    Ok(Verified {
+        pass: Pass { time, pm },
+        wrong,
+        missing,
+        mismatches,
+    })
+}
 
-    db.wait_for_rebuild();
-    let s = db.stats();
+/// The rates and work of both passes, and the pool's space per key.
+fn passes_report(keys: &KeySet, put: &Pass, get: &Verified, s: &Stats) -> String {
+    let n = keys.count;
+    let (wrong, missing) = (get.wrong, get.missing);
+    let verified = n - wrong - missing;
     let per_key = |bytes: u64| {
         if s.keys == 0 {
             "-".to_string()
@@ -175,19 +277,18 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
             format!("{:.1}", bytes as f64 / s.keys as f64)
         }
     };
-    let _ = writeln!(
-        out,
+    format!(
         "put:   {n} in {:.3} s = {:.0} puts/s\n\
          \x20      per put: {}\n\
          get:   {n} in {:.3} s = {:.0} gets/s, {verified} values verified, {wrong} wrong, {missing} missing\n\
          \x20      per get: {}\n\
-         pool:  {} keys; file {} bytes ({}) = {} bytes per key; used {} = {} per key; live {} = {} per key",
-        put_time.as_secs_f64(),
-        rate(n, put_time),
-        per_op(&put_pm, n),
-        get_time.as_secs_f64(),
-        rate(n, get_time),
-        per_op(&get_pm, n),
+         pool:  {} keys; file {} bytes ({}) = {} bytes per key; used {} = {} per key; live {} = {} per key\n",
+        put.time.as_secs_f64(),
+        rate(n, put.time),
+        per_op(&put.pm, n),
+        get.pass.time.as_secs_f64(),
+        rate(n, get.pass.time),
+        per_op(&get.pass.pm, n),
         s.keys,
         s.pool_bytes,
         human_bytes(s.pool_bytes),
@@ -196,58 +297,51 @@ pub fn run(pool: &PoolArgs, args: DemoArgs) -> Result<(), Failure> {
         per_key(s.used_bytes),
         s.live_bytes,
         per_key(s.live_bytes),
-    );
-    print(&out)?;
-    out.clear();
+    )
+}
 
-    // Close, then time the reopen up to the first answered get.
-    drop(db);
+/// Reopens the closed pool and times it up to the first answered get (of
+/// the middle key) and to the end of the rebuild after open.
+fn reopen(pool: &PoolArgs, keys: &KeySet) -> Result<Reopened, Failure> {
+    let (mut key_buf, mut value) = ([0u8; 20], vec![0u8; keys.value_bytes]);
     let reopen_options = options(pool, false)?;
-    let probe = n / 2;
+    let probe = keys.count / 2;
     value_of(probe, &mut value);
     let start = Instant::now();
-    let db = Db::open(path, reopen_options)?;
+    let db = Db::open(&pool.pool, reopen_options)?;
     let open_time = start.elapsed();
-    let first = db.get_with(key_of(probe, width, &mut key_buf), |v| {
+    let first = db.get_with(key_of(probe, keys.key_bytes, &mut key_buf), |v| {
         v == value.as_slice()
     })?;
     let first_get_time = start.elapsed();
     db.wait_for_rebuild();
     let rebuild_time = start.elapsed();
-    let reopened_ok = n == 0 || first == Some(true);
-    let reopened_keys = db.len();
-    let _ = writeln!(
-        out,
-        "open:  {:.3} ms (Db::open {:.3} ms + first get {:.3} ms, value {}); background rebuild done after {:.1} ms; {reopened_keys} keys",
-        ms(first_get_time),
-        ms(open_time),
-        ms(first_get_time - open_time),
-        if n == 0 { "-" } else if reopened_ok { "verified" } else { "WRONG" },
-        ms(rebuild_time),
-    );
-    for m in &mismatches {
-        let _ = writeln!(out, "error: {m}");
-    }
-    let ok = verified == n && reopened_ok && reopened_keys == s.keys;
-    let _ = writeln!(
-        out,
-        "result: {}",
-        if ok {
-            format!("ok, all {n} values verified")
+    Ok(Reopened {
+        open_time,
+        first_get_time,
+        rebuild_time,
+        first_get_ok: keys.count == 0 || first == Some(true),
+        keys: db.len(),
+    })
+}
+
+/// The `open:` line.
+fn reopen_report(keys: &KeySet, r: &Reopened) -> String {
+    format!(
+        "open:  {:.3} ms (Db::open {:.3} ms + first get {:.3} ms, value {}); background rebuild done after {:.1} ms; {} keys\n",
+        ms(r.first_get_time),
+        ms(r.open_time),
+        ms(r.first_get_time - r.open_time),
+        if keys.count == 0 {
+            "-"
+        } else if r.first_get_ok {
+            "verified"
         } else {
-            "FAILED".to_string()
-        }
-    );
-    print(&out)?;
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::error(format!(
-            "demo failed: {wrong} wrong and {missing} missing values, first get after reopen {}, {reopened_keys} keys after reopen ({} before close)",
-            if reopened_ok { "ok" } else { "returned a wrong value" },
-            s.keys
-        )))
-    }
+            "WRONG"
+        },
+        ms(r.rebuild_time),
+        r.keys,
+    )
 }
 
 #[cfg(test)]

@@ -45,6 +45,19 @@ pub fn escape(src: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Replaces `line` with the line of one record as `dump` writes it: the
+/// escaped key, a tab and the escaped value, a line feed; without a value
+/// (`scan` of keys alone) the escaped key and the line feed.
+pub fn record_line(key: &[u8], value: Option<&[u8]>, line: &mut Vec<u8>) {
+    line.clear();
+    escape_into(key, line);
+    if let Some(value) = value {
+        line.push(b'\t');
+        escape_into(value, line);
+    }
+    line.push(b'\n');
+}
+
 fn push_hex_escape(out: &mut Vec<u8>, b: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);

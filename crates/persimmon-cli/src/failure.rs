@@ -1,4 +1,9 @@
 //! How a command fails: the exit status and the message for stderr.
+//!
+//! Invariants: each kind of failure has exactly one exit status (1 not
+//! found, 2 error, 3 inconsistent, 141 broken pipe), since scripts branch
+//! on them; the message is printed once, as `persimmon: <message>`, and a
+//! closed stderr never turns a failure into a panic.
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -1,39 +1,67 @@
 //! `persimmon load`: stream key<TAB>value lines into the pool.
+//!
+//! Invariants:
+//! - Records are put one at a time, in input order: a bad line stops the
+//!   load, and every record before it stays loaded (the message says how
+//!   many), so a fixed file can simply be loaded again.
+//! - Only LF ends a line; whatever else a line holds is the record's.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
+use persimmon_bench::progress;
+
 use crate::cli::{LoadArgs, PoolArgs};
-use crate::commands::open;
 use crate::escape::parse_record;
 use crate::failure::Failure;
-use crate::progress;
+use crate::pool::open;
 
 /// Input buffer: large reads keep the syscall count negligible.
 const READ_BUFFER_BYTES: usize = 4 << 20;
 /// Records between progress bar updates.
 const PROGRESS_EVERY: u64 = 4096;
 
-pub fn run(pool: &PoolArgs, args: LoadArgs) -> Result<(), Failure> {
-    let file = args.file.as_deref().filter(|p| *p != Path::new("-"));
-    let (input, total, name): (Box<dyn Read>, Option<u64>, String) = match file {
-        Some(path) => {
-            let f = File::open(path)
-                .map_err(|e| Failure::error(format!("open {}: {e}", path.display())))?;
-            let meta = f
-                .metadata()
-                .map_err(|e| Failure::error(format!("stat {}: {e}", path.display())))?;
-            if meta.is_dir() {
-                return Err(Failure::error(format!("{} is a directory", path.display())));
-            }
-            // Pipes and devices have no length: count records instead.
-            let total = meta.is_file().then_some(meta.len());
-            (Box::new(f), total, path.display().to_string())
-        }
-        None => (Box::new(io::stdin().lock()), None, "stdin".to_string()),
+/// The input of a load: the reader, its length when it has one (a regular
+/// file) and its name for messages.
+struct Input {
+    reader: Box<dyn Read>,
+    total: Option<u64>,
+    name: String,
+}
+
+/// Opens FILE, or stdin when it is absent or `-`.
+fn open_input(file: Option<&Path>) -> Result<Input, Failure> {
+    let Some(path) = file.filter(|p| *p != Path::new("-")) else {
+        return Ok(Input {
+            reader: Box::new(io::stdin().lock()),
+            total: None,
+            name: "stdin".to_string(),
+        });
     };
+    let f =
+        File::open(path).map_err(|e| Failure::error(format!("open {}: {e}", path.display())))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| Failure::error(format!("stat {}: {e}", path.display())))?;
+    if meta.is_dir() {
+        return Err(Failure::error(format!("{} is a directory", path.display())));
+    }
+    Ok(Input {
+        reader: Box::new(f),
+        // Pipes and devices have no length: count records instead.
+        total: meta.is_file().then_some(meta.len()),
+        name: path.display().to_string(),
+    })
+}
+
+pub fn run(pool: &PoolArgs, args: LoadArgs) -> Result<(), Failure> {
+    let Input {
+        reader: input,
+        total,
+        name,
+    } = open_input(args.file.as_deref())?;
     let db = open(pool, true)?;
     let bar = match total {
         Some(len) => progress::bytes(len, "load"),

@@ -1,10 +1,18 @@
 //! The `persimmon` command: a thin shell over the `persimmon` engine.
 //!
-//! Argument parsing lives in [`cli`], the commands in [`commands`] (with the
-//! longer ones in [`load`] and [`demo`]; `bench` is the `persimmon-bench`
-//! crate behind a few lines), the `key<TAB>value` text format in
-//! [`escape`]. Every failure becomes a [`failure::Failure`], which carries the
-//! exit status and the message printed as `persimmon: <message>`.
+//! Modules, top down (each uses only those below it):
+//! - [`commands`]: dispatches to the commands; the short ones live there,
+//!   the longer ones in [`load`], [`demo`] and [`serve`] (`bench` is the
+//!   `persimmon-bench` crate behind a few lines).
+//! - [`report`]: the texts of `stats` and `check`.
+//! - [`pool`]: opening the pool as a command needs it; [`output`]: stdout.
+//! - [`cli`]: argument parsing; [`escape`]: the `key<TAB>value` text
+//!   format; [`failure`]: every failure, which carries the exit status and
+//!   the message printed as `persimmon: <message>`.
+//!
+//! Sizes are parsed and printed by `persimmon::size`, and progress bars
+//! drawn by `persimmon_bench::progress`, the same as in the other front
+//! ends.
 
 #![forbid(unsafe_code)]
 
@@ -14,9 +22,10 @@ mod demo;
 mod escape;
 mod failure;
 mod load;
-mod progress;
+mod output;
+mod pool;
+mod report;
 mod serve;
-mod size;
 
 use std::process::ExitCode;
 

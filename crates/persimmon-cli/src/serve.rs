@@ -1,5 +1,9 @@
 //! `persimmon serve`: the RESP server (crate `persimmon-server`) behind a
 //! few lines: settings are the defaults, then the config file, then flags.
+//!
+//! Invariant: a flag wins over the config file only when it was given;
+//! `--pool`'s default in particular never overrides the file's `pool`
+//! ([`note_pool_source`] records whether it was given).
 
 use std::io::Write;
 

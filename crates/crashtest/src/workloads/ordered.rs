@@ -486,13 +486,82 @@ fn late(n: u64) -> Key {
 pub fn reopen(cfg: &SimConfig) -> Finished {
     let dram = cfg.options.point_index == PointIndex::Dram;
     let mut c = Ctx::start(cfg, 16, false);
+    let Some((repairs, captured)) = capture_image_with_orphans(&mut c, dram) else {
+        c.sim
+            .fail(format!("{}: no crash image was captured", cfg.workload));
+        return c.finish();
+    };
+    // Recover from it, exploring the open and the work after it, with
+    // writes while it runs. PM: a put of a new key (its node from a new
+    // segment). DRAM: the rebuild is held at its first fence.
+    let gate = dram.then(|| Gate::on_thread_named("persimmon-ordered"));
+    c.reopen_from_as(&captured.image, captured.expect, true, false, gate.as_ref());
+    if c.broken {
+        return c.finish();
+    }
+    let during = match &gate {
+        Some(g) => dram_while_walk_held(&mut c, g),
+        None => {
+            let during_walk = !c.db().stats().ordered_walk_done;
+            put(&mut c, okey(2001));
+            format!(
+                "put {} the walk",
+                if during_walk { "during" } else { "after" }
+            )
+        }
+    };
+    c.db().wait_for_rebuild();
+    c.explore(false);
+    c.resolve_in_flight();
+    c.run(Op::Scan);
+    writes_reuse_node_slots(&mut c);
+    c.note = Some(format!(
+        "crash image with {} orphan node(s){}; {during}",
+        repairs.orphans,
+        if dram {
+            format!(
+                ", {} half-done record word(s){}",
+                repairs.half_done,
+                if repairs.first_half_done {
+                    " (one on a first node)"
+                } else {
+                    ""
+                }
+            )
+        } else {
+            String::new()
+        }
+    ));
+    // Clean close, reopen (explored: a walk with nothing to repair), more.
+    c.explore(false);
+    c.clean_reopen();
+    put(&mut c, okey(3));
+    c.run(Op::Delete(okey(8)));
+    put(&mut c, padded(3, 40));
+    if dram {
+        put(&mut c, late(0)); // overwrites after a clean reopen
+        c.run(Op::Delete(late(1)));
+    }
+    c.run(Op::Scan);
+    if let Some((_, k)) = nodes(&c).into_iter().next() {
+        c.run(Op::Get(k));
+    }
+    c.finish()
+}
+
+/// The first part of `reopen`: node segments of three classes (DRAM: and
+/// the tail keys), then inserts, deletes and overwrites with crash images
+/// captured in between, until one holds the most repairs wanted (an orphan
+/// node; DRAM: also a half-done record word on one of the first nodes).
+/// Returns the best image captured, if any.
+fn capture_image_with_orphans(c: &mut Ctx, dram: bool) -> Option<(Repairs, crate::sim::Captured)> {
     // Node segments of three classes before the crash.
     for i in 0..20 {
-        put(&mut c, okey(4 * i));
+        put(c, okey(4 * i));
     }
-    put(&mut c, padded(5, 40));
-    put(&mut c, padded(9, 100));
-    put(&mut c, padded(13, 100));
+    put(c, padded(5, 40));
+    put(c, padded(9, 100));
+    put(c, padded(13, 100));
     for i in 0..if dram { TAIL } else { 0 } {
         let v = value(&mut c.rng, 12);
         c.run(Op::Put(tail(i), v));
@@ -524,37 +593,13 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
             }
         }
     }
-    let Some((repairs, captured)) = chosen else {
-        c.sim
-            .fail(format!("{}: no crash image was captured", cfg.workload));
-        return c.finish();
-    };
-    // Recover from it, exploring the open and the work after it, with
-    // writes while it runs. PM: a put of a new key (its node from a new
-    // segment). DRAM: the rebuild is held at its first fence.
-    let gate = dram.then(|| Gate::on_thread_named("persimmon-ordered"));
-    c.reopen_from_as(&captured.image, captured.expect, true, false, gate.as_ref());
-    if c.broken {
-        return c.finish();
-    }
-    let during = match &gate {
-        Some(g) => dram_while_walk_held(&mut c, g),
-        None => {
-            let during_walk = !c.db().stats().ordered_walk_done;
-            put(&mut c, okey(2001));
-            format!(
-                "put {} the walk",
-                if during_walk { "during" } else { "after" }
-            )
-        }
-    };
-    c.db().wait_for_rebuild();
-    c.explore(false);
-    c.resolve_in_flight();
-    c.run(Op::Scan);
-    // After the walk: inserts, deletes and re-inserts of the classes the old
-    // segments hold take their free slots; no node segment is added.
-    let segments_before = segments_ordered(&c);
+    chosen
+}
+
+/// After the walk: inserts, deletes and re-inserts of the classes the old
+/// segments hold take their free slots; no node segment is added.
+fn writes_reuse_node_slots(c: &mut Ctx) {
+    let segments_before = segments_ordered(c);
     c.explore(true);
     for i in 0..12u64 {
         let k = match i % 4 {
@@ -562,57 +607,21 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
             1 => padded(100 + i, 100),
             _ => okey(100 + i),
         };
-        put(&mut c, k.clone());
+        put(c, k.clone());
         if i % 3 == 2 {
             c.run(Op::Delete(k.clone()));
-            put(&mut c, k);
+            put(c, k);
         }
     }
     c.run(Op::Delete(okey(0)));
     c.run(Op::Scan);
-    let segments_after = segments_ordered(&c);
+    let segments_after = segments_ordered(c);
     if segments_after != segments_before && !c.broken {
         c.sim.fail(format!(
             "{}: inserts after the walk added node segments ({segments_before} -> {segments_after}) instead of reusing free slots of old ones",
-            cfg.workload
+            c.cfg.workload
         ));
     }
-    c.note = Some(format!(
-        "crash image with {} orphan node(s){}; {during}",
-        repairs.orphans,
-        if dram {
-            format!(
-                ", {} half-done record word(s){}",
-                repairs.half_done,
-                if repairs.first_half_done {
-                    " (one on a first node)"
-                } else {
-                    ""
-                }
-            )
-        } else {
-            String::new()
-        }
-    ));
-    // Clean close, reopen (explored: a walk with nothing to repair), more.
-    c.explore(false);
-    let expect = lock(&c.sim.expect).clone();
-    c.close();
-    let bytes = std::fs::read(&c.pool).expect("read the closed pool");
-    c.reopen_from(&bytes, expect, true);
-    c.explore(true);
-    put(&mut c, okey(3));
-    c.run(Op::Delete(okey(8)));
-    put(&mut c, padded(3, 40));
-    if dram {
-        put(&mut c, late(0)); // overwrites after a clean reopen
-        c.run(Op::Delete(late(1)));
-    }
-    c.run(Op::Scan);
-    if let Some((_, k)) = nodes(&c).into_iter().next() {
-        c.run(Op::Get(k));
-    }
-    c.finish()
 }
 
 /// How long the writes beside the held rebuild may make no progress (no

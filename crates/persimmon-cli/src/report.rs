@@ -1,0 +1,209 @@
+//! The texts `stats` and `check` print: the stats table, its JSON form and
+//! the check report. Pure functions of the engine's figures, so that their
+//! wording is tested without a pool.
+//!
+//! Invariants:
+//! - The JSON field names are an interface (scripts read them): add
+//!   fields, never rename or drop one.
+//! - The check report's ordered-index lines and the segments row's count
+//!   of ordered segments appear only for a pool that has the index; the
+//!   stats table's `ordered index` row says `no` (and how to get one).
+
+use persimmon::size::human_bytes;
+use persimmon::{CheckReport, PointIndex, Stats};
+
+/// `stats --json`: one object, `path` first.
+pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
+    serde_json::json!({
+        "path": path,
+        "keys": s.keys,
+        "pool_bytes": s.pool_bytes,
+        "pool_bytes_max": s.pool_bytes_max,
+        "used_bytes": s.used_bytes,
+        "live_bytes": s.live_bytes,
+        "segment_bytes": s.segment_bytes,
+        "segments_total": s.segments_total,
+        "segments_free": s.segments_free,
+        "segments_log": s.segments_log,
+        "segments_index": s.segments_index,
+        "segments_large": s.segments_large,
+        "segments_damaged": s.segments_damaged,
+        "index_depth": s.index_depth,
+        "lanes": s.lanes,
+        "durability": s.durability.name(),
+        "flush_instruction": s.flush_instruction,
+        "nt_copy": s.nt_copy,
+        "eliminated_puts": s.eliminated_puts,
+        "index_splits": s.index_splits,
+        "rebuild_done": s.rebuild_done,
+        "ordered_index": s.ordered_index,
+        "ordered_nodes": s.ordered_nodes,
+        "segments_ordered": s.segments_ordered,
+        "ordered_walk_done": s.ordered_walk_done,
+        "point_index": s.point_index.name(),
+        "point_index_ready": s.point_index_ready,
+        "dram_index_bytes": s.dram_index_bytes,
+        "pmem": {
+            "flushes": s.pmem.flushes,
+            "fences": s.pmem.fences,
+            "bytes_written": s.pmem.bytes_written,
+            "nt_bytes_written": s.pmem.nt_bytes_written,
+        },
+    })
+}
+
+/// `stats`: one `name  value` row per line, names aligned.
+pub fn stats_table(path: &str, s: &Stats) -> String {
+    let bytes = |n: u64| format!("{n} ({})", human_bytes(n));
+    let per_key = |n: u64| {
+        if s.keys == 0 {
+            String::new()
+        } else {
+            format!(", {:.1} per key", n as f64 / s.keys as f64)
+        }
+    };
+    let rows: Vec<(&str, String)> = vec![
+        ("pool", path.to_string()),
+        ("keys", s.keys.to_string()),
+        (
+            "pool bytes",
+            format!("{}{}", bytes(s.pool_bytes), per_key(s.pool_bytes)),
+        ),
+        ("pool bytes max", bytes(s.pool_bytes_max)),
+        (
+            "used bytes",
+            format!("{}{}", bytes(s.used_bytes), per_key(s.used_bytes)),
+        ),
+        (
+            "live bytes",
+            format!("{}{}", bytes(s.live_bytes), per_key(s.live_bytes)),
+        ),
+        ("segment bytes", bytes(s.segment_bytes)),
+        ("segments", segments_row(s)),
+        ("ordered index", ordered_index_row(s)),
+        ("point index", point_index_row(s)),
+        ("index depth", s.index_depth.to_string()),
+        ("index splits", format!("{} (since open)", s.index_splits)),
+        ("lanes", s.lanes.to_string()),
+        ("durability", s.durability.name().to_string()),
+        ("flush instruction", s.flush_instruction.to_string()),
+        ("nt copy", s.nt_copy.to_string()),
+        (
+            "eliminated puts",
+            format!("{} (since open)", s.eliminated_puts),
+        ),
+        (
+            "rebuild done",
+            if s.rebuild_done { "yes" } else { "no" }.to_string(),
+        ),
+        (
+            "pm work",
+            format!(
+                "{} bytes written ({} non-temporal), {} flushes, {} fences (this process)",
+                s.pmem.bytes_written, s.pmem.nt_bytes_written, s.pmem.flushes, s.pmem.fences
+            ),
+        ),
+    ];
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+        .collect()
+}
+
+/// The `segments` row: the total, then the count of each kind (ordered
+/// index segments only when the pool has the index).
+fn segments_row(s: &Stats) -> String {
+    format!(
+        "{} total: {} free, {} log, {} index, {}{} large, {} damaged",
+        s.segments_total,
+        s.segments_free,
+        s.segments_log,
+        s.segments_index,
+        if s.ordered_index {
+            format!("{} ordered, ", s.segments_ordered)
+        } else {
+            String::new()
+        },
+        s.segments_large,
+        s.segments_damaged
+    )
+}
+
+/// The `ordered index` row: whether the pool has one, its size and whether
+/// its walk after open is done.
+fn ordered_index_row(s: &Stats) -> String {
+    if !s.ordered_index {
+        return "no (chosen at creation: --ordered-index)".to_string();
+    }
+    format!(
+        "yes: {} nodes{}",
+        s.ordered_nodes,
+        if s.ordered_walk_done {
+            ""
+        } else {
+            " (walk after open still running)"
+        }
+    )
+}
+
+/// The `point index` row of the stats table: where it lives, and for the
+/// DRAM one its size and whether its rebuild after open is done.
+fn point_index_row(s: &Stats) -> String {
+    match s.point_index {
+        PointIndex::Pm => {
+            "pm: in persistent memory (chosen at creation: --point-index)".to_string()
+        }
+        PointIndex::Dram => format!(
+            "dram: {} in DRAM{}",
+            human_bytes(s.dram_index_bytes),
+            if s.point_index_ready {
+                ", rebuilt from the ordered index"
+            } else {
+                " (rebuild after open still running: the ordered index serves what it misses)"
+            }
+        ),
+    }
+}
+
+/// The report `check` prints; the ordered index's lines only when the pool
+/// has one.
+pub fn check_report(path: &str, r: &CheckReport, ordered_index: bool) -> String {
+    let mut out = format!(
+        "pool                  {path}\n\
+         keys                  {}\n\
+         index segments        {}\n\
+         log segments          {}\n\
+         large records         {}\n\
+         live bytes            {} ({})\n\
+         reclaimable segments  {}\n",
+        r.keys,
+        r.index_segments,
+        r.log_segments,
+        r.large_records,
+        r.live_bytes,
+        human_bytes(r.live_bytes),
+        r.reclaimable_segments,
+    );
+    if ordered_index {
+        out.push_str(&format!(
+            "ordered nodes         {}\n\
+             ordered orphans       {}{}\n",
+            r.ordered_nodes,
+            r.ordered_orphans,
+            if r.ordered_orphans > 0 {
+                " (left by a crash; the walk after open unlinks them)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for e in &r.errors {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    if r.is_ok() {
+        out.push_str("consistent\n");
+    } else {
+        out.push_str(&format!("INCONSISTENT: {} errors\n", r.errors.len()));
+    }
+    out
+}
