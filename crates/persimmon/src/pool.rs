@@ -569,9 +569,6 @@ fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock
     })
 }
 
-/// Creates a new pool at `path`: built under a temporary name, synced, then
-/// renamed into place, so a crash during creation never leaves a half-made
-/// pool under the real name.
 /// The superblock of a new pool created with `opts`.
 fn new_superblock(opts: &Options) -> Superblock {
     let dram = opts.point_index == PointIndex::Dram;
@@ -683,6 +680,9 @@ fn check_flags_allow(path: &Path, sb: &Superblock, opts: &Options) -> Result<()>
     Ok(())
 }
 
+/// Creates a new pool at `path`: built under a temporary name, synced, then
+/// linked into place, so a crash during creation never leaves a half-made
+/// pool under the real name.
 fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
     if opts.point_index == PointIndex::Dram && !opts.ordered_index {
         return Err(Error::InvalidOptions(

@@ -4,10 +4,13 @@
 //! work after open. No index or log scan runs before `open` returns.
 //!
 //! Invariants:
-//! - A pool is refused, unmodified, when its headers contradict its flags:
-//!   index segments in a DRAM-index pool, records without any index segment,
-//!   ordered-index segments in a pool created without it (or records with
-//!   none in one created with it).
+//! - A pool whose headers contradict its flags is refused: index segments
+//!   in a DRAM-index pool, records without any index segment, ordered-index
+//!   segments in a pool created without it (or records with none in one
+//!   created with it). These checks follow `Pool::open`, which has already
+//!   marked the pool open (clean state 0, open count raised), and, for an
+//!   empty PM-index pool without an index segment, after that segment is
+//!   created: the ordered-index checks come last.
 //! - The key count starts from the clean close's count only when the
 //!   placement trusts it (`IndexPlacement::clean_key_count`); otherwise it
 //!   is counted by the tally or the DRAM rebuild, and `len` waits for that.

@@ -133,19 +133,35 @@ impl Engine {
     }
 
     /// Unlinks the node of `key` if the point index does not hold the key
-    /// (checked under the key's bucket lock; with the DRAM point index, a
-    /// node that names a record counts as held). Returns whether it did.
+    /// (checked under the key's bucket lock). With the DRAM point index a
+    /// node whose record word names a record is kept even then: it is the
+    /// key's persistent truth, and the rebuild only missed it because it
+    /// could not enter it (damage it reported); unlinking it would lose the
+    /// key for good. Returns whether it unlinked the node.
     fn repair_orphan(&self, key: &[u8]) -> Result<bool> {
         let Some(o) = &self.ordered else {
             return Ok(false);
         };
         let h = self.hash(key);
         self.with_locked(key, h, ORDERED_SEQ, |_ctx, found, _free, guard| {
-            if found.is_some() {
+            if found.is_some() || self.node_names_record(o, key)? {
                 return Ok(Locked::Done(false));
             }
             Ok(Locked::Done(o.remove(&self.pool, key, guard)?))
         })
+    }
+
+    /// Whether `key`'s node is the persistent truth of a record (DRAM point
+    /// index: its record word names one). The caller holds the key's lock.
+    fn node_names_record(&self, o: &Ordered, key: &[u8]) -> Result<bool> {
+        if !self.point_index.truth_in_nodes() {
+            return Ok(false);
+        }
+        let Some(node) = o.find(&self.pool, key)? else {
+            return Ok(false);
+        };
+        let word = Slot(self.pool.pm.load_u64(Ordered::record_word(node)));
+        Ok(!word.is_empty() && !word.is_marker())
     }
 
     pub(super) fn wait_tally(&self) {
