@@ -182,11 +182,13 @@ impl Pool {
         ((offset - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32
     }
 
+    #[inline]
     pub fn kind(&self, index: u32) -> u8 {
         self.segments[index as usize].kind.load(Ordering::Acquire)
     }
 
     /// Bytes of records in segment `index` that the index references.
+    #[inline]
     pub fn live_bytes(&self, index: u32) -> u64 {
         self.segments[index as usize]
             .live_bytes
@@ -194,6 +196,7 @@ impl Pool {
     }
 
     /// Counts `bytes` more of segment `index` live.
+    #[inline]
     pub fn add_live(&self, index: u32, bytes: u64) {
         self.segments[index as usize]
             .live_bytes
@@ -202,6 +205,7 @@ impl Pool {
 
     /// Counts `bytes` of segment `index` dead; returns whether none is live
     /// any more.
+    #[inline]
     pub fn sub_live(&self, index: u32, bytes: u64) -> bool {
         let before = self.segments[index as usize]
             .live_bytes
@@ -211,11 +215,13 @@ impl Pool {
     }
 
     /// Whether no more records will be appended to segment `index`.
+    #[inline]
     pub fn is_sealed(&self, index: u32) -> bool {
         self.segments[index as usize].sealed.load(Ordering::SeqCst)
     }
 
     /// Marks segment `index` as taking no more records.
+    #[inline]
     pub fn seal(&self, index: u32) {
         self.segments[index as usize]
             .sealed

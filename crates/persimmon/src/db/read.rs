@@ -50,6 +50,7 @@ impl Engine {
 
     /// Decodes and sanity-checks the record header at `offset` (an offset
     /// read from a slot, so untrusted).
+    #[inline]
     pub(super) fn record_header(&self, offset: u64) -> Result<RecordHeader> {
         if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
             return Err(Error::corruption(
@@ -89,6 +90,7 @@ impl Engine {
         Ok(v)
     }
 
+    #[inline]
     pub(super) fn verify_record(&self, offset: u64, h: &RecordHeader) -> Result<()> {
         let body = self.pool.pm.slice(
             offset + 4,

@@ -41,6 +41,7 @@ impl Engine {
     }
 
     /// Accounting after slot `addr` took record `new` (and dropped `old`).
+    #[inline]
     pub(super) fn account(
         &self,
         lane: usize,

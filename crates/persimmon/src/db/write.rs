@@ -204,6 +204,7 @@ impl Engine {
     /// by a split. With the DRAM point index before its rebuild is complete,
     /// a key the index misses is looked up in the ordered index (at `node`
     /// when given) and returned as found but not `in_index`.
+    #[inline]
     fn lookup_locked(
         &self,
         seg: &SegRef,
@@ -256,6 +257,7 @@ impl Engine {
 
     /// Claims one of `free` for a new key by CAS to a delete marker (absent
     /// to readers). Returns its address.
+    #[inline]
     pub(super) fn claim(&self, free: &[(u64, u64)], fp: u16) -> Option<u64> {
         let marker = Slot::delete_marker(fp).0;
         free.iter()
@@ -265,6 +267,7 @@ impl Engine {
 
     /// Appends a record; returns its offset and total size. The record is
     /// durable and counted live in its segment.
+    #[inline]
     pub(super) fn write_record(
         &self,
         lane: &Lane,
