@@ -171,7 +171,8 @@ impl Engine {
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
-            let (found, free) = self.lookup_locked(&seg, &probe, key, fp, node)?;
+            let mut free = FreeSlots::default();
+            let found = self.lookup_locked(&seg, &probe, key, fp, node, &mut free)?;
             let ctx = LockCtx {
                 seg,
                 observed: if self.eliminate { observed } else { 0 },
@@ -200,8 +201,8 @@ impl Engine {
     }
 
     /// The key's entry in its bucket pair `probe` of `seg` (home bucket
-    /// locked), and the pair's free slots: empty ones and stale copies left
-    /// by a split. With the DRAM point index before its rebuild is complete,
+    /// locked); the pair's free slots (empty ones and stale copies left by a
+    /// split) go to `free`. With the DRAM point index before its rebuild is complete,
     /// a key the index misses is looked up in the ordered index (at `node`
     /// when given) and returned as found but not `in_index`.
     #[inline]
@@ -212,10 +213,10 @@ impl Engine {
         key: &[u8],
         fp: u16,
         node: Option<u64>,
-    ) -> Result<(Option<Found>, FreeSlots)> {
+        free: &mut FreeSlots,
+    ) -> Result<Option<Found>> {
         let pm = self.ipm();
         let mut found = None;
-        let mut free = FreeSlots::default();
         for &bucket in probe {
             for addr in self.index.slots(bucket) {
                 let v = pm.load_u64(addr);
@@ -252,7 +253,7 @@ impl Engine {
                     in_index: false,
                 });
         }
-        Ok((found, free))
+        Ok(found)
     }
 
     /// Claims one of `free` for a new key by CAS to a delete marker (absent
