@@ -200,7 +200,7 @@ fn key_too_large(len: usize, max: usize) -> Error {
 /// Refuses a key longer than the engine's limit before a write is tried,
 /// with the same text as the engine's refusal.
 pub fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() > MAX_KEY_BYTES {
+    if !may_exist(key) {
         return Err(key_too_large(key.len(), MAX_KEY_BYTES));
     }
     Ok(())
