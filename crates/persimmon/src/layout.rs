@@ -420,6 +420,12 @@ impl Slot {
     pub fn is_marker(self) -> bool {
         self.offset() == Self::MARKER_OFFSET
     }
+
+    /// Names a record: neither empty nor a delete marker.
+    #[inline]
+    pub fn names_record(self) -> bool {
+        !self.is_empty() && !self.is_marker()
+    }
 }
 
 // ------------------------------------------------------------------ helpers

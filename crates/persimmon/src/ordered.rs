@@ -491,7 +491,7 @@ impl Ordered {
             // point index's rebuild relies on it): the word is cleared first.
             debug_assert!({
                 let word = layout::Slot(pm.load_u64(Self::record_word(node)));
-                word.is_empty() || word.is_marker()
+                !word.names_record()
             });
             self.heap.note_unlinked(st, i);
             set_bit(&st.deleted, i, true);
@@ -639,7 +639,7 @@ impl Ordered {
                     }
                     let node = first + (i << st.class);
                     let word = layout::Slot(pool.pm.load_u64(Self::record_word(node)));
-                    if word.is_empty() || word.is_marker() {
+                    if !word.names_record() {
                         continue;
                     }
                     if pass == 0 {

@@ -232,17 +232,24 @@ impl Pool {
     /// `KIND_FREEING`, once: returns whether this call did (the caller then
     /// hands it to an epoch for [`release`](Self::release)).
     pub fn begin_freeing(&self, index: u32) -> bool {
-        let info = &self.segments[index as usize];
-        if !info.sealed.load(Ordering::SeqCst) || info.live_bytes.load(Ordering::SeqCst) != 0 {
+        let Some(kind) = self.dead_kind(index) else {
             return false;
-        }
-        let kind = info.kind.load(Ordering::Acquire);
-        if kind != SegmentKind::Log as u8 && kind != SegmentKind::Large as u8 {
-            return false;
-        }
-        info.kind
+        };
+        self.segments[index as usize]
+            .kind
             .compare_exchange(kind, KIND_FREEING, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// The kind of segment `index` if it is dead: a sealed log segment or
+    /// large run with no live record (what `begin_freeing` may take).
+    pub fn dead_kind(&self, index: u32) -> Option<u8> {
+        let info = &self.segments[index as usize];
+        if !info.sealed.load(Ordering::SeqCst) || info.live_bytes.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        let kind = info.kind.load(Ordering::Acquire);
+        (kind == SegmentKind::Log as u8 || kind == SegmentKind::Large as u8).then_some(kind)
     }
 
     fn scan_headers(&mut self) -> ScanResult {

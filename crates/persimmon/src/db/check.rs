@@ -269,7 +269,7 @@ impl Engine {
             Ok(_) => err("its node holds another key".into()),
             Err(e) => err(format!("its node: {e}")),
         }
-        let word = Slot(self.pool.pm.load_u64(Ordered::record_word(node)));
+        let word = self.node_word(node);
         if word.with_persist() != s.with_persist() {
             err(format!(
                 "its node names {:#x}, the DRAM index {:#x}",
@@ -291,10 +291,7 @@ impl Engine {
                     w.expected_live[s as usize]
                 ));
             }
-            let dead_log = (kind == SegmentKind::Log as u8 || kind == SegmentKind::Large as u8)
-                && self.pool.is_sealed(s)
-                && live == 0;
-            if kind == KIND_FREEING || dead_log {
+            if kind == KIND_FREEING || self.pool.dead_kind(s).is_some() {
                 w.report.reclaimable_segments += 1;
             }
         }
@@ -314,11 +311,10 @@ impl Engine {
                 continue;
             }
             r.ordered_orphans += 1;
-            let word = Slot(self.pool.pm.load_u64(Ordered::record_word(*node)));
-            if self.point_index.truth_in_nodes() && !word.is_empty() && !word.is_marker() {
+            if self.node_names_record(*node) {
                 r.errors.push(format!(
                     "ordered index: node {node:#x} names record {:#x}, but the DRAM point index does not hold its key",
-                    word.offset()
+                    self.node_word(*node).offset()
                 ));
             }
         }

@@ -119,10 +119,9 @@ impl Engine {
             if f.in_index {
                 return Ok(Locked::Done(true));
             }
-            let addr = match self.claim(free, fp) {
-                Some(a) => a,
-                None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
-                None => return Ok(Locked::Rescan),
+            let addr = match self.claim(free, fp, ctx.seg) {
+                Ok(a) => a,
+                Err(retry) => return Ok(retry),
             };
             self.point_index.mirror(addr, f.node, f.slot);
             let seg = self.pool.segment_of(f.slot.offset());
@@ -144,24 +143,27 @@ impl Engine {
         };
         let h = self.hash(key);
         self.with_locked(key, h, ORDERED_SEQ, |_ctx, found, _free, guard| {
-            if found.is_some() || self.node_names_record(o, key)? {
+            // (A skiplist search only where nodes carry records.)
+            let holds_record = self.point_index.truth_in_nodes()
+                && o.find(&self.pool, key)?
+                    .is_some_and(|node| self.node_names_record(node));
+            if found.is_some() || holds_record {
                 return Ok(Locked::Done(false));
             }
             Ok(Locked::Done(o.remove(&self.pool, key, guard)?))
         })
     }
 
-    /// Whether `key`'s node is the persistent truth of a record (DRAM point
-    /// index: its record word names one). The caller holds the key's lock.
-    fn node_names_record(&self, o: &Ordered, key: &[u8]) -> Result<bool> {
-        if !self.point_index.truth_in_nodes() {
-            return Ok(false);
-        }
-        let Some(node) = o.find(&self.pool, key)? else {
-            return Ok(false);
-        };
-        let word = Slot(self.pool.pm.load_u64(Ordered::record_word(node)));
-        Ok(!word.is_empty() && !word.is_marker())
+    /// Whether ordered-index node `node` is the persistent truth of a record:
+    /// with the DRAM point index, its record word names one (with the PM
+    /// point index the word is unused).
+    pub(super) fn node_names_record(&self, node: u64) -> bool {
+        self.point_index.truth_in_nodes() && self.node_word(node).names_record()
+    }
+
+    /// The record word of ordered-index node `node`.
+    pub(super) fn node_word(&self, node: u64) -> Slot {
+        Slot(self.pool.pm.load_u64(Ordered::record_word(node)))
     }
 
     pub(super) fn wait_tally(&self) {

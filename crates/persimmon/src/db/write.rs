@@ -256,14 +256,27 @@ impl Engine {
         Ok(found)
     }
 
-    /// Claims one of `free` for a new key by CAS to a delete marker (absent
-    /// to readers). Returns its address.
+    /// Claims one of `free` (a bucket pair of `seg`) for a new key by CAS to
+    /// a delete marker (absent to readers) and returns its address; or, when
+    /// none can be had, what the write must do instead: split `seg` (the
+    /// pair has no free slot) or look again (the free slots it saw were
+    /// taken meanwhile by writers of the neighbour bucket).
     #[inline]
-    pub(super) fn claim(&self, free: &[(u64, u64)], fp: u16) -> Option<u64> {
+    pub(super) fn claim<R>(
+        &self,
+        free: &[(u64, u64)],
+        fp: u16,
+        seg: SegRef,
+    ) -> std::result::Result<u64, Locked<R>> {
         let marker = Slot::delete_marker(fp).0;
-        free.iter()
+        match free
+            .iter()
             .find(|&&(addr, cur)| self.ipm().cas_u64(addr, cur, marker).is_ok())
-            .map(|&(addr, _)| addr)
+        {
+            Some(&(addr, _)) => Ok(addr),
+            None if free.is_empty() => Err(Locked::Split(seg)),
+            None => Err(Locked::Rescan),
+        }
     }
 
     /// Appends a record; returns its offset and total size. The record is
@@ -430,10 +443,9 @@ impl Engine {
             }
             let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
                 Some(f) => (f.addr, false),
-                None => match self.claim(free, fp) {
-                    Some(a) => (a, true),
-                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
-                    None => return Ok(Locked::Rescan),
+                None => match self.claim(free, fp, ctx.seg) {
+                    Ok(a) => (a, true),
+                    Err(retry) => return Ok(retry),
                 },
             };
             let (node, linked) = match &found {
@@ -540,10 +552,9 @@ impl Engine {
             // before asking the closure, which may run only once.
             let claimed = match found.as_ref().filter(|f| f.in_index) {
                 Some(_) => None,
-                None => match self.claim(free, w.fp) {
-                    Some(a) => Some(a),
-                    None if free.is_empty() => return Ok(Locked::Split(ctx.seg)),
-                    None => return Ok(Locked::Rescan),
+                None => match self.claim(free, w.fp, ctx.seg) {
+                    Ok(a) => Some(a),
+                    Err(retry) => return Ok(retry),
                 },
             };
             let (node, linked) = match (&found, claimed) {

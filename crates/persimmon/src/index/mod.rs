@@ -298,7 +298,7 @@ impl Index {
     /// marker, not a stale split copy).
     #[inline]
     pub fn is_live_entry(seg: &SegRef, s: Slot) -> bool {
-        !s.is_empty() && !s.is_marker() && seg.owns_fingerprint(s.fingerprint())
+        s.names_record() && seg.owns_fingerprint(s.fingerprint())
     }
 }
 
