@@ -67,6 +67,21 @@ pub enum Error {
     /// A value wider than a persistent dancing variable's 62 value bits.
     #[error("value {value} does not fit a persistent dancing variable (at most {max} = 2^62 - 1)")]
     PdvValueTooLarge { value: u64, max: u64 },
+    /// A key deadline past the latest one accepted (the end of year 9999).
+    #[error("deadline {deadline_ms} ms of Unix time is too far; the latest accepted is {max_ms} (9999-12-31T23:59:59.999Z)")]
+    DeadlineTooFar { deadline_ms: u64, max_ms: u64 },
+    /// A write batch over its limits (operations, or bytes of keys and values).
+    #[error("batch has {len} {what}; the limit is {max}")]
+    BatchTooLarge {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// A transaction met conflicting writes on every attempt.
+    #[error(
+        "transaction conflicted with other writers on all {attempts} attempts; nothing was written"
+    )]
+    TransactionConflict { attempts: u32 },
     /// Options that cannot be used.
     #[error("invalid options: {0}")]
     InvalidOptions(String),

@@ -20,9 +20,15 @@ pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// Format version written by this build. Version 2 added the ordered index
 /// (superblock flag, segment kind 4, skiplist nodes); version 3 the DRAM
 /// point index (superblock flag; the node's record word names the key's
-/// record). A pool is written at the lowest version that expresses it, and
-/// older versions are still read.
-pub const FORMAT_VERSION: u32 = 3;
+/// record); version 4 atomic batches and key deadlines (record flags
+/// `REC_FLAG_BATCH`, `REC_FLAG_TOMBSTONE`, `REC_FLAG_UNDO`,
+/// `REC_FLAG_DEADLINE` and the batch commit table in the superblock). A pool
+/// is written at the lowest version that expresses it (a pool of an older
+/// version is raised to 4 by its first batch or deadline), and older
+/// versions are still read.
+pub const FORMAT_VERSION: u32 = 4;
+/// First format version with batches and deadlines.
+pub const FORMAT_VERSION_BATCHES: u32 = 4;
 /// Oldest format version this build opens.
 pub const FORMAT_VERSION_MIN: u32 = 1;
 /// Bytes reserved for the superblock; segment 0 starts here.
@@ -46,6 +52,19 @@ pub const SB_CLEAN_STATE: u64 = 512;
 /// Mutable word, same line: number of opens, rewritten at every open (its
 /// low 24 bits tag persistent bucket lock words in the Baseline layout).
 pub const SB_OPEN_COUNT: u64 = 520;
+/// Batch commit table (format version 4): `BATCH_TABLE_ENTRIES` entries of
+/// 16 bytes, one per batch being committed: word 0 = pool offset of the
+/// batch's undo record | bit 0 "committed, deletes to finish", or 0 when the
+/// entry is free; word 1 = the batch's sequence number (the undo record
+/// carries the same). Zero in pools of older versions.
+pub const SB_BATCH_TABLE: u64 = 1024;
+pub const BATCH_TABLE_ENTRIES: usize = 64;
+pub const BATCH_ENTRY_BYTES: u64 = 16;
+/// Staged copy of the 128 fixed superblock bytes, written (and persisted)
+/// before the fixed bytes are rewritten in place when a pool's format version
+/// is raised; cleared after. An open that finds the fixed bytes damaged and
+/// a valid staged copy finishes the rewrite.
+pub const SB_STAGED: u64 = 3072;
 /// Superblock flag: buckets keep a reader-writer lock word in their last
 /// slot (the Baseline layout; `Mechanisms::volatile_lock_table` off).
 pub const SB_FLAG_PM_BUCKET_LOCKS: u64 = 1;
@@ -276,13 +295,51 @@ pub const REC_SEQ: usize = 16;
 /// Record flag: written by a read-modify-write (`update`); such a record must
 /// never let a concurrent `put` be eliminated (the update read the old value).
 pub const REC_FLAG_RMW: u32 = 1;
+/// Record flag: written by an atomic batch or transaction commit; every
+/// record of one batch carries the batch's sequence number. While the batch
+/// publishes, a reader that meets such a record waits for it to finish.
+pub const REC_FLAG_BATCH: u32 = 2;
+/// Record flag: a batch's delete of its key (no value): the key is absent.
+/// A word names it only while its batch publishes, or after a crash inside
+/// the commit until recovery finishes the deletes.
+pub const REC_FLAG_TOMBSTONE: u32 = 4;
+/// Record flag: a batch's undo list (empty key; the value is pairs of
+/// little-endian u64 `(word address | 1 if the op deletes, old word)`).
+/// Never named by a slot; the batch commit table names it.
+pub const REC_FLAG_UNDO: u32 = 8;
+/// Record flag: the key has a deadline, stored as 8 little-endian bytes of
+/// milliseconds of Unix time right after the value (covered by the CRC).
+pub const REC_FLAG_DEADLINE: u32 = 16;
+/// Every record flag this build understands.
+pub const REC_KNOWN_FLAGS: u32 =
+    REC_FLAG_RMW | REC_FLAG_BATCH | REC_FLAG_TOMBSTONE | REC_FLAG_UNDO | REC_FLAG_DEADLINE;
+/// Bytes of the deadline after the value of a `REC_FLAG_DEADLINE` record.
+pub const DEADLINE_BYTES: usize = 8;
 /// Records are 8-byte aligned.
 pub const RECORD_ALIGN: u64 = 8;
 
-/// Total bytes a record occupies in the log (header, key, value, padding).
-#[inline]
+/// Total bytes a record without a deadline occupies in the log (header,
+/// key, value, padding).
+#[cfg(test)]
 pub fn record_bytes(key_len: usize, value_len: usize) -> u64 {
-    (RECORD_HEADER_BYTES as u64 + key_len as u64 + value_len as u64).next_multiple_of(RECORD_ALIGN)
+    record_bytes_with(key_len, value_len, 0)
+}
+
+/// Total bytes a record with `flags` occupies (a deadline adds 8).
+#[inline]
+pub fn record_bytes_with(key_len: usize, value_len: usize, flags: u32) -> u64 {
+    (RECORD_HEADER_BYTES as u64 + key_len as u64 + value_len as u64 + ext_bytes(flags) as u64)
+        .next_multiple_of(RECORD_ALIGN)
+}
+
+/// Bytes after the value that `flags` call for (the deadline).
+#[inline]
+pub fn ext_bytes(flags: u32) -> usize {
+    if flags & REC_FLAG_DEADLINE != 0 {
+        DEADLINE_BYTES
+    } else {
+        0
+    }
 }
 
 /// Decoded record header.
@@ -307,23 +364,68 @@ impl RecordHeader {
         }
     }
 
-    /// Header bytes with the CRC over header tail, key and value filled in.
+    /// Header bytes with the CRC over header tail, key and value filled in
+    /// (a record without a deadline: `flags` must not have
+    /// `REC_FLAG_DEADLINE`).
     #[inline]
     pub fn encode(key: &[u8], value: &[u8], flags: u32, seq: u64) -> [u8; RECORD_HEADER_BYTES] {
+        debug_assert_eq!(flags & REC_FLAG_DEADLINE, 0, "a deadline needs encode_ext");
+        Self::encode_ext(key, value, flags, seq, None)
+    }
+
+    /// Header bytes of a record that may carry a deadline (`REC_FLAG_DEADLINE`
+    /// is set from `deadline`; the deadline bytes follow the value and are
+    /// covered by the CRC).
+    #[inline]
+    pub fn encode_ext(
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        seq: u64,
+        deadline: Option<u64>,
+    ) -> [u8; RECORD_HEADER_BYTES] {
+        let flags = match deadline {
+            Some(_) => flags | REC_FLAG_DEADLINE,
+            None => flags & !REC_FLAG_DEADLINE,
+        };
         let mut b = [0u8; RECORD_HEADER_BYTES];
         put_u32(&mut b, REC_KEY_LEN, key.len() as u32);
         put_u32(&mut b, REC_VALUE_LEN, value.len() as u32);
         put_u32(&mut b, REC_FLAGS, flags);
         put_u64(&mut b, REC_SEQ, seq);
         let crc = crc32c::crc32c_append(crc32c::crc32c(&b[4..]), key);
-        let crc = crc32c::crc32c_append(crc, value);
+        let mut crc = crc32c::crc32c_append(crc, value);
+        if let Some(d) = deadline {
+            crc = crc32c::crc32c_append(crc, &d.to_le_bytes());
+        }
         put_u32(&mut b, REC_CRC, crc);
         b
     }
 
+    /// Bytes the record occupies in the log, padding included.
     #[inline]
     pub fn total_bytes(&self) -> u64 {
-        record_bytes(self.key_len as usize, self.value_len as usize)
+        record_bytes_with(self.key_len as usize, self.value_len as usize, self.flags)
+    }
+
+    /// Bytes the record's CRC covers: everything after the CRC field up to
+    /// the padding.
+    #[inline]
+    pub fn body_len(&self) -> usize {
+        RECORD_HEADER_BYTES - 4 + self.key_len as usize + self.value_len as usize + self.ext_len()
+    }
+
+    /// Bytes after the value (the deadline, when the record has one).
+    #[inline]
+    pub fn ext_len(&self) -> usize {
+        ext_bytes(self.flags)
+    }
+
+    /// Offset of the deadline from the record's start, when it has one.
+    #[inline]
+    pub fn deadline_at(&self) -> Option<u64> {
+        (self.flags & REC_FLAG_DEADLINE != 0)
+            .then(|| RECORD_HEADER_BYTES as u64 + self.key_len as u64 + self.value_len as u64)
     }
 }
 
@@ -490,7 +592,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 3);
+        assert_eq!(get_u32(&b, 8), 4);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -518,7 +620,7 @@ mod tests {
         next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
             Superblock::decode(&next.encode()),
-            Err(SuperblockError::Version(4))
+            Err(SuperblockError::Version(5))
         ));
         // The DRAM point-index flag: version 3 and the ordered index only.
         let mut dram = sb;
@@ -619,6 +721,39 @@ mod tests {
         assert_eq!(record_bytes(8, 64), 96);
         assert_eq!(record_bytes(3, 5), 32);
         assert_eq!(record_bytes(0, 0), 24);
+        // A deadline: 8 bytes after the value, covered by the CRC.
+        let h = RecordHeader::encode_ext(b"key", b"value", REC_FLAG_BATCH, 7, Some(0x0102_0304));
+        let d = RecordHeader::decode(&h);
+        assert_eq!(d.flags, REC_FLAG_BATCH | REC_FLAG_DEADLINE);
+        assert_eq!(d.deadline_at(), Some(32));
+        assert_eq!(d.total_bytes(), 40);
+        assert_eq!(d.body_len(), 20 + 3 + 5 + 8);
+        let mut all = h.to_vec();
+        all.extend_from_slice(b"keyvalue");
+        all.extend_from_slice(&0x0102_0304u64.to_le_bytes());
+        assert_eq!(record_crc(&all[4..]), d.crc);
+        assert_eq!(
+            [
+                REC_FLAG_RMW,
+                REC_FLAG_BATCH,
+                REC_FLAG_TOMBSTONE,
+                REC_FLAG_UNDO,
+                REC_FLAG_DEADLINE
+            ],
+            [1, 2, 4, 8, 16]
+        );
+    }
+
+    #[test]
+    fn batch_table_sits_in_the_superblock() {
+        assert_eq!(
+            (SB_BATCH_TABLE, BATCH_ENTRY_BYTES, BATCH_TABLE_ENTRIES),
+            (1024, 16, 64)
+        );
+        assert_eq!(SB_STAGED, 3072);
+        let table_end = SB_BATCH_TABLE + BATCH_ENTRY_BYTES * BATCH_TABLE_ENTRIES as u64;
+        assert!(SB_OPEN_COUNT + 8 <= SB_BATCH_TABLE && table_end <= SB_STAGED);
+        assert!(SB_STAGED + SB_FIXED_BYTES as u64 <= SUPERBLOCK_BYTES);
     }
 
     /// Rows `| offset | bytes | field |` of the table between
@@ -660,6 +795,8 @@ mod tests {
                 SB_CRC as u64,
                 SB_CLEAN_STATE,
                 SB_OPEN_COUNT,
+                SB_BATCH_TABLE,
+                SB_STAGED,
             ]
         );
         let seg: Vec<u64> = design_table("segment").iter().map(|r| r.0).collect();

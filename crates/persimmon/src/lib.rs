@@ -30,6 +30,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod batch_table;
 mod db;
 mod error;
 mod index;
@@ -43,10 +44,14 @@ pub mod pmem;
 mod pool;
 pub mod size;
 
-pub use db::{prefix_end, CheckReport, Db, Iter, Range, RangeKeys, Stats, Update};
+pub use batch_table::BatchRecovery;
+pub use db::{
+    prefix_end, CheckReport, Db, Iter, Range, RangeKeys, Stats, Transaction, Ttl, Update,
+    WriteBatch, DEFAULT_TRANSACTION_ATTEMPTS, MAX_BATCH_BYTES, MAX_BATCH_OPS, MAX_DEADLINE_MS,
+};
 pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
-pub use options::{FlushMode, Mechanisms, Options, PointIndex};
+pub use options::{Clock, FlushMode, ManualClock, Mechanisms, Options, PointIndex};
 pub use pmem::{Durability, PersistObserver, PmemCounters};
 
 /// On-media format constants, exposed for tools and fixture tests.

@@ -10,7 +10,10 @@
 //! - A lane's records are appended and made durable strictly one after the
 //!   other (the lane mutex is held from reserving space until the record's
 //!   fence), so after a crash the valid records of the active segment form a
-//!   prefix. After a restart a lane never appends to a segment of an earlier
+//!   prefix — except inside an atomic batch, whose records are appended under
+//!   one hold of the mutex and fenced together (`append_unfenced`): a crash
+//!   before that fence may tear one of them, and every record from there to
+//!   the tail belongs to that uncommitted batch, so none is live. After a restart a lane never appends to a segment of an earlier
 //!   run: it starts a new one (the old one is sealed and left to the
 //!   cleaner), so damage inside the old segment can never make it write over
 //!   live records.
@@ -88,8 +91,7 @@ pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&Walke
         if at + total > end {
             break;
         }
-        let body_len = layout::RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize;
-        let Ok(body) = pool.pm.slice(at + 4, body_len) else {
+        let Ok(body) = pool.pm.slice(at + 4, h.body_len()) else {
             break;
         };
         if layout::record_crc(body) != h.crc {
@@ -118,9 +120,7 @@ fn scan_verifiable(pool: &Pool, index: u32, from: u64, mut visit: impl FnMut(&Re
             && h.value_len as usize <= MAX_VALUE_BYTES
             && at + h.total_bytes() <= end;
         if sane {
-            let body_len =
-                layout::RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize;
-            if let Ok(body) = pool.pm.slice(at + 4, body_len) {
+            if let Ok(body) = pool.pm.slice(at + 4, h.body_len()) {
                 if layout::record_crc(body) == h.crc {
                     visit(&h);
                     at += h.total_bytes();
@@ -203,24 +203,7 @@ impl Lane {
     ) -> Result<(u64, Option<u32>)> {
         self.recover(pool);
         let mut st = self.state.lock();
-        let mut sealed = None;
-        if st.segment.is_none() || st.tail + total > st.end {
-            let header = SegmentHeader {
-                kind: SegmentKind::Log,
-                lane_or_depth: self.id as u32,
-                run_segments: 1,
-                // Draw a number: bases strictly increase, so the newest
-                // segment of the lane is the one with the highest base.
-                base_seq_or_prefix: self.counter.fetch_add(1, Ordering::AcqRel) & COUNTER_MASK,
-            };
-            let seg = pool.allocate_as(header, self.cleaner)?;
-            if let Some(old) = st.segment.replace(seg) {
-                pool.seal(old);
-                sealed = Some(old);
-            }
-            st.tail = pool.segment_offset(seg) + layout::SEGMENT_HEADER_BYTES;
-            st.end = pool.segment_offset(seg) + pool.segment_bytes;
-        }
+        let sealed = self.make_room(&mut st, pool, total)?;
         let at = st.tail;
         write(at);
         // Persist point: the record is durable before any slot names it, and
@@ -231,6 +214,59 @@ impl Lane {
         // append; the caller takes it back if the record is never published.
         pool.add_live(pool.segment_of(at), total);
         Ok((at, sealed))
+    }
+
+    /// Appends the records of a batch under one hold of the lane: `write(i,
+    /// at)` stores record `i` (of `totals[i]` bytes) and flushes it. **No
+    /// fence**: the caller fences once for all of them before any word names
+    /// one (a crash before that fence may leave a torn record inside the
+    /// batch; the lane never appends to a segment of an earlier run, so no
+    /// live record ever follows it). Each record's offset goes to `offsets`
+    /// and each segment sealed on the way to `sealed`, also when an
+    /// allocation fails part way (the caller takes those records back).
+    pub fn append_unfenced(
+        &self,
+        pool: &Pool,
+        totals: &[u64],
+        offsets: &mut Vec<u64>,
+        sealed: &mut Vec<u32>,
+        mut write: impl FnMut(usize, u64),
+    ) -> Result<()> {
+        self.recover(pool);
+        let mut st = self.state.lock();
+        for (i, &total) in totals.iter().enumerate() {
+            sealed.extend(self.make_room(&mut st, pool, total)?);
+            let at = st.tail;
+            write(i, at);
+            st.tail = at + total;
+            pool.add_live(pool.segment_of(at), total);
+            offsets.push(at);
+        }
+        Ok(())
+    }
+
+    /// Makes room for `total` bytes at the tail, opening a new segment when
+    /// the active one is full; returns the segment that sealed.
+    fn make_room(&self, st: &mut LaneState, pool: &Pool, total: u64) -> Result<Option<u32>> {
+        if st.segment.is_some() && st.tail + total <= st.end {
+            return Ok(None);
+        }
+        let header = SegmentHeader {
+            kind: SegmentKind::Log,
+            lane_or_depth: self.id as u32,
+            run_segments: 1,
+            // Draw a number: bases strictly increase, so the newest
+            // segment of the lane is the one with the highest base.
+            base_seq_or_prefix: self.counter.fetch_add(1, Ordering::AcqRel) & COUNTER_MASK,
+        };
+        let seg = pool.allocate_as(header, self.cleaner)?;
+        let sealed = st.segment.replace(seg);
+        if let Some(old) = sealed {
+            pool.seal(old);
+        }
+        st.tail = pool.segment_offset(seg) + layout::SEGMENT_HEADER_BYTES;
+        st.end = pool.segment_offset(seg) + pool.segment_bytes;
+        Ok(sealed)
     }
 }
 

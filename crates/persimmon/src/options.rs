@@ -129,6 +129,58 @@ pub struct Options {
     /// Most bytes per second the cleaner copies while the pool has room to
     /// spare (default 256 MiB/s); it runs unthrottled when free space is low.
     pub cleaner_bytes_per_sec: u64,
+    /// The clock key deadlines are measured against (default: the system
+    /// clock; tests use a [`ManualClock`]).
+    pub clock: Clock,
+    /// Run the background expiry thread, which deletes keys whose deadline
+    /// has passed (default `true`; expired keys read as absent either way).
+    pub active_expiry: bool,
+}
+
+/// Where "now" comes from for key deadlines, in milliseconds of Unix time.
+#[derive(Clone, Debug, Default)]
+pub enum Clock {
+    /// The system's real-time clock.
+    #[default]
+    System,
+    /// A clock that moves only when told to (tests, simulations).
+    Manual(ManualClock),
+}
+
+impl Clock {
+    /// Milliseconds of Unix time now.
+    pub fn now_ms(&self) -> u64 {
+        match self {
+            Clock::System => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            Clock::Manual(m) => m.now_ms(),
+        }
+    }
+}
+
+/// A shared clock set by hand: clones see the same time.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl ManualClock {
+    /// A clock that reads `ms` (milliseconds of Unix time).
+    pub fn new(ms: u64) -> ManualClock {
+        ManualClock(std::sync::Arc::new(ms.into()))
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl Options {
@@ -160,6 +212,8 @@ impl Default for Options {
             point_index: PointIndex::Pm,
             cleaner: true,
             cleaner_bytes_per_sec: 256 << 20,
+            clock: Clock::System,
+            active_expiry: true,
         }
     }
 }

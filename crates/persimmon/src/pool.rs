@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -77,6 +77,10 @@ pub(crate) struct Pool {
     /// Until this time (ms since the epoch) the file is not grown: the file
     /// system reported it full.
     growth_stalled_until_ms: AtomicU64,
+    /// The format version the superblock says now (raised in place by
+    /// [`Pool::raise_version`]).
+    version: AtomicU32,
+    raise_lock: parking_lot::Mutex<()>,
 }
 
 fn now_millis() -> u64 {
@@ -123,7 +127,7 @@ impl Pool {
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
             .len();
-        let sb = read_superblock(&file, path, file_len)?;
+        let (sb, staged) = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
         check_geometry(path, file_len, seg)?;
         check_flags_allow(path, &sb, opts)?;
@@ -157,13 +161,61 @@ impl Pool {
             open_count,
             spare_segments: if opts.cleaner { 2 } else { 0 },
             growth_stalled_until_ms: AtomicU64::new(0),
+            version: AtomicU32::new(sb.format_version),
+            raise_lock: parking_lot::Mutex::new(()),
         };
+        if staged {
+            // A crash interrupted a version raise after the staged copy was
+            // durable: finish it.
+            pool.write_fixed_superblock(&sb);
+        }
         let scan = pool.scan_headers();
         // From here on the pool is open: a crash must not be taken for a clean close.
         pool.pm.store_u64(layout::SB_CLEAN_STATE, 0);
         pool.pm.store_u64(layout::SB_OPEN_COUNT, open_count);
         pool.pm.persist(layout::SB_CLEAN_STATE, 16);
         Ok((pool, scan))
+    }
+
+    /// The format version the superblock says now.
+    pub fn format_version(&self) -> u32 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Raises the pool's format version to at least `version` (before the
+    /// first record that needs it is written). Crash-safe: the new fixed
+    /// bytes are staged and persisted first, then rewritten in place, then
+    /// the stage is cleared; an open that finds the fixed bytes torn uses
+    /// the stage.
+    pub fn raise_version(&self, version: u32) {
+        if self.format_version() >= version {
+            return;
+        }
+        let _one = self.raise_lock.lock();
+        if self.format_version() >= version {
+            return;
+        }
+        let sb = Superblock {
+            format_version: version,
+            ..self.sb
+        };
+        self.pm.write(layout::SB_STAGED, &sb.encode());
+        // Persist point: the stage is durable before the fixed bytes change.
+        self.pm.persist(layout::SB_STAGED, layout::SB_FIXED_BYTES);
+        self.write_fixed_superblock(&sb);
+        self.version.store(version, Ordering::Release);
+    }
+
+    /// Rewrites the fixed superblock bytes with `sb`, persists them, then
+    /// clears the staged copy.
+    fn write_fixed_superblock(&self, sb: &Superblock) {
+        self.pm.write(0, &sb.encode());
+        // Persist point: the new fixed bytes are durable before the stage
+        // that could repair them is cleared.
+        self.pm.persist(0, layout::SB_FIXED_BYTES);
+        self.pm
+            .write(layout::SB_STAGED, &[0u8; layout::SB_FIXED_BYTES]);
+        self.pm.persist(layout::SB_STAGED, layout::SB_FIXED_BYTES);
     }
 
     /// Number of segments the file holds now.
@@ -546,7 +598,24 @@ const MAX_SEGMENTS: u64 = 1 << 22;
 #[allow(non_upper_case_globals)]
 const Slot_MAX_POOL: u64 = layout::Slot::MAX_OFFSET;
 
-fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock> {
+/// The superblock, and whether it came from the staged copy (the fixed
+/// bytes were torn by a crash during a version raise).
+fn read_superblock(file: &File, path: &Path, file_len: u64) -> Result<(Superblock, bool)> {
+    let primary = read_fixed_superblock(file, path, file_len);
+    if let Err(Error::CorruptSuperblock { .. }) = &primary {
+        let mut buf = [0u8; layout::SB_FIXED_BYTES];
+        if file_len >= layout::SUPERBLOCK_BYTES
+            && file.read_exact_at(&mut buf, layout::SB_STAGED).is_ok()
+        {
+            if let Ok(sb) = Superblock::decode(&buf) {
+                return Ok((sb, true));
+            }
+        }
+    }
+    primary.map(|sb| (sb, false))
+}
+
+fn read_fixed_superblock(file: &File, path: &Path, file_len: u64) -> Result<Superblock> {
     if file_len < layout::SB_FIXED_BYTES as u64 {
         if file_len >= 8 {
             let mut magic = [0u8; 8];

@@ -155,6 +155,11 @@ impl Engine {
             .and_then(|at| {
                 let h = self.record_header(off).map_err(|e| e.to_string())?;
                 self.verify_record(off, &h).map_err(|e| e.to_string())?;
+                if h.flags & (layout::REC_FLAG_TOMBSTONE | layout::REC_FLAG_UNDO) != 0 {
+                    // Only a batch that is publishing (it holds the lock
+                    // `check` waits for) names these.
+                    return Err(format!("names a batch's tombstone or undo record {off:#x}"));
+                }
                 let key = self
                     .record_key(off, &h)
                     .map_err(|_| "key unreadable".to_string())?;

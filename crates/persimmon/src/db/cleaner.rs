@@ -13,6 +13,9 @@
 //!   which no record carries, so no put is ever eliminated against it.
 //! - The victim is freed like any segment: when its live bytes reach zero,
 //!   through an epoch, after every reader that might hold an offset into it.
+//! - A live record whose deadline has passed is not copied: its key is
+//!   deleted (the cleaner's share of reclaiming expired keys); a copied
+//!   record with a deadline gets a new entry in the expiry heap.
 //! - The cleaner appends to its own lane (254), which may use the pool's
 //!   spare segments: it can make room even when the pool is full.
 
@@ -24,7 +27,7 @@ use crossbeam_epoch as epoch;
 use super::write::Locked;
 use super::{Engine, CLEANER_SEQ};
 use crate::error::Result;
-use crate::layout::{self, SegmentKind, RECORD_HEADER_BYTES};
+use crate::layout::{self, SegmentKind};
 use crate::log::walk_segment;
 
 /// Start cleaning when more than this share of sealed log space is dead…
@@ -127,9 +130,14 @@ impl Engine {
                 // The header as read under the lock (`f.header`), not the one
                 // walked earlier: only this one is known to be the key's.
                 let header = f.header;
+                if self.expired(off, &header)? {
+                    // An expired key is deleted, not copied.
+                    self.remove(0, &key, &f, f.slot.fingerprint(), guard);
+                    return Ok(Locked::Done(0));
+                }
                 let total = header.total_bytes();
                 let pm = &self.pool.pm;
-                let len = RECORD_HEADER_BYTES + header.key_len as usize + header.value_len as usize;
+                let len = 4 + header.body_len();
                 let src = pm.slice(off, len)?;
                 // Later cleaner segments' bases must exceed the copied number.
                 self.cleaner_lane.raise(header.seq);
@@ -144,6 +152,7 @@ impl Engine {
                 debug_assert_eq!(pm.slice(at, len).ok(), Some(src));
                 self.publish(f.addr, f.node, f.slot.fingerprint(), at);
                 self.account(0, f.addr, Some((at, total)), Some((off, total)), guard);
+                self.note_deadline(at, &header);
                 Ok(Locked::Done(total))
             })?;
         }
@@ -224,7 +233,7 @@ impl Engine {
     }
 
     /// Sleeps up to `d`, waking early when the `Db` closes.
-    fn idle(&self, d: Duration) {
+    pub(super) fn idle(&self, d: Duration) {
         let end = Instant::now() + d;
         while !self.stop.load(Ordering::Acquire) {
             let now = Instant::now();

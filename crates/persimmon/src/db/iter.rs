@@ -5,17 +5,19 @@
 //! of the next segment, so a split while it runs can return a key twice but
 //! never skips one present throughout; every value it returns was durable
 //! when read (persist=0 slots are helped first). With the DRAM point index
-//! it starts only once the index is complete.
+//! it starts only once the index is complete. Expired keys are skipped; a
+//! bucket holding a record of a batch still publishing is read again once
+//! the batch is whole (so no part of a batch is returned without the rest).
 
 use std::collections::VecDeque;
 
 use crossbeam_epoch as epoch;
 
-use super::read::ReadLock;
+use super::read::{ReadLock, Visible};
 use super::Engine;
 use crate::error::Result;
 use crate::index::Index;
-use crate::layout::Slot;
+use crate::layout::{RecordHeader, Slot};
 
 /// Iterator returned by [`Db::iter`].
 pub struct Iter<'a> {
@@ -72,6 +74,7 @@ impl<'a> Iter<'a> {
                 })
                 .collect()
         };
+        let mut items = Vec::new();
         for addr in e.index.slots(seg.bucket_offset(self.bucket)) {
             let v = pm.load_u64(addr);
             let s = Slot(v);
@@ -81,14 +84,26 @@ impl<'a> Iter<'a> {
             if !s.persisted() {
                 e.help_persist(pm, addr, v);
             }
-            let item = e.record_header(s.offset()).and_then(|h| {
-                Ok((
-                    e.record_key(s.offset(), &h)?.to_vec(),
-                    e.record_value(s.offset(), &h)?.to_vec(),
-                ))
-            });
-            self.buffer.push_back(item);
+            let h = match e.record_header(s.offset()) {
+                Ok(h) => h,
+                Err(err) => {
+                    items.push(Err(err));
+                    continue;
+                }
+            };
+            match e.visibility(s.offset(), &h) {
+                Ok(Visible::Yes) => items.push(e.record_pair(s.offset(), &h)),
+                Ok(Visible::Absent) => {}
+                Ok(Visible::AfterBatch) => {
+                    // Not an answer until its batch is whole: read the
+                    // bucket again afterwards.
+                    e.batches.wait_published(h.seq);
+                    return;
+                }
+                Err(err) => items.push(Err(err)),
+            }
         }
+        self.buffer.extend(items);
         self.bucket += 1;
         if self.bucket == e.index.buckets {
             self.bucket = 0;
@@ -99,6 +114,16 @@ impl<'a> Iter<'a> {
                 self.prefix16 = next as u32;
             }
         }
+    }
+}
+
+impl Engine {
+    /// The key and value of the record at `off`, copied out.
+    fn record_pair(&self, off: u64, h: &RecordHeader) -> Result<(Vec<u8>, Vec<u8>)> {
+        Ok((
+            self.record_key(off, h)?.to_vec(),
+            self.record_value(off, h)?.to_vec(),
+        ))
     }
 }
 

@@ -12,6 +12,9 @@
 //!   open;
 //! - `cleaner`: the log cleaner; `check`: `Db::check`; `stats`: `Db::stats`;
 //!   `iter`: `Db::iter`; `range`: ordered reads;
+//! - `batch`: atomic write batches (and the commit of a transaction);
+//!   `txn`: optimistic transactions; `expiry`: key deadlines and the
+//!   background expiry;
 //! - `placement`: where the point index lives (PM or DRAM), as a type.
 //!
 //! Write path of a `put` (every persist point in order; see docs/design.md):
@@ -57,6 +60,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_utils::CachePadded;
 
+use crate::batch_table::{BatchRecovery, BatchTable};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
@@ -66,8 +70,10 @@ use crate::ordered::Ordered;
 use crate::pmem::{Durability, PmemFile};
 use crate::pool::Pool;
 
+mod batch;
 mod check;
 mod cleaner;
+mod expiry;
 mod iter;
 mod open;
 mod placement;
@@ -79,14 +85,18 @@ mod split;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod txn;
 mod write;
 
+pub use batch::{WriteBatch, MAX_BATCH_BYTES, MAX_BATCH_OPS};
 pub use check::CheckReport;
+pub use expiry::{Ttl, MAX_DEADLINE_MS};
 pub use iter::Iter;
 use placement::IndexPlacement;
 pub use range::{prefix_end, Range, RangeKeys};
 use rebuild::REBUILD_SWEPT;
 pub use stats::Stats;
+pub use txn::{Transaction, DEFAULT_TRANSACTION_ATTEMPTS};
 pub use write::Update;
 
 /// Lock-holder sequence numbers of the engine's internal work (lane 255).
@@ -96,6 +106,8 @@ const CHECK_SEQ: u64 = (INTERNAL_LANE << 56) | 3;
 const ORDERED_SEQ: u64 = (INTERNAL_LANE << 56) | 4;
 const READ_SEQ: u64 = (INTERNAL_LANE << 56) | 5;
 const CLEANER_SEQ: u64 = (INTERNAL_LANE << 56) | 6;
+const BATCH_SEQ: u64 = (INTERNAL_LANE << 56) | 7;
+const EXPIRY_SEQ: u64 = (INTERNAL_LANE << 56) | 8;
 
 static NEXT_THREAD_TICKET: AtomicU64 = AtomicU64::new(0);
 thread_local! {
@@ -110,6 +122,7 @@ pub struct Db {
     engine: EngineHandle,
     background: Option<JoinHandle<()>>,
     ordered_walk: Option<JoinHandle<()>>,
+    expiry_thread: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct Engine {
@@ -158,6 +171,12 @@ pub(crate) struct Engine {
     cleaned_segments: AtomicU64,
     cleaned_bytes: AtomicU64,
     tally_errors: parking_lot::Mutex<Vec<String>>,
+    /// Batches committing now (the superblock's commit table, DRAM side).
+    batches: BatchTable,
+    /// What recovery at open did to batches a crash interrupted.
+    batch_recovery: BatchRecovery,
+    /// Key deadlines: the clock and the heap of the background expiry.
+    expiry: expiry::Expiry,
 }
 
 impl Db {
@@ -180,7 +199,81 @@ impl Db {
 
     /// Stores `value` under `key`. Durable when this returns.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.engine.put(key, value)
+        self.engine.put(key, value, None)
+    }
+
+    /// Stores `value` under `key`, to expire at `deadline_ms` (milliseconds
+    /// of Unix time, as [`now_ms`](Self::now_ms) counts them). From then on
+    /// the key reads as absent and is deleted in the background. A deadline
+    /// already passed deletes the key at once; one past
+    /// [`MAX_DEADLINE_MS`] is refused. Durable when this returns.
+    pub fn put_with_deadline(&self, key: &[u8], value: &[u8], deadline_ms: u64) -> Result<()> {
+        self.engine.put(key, value, Some(deadline_ms))
+    }
+
+    /// Sets the deadline of `key` (ms of Unix time; one already passed
+    /// deletes it). Returns whether the key was present. Rewrites the
+    /// key's record with the same value. Durable when this returns.
+    pub fn expire_at(&self, key: &[u8], deadline_ms: u64) -> Result<bool> {
+        self.engine.set_deadline(key, Some(deadline_ms), false)
+    }
+
+    /// Removes the deadline of `key`; returns whether it had one.
+    pub fn persist(&self, key: &[u8]) -> Result<bool> {
+        self.engine.set_deadline(key, None, true)
+    }
+
+    /// The time to live of `key`.
+    pub fn ttl(&self, key: &[u8]) -> Result<Ttl> {
+        self.engine.ttl(key)
+    }
+
+    /// Now, in milliseconds of Unix time, by the clock deadlines are
+    /// measured against ([`Options::clock`](crate::Options::clock)).
+    pub fn now_ms(&self) -> u64 {
+        self.engine.expiry.now_ms()
+    }
+
+    /// Applies every operation of `batch` atomically: after a crash at any
+    /// instant the store shows all of them or none; no reader sees part of
+    /// it (a reader meeting a key of a batch that is still publishing waits
+    /// the few microseconds until the batch is whole, then reads it; reads
+    /// of other keys never wait). Durable when this returns. At most
+    /// [`MAX_BATCH_OPS`] operations and [`MAX_BATCH_BYTES`] of keys and
+    /// values; a later operation on a key replaces an earlier one.
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.engine
+            .commit_batch(batch.ops(), &[], false)
+            .map(|_| ())
+    }
+
+    /// Runs `f` as an optimistic transaction: its reads (`tx.get`) see the
+    /// store and its own writes; at commit the keys it read are checked
+    /// unchanged (a write or an expiry since is a conflict) and its writes
+    /// commit as one atomic batch. On conflict `f` runs again, up to
+    /// [`DEFAULT_TRANSACTION_ATTEMPTS`] times, then
+    /// [`Error::TransactionConflict`]. An error returned by `f` ends it with
+    /// nothing written. Serializable for the keys it reads and writes.
+    pub fn transaction<R>(&self, f: impl FnMut(&mut Transaction) -> Result<R>) -> Result<R> {
+        self.engine.transaction(DEFAULT_TRANSACTION_ATTEMPTS, f)
+    }
+
+    /// [`transaction`](Self::transaction) with its own bound on attempts.
+    pub fn transaction_with_attempts<R>(
+        &self,
+        attempts: u32,
+        f: impl FnMut(&mut Transaction) -> Result<R>,
+    ) -> Result<R> {
+        self.engine.transaction(attempts, f)
+    }
+
+    /// Runs one pass of active expiry on the calling thread: deletes every
+    /// key whose deadline has passed. Returns how many it deleted. (The
+    /// background expiry does this on its own; this is for tests and tools.)
+    #[doc(hidden)]
+    pub fn expire_now(&self) -> Result<u64> {
+        self.engine.wait_tally();
+        self.engine.expire_due()
     }
 
     /// Deletes `key`; returns whether it existed. Durable when this returns.
@@ -283,6 +376,9 @@ impl Drop for Db {
             let _ = h.join();
         }
         if let Some(h) = self.ordered_walk.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.expiry_thread.take() {
             let _ = h.join();
         }
         // Close the pool here and now, not on whichever thread happens to

@@ -16,6 +16,8 @@
 //!   is counted by the tally or the DRAM rebuild, and `len` waits for that.
 //! - A new ordered index has nothing to walk: the placement is complete and
 //!   the walk has ended before `open` returns, and no walk thread starts.
+//! - Batches a crash interrupted are undone (or, past their commit point,
+//!   finished) right after `Pool::open`, before the engine reads any word.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -24,8 +26,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_utils::CachePadded;
 
+use super::expiry::Expiry;
 use super::placement::IndexPlacement;
 use super::{Db, Engine, EngineHandle};
+use crate::batch_table::{self, BatchRecovery, BatchTable};
 use crate::error::{Error, Result};
 use crate::index::locks::BucketLocks;
 use crate::index::Index;
@@ -54,20 +58,30 @@ impl Db {
         observer: Option<Arc<dyn PersistObserver>>,
     ) -> Result<Db> {
         let (pool, scan) = Pool::open(path, &options, observer)?;
-        let engine = Engine::new(pool, &scan, &options)?;
+        // Before anything reads a word: undo or finish the batches a crash
+        // interrupted.
+        let recovery = batch_table::recover(&pool)?;
+        let engine = Engine::new(pool, &scan, &options, recovery)?;
         let background = engine.start_background(&options)?;
         let ordered_walk = engine.start_ordered_walk()?;
+        let expiry_thread = engine.start_expiry(&options)?;
         Ok(Db {
             engine: EngineHandle(Some(engine)),
             background: Some(background),
             ordered_walk,
+            expiry_thread,
         })
     }
 }
 
 impl Engine {
     /// The engine over an opened pool; nothing runs in the background yet.
-    fn new(pool: Pool, scan: &ScanResult, options: &Options) -> Result<Arc<Engine>> {
+    fn new(
+        pool: Pool,
+        scan: &ScanResult,
+        options: &Options,
+        batch_recovery: BatchRecovery,
+    ) -> Result<Arc<Engine>> {
         let (point_index, dir) = IndexPlacement::open(&pool, scan)?;
         let lanes: Vec<CachePadded<Lane>> = (0..options.lanes)
             .map(|i| {
@@ -124,7 +138,23 @@ impl Engine {
             cleaned_segments: AtomicU64::new(0),
             cleaned_bytes: AtomicU64::new(0),
             tally_errors: parking_lot::Mutex::new(Vec::new()),
+            batches: BatchTable::default(),
+            batch_recovery,
+            expiry: Expiry::new(options.clock.clone()),
         }))
+    }
+
+    /// Starts the background expiry (when enabled).
+    fn start_expiry(self: &Arc<Self>, options: &Options) -> Result<Option<JoinHandle<()>>> {
+        if !options.active_expiry {
+            return Ok(None);
+        }
+        let e = self.clone();
+        std::thread::Builder::new()
+            .name("persimmon-expiry".into())
+            .spawn(move || e.expiry_loop())
+            .map(Some)
+            .map_err(|e| Error::io("spawn the expiry thread", e))
     }
 
     /// Starts the background thread: the rebuild after open, then (when

@@ -38,6 +38,16 @@ impl Drop for ReadLock<'_> {
     }
 }
 
+/// What a reader may do with a record it found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Visible {
+    Yes,
+    /// Expired, or a batch's tombstone: the key is absent.
+    Absent,
+    /// A record of a batch still publishing: wait for it, then read again.
+    AfterBatch,
+}
+
 impl Engine {
     /// Flushes a slot word (in `pm`) seen with persist=0 and marks it
     /// persisted, so the caller may act on it.
@@ -64,6 +74,9 @@ impl Engine {
                 offset,
                 "record header has impossible lengths",
             ));
+        }
+        if h.flags & !layout::REC_KNOWN_FLAGS != 0 {
+            return Err(Error::corruption(offset, "record header has unknown flags"));
         }
         if offset + h.total_bytes() > self.pool.pm.len() {
             return Err(Error::corruption(offset, "record runs past the pool end"));
@@ -92,10 +105,7 @@ impl Engine {
 
     #[inline]
     pub(super) fn verify_record(&self, offset: u64, h: &RecordHeader) -> Result<()> {
-        let body = self.pool.pm.slice(
-            offset + 4,
-            RECORD_HEADER_BYTES - 4 + h.key_len as usize + h.value_len as usize,
-        )?;
+        let body = self.pool.pm.slice(offset + 4, h.body_len())?;
         if layout::record_crc(body) != h.crc {
             return Err(Error::corruption(offset, "record CRC32C mismatch"));
         }
@@ -144,6 +154,18 @@ impl Engine {
     }
 
     pub(super) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.read_record(key, |_, _, value| f(value))
+    }
+
+    /// The point read: calls `f` with the key's record (offset, header,
+    /// value) unless the key is absent or expired. A record of a batch that
+    /// is still publishing is not an answer: the read waits for the batch
+    /// and looks again.
+    pub(super) fn read_record<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(u64, &RecordHeader, &[u8]) -> R,
+    ) -> Result<Option<R>> {
         check_key(key)?;
         let h = self.hash(key);
         loop {
@@ -167,12 +189,38 @@ impl Engine {
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
-            return match found {
-                None if !filled => self.get_locked(key, h, f),
-                None => Ok(None),
-                Some((off, hdr)) => Ok(Some(f(self.record_value(off, &hdr)?))),
+            let Some((off, hdr)) = found else {
+                return match filled {
+                    true => Ok(None),
+                    false => self.get_locked(key, h, f),
+                };
+            };
+            return match self.visibility(off, &hdr)? {
+                Visible::Yes => Ok(Some(f(off, &hdr, self.record_value(off, &hdr)?))),
+                Visible::Absent => Ok(None),
+                Visible::AfterBatch => {
+                    self.batches.wait_published(hdr.seq);
+                    continue;
+                }
             };
         }
+    }
+
+    /// What a reader that found the record at `off` may answer. A record
+    /// with no flags (the common case) is visible at once.
+    #[inline]
+    pub(super) fn visibility(&self, off: u64, h: &RecordHeader) -> Result<Visible> {
+        if h.flags & !layout::REC_FLAG_RMW == 0 {
+            return Ok(Visible::Yes);
+        }
+        if h.flags & layout::REC_FLAG_BATCH != 0 && self.batches.is_publishing(h.seq) {
+            // The rest of its batch may not be visible yet.
+            return Ok(Visible::AfterBatch);
+        }
+        if h.flags & layout::REC_FLAG_TOMBSTONE != 0 || self.expired(off, h)? {
+            return Ok(Visible::Absent);
+        }
+        Ok(Visible::Yes)
     }
 
     /// DRAM point index before its rebuild is done, after a miss: the read
@@ -185,16 +233,21 @@ impl Engine {
         &self,
         key: &[u8],
         h: u64,
-        f: impl FnOnce(&[u8]) -> R,
+        f: impl FnOnce(u64, &RecordHeader, &[u8]) -> R,
     ) -> Result<Option<R>> {
         let mut f = Some(f);
         self.with_locked(key, h, READ_SEQ, |_, found, _, _| {
             let Some(found) = found else {
                 return Ok(Locked::Done(None));
             };
-            let value = self.record_value(found.slot.offset(), &found.header)?;
+            let (off, hdr) = (found.slot.offset(), &found.header);
+            // Under the lock no batch of this key is publishing.
+            if self.visibility(off, hdr)? != Visible::Yes {
+                return Ok(Locked::Done(None));
+            }
+            let value = self.record_value(off, hdr)?;
             let f = f.take().expect("the lookup body runs to completion once");
-            Ok(Locked::Done(Some(f(value))))
+            Ok(Locked::Done(Some(f(off, hdr, value))))
         })
     }
 

@@ -66,6 +66,18 @@ pub struct Stats {
     pub point_index_ready: bool,
     /// DRAM the point index occupies with [`PointIndex::Dram`] (0 otherwise).
     pub dram_index_bytes: u64,
+    /// The pool's format version now (raised to 4 by the first batch or
+    /// deadline written to an older pool).
+    pub format_version: u32,
+    /// Batches a crash had interrupted, found at this open: undone (before
+    /// their commit point) and finished (after it).
+    pub batches_undone_at_open: u64,
+    pub batches_finished_at_open: u64,
+    /// Entries in the heap of deadlines (live keys with a deadline, plus
+    /// stale entries not yet dropped).
+    pub deadlines_pending: u64,
+    /// Keys the background expiry deleted since open.
+    pub keys_expired: u64,
     /// Persistence counters of the whole process.
     pub pmem: pmem::PmemCounters,
 }
@@ -113,6 +125,11 @@ impl Engine {
             point_index: self.point_index.kind(),
             point_index_ready: self.point_index.is_complete(),
             dram_index_bytes: self.point_index.dram_bytes(),
+            format_version: self.pool.format_version(),
+            batches_undone_at_open: self.batch_recovery.undone,
+            batches_finished_at_open: self.batch_recovery.finished,
+            deadlines_pending: self.expiry.pending(),
+            keys_expired: self.expiry.reclaimed(),
             pmem: pmem::process_counters(),
         }
     }

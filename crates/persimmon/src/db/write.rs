@@ -39,8 +39,14 @@ use crate::pmem;
 pub enum Update {
     /// Leave the key as it is.
     Keep,
-    /// Store this value.
+    /// Store this value (the key keeps its deadline, if it has one).
     Put(Vec<u8>),
+    /// Store this value with this deadline (ms of Unix time; `None`: none).
+    /// A deadline already passed deletes the key.
+    PutExpiring {
+        value: Vec<u8>,
+        deadline: Option<u64>,
+    },
     /// Delete the key (no-op when absent).
     Delete,
 }
@@ -61,7 +67,7 @@ pub(super) struct Found {
 
 impl Found {
     /// The record this entry makes live in the accounting, if any.
-    fn counted(&self) -> Option<(u64, u64)> {
+    pub(super) fn counted(&self) -> Option<(u64, u64)> {
         self.in_index
             .then(|| (self.slot.offset(), self.header.total_bytes()))
     }
@@ -118,7 +124,7 @@ impl FreeSlots {
         self.len += 1;
     }
 
-    fn as_slice(&self) -> &[(u64, u64)] {
+    pub(super) fn as_slice(&self) -> &[(u64, u64)] {
         &self.slots[..self.len]
     }
 }
@@ -206,7 +212,7 @@ impl Engine {
     /// a key the index misses is looked up in the ordered index (at `node`
     /// when given) and returned as found but not `in_index`.
     #[inline]
-    fn lookup_locked(
+    pub(super) fn lookup_locked(
         &self,
         seg: &SegRef,
         probe: &[u64],
@@ -285,55 +291,50 @@ impl Engine {
     pub(super) fn write_record(
         &self,
         lane: &Lane,
-        key: &[u8],
-        value: &[u8],
-        header: &[u8; RECORD_HEADER_BYTES],
+        rec: &RecordParts,
         guard: &Guard,
     ) -> Result<(u64, u64)> {
-        let seq = RecordHeader::decode(header).seq;
-        let total = layout::record_bytes(key.len(), value.len());
+        let total = rec.total();
         let pm = &self.pool.pm;
-        let write = |at: u64| {
-            if total <= 512 {
-                let mut buf = [0u8; 512];
-                let n = RECORD_HEADER_BYTES + key.len() + value.len();
-                buf[..RECORD_HEADER_BYTES].copy_from_slice(header);
-                buf[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + key.len()].copy_from_slice(key);
-                buf[RECORD_HEADER_BYTES + key.len()..n].copy_from_slice(value);
-                pm.write_persistent(at, &buf[..n]);
-            } else {
-                let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + key.len());
-                head.extend_from_slice(header);
-                head.extend_from_slice(key);
-                pm.write_persistent(at, &head);
-                pm.write_persistent(at + head.len() as u64, value);
-            }
-        };
+        if rec.deadline.is_some() {
+            // Older builds would not see the deadline: lock them out first.
+            self.pool.raise_version(layout::FORMAT_VERSION_BATCHES);
+        }
         if total > self.pool.segment_bytes / 2 {
-            // A large record gets a run of segments of its own.
-            let run = (layout::SEGMENT_HEADER_BYTES + total).div_ceil(self.pool.segment_bytes);
-            let first = self.pool.allocate(SegmentHeader {
-                kind: SegmentKind::Large,
-                lane_or_depth: lane.id as u32,
-                run_segments: run as u32,
-                base_seq_or_prefix: seq & crate::log::COUNTER_MASK,
-            })?;
-            let at = self.pool.segment_offset(first) + layout::SEGMENT_HEADER_BYTES;
-            write(at);
+            let at = self.write_large(lane, rec)?;
             // Persist point: the large record is durable before a slot names it.
             pm.fence();
-            self.pool.add_live(first, total);
-            self.pool.seal(first);
-            debug_assert_eq!(pm.slice(at, RECORD_HEADER_BYTES).ok(), Some(&header[..]));
             return Ok((at, total));
         }
-        let (at, sealed) = lane.append(&self.pool, total, write)?;
+        let (at, sealed) = lane.append(&self.pool, total, |at| rec.store(pm, at))?;
         // The record reads back as written (it is durable: `append` fenced).
-        debug_assert_eq!(pm.slice(at, RECORD_HEADER_BYTES).ok(), Some(&header[..]));
+        debug_assert_eq!(
+            pm.slice(at, RECORD_HEADER_BYTES).ok(),
+            Some(&rec.header[..])
+        );
         if let Some(old) = sealed {
             self.maybe_free(old, guard);
         }
         Ok((at, total))
+    }
+
+    /// Writes and flushes a record too large for a log segment into a run of
+    /// segments of its own, counted live and sealed. **No fence**: the
+    /// caller fences before anything names it.
+    pub(super) fn write_large(&self, lane: &Lane, rec: &RecordParts) -> Result<u64> {
+        let total = rec.total();
+        let run = (layout::SEGMENT_HEADER_BYTES + total).div_ceil(self.pool.segment_bytes);
+        let first = self.pool.allocate(SegmentHeader {
+            kind: SegmentKind::Large,
+            lane_or_depth: lane.id as u32,
+            run_segments: run as u32,
+            base_seq_or_prefix: RecordHeader::decode(&rec.header).seq & crate::log::COUNTER_MASK,
+        })?;
+        let at = self.pool.segment_offset(first) + layout::SEGMENT_HEADER_BYTES;
+        rec.store(&self.pool.pm, at);
+        self.pool.add_live(first, total);
+        self.pool.seal(first);
+        Ok(at)
     }
 
     /// Publishes record `off` of the key whose slot is `addr` (and whose
@@ -417,16 +418,23 @@ impl Engine {
         }
     }
 
-    pub(super) fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Stores `value` under `key`, with a deadline (ms of Unix time) or
+    /// none. A deadline already passed deletes the key instead.
+    pub(super) fn put(&self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
         self.check_ordered_key(key)?;
+        if let Some(d) = deadline {
+            if !self.check_deadline(d)? {
+                return self.delete(key).map(|_| ());
+            }
+        }
         let h = self.hash(key);
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
         // The CRC over the value is computed before taking the lock.
-        let header = RecordHeader::encode(key, value, 0, seq);
+        let header = RecordHeader::encode_ext(key, value, 0, seq, deadline);
         self.with_locked(key, h, seq, |ctx, found, free, guard| {
             let held = ctx.held;
             if let Some(f) = &found {
@@ -457,8 +465,14 @@ impl Engine {
                 node,
                 linked,
             };
+            let rec = RecordParts {
+                header,
+                key,
+                value,
+                deadline,
+            };
             let (off, total) = self
-                .write_record(lane, key, value, &header, guard)
+                .write_record(lane, &rec, guard)
                 .inspect_err(|_| self.give_back(key, &reserved, guard))?;
             // Waiters that first see us from here on started after our
             // value may have become visible: they must not be eliminated.
@@ -466,6 +480,9 @@ impl Engine {
             self.publish(addr, reserved.node, fp, off);
             let old = found.and_then(|f| f.counted());
             self.account(lane_index, addr, Some((off, total)), old, guard);
+            if let Some(d) = deadline {
+                self.expiry.note(d, off);
+            }
             Ok(Locked::Done(()))
         })
     }
@@ -480,8 +497,10 @@ impl Engine {
             let Some(f) = found else {
                 return Ok(Locked::Done(false));
             };
+            // An expired key is removed too, but it was absent already.
+            let present = !self.expired(f.slot.offset(), &f.header)?;
             self.remove(lane_index, key, &f, fp, guard);
-            Ok(Locked::Done(true))
+            Ok(Locked::Done(present))
         })
     }
 
@@ -526,6 +545,15 @@ impl Engine {
         &self,
         key: &[u8],
         f: impl FnOnce(Option<&[u8]>) -> (Update, R),
+    ) -> Result<R> {
+        self.update_with_deadline(key, |value, _| f(value))
+    }
+
+    /// [`update`](Self::update) whose closure also sees the key's deadline.
+    pub(super) fn update_with_deadline<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>, Option<u64>) -> (Update, R),
     ) -> Result<R> {
         check_key(key)?;
         self.check_ordered_key(key)?;
@@ -572,11 +600,15 @@ impl Engine {
                 pm: self.ipm(),
                 addr: claimed,
             };
-            let current = match &found {
-                Some(fd) => Some(self.record_value(fd.slot.offset(), &fd.header)?),
-                None => None,
+            let (current, deadline) = match &found {
+                Some(fd) if !self.expired(fd.slot.offset(), &fd.header)? => (
+                    Some(self.record_value(fd.slot.offset(), &fd.header)?),
+                    self.record_deadline(fd.slot.offset(), &fd.header)?,
+                ),
+                _ => (None, None),
             };
-            let (decision, result) = (f.take().expect("update closure runs once"))(current);
+            let f = f.take().expect("update closure runs once");
+            let (decision, result) = f(current, deadline);
             claim_guard.addr = None;
             self.apply_update(&w, decision, found, &reserved, guard)?;
             Ok(Locked::Done(result))
@@ -592,23 +624,30 @@ impl Engine {
         reserved: &Reserved,
         guard: &Guard,
     ) -> Result<()> {
-        let value = match decision {
-            Update::Keep => {
+        let delete = matches!(decision, Update::Delete | Update::PutExpiring { .. });
+        let (value, deadline) = match self.value_to_store(decision, found.as_ref()) {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                // Keep, or delete (a deadline already passed deletes too).
                 self.give_back(w.key, reserved, guard);
-                return Ok(());
-            }
-            Update::Delete => {
-                self.give_back(w.key, reserved, guard);
-                if let Some(fd) = &found {
+                if let Some(fd) = found.as_ref().filter(|_| delete) {
                     self.remove(w.lane_index, w.key, fd, w.fp, guard);
                 }
                 return Ok(());
             }
-            Update::Put(value) => value,
+            Err(e) => {
+                self.give_back(w.key, reserved, guard);
+                return Err(e);
+            }
         };
         let written = check_value(&value).and_then(|()| {
-            let header = RecordHeader::encode(w.key, &value, REC_FLAG_RMW, w.seq);
-            self.write_record(w.lane, w.key, &value, &header, guard)
+            let rec = RecordParts {
+                header: RecordHeader::encode_ext(w.key, &value, REC_FLAG_RMW, w.seq, deadline),
+                key: w.key,
+                value: &value,
+                deadline,
+            };
+            self.write_record(w.lane, &rec, guard)
         });
         let (off, total) = written.inspect_err(|_| self.give_back(w.key, reserved, guard))?;
         let addr = reserved
@@ -618,7 +657,34 @@ impl Engine {
         self.publish(addr, reserved.node, w.fp, off);
         let old = found.and_then(|fd| fd.counted());
         self.account(w.lane_index, addr, Some((off, total)), old, guard);
+        if let Some(d) = deadline {
+            self.expiry.note(d, off);
+        }
         Ok(())
+    }
+
+    /// The value and deadline an `update` decision stores, or `None` when it
+    /// stores nothing (keep, delete, or a deadline already passed).
+    fn value_to_store(
+        &self,
+        decision: Update,
+        found: Option<&Found>,
+    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        match decision {
+            Update::Keep | Update::Delete => Ok(None),
+            Update::PutExpiring { value, deadline } => match deadline {
+                Some(d) if !self.check_deadline(d)? => Ok(None),
+                _ => Ok(Some((value, deadline))),
+            },
+            // A read-modify-write keeps the key's deadline (Redis's INCR, APPEND).
+            Update::Put(value) => {
+                let deadline = match found {
+                    Some(fd) => self.live_deadline(fd.slot.offset(), &fd.header)?,
+                    None => None,
+                };
+                Ok(Some((value, deadline)))
+            }
+        }
     }
 
     /// Gives back what a write reserved for a new key and did not publish.
@@ -627,6 +693,48 @@ impl Engine {
             self.ipm().store_u64(a, Slot::EMPTY.0);
         }
         self.ordered_undo(key, reserved.linked, guard);
+    }
+}
+
+/// The parts of one record to write: its encoded header, key, value and
+/// deadline (which the header's flags and CRC already cover).
+pub(super) struct RecordParts<'a> {
+    pub(super) header: [u8; RECORD_HEADER_BYTES],
+    pub(super) key: &'a [u8],
+    pub(super) value: &'a [u8],
+    pub(super) deadline: Option<u64>,
+}
+
+impl RecordParts<'_> {
+    /// Bytes it occupies in the log.
+    pub(super) fn total(&self) -> u64 {
+        RecordHeader::decode(&self.header).total_bytes()
+    }
+
+    /// Stores and flushes it at `at` (no fence).
+    pub(super) fn store(&self, pm: &pmem::PmemFile, at: u64) {
+        let deadline = self.deadline.map(u64::to_le_bytes);
+        let tail: &[u8] = deadline.as_ref().map_or(&[], |d| &d[..]);
+        let n = RECORD_HEADER_BYTES + self.key.len() + self.value.len() + tail.len();
+        if n <= 512 {
+            let mut buf = [0u8; 512];
+            let mut at_buf = 0;
+            for part in [&self.header[..], self.key, self.value, tail] {
+                buf[at_buf..at_buf + part.len()].copy_from_slice(part);
+                at_buf += part.len();
+            }
+            pm.write_persistent(at, &buf[..n]);
+        } else {
+            let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + self.key.len());
+            head.extend_from_slice(&self.header);
+            head.extend_from_slice(self.key);
+            pm.write_persistent(at, &head);
+            pm.write_persistent(at + head.len() as u64, self.value);
+            if !tail.is_empty() {
+                let end = at + head.len() as u64 + self.value.len() as u64;
+                pm.write_persistent(end, tail);
+            }
+        }
     }
 }
 

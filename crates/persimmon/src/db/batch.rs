@@ -1,0 +1,730 @@
+//! Atomic write batches: puts and deletes of many keys that commit
+//! all-or-nothing, durable on return; also the commit of a transaction
+//! (the same, after validating the keys it read).
+//!
+//! Commit of a batch (persist points in order; docs/design.md §6a):
+//! 1. lock the home buckets of every key (ascending lock order, like every
+//!    multi-lock holder), look the keys up, claim slots and link
+//!    ordered-index nodes for new keys; validate a transaction's reads;
+//! 2. append every record (puts; tombstones for deletes of present keys),
+//!    all carrying the batch's sequence number and `REC_FLAG_BATCH`, and the
+//!    undo record (each word the batch will change, with its old value),
+//!    flushing each — **fence A**;
+//! 3. begin the commit-table entry (undo record, sequence) — **fence B**;
+//! 4. register the batch as publishing; store every new word (persist bit
+//!    0), flushing each — **fence C**;
+//! 5. without deletes: free the entry — **fence D**, the commit point;
+//!    with deletes: mark the entry committed — **fence D**, the commit
+//!    point; clear the deleted keys' words — **fence E**; free the entry —
+//!    **fence F**;
+//! 6. set persist bits, mirror DRAM slots, unregister, account, unlink the
+//!    deleted keys' nodes, unlock.
+//!
+//! So a batch costs at most 6 fences whatever its size (4 without deletes),
+//! plus, on a pool with the ordered index, the link fences of each new
+//! key's node and the unlink fences of each deleted key's node.
+//!
+//! Invariants:
+//! - Nothing a batch writes is named by any word before fence B, so an
+//!   error up to there gives back the claims and nodes and leaves only dead
+//!   records (taken back out of the live bytes).
+//! - After fence B no step can fail: the rest is stores, flushes and fences.
+//! - A reader never sees part of a batch: from registration to
+//!   unregistration every changed word names a record of the batch (a
+//!   tombstone for a delete), and a reader meeting one waits for the batch
+//!   and reads again. Readers of other keys never wait.
+//! - The old records stay counted live until the commit point, so the
+//!   segments the undo record points into cannot be freed before it.
+
+use std::collections::HashMap;
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use super::write::{Found, FreeSlots, Locked, RecordParts};
+use super::{check_key, check_value, Engine};
+use crate::batch_table::{encode_pairs, UNDO_DELETES};
+use crate::error::{Error, Result};
+use crate::index::locks::{BucketLocks, Held};
+use crate::index::{self, SegRef};
+use crate::layout::{
+    RecordHeader, Slot, FORMAT_VERSION_BATCHES, REC_FLAG_BATCH, REC_FLAG_RMW, REC_FLAG_TOMBSTONE,
+    REC_FLAG_UNDO,
+};
+use crate::log::Lane;
+use crate::pmem::PmemFile;
+
+/// Most operations one batch may hold.
+pub const MAX_BATCH_OPS: usize = 100_000;
+/// Most bytes of keys and values one batch may hold (64 MiB).
+pub const MAX_BATCH_BYTES: usize = 64 << 20;
+
+/// A set of puts and deletes that [`Db::write`](super::Db::write) applies
+/// atomically. Later operations on the same key replace earlier ones.
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    ops: Vec<BatchOp>,
+    bytes: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum BatchOp {
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        deadline: Option<u64>,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
+}
+
+impl BatchOp {
+    pub(super) fn key(&self) -> &[u8] {
+        match self {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+        }
+    }
+}
+
+impl WriteBatch {
+    pub fn new() -> WriteBatch {
+        WriteBatch::default()
+    }
+
+    /// Stores `value` under `key` (without a deadline).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
+        self.push(BatchOp::Put {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            deadline: None,
+        })
+    }
+
+    /// Stores `value` under `key`, expiring at `deadline_ms` (ms of Unix
+    /// time; one already passed deletes the key).
+    pub fn put_with_deadline(&mut self, key: &[u8], value: &[u8], deadline_ms: u64) -> &mut Self {
+        self.push(BatchOp::Put {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            deadline: Some(deadline_ms),
+        })
+    }
+
+    /// Deletes `key` (nothing when absent).
+    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
+        self.push(BatchOp::Delete { key: key.to_vec() })
+    }
+
+    pub(super) fn push(&mut self, op: BatchOp) -> &mut Self {
+        self.bytes += op.key().len();
+        if let BatchOp::Put { value, .. } = &op {
+            self.bytes += value.len();
+        }
+        self.ops.push(op);
+        self
+    }
+
+    /// Operations in the batch.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Bytes of keys and values in the batch.
+    pub fn payload_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes = 0;
+    }
+
+    pub(super) fn ops(&self) -> &[BatchOp] {
+        &self.ops
+    }
+}
+
+/// Refuses a batch over the documented limits.
+fn check_limits(ops: &[BatchOp]) -> Result<()> {
+    if ops.len() > MAX_BATCH_OPS {
+        return Err(Error::BatchTooLarge {
+            what: "operations",
+            len: ops.len(),
+            max: MAX_BATCH_OPS,
+        });
+    }
+    let bytes: usize = ops
+        .iter()
+        .map(|op| match op {
+            BatchOp::Put { key, value, .. } => key.len() + value.len(),
+            BatchOp::Delete { key } => key.len(),
+        })
+        .sum();
+    if bytes > MAX_BATCH_BYTES {
+        return Err(Error::BatchTooLarge {
+            what: "bytes of keys and values",
+            len: bytes,
+            max: MAX_BATCH_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// Which record a key's word named when a transaction read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Version {
+    pub(super) offset: u64,
+    pub(super) seq: u64,
+}
+
+/// A key a transaction read and the version it saw (`None`: absent).
+pub(super) struct ReadCheck<'a> {
+    pub(super) key: &'a [u8],
+    pub(super) version: Option<Version>,
+}
+
+/// How a commit ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Commit {
+    Done,
+    /// A key read by the transaction changed since: nothing was written.
+    Conflict,
+}
+
+/// One key of the batch after deduplication (`value: None`: delete).
+struct Planned<'a> {
+    key: &'a [u8],
+    h: u64,
+    fp: u16,
+    value: Option<&'a [u8]>,
+    deadline: Option<u64>,
+}
+
+/// Where a planned key's new word goes, and what it held.
+struct Target {
+    /// The key's slot (0 for a key known only through its node, before the
+    /// DRAM index is rebuilt).
+    addr: u64,
+    node: u64,
+    found: Option<Found>,
+    claimed: bool,
+    linked: bool,
+}
+
+/// The records a batch wrote, in plan order (`None`: nothing for that
+/// planned key), and its undo record.
+struct Written {
+    records: Vec<Option<(u64, u64)>>,
+    undo: (u64, u64),
+    words: Vec<u64>,
+}
+
+/// Why the locked part must start over.
+enum Retry {
+    Split(SegRef),
+    Fail(Error),
+}
+
+/// Bucket locks held by a batch, released when dropped.
+struct HeldLocks<'a> {
+    locks: &'a BucketLocks,
+    pm: &'a PmemFile,
+    held: Vec<Held>,
+}
+
+impl Drop for HeldLocks<'_> {
+    fn drop(&mut self) {
+        self.locks
+            .unlock_all(self.pm, std::mem::take(&mut self.held));
+    }
+}
+
+impl Engine {
+    /// Commits `ops` atomically after checking that every key in `reads`
+    /// still has the version read (transactions; empty for a plain batch).
+    /// `rmw`: the records are read-modify-writes (never eliminated).
+    pub(super) fn commit_batch(
+        &self,
+        ops: &[BatchOp],
+        reads: &[ReadCheck],
+        rmw: bool,
+    ) -> Result<Commit> {
+        check_limits(ops)?;
+        let plan = self.plan(ops)?;
+        if plan.is_empty() && reads.is_empty() {
+            return Ok(Commit::Done);
+        }
+        if !plan.is_empty() {
+            self.pool.raise_version(FORMAT_VERSION_BATCHES);
+        }
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        let entry = (!plan.is_empty()).then(|| self.batches.acquire());
+        let result = self.commit_locked(&plan, reads, rmw, seq, lane_index, lane, entry);
+        if let Some(i) = entry {
+            self.batches.release(i);
+        }
+        result
+    }
+
+    /// Checks and deduplicates the operations (the last one on a key wins;
+    /// a deadline already passed turns a put into a delete).
+    fn plan<'a>(&self, ops: &'a [BatchOp]) -> Result<Vec<Planned<'a>>> {
+        let mut plan: Vec<Planned> = Vec::with_capacity(ops.len());
+        let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(ops.len());
+        for op in ops {
+            let key = op.key();
+            check_key(key)?;
+            let (value, deadline) = match op {
+                BatchOp::Put {
+                    value, deadline, ..
+                } => {
+                    check_value(value)?;
+                    self.check_ordered_key(key)?;
+                    match deadline {
+                        Some(d) if !self.check_deadline(*d)? => (None, None),
+                        _ => (Some(&value[..]), *deadline),
+                    }
+                }
+                BatchOp::Delete { .. } => (None, None),
+            };
+            let h = self.hash(key);
+            let p = Planned {
+                key,
+                h,
+                fp: index::fingerprint(h),
+                value,
+                deadline,
+            };
+            match at.get(key) {
+                Some(&i) => plan[i] = p,
+                None => {
+                    at.insert(key, plan.len());
+                    plan.push(p);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Locks, validates, reserves, writes and publishes; starts over after
+    /// a split, a directory change or a pool full that an epoch can relieve.
+    #[allow(clippy::too_many_arguments)]
+    fn commit_locked(
+        &self,
+        plan: &[Planned],
+        reads: &[ReadCheck],
+        rmw: bool,
+        seq: u64,
+        lane_index: usize,
+        lane: &Lane,
+        entry: Option<usize>,
+    ) -> Result<Commit> {
+        let read_h: Vec<u64> = reads.iter().map(|r| self.hash(r.key)).collect();
+        loop {
+            let guard = epoch::pin();
+            let dir = self.index.dir.load();
+            let segs: Vec<SegRef> = plan.iter().map(|p| dir.lookup(p.h)).collect();
+            let read_segs: Vec<SegRef> = read_h.iter().map(|&h| dir.lookup(h)).collect();
+            drop(dir);
+            let Some(held) = self.lock_homes(plan, &segs, &read_h, &read_segs) else {
+                continue;
+            };
+            if !self.reads_current(reads, &read_h, &read_segs)? {
+                return Ok(Commit::Conflict);
+            }
+            let Some(entry) = entry else {
+                return Ok(Commit::Done); // a read-only transaction
+            };
+            let outcome = self.reserve(plan, &segs, &guard).and_then(|targets| {
+                match self.write_records(lane, seq, plan, &targets, rmw, &guard) {
+                    Ok(w) => Ok((targets, w)),
+                    Err(e) => {
+                        self.give_back_all(plan, &targets, &guard);
+                        Err(Retry::Fail(e))
+                    }
+                }
+            });
+            match outcome {
+                Ok((targets, written)) => {
+                    let ctx = Publish {
+                        entry,
+                        seq,
+                        lane_index,
+                    };
+                    self.publish_batch(&ctx, plan, &targets, &written, &guard);
+                    drop(held);
+                    return Ok(Commit::Done);
+                }
+                Err(Retry::Split(seg)) => {
+                    drop(held);
+                    drop(guard);
+                    self.split(seg)?;
+                }
+                Err(Retry::Fail(Error::PoolFull { .. }))
+                    if self
+                        .pool
+                        .releases_pending
+                        .load(std::sync::atomic::Ordering::Acquire)
+                        > 0 =>
+                {
+                    drop(held);
+                    drop(guard);
+                    self.reclaim_pending()?;
+                }
+                Err(Retry::Fail(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Locks the home bucket of every key; `None` when a split moved one of
+    /// them meanwhile (nothing is held then).
+    fn lock_homes(
+        &self,
+        plan: &[Planned],
+        segs: &[SegRef],
+        read_h: &[u64],
+        read_segs: &[SegRef],
+    ) -> Option<HeldLocks<'_>> {
+        let pm = self.ipm();
+        let keys = plan
+            .iter()
+            .map(|p| p.h)
+            .zip(segs)
+            .chain(read_h.iter().copied().zip(read_segs));
+        let mut homes: Vec<u64> = keys
+            .clone()
+            .map(|(h, seg)| self.index.probe(seg, h)[0])
+            .collect();
+        let held = HeldLocks {
+            locks: &self.index.locks,
+            pm,
+            held: self.index.locks.lock_many(pm, &mut homes, BATCH_LOCK_SEQ),
+        };
+        let dir = self.index.dir.load();
+        keys.into_iter()
+            .all(|(h, seg)| dir.lookup(h) == *seg)
+            .then_some(held)
+    }
+
+    /// Whether every key a transaction read still has the version it read
+    /// (homes locked).
+    fn reads_current(
+        &self,
+        reads: &[ReadCheck],
+        read_h: &[u64],
+        read_segs: &[SegRef],
+    ) -> Result<bool> {
+        for ((r, &h), seg) in reads.iter().zip(read_h).zip(read_segs) {
+            let probe = self.index.probe(seg, h);
+            let mut free = FreeSlots::default();
+            let found =
+                self.lookup_locked(seg, &probe, r.key, index::fingerprint(h), None, &mut free)?;
+            let now = match found {
+                Some(f) if !self.expired(f.slot.offset(), &f.header)? => Some(Version {
+                    offset: f.slot.offset(),
+                    seq: f.header.seq,
+                }),
+                _ => None,
+            };
+            if now != r.version {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Finds each planned key's entry and reserves what a new key needs (a
+    /// claimed slot, a linked node). On failure gives all of it back.
+    fn reserve(
+        &self,
+        plan: &[Planned],
+        segs: &[SegRef],
+        guard: &Guard,
+    ) -> std::result::Result<Vec<Option<Target>>, Retry> {
+        let mut targets = Vec::with_capacity(plan.len());
+        for (p, seg) in plan.iter().zip(segs) {
+            match self.reserve_one(p, seg, guard) {
+                Ok(t) => targets.push(t),
+                Err(e) => {
+                    self.give_back_all(plan, &targets, guard);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(targets)
+    }
+
+    fn reserve_one(
+        &self,
+        p: &Planned,
+        seg: &SegRef,
+        guard: &Guard,
+    ) -> std::result::Result<Option<Target>, Retry> {
+        let probe = self.index.probe(seg, p.h);
+        loop {
+            let mut free = FreeSlots::default();
+            let found = self
+                .lookup_locked(seg, &probe, p.key, p.fp, None, &mut free)
+                .map_err(Retry::Fail)?;
+            if p.value.is_none() {
+                return Ok(found.map(|f| Target {
+                    addr: f.addr,
+                    node: f.node,
+                    found: Some(f),
+                    claimed: false,
+                    linked: false,
+                }));
+            }
+            let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
+                Some(f) => (f.addr, false),
+                None => match self.claim::<()>(free.as_slice(), p.fp, *seg) {
+                    Ok(a) => (a, true),
+                    Err(Locked::Split(s)) => return Err(Retry::Split(s)),
+                    Err(_) => continue, // taken meanwhile: look again
+                },
+            };
+            let (node, linked) = match &found {
+                Some(f) => (f.node, false),
+                None => self
+                    .ordered_insert(p.key, claimed.then_some(addr), guard)
+                    .map_err(Retry::Fail)?,
+            };
+            return Ok(Some(Target {
+                addr,
+                node,
+                found,
+                claimed,
+                linked,
+            }));
+        }
+    }
+
+    /// Gives back the claimed slots and linked nodes of `targets`.
+    fn give_back_all(&self, plan: &[Planned], targets: &[Option<Target>], guard: &Guard) {
+        for (p, t) in plan.iter().zip(targets) {
+            if let Some(t) = t {
+                if t.claimed {
+                    self.ipm().store_u64(t.addr, Slot::EMPTY.0);
+                }
+                self.ordered_undo(p.key, t.linked, guard);
+            }
+        }
+    }
+
+    /// Appends the batch's records and its undo record and fences once
+    /// (fence A). On failure the records written are taken back out of the
+    /// live bytes (nothing names them).
+    fn write_records(
+        &self,
+        lane: &Lane,
+        seq: u64,
+        plan: &[Planned],
+        targets: &[Option<Target>],
+        rmw: bool,
+        guard: &Guard,
+    ) -> Result<Written> {
+        let flags = REC_FLAG_BATCH | if rmw { REC_FLAG_RMW } else { 0 };
+        let mut parts: Vec<RecordParts> = Vec::with_capacity(plan.len() + 1);
+        let mut part_of = Vec::with_capacity(plan.len());
+        let mut pairs = Vec::with_capacity(plan.len());
+        let mut words = Vec::with_capacity(plan.len());
+        for (p, t) in plan.iter().zip(targets) {
+            let Some(t) = t else {
+                part_of.push(None);
+                words.push(0);
+                continue;
+            };
+            let tomb = if p.value.is_none() {
+                REC_FLAG_TOMBSTONE
+            } else {
+                0
+            };
+            let value = p.value.unwrap_or_default();
+            part_of.push(Some(parts.len()));
+            parts.push(RecordParts {
+                header: RecordHeader::encode_ext(p.key, value, flags | tomb, seq, p.deadline),
+                key: p.key,
+                value,
+                deadline: p.deadline,
+            });
+            let word = self.point_index.word_to_persist(t.addr, t.node);
+            let deletes = if p.value.is_none() { UNDO_DELETES } else { 0 };
+            pairs.push((word | deletes, self.pool.pm.load_u64(word)));
+            words.push(word);
+        }
+        let undo_value = encode_pairs(&pairs);
+        parts.push(RecordParts {
+            header: RecordHeader::encode(&[], &undo_value, REC_FLAG_UNDO, seq),
+            key: &[],
+            value: &undo_value,
+            deadline: None,
+        });
+        let placed = self.append_parts(lane, &parts, guard)?;
+        // Persist point (fence A): every record and the undo record are
+        // durable; no word names any of them yet.
+        self.pool.pm.fence();
+        let records = part_of.iter().map(|i| i.map(|i| placed[i])).collect();
+        Ok(Written {
+            records,
+            undo: *placed.last().expect("the undo record is placed"),
+            words,
+        })
+    }
+
+    /// Appends `parts` without a fence: small ones to the lane under one
+    /// hold, large ones to runs of their own. Returns `(offset, total)` of
+    /// each; on failure takes back what it appended.
+    fn append_parts(
+        &self,
+        lane: &Lane,
+        parts: &[RecordParts],
+        guard: &Guard,
+    ) -> Result<Vec<(u64, u64)>> {
+        let half = self.pool.segment_bytes / 2;
+        let totals: Vec<u64> = parts.iter().map(RecordParts::total).collect();
+        let small: Vec<usize> = (0..parts.len()).filter(|&i| totals[i] <= half).collect();
+        let small_totals: Vec<u64> = small.iter().map(|&i| totals[i]).collect();
+        let (mut offsets, mut sealed) = (Vec::new(), Vec::new());
+        let pm = &self.pool.pm;
+        let mut result = lane.append_unfenced(
+            &self.pool,
+            &small_totals,
+            &mut offsets,
+            &mut sealed,
+            |j, at| parts[small[j]].store(pm, at),
+        );
+        let mut placed = vec![(0, 0); parts.len()];
+        for (j, &off) in offsets.iter().enumerate() {
+            placed[small[j]] = (off, small_totals[j]);
+        }
+        for i in (0..parts.len()).filter(|&i| totals[i] > half) {
+            if result.is_err() {
+                break;
+            }
+            result = self
+                .write_large(lane, &parts[i])
+                .map(|at| placed[i] = (at, totals[i]));
+        }
+        for s in sealed {
+            self.maybe_free(s, guard);
+        }
+        if let Err(e) = result {
+            for &(off, total) in placed.iter().filter(|p| p.1 != 0) {
+                self.sub_live(off, total, guard);
+            }
+            return Err(e);
+        }
+        Ok(placed)
+    }
+}
+
+/// Lock-holder number of a batch's bucket locks. A batch's records carry
+/// their own sequence number; holding with an internal one (lane 255, no
+/// record carries it) keeps single puts from being eliminated against a
+/// batch, whose atomicity they would otherwise split.
+const BATCH_LOCK_SEQ: u64 = super::BATCH_SEQ;
+
+/// What publishing needs to know about the commit.
+struct Publish {
+    entry: usize,
+    seq: u64,
+    lane_index: usize,
+}
+
+impl Engine {
+    /// Fences B to F: begins the entry, publishes every word, commits,
+    /// finishes the deletes; then the DRAM side. Cannot fail.
+    fn publish_batch(
+        &self,
+        ctx: &Publish,
+        plan: &[Planned],
+        targets: &[Option<Target>],
+        written: &Written,
+        guard: &Guard,
+    ) {
+        let pm = &self.pool.pm;
+        self.batches
+            .begin(&self.pool, ctx.entry, written.undo.0, ctx.seq);
+        self.batches.start_publishing(ctx.entry, ctx.seq);
+        let live = || {
+            plan.iter()
+                .zip(targets)
+                .zip(&written.records)
+                .zip(&written.words)
+                .filter_map(|(((p, t), r), &w)| Some((p, t.as_ref()?, (*r)?, w)))
+        };
+        for (p, _, (off, _), word) in live() {
+            pm.store_u64(word, Slot::new(p.fp, off, !self.two_phase).0);
+            pm.flush(word, 8);
+        }
+        // Persist point (fence C): every new word is durable.
+        pm.fence();
+        let deletes = live().any(|(p, ..)| p.value.is_none());
+        if !deletes {
+            // Fence D: the commit point.
+            self.batches.finish(&self.pool, ctx.entry);
+        } else {
+            // Fence D: the commit point; the deleted keys' words still name
+            // their tombstones.
+            self.batches.commit_with_deletes(&self.pool, ctx.entry);
+        }
+        for (p, t, (off, _), word) in live() {
+            let slot = Slot::new(p.fp, off, true);
+            pm.store_u64(word, slot.0);
+            // DRAM readers see tombstones too until every delete is done.
+            if t.addr != 0 {
+                self.point_index.mirror(t.addr, t.node, slot);
+            }
+        }
+        if deletes {
+            for (_, _, _, word) in live().filter(|(p, ..)| p.value.is_none()) {
+                pm.store_u64(word, Slot::EMPTY.0);
+                pm.flush(word, 8);
+            }
+            // Fence E: the deletes are final.
+            pm.fence();
+            // Fence F: nothing left to recover.
+            self.batches.finish(&self.pool, ctx.entry);
+            for (_, t, _, _) in live().filter(|(p, ..)| p.value.is_none()) {
+                if t.found.as_ref().is_some_and(|f| f.in_index) {
+                    self.point_index.unmirror(t.addr);
+                }
+            }
+        }
+        self.batches.end_publishing(ctx.entry);
+        self.settle_batch(ctx, live(), written, guard);
+    }
+
+    /// After the commit: accounting, deadlines, unlinking deleted keys'
+    /// nodes, taking back tombstones and the undo record.
+    fn settle_batch<'p>(
+        &self,
+        ctx: &Publish,
+        live: impl Iterator<Item = (&'p Planned<'p>, &'p Target, (u64, u64), u64)>,
+        written: &Written,
+        guard: &Guard,
+    ) {
+        for (p, t, (off, total), _) in live {
+            let old = t.found.as_ref().and_then(|f| f.counted());
+            if p.value.is_some() {
+                self.account(ctx.lane_index, t.addr, Some((off, total)), old, guard);
+                if let Some(d) = p.deadline {
+                    self.expiry.note(d, off);
+                }
+                continue;
+            }
+            self.account(ctx.lane_index, t.addr, None, old, guard);
+            self.sub_live(off, total, guard);
+            if let Some(o) = &self.ordered {
+                // As for a single delete: a node left behind is an orphan.
+                let _ = o.remove(&self.pool, p.key, guard);
+            }
+        }
+        self.sub_live(written.undo.0, written.undo.1, guard);
+    }
+}

@@ -1,0 +1,265 @@
+//! Atomic batches, optimistic transactions and key expiry through the
+//! public API: what each promises, its limits and its bad input.
+
+mod common;
+
+use std::sync::Arc;
+
+use persimmon::{
+    Db, Error, ManualClock, Options, Ttl, Update, WriteBatch, MAX_BATCH_OPS, MAX_DEADLINE_MS,
+};
+
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+fn options(clock: &ManualClock) -> Options {
+    Options {
+        pool_bytes_initial: 8 << 20,
+        segment_bytes: 256 << 10,
+        clock: persimmon::Clock::Manual(clock.clone()),
+        ..Options::default()
+    }
+}
+
+#[test]
+fn a_batch_applies_every_operation_and_survives_reopen() {
+    let d = dir();
+    let path = d.path().join("b.pool");
+    let clock = ManualClock::new(1_000_000);
+    {
+        let db = Db::open(&path, options(&clock)).unwrap();
+        db.put(b"gone", b"x").unwrap();
+        db.put(b"stock", b"10").unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"order:1", b"widget")
+            .put(b"stock", b"9")
+            .delete(b"gone")
+            .delete(b"never-there")
+            .put(b"twice", b"first")
+            .put(b"twice", b"second");
+        db.write(&b).unwrap();
+        assert_eq!(db.get(b"order:1").unwrap().as_deref(), Some(&b"widget"[..]));
+        assert_eq!(db.get(b"stock").unwrap().as_deref(), Some(&b"9"[..]));
+        assert_eq!(db.get(b"gone").unwrap(), None);
+        assert_eq!(db.get(b"twice").unwrap().as_deref(), Some(&b"second"[..]));
+        assert_eq!(db.len(), 3);
+        assert!(db.check().unwrap().errors.is_empty());
+    }
+    let db = Db::open(&path, options(&clock)).unwrap();
+    db.wait_for_rebuild();
+    assert_eq!(db.get(b"stock").unwrap().as_deref(), Some(&b"9"[..]));
+    assert_eq!(db.get(b"gone").unwrap(), None);
+    assert_eq!(db.len(), 3);
+    assert_eq!(db.stats().format_version, 4);
+    let report = db.check().unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+}
+
+#[test]
+fn a_large_batch_crosses_segments_and_counts_right() {
+    let d = dir();
+    let clock = ManualClock::new(1);
+    let db = Db::open(d.path().join("l.pool"), options(&clock)).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..5000u32 {
+        b.put(format!("k{i:05}").as_bytes(), &[i as u8; 100]);
+    }
+    // One value larger than half a segment: a run of its own.
+    b.put(b"huge", &vec![7u8; 200 << 10]);
+    db.write(&b).unwrap();
+    assert_eq!(db.len(), 5001);
+    assert_eq!(db.get(b"k04999").unwrap(), Some(vec![4999u32 as u8; 100]));
+    assert_eq!(db.get(b"huge").unwrap().map(|v| v.len()), Some(200 << 10));
+    let mut del = WriteBatch::new();
+    for i in 0..5000u32 {
+        del.delete(format!("k{i:05}").as_bytes());
+    }
+    db.write(&del).unwrap();
+    assert_eq!(db.len(), 1);
+    let report = db.check().unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+}
+
+#[test]
+fn batch_over_the_limit_is_refused_whole() {
+    let d = dir();
+    let clock = ManualClock::new(1);
+    let db = Db::open(d.path().join("x.pool"), options(&clock)).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..=MAX_BATCH_OPS {
+        b.put(&(i as u64).to_le_bytes(), b"v");
+    }
+    assert!(matches!(
+        db.write(&b),
+        Err(Error::BatchTooLarge {
+            what: "operations",
+            ..
+        })
+    ));
+    let mut big = WriteBatch::new();
+    big.put(b"ok", b"v")
+        .put(b"too-big", &vec![0u8; persimmon::MAX_VALUE_BYTES + 1]);
+    assert!(matches!(db.write(&big), Err(Error::BatchTooLarge { .. })));
+    assert_eq!(db.len(), 0, "nothing of a refused batch is applied");
+}
+
+#[test]
+fn transactions_serialize_increments_from_racing_threads() {
+    let d = dir();
+    let clock = ManualClock::new(1);
+    let db = Arc::new(Db::open(d.path().join("t.pool"), options(&clock)).unwrap());
+    db.put(b"counter", b"0").unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    db.transaction_with_attempts(10_000, |tx| {
+                        let n: u64 = String::from_utf8(tx.get(b"counter")?.unwrap())
+                            .unwrap()
+                            .parse()
+                            .unwrap();
+                        tx.put(b"counter", (n + 1).to_string().as_bytes())?;
+                        // A second key written with it: both or neither.
+                        tx.put(format!("log:{n}").as_bytes(), b"1")?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    // A plain writer racing on a key the transactions only read.
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(db.get(b"counter").unwrap().as_deref(), Some(&b"800"[..]));
+    assert_eq!(db.len(), 801);
+}
+
+#[test]
+fn a_transaction_that_always_conflicts_gives_up_with_an_error() {
+    let d = dir();
+    let clock = ManualClock::new(1);
+    let db = Db::open(d.path().join("c.pool"), options(&clock)).unwrap();
+    let mut runs = 0;
+    let r = db.transaction_with_attempts(3, |tx| {
+        runs += 1;
+        tx.get(b"k")?;
+        // Another writer changes the key between the read and the commit.
+        db.put(b"k", format!("{runs}").as_bytes())?;
+        tx.put(b"other", b"x")
+    });
+    assert!(matches!(r, Err(Error::TransactionConflict { attempts: 3 })));
+    assert_eq!(runs, 3);
+    assert_eq!(db.get(b"other").unwrap(), None, "no attempt wrote anything");
+    // Reads its own writes; a read-only transaction commits.
+    let v = db
+        .transaction(|tx| {
+            tx.put(b"mine", b"1")?;
+            tx.get(b"mine")
+        })
+        .unwrap();
+    assert_eq!(v.as_deref(), Some(&b"1"[..]));
+    let seen = db.transaction(|tx| tx.get(b"mine")).unwrap();
+    assert_eq!(seen.as_deref(), Some(&b"1"[..]));
+}
+
+#[test]
+fn deadlines_hide_keys_on_time_and_survive_reopen() {
+    let d = dir();
+    let path = d.path().join("e.pool");
+    let clock = ManualClock::new(1_700_000_000_000);
+    let now = clock.now_ms();
+    {
+        let db = Db::open(&path, options(&clock)).unwrap();
+        db.put_with_deadline(b"session", b"abc", now + 10_000)
+            .unwrap();
+        db.put(b"forever", b"x").unwrap();
+        assert_eq!(
+            db.ttl(b"session").unwrap(),
+            Ttl::Expires {
+                at_ms: now + 10_000,
+                remaining_ms: 10_000
+            }
+        );
+        assert_eq!(db.ttl(b"forever").unwrap(), Ttl::Persistent);
+        assert_eq!(db.ttl(b"nothing").unwrap(), Ttl::Missing);
+        // A read-modify-write keeps the deadline.
+        db.update(b"session", |_| (Update::Put(b"abd".to_vec()), ()))
+            .unwrap();
+        assert!(matches!(db.ttl(b"session").unwrap(), Ttl::Expires { .. }));
+        assert!(db.expire_at(b"forever", now + 5_000).unwrap());
+        assert!(db.persist(b"forever").unwrap());
+        assert!(
+            !db.persist(b"forever").unwrap(),
+            "no deadline left to clear"
+        );
+        assert_eq!(db.ttl(b"forever").unwrap(), Ttl::Persistent);
+    }
+    clock.advance(9_999);
+    let db = Db::open(&path, options(&clock)).unwrap();
+    db.wait_for_rebuild();
+    assert_eq!(db.get(b"session").unwrap().as_deref(), Some(&b"abd"[..]));
+    clock.advance(1);
+    assert_eq!(
+        db.get(b"session").unwrap(),
+        None,
+        "absent from its deadline on"
+    );
+    assert!(!db.contains(b"session").unwrap());
+    assert_eq!(
+        db.iter()
+            .filter(|r| r.as_ref().unwrap().0 == b"session")
+            .count(),
+        0
+    );
+    let seen = db
+        .update(b"session", |v| (Update::Keep, v.map(|v| v.to_vec())))
+        .unwrap();
+    assert_eq!(seen, None);
+    assert_eq!(db.expire_now().unwrap(), 1);
+    assert_eq!(db.len(), 1);
+    assert_eq!(db.stats().keys_expired, 1);
+    assert!(db.check().unwrap().errors.is_empty());
+}
+
+#[test]
+fn past_deadlines_delete_and_absurd_ones_are_refused() {
+    let d = dir();
+    let clock = ManualClock::new(1_000_000);
+    let db = Db::open(d.path().join("p.pool"), options(&clock)).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.put_with_deadline(b"k", b"new", 999_999).unwrap();
+    assert_eq!(
+        db.get(b"k").unwrap(),
+        None,
+        "a deadline in the past deletes"
+    );
+    assert_eq!(db.len(), 0);
+    db.put(b"k", b"v").unwrap();
+    assert!(db.expire_at(b"k", 5).unwrap());
+    assert_eq!(db.get(b"k").unwrap(), None);
+    assert!(!db.expire_at(b"k", 2_000_000).unwrap(), "absent key");
+    assert!(matches!(
+        db.put_with_deadline(b"k", b"v", MAX_DEADLINE_MS + 1),
+        Err(Error::DeadlineTooFar { .. })
+    ));
+    db.put(b"k", b"v").unwrap();
+    assert!(matches!(
+        db.expire_at(b"k", u64::MAX),
+        Err(Error::DeadlineTooFar { .. })
+    ));
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"1").put_with_deadline(b"b", b"2", u64::MAX);
+    assert!(matches!(db.write(&b), Err(Error::DeadlineTooFar { .. })));
+    assert_eq!(
+        db.get(b"a").unwrap(),
+        None,
+        "a refused batch writes nothing"
+    );
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
