@@ -1,6 +1,55 @@
 //! Workloads of the ordered index (the persistent skiplist, docs/design.md
 //! §10): every persist path of a node, under the simulator.
 //!
+//! | workload        | persist path it covers                                  |
+//! |-----------------|---------------------------------------------------------|
+//! | ordered-insert  | first open (head node); links into the empty list,      |
+//! |                 | before the first node (the empty key, the smallest      |
+//! |                 | keys), after the last, between neighbours, next to      |
+//! |                 | hinted nodes; node segments of the 32 B, 64 B, 128 B,   |
+//! |                 | 1 KiB and 8 KiB classes, and a second 8 KiB segment     |
+//! |                 | when one fills                                          |
+//! | ordered-delete  | overwrites of the first, a middle and the last key      |
+//! |                 | (also to a large run and back); unlink of the first,    |
+//! |                 | last, middle and adjacent nodes; delete then re-insert  |
+//! |                 | (node slot reuse), long keys; deletes and inserts       |
+//! |                 | through `update`; emptying the list and refilling it    |
+//! | ordered-lanes   | three threads insert and delete neighbouring keys;      |
+//! |                 | pairs of writers overlap (one held at a fence while the |
+//! |                 | other links or unlinks next to it: range marks, the     |
+//! |                 | double check)                                           |
+//! | ordered-reopen  | recover from a crash image with orphan nodes (the walk  |
+//! |                 | after open unlinks them), a put while the walk runs,    |
+//! |                 | reuse of old node slots after it, clean reopen          |
+//! | dram-insert     | `ordered-insert` with the point index in DRAM (format   |
+//! |                 | 3): no index segment; a new key's node is linked with   |
+//! |                 | record word 0, then the record, then the word           |
+//! |                 | (two-phase)                                             |
+//! | dram-update-    | `ordered-delete` in DRAM: overwrites move the node's    |
+//! | delete          | record word (two-phase, also to a large run and back);  |
+//! |                 | deletes store the marker, fence, 0, then unlink;        |
+//! |                 | re-inserts; `update`                                    |
+//! | dram-lanes      | `ordered-lanes` in DRAM (three threads, overlapping     |
+//! |                 | writers)                                                |
+//! | dram-reopen     | `ordered-reopen` in DRAM: the crash image also has a    |
+//! |                 | half-done record word on one of the first nodes; the    |
+//! |                 | engine's rebuild of the DRAM index after open is held   |
+//! |                 | at its first fence (helping persist that word) while    |
+//! |                 | every key is read and later keys are overwritten,       |
+//! |                 | deleted, re-inserted and updated (served by their       |
+//! |                 | nodes), then let go; orphans unlinked; clean reopen     |
+//!
+//! (`dram-cleaner` is the cleaner's workload on this placement, in
+//! `cleaner.rs`.) What the oracle checks for them, besides what it checks
+//! for the hash index (`point.rs`), is listed in `oracle.rs` (checks 7 to
+//! 14): no orphan node after the walk; `range_keys`, `range(..).rev()`,
+//! `first`/`last` and `count_range` agree with the keys `get` finds; the
+//! skiplist on media holds exactly the present keys after close; in DRAM,
+//! every key reads a legal value right after open (before the rebuild is
+//! done) and the same value after it, and the nodes' record words on media
+//! name exactly the present keys' records, persist bit set. The workloads'
+//! own `Op::Scan` checks the listing while they run (`ops.rs`).
+//!
 //! The paths, and the crash windows they open:
 //! - *insert* of a new key: the node is written and fenced, then linked
 //!   (`pred.next`, fenced), then the point index names the record. A crash

@@ -1,0 +1,391 @@
+//! The context a workload runs in (`Ctx`): its pool file, the simulator
+//! that observes it, the engine opened on it, worker threads, and the
+//! reopens from crash images or after clean closes; and what a finished
+//! run hands the campaign (`Finished`).
+//!
+//! Invariants:
+//! - The pool is created by the harness (`poolfile::create`, superblock
+//!   flags from the options, `pool_flags`, hash seed from the run seed) and
+//!   opened with `Db::open_observed`, the simulator as `PersistObserver`:
+//!   every store, flush and fence of that engine reaches the model. Every
+//!   open checks that the engine found the ordered index and the point
+//!   index placement the workload asked for.
+//! - Opens, reopens and the clean close are announced to the simulator
+//!   like operations (`open`, `close`) and explored when exploration is on:
+//!   a crash during recovery or close must leave an image the oracle
+//!   accepts too.
+//! - A reopen from a crash image replaces the simulator (a fresh model that
+//!   holds the image, expecting what the image was captured with); the old
+//!   one's statistics are kept and summed up in `finish`.
+//! - After the first failure (`broken`) no more operations run; the run
+//!   still finishes and reports what it found.
+//! - `finish` explores one last quiescent crash point, closes cleanly and
+//!   hands over the final image with its expectation (for the media-fault
+//!   pass).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use persimmon::{Db, Options, PersistObserver, PointIndex};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::{exec, pool_flags, settle, Op};
+use crate::model::{Benign, OpTraffic};
+use crate::oracle::{show, show_key, Expect, Key};
+use crate::poolfile;
+use crate::sim::{lock, mix, Gate, Sim, SimConfig, SimStats};
+
+/// Persist traffic (stores, flushes, fences) per operation kind.
+type Traffic = BTreeMap<&'static str, OpTraffic>;
+
+/// A thread that runs operations sent to it (lanes follow threads).
+struct Worker {
+    tx: mpsc::Sender<Op>,
+    rx: mpsc::Receiver<Result<(), String>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    fn spawn(sim: Arc<Sim>, db: Arc<Db>) -> Worker {
+        let (tx, rx_op) = mpsc::channel::<Op>();
+        let (tx_res, rx) = mpsc::channel();
+        let handle = std::thread::spawn(move || {
+            for op in rx_op {
+                let r = exec(&sim, &db, &op);
+                settle();
+                if tx_res.send(r).is_err() {
+                    break;
+                }
+            }
+        });
+        Worker {
+            tx,
+            rx,
+            handle: Some(handle),
+        }
+    }
+}
+
+/// What one workload run leaves behind.
+pub struct Finished {
+    pub ops: u64,
+    pub stats: SimStats,
+    pub traffic: Traffic,
+    pub benign: BTreeMap<Benign, u64>,
+    /// The pool after a clean close, and what it must hold.
+    pub final_image: Vec<u8>,
+    pub expect: Expect,
+    pub options: Options,
+    pub note: Option<String>,
+}
+
+/// A running workload: its simulator, engine and random source.
+pub struct Ctx {
+    pub sim: Arc<Sim>,
+    pub db: Option<Arc<Db>>,
+    pub rng: StdRng,
+    pub pool: PathBuf,
+    pub cfg: SimConfig,
+    workers: Vec<Worker>,
+    pub ops: u64,
+    pub broken: bool,
+    /// Statistics of simulators replaced by `reopen_from`.
+    earlier: Vec<(SimStats, Traffic)>,
+    /// What the run's line in the report says after its figures.
+    pub(super) note: Option<String>,
+}
+
+impl Ctx {
+    /// Creates a fresh pool of `segments` segments and opens it observed.
+    pub(super) fn start(cfg: &SimConfig, segments: u64, explore_open: bool) -> Ctx {
+        let pool = cfg.dir.join("pool.pool");
+        let _ = std::fs::remove_file(&pool);
+        poolfile::create(
+            &pool,
+            cfg.options.segment_bytes,
+            segments,
+            mix(cfg.seed, 0x5EED),
+            pool_flags(&cfg.options),
+        )
+        .expect("create the pool file");
+        let initial = std::fs::read(&pool).expect("read the new pool");
+        let sim = Sim::new(cfg.clone(), &pool, initial, Expect::default());
+        let mut ctx = Ctx {
+            sim,
+            db: None,
+            rng: StdRng::seed_from_u64(mix(cfg.seed, 1)),
+            pool,
+            cfg: cfg.clone(),
+            workers: Vec::new(),
+            ops: 0,
+            broken: false,
+            earlier: Vec::new(),
+            note: None,
+        };
+        ctx.open(explore_open);
+        ctx
+    }
+
+    /// Opens the pool file observed by `self.sim` (whose model must hold
+    /// the file's bytes) and waits for the background rebuild.
+    fn open(&mut self, explore_open: bool) {
+        self.open_as(explore_open, true);
+    }
+
+    /// Like `open`; with `wait` false, returns as soon as `Db::open` does,
+    /// while the rebuild and the ordered index's walk still run (and are
+    /// explored when `explore_open` is): the caller waits for them.
+    fn open_as(&mut self, explore_open: bool, wait: bool) {
+        self.sim.set_explore(explore_open);
+        self.sim.begin("open", None);
+        let db = Db::open_observed(
+            &self.pool,
+            self.cfg.options.clone(),
+            Some(self.sim.clone() as Arc<dyn PersistObserver>),
+        );
+        let db = match db {
+            Ok(db) => Arc::new(db),
+            Err(e) => {
+                self.sim.end(None);
+                self.stop(format!("open of the workload pool failed: {e}"));
+                return;
+            }
+        };
+        if wait {
+            db.wait_for_rebuild();
+        }
+        self.sim.end(None);
+        self.opened(db, !wait);
+    }
+
+    /// Takes over a freshly opened `db`; exploration ends unless
+    /// `keep_exploring`.
+    fn opened(&mut self, db: Arc<Db>, keep_exploring: bool) {
+        let asked = &self.cfg.options;
+        let (ordered, point) = (asked.ordered_index, asked.point_index);
+        if db.has_ordered_index() != ordered {
+            self.stop(format!(
+                "the pool has the ordered index: {}, the workload created it with {ordered}",
+                db.has_ordered_index()
+            ));
+        }
+        if db.point_index() != point {
+            self.stop(format!(
+                "the pool's point index is {:?}, the workload created it {point:?}",
+                db.point_index()
+            ));
+        }
+        self.sim.set_db(&db);
+        self.db = Some(db);
+        if !keep_exploring {
+            self.sim.set_explore(false);
+        }
+    }
+
+    /// Reports `msg` as an inconsistency; no more operations run.
+    pub(super) fn stop(&mut self, msg: String) {
+        self.sim.fail(msg);
+        self.broken = true;
+    }
+
+    pub(super) fn db(&self) -> &Arc<Db> {
+        self.db.as_ref().expect("pool open")
+    }
+
+    pub fn explore(&self, on: bool) {
+        self.sim.set_explore(on);
+    }
+
+    /// Runs `op` on this thread.
+    pub fn run(&mut self, op: Op) {
+        if self.broken {
+            return;
+        }
+        let db = self.db().clone();
+        if let Err(e) = exec(&self.sim, &db, &op) {
+            self.stop(format!("workload operation: {e}"));
+        }
+        settle();
+        self.ops += 1;
+    }
+
+    /// Runs `op` on worker thread `w` (spawned on first use) and waits.
+    pub fn run_on(&mut self, w: usize, op: Op) {
+        if self.broken {
+            return;
+        }
+        while self.workers.len() <= w {
+            let worker = Worker::spawn(self.sim.clone(), self.db().clone());
+            self.workers.push(worker);
+        }
+        let worker = &self.workers[w];
+        let r = worker
+            .tx
+            .send(op)
+            .map_err(|e| e.to_string())
+            .and_then(|_| worker.rx.recv().map_err(|e| e.to_string()))
+            .and_then(|r| r);
+        if let Err(e) = r {
+            self.stop(format!("workload operation on worker {w}: {e}"));
+        }
+        self.ops += 1;
+    }
+
+    fn stop_workers(&mut self) {
+        for mut w in self.workers.drain(..) {
+            drop(w.tx);
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Closes the pool cleanly (exploring the close if exploration is on).
+    fn close(&mut self) {
+        self.stop_workers();
+        if let Some(db) = self.db.take() {
+            match Arc::try_unwrap(db) {
+                Ok(db) => {
+                    self.sim.begin("close", None);
+                    drop(db);
+                    self.sim.end(None);
+                }
+                Err(_) => self
+                    .sim
+                    .fail("the workload Db is still shared at close".into()),
+            }
+        }
+    }
+
+    /// Closes the engine cleanly, then reopens the closed pool (the open
+    /// explored) expecting what the workload was told, and explores what
+    /// follows.
+    pub(super) fn clean_reopen(&mut self) {
+        let expect = lock(&self.sim.expect).clone();
+        self.close();
+        let bytes = std::fs::read(&self.pool).expect("read the closed pool");
+        self.reopen_from(&bytes, expect, true);
+        self.explore(true);
+    }
+
+    /// Replaces the pool with `image` (a crash image) and opens it with a
+    /// fresh simulator that expects `expect`.
+    pub(super) fn reopen_from(&mut self, image: &[u8], expect: Expect, explore_open: bool) {
+        self.reopen_from_as(image, expect, explore_open, true, None);
+    }
+
+    /// `reopen_from` with `open_as`'s `wait`, and `gate` (one for a thread
+    /// of the engine, `Gate::on_thread_named`) armed on the new simulator
+    /// before the open.
+    pub(super) fn reopen_from_as(
+        &mut self,
+        image: &[u8],
+        expect: Expect,
+        explore_open: bool,
+        wait: bool,
+        gate: Option<&Arc<Gate>>,
+    ) {
+        self.close();
+        std::fs::write(&self.pool, image).expect("write the recovered image");
+        let old = std::mem::replace(
+            &mut self.sim,
+            Sim::new(self.cfg.clone(), &self.pool, image.to_vec(), expect),
+        );
+        let traffic = old.model().traffic.clone();
+        let stats = lock(&old.stats).clone();
+        self.earlier.push((stats, traffic));
+        if let Some(g) = gate {
+            self.sim.arm_gate(g);
+        }
+        self.open_as(explore_open, wait);
+    }
+
+    /// After a recovery: the in-flight keys took one of their legal values;
+    /// acknowledge what they hold now.
+    pub(super) fn resolve_in_flight(&mut self) {
+        let keys: Vec<Key> = lock(&self.sim.expect).in_flight.keys().cloned().collect();
+        for k in keys {
+            let got = match self.db().get(&k) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.sim.fail(format!("get after recovery: {e}"));
+                    continue;
+                }
+            };
+            let legal = lock(&self.sim.expect).legal(&k);
+            if !legal.contains(&got) {
+                self.sim.fail(format!(
+                    "after recovery, in-flight key {} holds {}",
+                    show_key(&k),
+                    show(&got)
+                ));
+            }
+            lock(&self.sim.expect).ack(&k, got);
+        }
+    }
+
+    /// The workload's note; with the DRAM point index, followed by how
+    /// many checked images the oracle began reading before the DRAM index
+    /// was rebuilt.
+    fn dram_note(&mut self, stats: &SimStats) -> Option<String> {
+        if self.cfg.options.point_index != PointIndex::Dram || stats.images == 0 {
+            return self.note.take();
+        }
+        let oracle = format!(
+            "oracle read {} of {} images before the DRAM index was ready",
+            stats.before_ready, stats.images
+        );
+        Some(match self.note.take() {
+            Some(n) => format!("{n}; {oracle}"),
+            None => oracle,
+        })
+    }
+
+    /// The statistics and traffic of the current simulator, summed with
+    /// those of the simulators `reopen_from` replaced.
+    fn totals(&mut self) -> (SimStats, Traffic) {
+        let mut stats = lock(&self.sim.stats).clone();
+        let mut traffic = self.sim.model().traffic.clone();
+        for (s, t) in self.earlier.drain(..) {
+            stats.points += s.points;
+            stats.points_exhaustive += s.points_exhaustive;
+            stats.images += s.images;
+            stats.duplicates += s.duplicates;
+            stats.probes += s.probes;
+            stats.before_ready += s.before_ready;
+            stats.inconsistencies += s.inconsistencies;
+            stats.failures.extend(s.failures);
+            for (k, v) in t {
+                traffic.entry(k).or_default().add(&v);
+            }
+        }
+        (stats, traffic)
+    }
+
+    /// A final quiescent crash point, a clean close, and the results.
+    pub(super) fn finish(mut self) -> Finished {
+        if !self.broken {
+            self.explore(true);
+            self.sim.crash_point();
+        }
+        self.close();
+        let final_image = std::fs::read(&self.pool).unwrap_or_default();
+        let (stats, traffic) = self.totals();
+        let benign = self.sim.model().benign.clone();
+        let expect = lock(&self.sim.expect).clone();
+        let note = self.dram_note(&stats);
+        Finished {
+            ops: self.ops,
+            stats,
+            traffic,
+            benign,
+            final_image,
+            expect,
+            options: self.cfg.options.clone(),
+            note,
+        }
+    }
+}
