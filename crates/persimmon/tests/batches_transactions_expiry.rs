@@ -263,3 +263,26 @@ fn past_deadlines_delete_and_absurd_ones_are_refused() {
     );
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+#[test]
+fn the_deadline_heap_drops_entries_of_overwritten_keys() {
+    let d = dir();
+    let clock = ManualClock::new(1_000_000);
+    let db = Db::open(d.path().join("h.pool"), options(&clock)).unwrap();
+    let far = clock.now_ms() + 3_600_000;
+    for i in 0..20_000u64 {
+        // The same few keys over and over, each time with a new deadline.
+        db.put_with_deadline(format!("s{}", i % 10).as_bytes(), b"v", far + i)
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while db.stats().deadlines_pending > 4096 + 20 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pending = db.stats().deadlines_pending;
+    assert!(pending <= 4096 + 20, "{pending} heap entries for 10 keys");
+    // The live keys keep their entries: they still expire on time.
+    clock.set(far + 20_000);
+    assert_eq!(db.expire_now().unwrap(), 10);
+    assert_eq!(db.len(), 0);
+}

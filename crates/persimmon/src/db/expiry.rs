@@ -11,7 +11,9 @@
 //! - The heap is a hint, never the truth: an entry is acted on only when,
 //!   under the key's bucket lock, the key's word still names that very record
 //!   and its deadline has passed. Entries made stale by an overwrite, a
-//!   delete or the cleaner's relocation are dropped then. Every live record
+//!   delete or the cleaner's relocation are dropped then, or earlier by a
+//!   compaction when the heap has doubled (so it stays within about twice
+//!   the keys with deadlines, plus 4096). Every live record
 //!   with a deadline has an entry: writes add one, the cleaner adds one for
 //!   each copy, and after open the tally (PM index) or the DRAM rebuild adds
 //!   one for each record it counts.
@@ -36,6 +38,8 @@ use crate::options::Clock;
 pub const MAX_DEADLINE_MS: u64 = 253_402_300_799_999;
 /// Most due entries one pass of the expiry thread takes from the heap.
 const PASS_ENTRIES: usize = 1024;
+/// Heap growth that never triggers a compaction (entries).
+const COMPACT_SLACK: u64 = 4096;
 /// Longest the expiry thread sleeps between passes.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
 
@@ -56,6 +60,9 @@ pub(super) struct Expiry {
     heap: parking_lot::Mutex<BinaryHeap<Reverse<(u64, u64)>>>,
     /// Keys the background expiry deleted.
     reclaimed: AtomicU64,
+    /// Heap entries left by the last compaction (the next one runs when the
+    /// heap has grown past twice this, plus `COMPACT_SLACK`).
+    compacted_len: AtomicU64,
 }
 
 impl Expiry {
@@ -64,6 +71,7 @@ impl Expiry {
             clock,
             heap: parking_lot::Mutex::new(BinaryHeap::new()),
             reclaimed: AtomicU64::new(0),
+            compacted_len: AtomicU64::new(0),
         }
     }
 
@@ -95,6 +103,12 @@ impl Expiry {
     /// The earliest deadline in the heap.
     fn next_due(&self) -> Option<u64> {
         self.heap.lock().peek().map(|Reverse((d, _))| *d)
+    }
+
+    /// Whether the heap has grown enough since the last compaction that
+    /// stale entries (overwritten or deleted keys) may dominate it.
+    fn wants_compaction(&self) -> bool {
+        self.pending() > 2 * self.compacted_len.load(Ordering::Relaxed) + COMPACT_SLACK
     }
 
     pub(super) fn pending(&self) -> u64 {
@@ -245,6 +259,47 @@ impl Engine {
         Ok(gone)
     }
 
+    /// Drops the heap entries whose record no key names any more (the key
+    /// was overwritten, deleted or its record moved): an overwrite-heavy
+    /// workload with long deadlines would otherwise grow the heap without
+    /// bound. Entries added meanwhile are kept; a key rewritten while its
+    /// entry is checked has an entry of its own.
+    fn compact_heap(&self) {
+        let entries = std::mem::take(&mut *self.expiry.heap.lock()).into_vec();
+        let kept: Vec<Reverse<(u64, u64)>> = entries
+            .into_iter()
+            // An entry whose key reads as absent because it just expired
+            // is due, not stale: keep it for the next pass.
+            .filter(|Reverse((d, off))| {
+                self.names_current_record(*off) || *d <= self.expiry.now_ms()
+            })
+            .collect();
+        self.expiry
+            .compacted_len
+            .store(kept.len() as u64, Ordering::Relaxed);
+        self.expiry.heap.lock().extend(kept);
+    }
+
+    /// Whether the record at `off` is its key's current record.
+    fn names_current_record(&self, off: u64) -> bool {
+        let key = {
+            let _pin = epoch::pin();
+            match self.record_header(off) {
+                Ok(h) if h.deadline_at().is_some() && self.verify_record(off, &h).is_ok() => {
+                    match self.record_key(off, &h) {
+                        Ok(k) => k.to_vec(),
+                        Err(_) => return false,
+                    }
+                }
+                _ => return false,
+            }
+        };
+        // An error reading the key keeps the entry (it is checked again
+        // when due, under the lock).
+        self.read_record(&key, |at, _, _| at == off)
+            .map_or(true, |r| r.unwrap_or(false))
+    }
+
     /// The background expiry thread: after the rebuild (which fills the
     /// heap), a pass whenever the earliest deadline is due, at least every
     /// 100 ms, until the `Db` closes.
@@ -258,6 +313,9 @@ impl Engine {
         }
         while !self.stop.load(Ordering::Acquire) {
             let _ = self.expire_due();
+            if self.expiry.wants_compaction() {
+                self.compact_heap();
+            }
             let now = self.expiry.now_ms();
             let sleep = match self.expiry.next_due() {
                 Some(d) if d > now => Duration::from_millis(d - now).min(MAX_SLEEP),
