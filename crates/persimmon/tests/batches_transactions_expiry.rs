@@ -286,3 +286,25 @@ fn the_deadline_heap_drops_entries_of_overwritten_keys() {
     assert_eq!(db.expire_now().unwrap(), 10);
     assert_eq!(db.len(), 0);
 }
+
+#[test]
+fn a_transaction_reads_its_own_put_of_a_passed_deadline_as_absent() {
+    let d = dir();
+    let clock = ManualClock::new(1_000_000);
+    let db = Db::open(d.path().join("own.pool"), options(&clock)).unwrap();
+    db.put(b"k", b"old").unwrap();
+    let seen = db
+        .transaction(|tx| {
+            // A deadline already passed deletes the key at commit, so the
+            // transaction's own read must already see it absent.
+            tx.put_with_deadline(b"k", b"new", 999_999)?;
+            tx.put_with_deadline(b"fresh", b"v", 1_000_000)?;
+            tx.put_with_deadline(b"live", b"v", 1_000_001)?;
+            Ok((tx.get(b"k")?, tx.get(b"fresh")?, tx.get(b"live")?))
+        })
+        .unwrap();
+    assert_eq!(seen, (None, None, Some(b"v".to_vec())));
+    assert_eq!(db.get(b"k").unwrap(), None, "the commit deleted it");
+    assert_eq!(db.get(b"fresh").unwrap(), None);
+    assert_eq!(db.get(b"live").unwrap().as_deref(), Some(&b"v"[..]));
+}

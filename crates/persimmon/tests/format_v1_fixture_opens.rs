@@ -19,14 +19,7 @@ fn fixture() -> PathBuf {
 }
 
 fn options() -> Options {
-    Options {
-        segment_bytes: 64 << 10,
-        pool_bytes_initial: 4096 + 4 * (64 << 10),
-        pool_bytes_max: 4096 + 4 * (64 << 10),
-        cleaner: false,
-        lanes: 1,
-        ..Options::default()
-    }
+    common::fixture_geometry(4, false)
 }
 
 fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {

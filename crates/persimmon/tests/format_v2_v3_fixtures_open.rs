@@ -26,13 +26,7 @@ fn options(version: u32) -> Options {
         } else {
             PointIndex::Pm
         },
-        segment_bytes: 64 << 10,
-        pool_bytes_initial: 4096 + 6 * (64 << 10),
-        pool_bytes_max: 4096 + 6 * (64 << 10),
-        cleaner: false,
-        lanes: 1,
-        ordered_index: true,
-        ..Options::default()
+        ..common::fixture_geometry(6, true)
     }
 }
 

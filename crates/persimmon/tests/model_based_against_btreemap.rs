@@ -21,6 +21,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::{key_bytes, proptest_cases, value_bytes};
 use persimmon::{Db, Mechanisms, Update};
 use proptest::prelude::*;
 
@@ -51,22 +52,6 @@ enum Op {
 
 const KEY_SPACE: u8 = 24;
 
-/// Key number `k`: 0 is the empty key, every fifth a long (100..) byte key,
-/// the rest short text keys.
-fn key_bytes(k: u8) -> Vec<u8> {
-    match k {
-        0 => Vec::new(),
-        k if k % 5 == 1 => (0..100 + k as usize).map(|i| (i as u8) ^ k).collect(),
-        k => format!("key-{k}").into_bytes(),
-    }
-}
-
-fn value_bytes(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| seed.wrapping_add((i as u8).wrapping_mul(31)))
-        .collect()
-}
-
 fn op_strategy() -> impl Strategy<Value = Op> {
     let key = 0..KEY_SPACE;
     let len = prop_oneof![
@@ -89,13 +74,6 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => Just(Op::IterCompare),
         1 => Just(Op::Clean),
     ]
-}
-
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(64)
 }
 
 fn open(path: &Path, mechanisms: Mechanisms) -> Db {
@@ -233,7 +211,7 @@ fn run(ops: Vec<Op>, mechanisms: Mechanisms) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(64)))]
 
     #[test]
     fn db_agrees_with_btreemap_model(ops in prop::collection::vec(op_strategy(), 1..150)) {

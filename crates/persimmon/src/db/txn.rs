@@ -10,8 +10,9 @@
 //!   absent), checked with the locks of all its keys held until its writes
 //!   are published. Expiry counts as a change (an expired key reads as
 //!   absent at validation).
-//! - A transaction reads its own writes, and reads a key the same way every
-//!   time (the first read is remembered).
+//! - A transaction reads its own writes (a put whose deadline has passed
+//!   reads as absent, as the commit will delete the key), and reads a key
+//!   the same way every time (the first read is remembered).
 //! - A conflicting attempt writes nothing; the closure runs again, at most
 //!   `attempts` times in all, then `TransactionConflict`. An error from the
 //!   closure ends the transaction at once, with nothing written.
@@ -51,10 +52,13 @@ impl<'a> Transaction<'a> {
         }
     }
 
-    /// The value of `key` as this transaction sees it.
+    /// The value of `key` as this transaction sees it (its own write of a
+    /// deadline already passed reads as absent: the commit deletes the key).
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if let Some(w) = self.writes.get(key) {
-            return Ok(w.as_ref().map(|(v, _)| v.clone()));
+            let now = self.engine.expiry.now_ms();
+            let live = w.as_ref().filter(|(_, d)| d.is_none_or(|d| d > now));
+            return Ok(live.map(|(v, _)| v.clone()));
         }
         if let Some((_, v)) = self.reads.get(key) {
             return Ok(v.clone());
