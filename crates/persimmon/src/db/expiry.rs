@@ -207,12 +207,16 @@ impl Engine {
     }
 
     /// One pass of active expiry: deletes the keys whose heap entries are
-    /// due and still name their current record. Returns how many it deleted.
+    /// due and still name their current record, then compacts the heap if
+    /// it has doubled. Returns how many keys it deleted.
     pub(super) fn expire_due(&self) -> Result<u64> {
         let mut deleted = 0;
         loop {
             let due = self.expiry.take_due(self.expiry.now_ms(), PASS_ENTRIES);
             if due.is_empty() {
+                if self.expiry.wants_compaction() {
+                    self.compact_heap();
+                }
                 return Ok(deleted);
             }
             for (_, off) in due {
@@ -313,9 +317,6 @@ impl Engine {
         }
         while !self.stop.load(Ordering::Acquire) {
             let _ = self.expire_due();
-            if self.expiry.wants_compaction() {
-                self.compact_heap();
-            }
             let now = self.expiry.now_ms();
             let sleep = match self.expiry.next_due() {
                 Some(d) if d > now => Duration::from_millis(d - now).min(MAX_SLEEP),
