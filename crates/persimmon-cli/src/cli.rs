@@ -16,12 +16,14 @@ use persimmon::{PointIndex, MAX_BATCH_OPS};
 
 use crate::expiry::parse_ttl;
 
-/// Records per atomic batch of `load` unless `--batch` says otherwise
-/// (measured: BENCHMARKS.md, "Batches, transactions and expiry").
-pub const DEFAULT_LOAD_BATCH: usize = 1000;
+/// Records per atomic batch of `load` unless `--batch` says otherwise: 0.04
+/// fences per record (a put costs 2) and, measured, as fast as any size;
+/// 10 and 10 000 were slower (BENCHMARKS.md, "Batches, transactions and
+/// expiry").
+pub const DEFAULT_LOAD_BATCH: usize = 100;
 
 const AFTER_HELP: &str = "\
-Exit status: 0 success; 1 key not found (get, del); 2 error (bad input, \
+Exit status: 0 success; 1 key not found (get, ttl, del); 2 error (bad input, \
 unreadable file, not a pool, pool in use, scan on a pool without the ordered \
 index, ...); 3 check found the pool inconsistent. Errors are printed on stderr \
 as `persimmon: <error>`.";
@@ -180,7 +182,10 @@ a DAX mount or /dev/shm."
         long_about = "Benchmark Persimmon against its Baseline, its ablation variants and its \
 peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-F and the \
 MPKV paper's experiments (GET ratio, value size, thread sweeps), range scans of N pairs \
-(scan:N, items/s) and inserts of new keys (insert). Scans need ordered reads \
+(scan:N, items/s), inserts of new keys (insert) and atomic batches of N puts (batch:N, keys \
+written per second and PM work per key, next to the same keys as N single puts). \
+--deadline-fraction F loads a fraction F of the keys with a deadline a day ahead and writes \
+them with it, to compare GET and PUT with and without expiry. Scans need ordered reads \
 (persimmon-ordered, the pool with the ordered index; persimmon-dram, the same with the point \
 index in DRAM; lmdb, rocksdb); the other engines skip scanning workloads with a note. Each engine gets a fresh \
 store in its own directory under --pool-dir, is loaded with the same keys, warmed up, then \
@@ -242,7 +247,8 @@ pub struct PutArgs {
     #[arg(short, long)]
     pub escaped: bool,
     /// Expire the key SECS seconds from now (a whole number, at least 1):
-    /// from then on it reads as absent and is deleted in the background.
+    /// from then on it reads as absent (and is deleted in the background
+    /// while a process, such as serve, has the pool open).
     /// Without --ttl the key has no deadline (a put replaces one it had). A
     /// deadline raises the pool to format version 4 (builds before it
     /// cannot open it)

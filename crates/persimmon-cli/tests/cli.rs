@@ -1034,7 +1034,7 @@ fn load_commits_batches_and_counts_what_it_loaded() {
         let e = stderr(&o);
         assert!(e.contains("loaded 2500 records in"), "{e}");
         assert!(e.contains("records/s"), "{e}");
-        let per_batch = batch.unwrap_or("1000");
+        let per_batch = batch.unwrap_or("100");
         assert!(e.contains(&format!("up to {per_batch} per batch")), "{e}");
         let mut dumped = parse_dump(&run(&pool, &["dump"]).stdout);
         dumped.sort();
