@@ -45,7 +45,12 @@ pub struct BenchArgs {
     /// exactly N pairs from a uniform random key; scan:10,100,1000 makes one
     /// figure of pairs read per second, items/s, against N), insert (100 %
     /// puts of new keys: compare persimmon with persimmon-ordered for what
-    /// the ordered index costs).
+    /// the ordered index costs), batch:N (100 % atomic batches of N puts of
+    /// existing keys, one Db::write each; throughput in keys written per
+    /// second, items/s, and flushes, fences and PM bytes per key written;
+    /// each engine also runs the same keys as N single puts, reported as
+    /// the engine `<engine> single puts` for the ratio; batch:1,10,100,1000
+    /// makes one figure against N; Persimmon engines only).
     ///
     /// pdv (alone): the persistent dancing variable microbenchmark, persisted
     /// updates per second of one variable per thread: single-word (one word
@@ -97,6 +102,14 @@ pub struct BenchArgs {
     /// YCSB D, uniform for get-ratio and value-size (the MPKV paper's)
     #[arg(long, value_name = "D")]
     pub distribution: Option<DistributionName>,
+
+    /// Fraction of the keys (0 to 1) that carry a deadline, one day after
+    /// the run starts (so none expires during it): they are loaded with
+    /// Db::put_with_deadline and every PUT or batch rewrites them with it;
+    /// the others have none. Which keys is fixed by their index. Persimmon
+    /// engines only
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = parse_fraction)]
+    pub deadline_fraction: f64,
 
     /// Zipfian constant θ for zipfian and latest (0 <= θ < 1)
     #[arg(long, value_name = "THETA", default_value_t = 0.99, value_parser = parse_theta)]
@@ -230,6 +243,13 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("{text:?} is not a fraction from 0 to 1")),
+    }
+}
+
 fn parse_theta(text: &str) -> Result<f64, String> {
     let theta: f64 = text
         .trim()
@@ -326,5 +346,10 @@ mod tests {
         assert!(parse_count("1M").is_err());
         assert!(parse_count("0").is_err());
         assert!(parse_theta("1").is_err());
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        for bad in ["-0.1", "1.5", "NaN", "half"] {
+            assert!(parse_fraction(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -11,8 +11,12 @@
 //! is loaded with the same keys and runs one timed phase per thread count
 //! on that store. Points of one figure therefore run close together in
 //! time for all engines. A workload that scans skips the engines without
-//! ordered reads, with a note on stdout (an error only when that leaves
-//! nothing to run).
+//! ordered reads, and a `batch:N` the engines without atomic batches, with
+//! a note on stdout (an error only when that leaves nothing to run).
+//!
+//! A `batch:N` point runs two phases per thread count on each store: the
+//! batches, then the same kind of keys written as N single puts, recorded
+//! as the engine `<engine> single puts`, the reference of the ratio.
 //!
 //! Invariants:
 //! - Every engine of a point gets the same keys, the same seed and the same
@@ -25,14 +29,14 @@ use std::time::Duration;
 
 use crate::args::{BenchArgs, DistributionName, PoolSizes};
 use crate::distribution::{Distribution, InsertCounter, Zipfian};
-use crate::engines::{self, EngineKind, OpenConfig, Store};
+use crate::engines::{self, EngineKind, OpenConfig, Space, Store};
 use crate::error::{Error, Result};
-use crate::keys::scramble;
+use crate::keys::{scramble, Deadlines};
 use crate::output::{
     read_results, write_file, write_json, write_json_arg, write_out, write_plot_and_markdown,
 };
-use crate::record::Record;
-use crate::report::{self, latency, mops};
+use crate::record::{per, Record, SINGLE_PUTS};
+use crate::report::{self, latency, mops, per_unit};
 use crate::runner::{self, Phase, PhaseResult, Stop};
 use crate::setup::{
     cores, durability_lines, fresh_dir, open_config, phase_bar, phase_length, pool_dir_filesystem,
@@ -134,7 +138,7 @@ const ROW_HEADER: &str = "engine                workload          distribution  
 
 fn row(r: &Record) -> String {
     format!(
-        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9.2} {:>9.2}{}{}\n",
+        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9} {:>9}{}{}\n",
         r.engine,
         r.workload,
         r.distribution,
@@ -146,37 +150,54 @@ fn row(r: &Record) -> String {
         latency(r.p999_ns),
         latency(r.max_ns),
         r.pm_bytes_per_op,
-        r.flushes_per_op,
-        r.fences_per_op,
+        per_unit(r.flushes_per_op),
+        per_unit(r.fences_per_op),
         if r.read_misses > 0 {
             format!("  ({} reads missed)", r.read_misses)
         } else {
             String::new()
         },
-        scan_note(r),
+        items_note(r),
     )
 }
 
-/// What the scans of `r` read, for its row (empty without scans).
-fn scan_note(r: &Record) -> String {
-    if r.scans == 0 {
-        return String::new();
+/// What the scans of `r` read or its batches wrote, for its row (empty
+/// for the other workloads).
+fn items_note(r: &Record) -> String {
+    if r.scans > 0 {
+        return format!(
+            "  ({} M items/s, {:.1} items/scan)",
+            mops(r.items_per_sec),
+            r.items as f64 / r.scans as f64
+        );
     }
-    format!(
-        "  ({} M items/s, {:.1} items/scan)",
-        mops(r.items_per_sec),
-        r.items as f64 / r.scans as f64
-    )
+    if report::is_batch(r) {
+        return format!(
+            "  ({} M keys/s; PM B, flushes, fences per key)",
+            mops(r.items_per_sec)
+        );
+    }
+    String::new()
 }
 
 /// The note printed instead of a point an engine cannot run.
 fn skip_note(engine: EngineKind, spec: &WorkloadSpec) -> String {
+    let why = if spec.scans() {
+        format!(
+            "{spec} scans and {} has no ordered reads (use persimmon-ordered, persimmon-dram, \
+             lmdb or rocksdb)",
+            engine.name()
+        )
+    } else {
+        format!(
+            "{spec} writes atomic batches and the {} adapter has none (use a Persimmon engine)",
+            engine.name()
+        )
+    };
     format!(
-        "{:<21} {:<17} skipped: {spec} scans and {} has no ordered reads (use persimmon-ordered, \
-         persimmon-dram, lmdb or rocksdb)\n",
+        "{:<21} {:<17} skipped: {why}\n",
         engine.name(),
-        spec.to_string(),
-        engine.name()
+        spec.to_string()
     )
 }
 
@@ -191,28 +212,38 @@ fn distribution_of(args: &BenchArgs, spec: &WorkloadSpec) -> Distribution {
 }
 
 /// Whether `kind` can run `spec`: a workload that scans needs ordered
-/// reads.
+/// reads, one that writes batches atomic batches.
 fn runnable(kind: EngineKind, spec: &WorkloadSpec) -> bool {
-    !spec.scans() || kind.has_ordered_reads()
+    (!spec.scans() || kind.has_ordered_reads()) && (spec.batch_keys() == 0 || kind.has_batches())
 }
 
-/// Fails when an engine is not in this build, or when no engine can run
-/// any of the workloads.
+/// Fails when an engine is not in this build, when a batch asks for more
+/// keys than are loaded, or when no engine can run any of the workloads.
 fn check_runnable(args: &BenchArgs) -> Result<()> {
     let kinds: &[EngineKind] = &args.engines.0;
     for k in kinds {
         k.check_built()?;
     }
-    if !args
-        .workload
-        .0
+    let workloads = &args.workload.0;
+    if let Some(spec) = workloads.iter().find(|w| w.batch_keys() as u64 > args.keys) {
+        return Err(Error::usage(format!(
+            "{spec} writes {} distinct keys per batch: --keys must be at least that",
+            spec.batch_keys()
+        )));
+    }
+    if !workloads
         .iter()
         .any(|spec| kinds.iter().any(|k| runnable(*k, spec)))
     {
-        return Err(Error::usage(
+        let batches = workloads.iter().any(|w| w.batch_keys() > 0);
+        return Err(Error::usage(if batches {
+            "none of the engines can run these workloads: batch:N needs atomic batches (the \
+             Persimmon engines), range scans ordered reads (persimmon-ordered, persimmon-dram, \
+             lmdb, rocksdb)"
+        } else {
             "every workload here scans (range scans), and none of the engines has ordered \
-             reads: add persimmon-ordered, persimmon-dram, lmdb or rocksdb to --engines",
-        ));
+             reads: add persimmon-ordered, persimmon-dram, lmdb or rocksdb to --engines"
+        }));
     }
     Ok(())
 }
@@ -230,6 +261,8 @@ struct Bench<'a> {
     cores: usize,
     /// Most threads a store serves at once (LMDB reader slots).
     max_threads: usize,
+    /// Which keys carry a deadline (`--deadline-fraction`).
+    deadlines: Deadlines,
 }
 
 /// One workload point: what its engines share.
@@ -247,6 +280,7 @@ struct Point<'a> {
 fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()> {
     check_runnable(args)?;
     let kinds: &[EngineKind] = &args.engines.0;
+    let deadlines = setup::deadlines(args, kinds)?;
     let cores = cores();
     let max_threads = args.threads.0.iter().copied().max().unwrap_or(1).max(cores);
     let (stop, warmup) = phase_length(args);
@@ -264,6 +298,7 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
         warmup,
         cores,
         max_threads,
+        deadlines,
     };
     write_out(out, &bench.header(&fs))?;
 
@@ -301,6 +336,12 @@ impl Bench<'_> {
             args.pool_dir.display(),
             self.cores,
         );
+        if args.deadline_fraction > 0.0 {
+            header.push_str(&format!(
+                "       {:.0} % of the keys carry a deadline a day ahead (loaded and written with it)\n",
+                args.deadline_fraction * 100.0
+            ));
+        }
         header.push_str(&durability_lines(self.kinds, &self.durability));
         header.push('\n');
         header.push_str(ROW_HEADER);
@@ -364,6 +405,7 @@ impl Bench<'_> {
             &*store,
             args,
             point.value_size,
+            self.deadlines,
             format!("load {} ({spec})", kind.name()),
         )?;
         let run = EngineRun {
@@ -371,13 +413,22 @@ impl Bench<'_> {
             store: &*store,
             durability,
             load_secs: load_time.as_secs_f64(),
+            space: store.space(),
             inserts: InsertCounter::new(args.keys),
         };
+        // A batch point also writes its keys as single puts, the reference.
+        let modes: &[bool] = if spec.batch_keys() > 0 {
+            &[false, true]
+        } else {
+            &[false]
+        };
         for &threads in &args.threads.0 {
-            let record = self.timed_phase(point, &run, threads)?;
-            write_out(out, &row(&record))?;
-            records.push(record);
-            write_json_arg(args, records)?;
+            for &single_puts in modes {
+                let record = self.timed_phase(point, &run, threads, single_puts)?;
+                write_out(out, &row(&record))?;
+                records.push(record);
+                write_json_arg(args, records)?;
+            }
         }
         drop(store);
         if !args.keep_stores {
@@ -390,12 +441,14 @@ impl Bench<'_> {
         open_config(self.args, self.sizes, dir, value_size, self.max_threads)
     }
 
-    /// One timed phase of `point` with `threads` threads on a loaded store.
+    /// One timed phase of `point` with `threads` threads on a loaded store
+    /// (a batch point's keys as single puts when `single_puts`).
     fn timed_phase(
         &self,
         point: &Point<'_>,
         run: &EngineRun<'_>,
         threads: usize,
+        single_puts: bool,
     ) -> Result<Record> {
         let phase = Phase {
             mix: point.spec.mix(),
@@ -404,15 +457,23 @@ impl Bench<'_> {
             zipfian: point.zipfian.as_ref(),
             key_size: self.args.key_size,
             value_size: point.value_size,
+            batch_keys: point.spec.batch_keys(),
+            single_puts,
+            deadlines: self.deadlines,
             threads,
             warmup: self.warmup,
             stop: self.stop,
             seed: point.seed,
         };
+        let engine = if single_puts {
+            format!("{}{SINGLE_PUTS}", run.kind.name())
+        } else {
+            run.kind.name().to_string()
+        };
         let bar = phase_bar(
             self.stop,
             self.warmup,
-            format!("{} {} {threads} thr", run.kind.name(), point.spec),
+            format!("{engine} {} {threads} thr", point.spec),
         );
         let eliminated_before = run.store.eliminated_writes();
         let result = runner::run_phase(run.store, &phase, &run.inserts, &mut |t| {
@@ -420,7 +481,9 @@ impl Bench<'_> {
         })?;
         bar.finish_and_clear();
         let eliminated = run.store.eliminated_writes() - eliminated_before;
-        Ok(self.record(point, run, threads, &result, eliminated))
+        let mut record = self.record(point, run, threads, &result, eliminated);
+        record.engine = engine;
+        Ok(record)
     }
 
     /// The record of one timed phase.
@@ -435,8 +498,16 @@ impl Bench<'_> {
         let args = self.args;
         let secs = result.elapsed.as_secs_f64();
         let ops = result.ops;
-        let per_op = |n: u64| if ops == 0 { 0.0 } else { n as f64 / ops as f64 };
+        // Batches count their PM work per key written.
+        let units = if point.spec.batch_keys() > 0 {
+            result.items
+        } else {
+            ops
+        };
+        let per_op = |n: u64| per(n, units);
         let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let space = run.space.unwrap_or_default();
+        let per_key = |n: u64| per(n, space.keys);
         let h = &result.latency;
         Record {
             engine: run.kind.name().into(),
@@ -468,6 +539,9 @@ impl Bench<'_> {
             cores: self.cores,
             load_secs: run.load_secs,
             seed: args.seed,
+            deadline_fraction: args.deadline_fraction,
+            used_bytes_per_key: per_key(space.used_bytes),
+            live_bytes_per_key: per_key(space.live_bytes),
             ..Record::default()
         }
     }
@@ -479,6 +553,8 @@ struct EngineRun<'a> {
     store: &'a dyn Store,
     durability: &'a str,
     load_secs: f64,
+    /// The store's space right after the load (engines that tell).
+    space: Option<Space>,
     /// New keys inserted so far (shared by the thread counts in turn).
     inserts: InsertCounter,
 }

@@ -1,4 +1,4 @@
-//! Keys and values.
+//! Keys, values and key deadlines.
 //!
 //! Key `i` is the big-endian bytes of `scramble(i)`, YCSB's hashed keys: the
 //! distributions pick key *indices* (0 = first loaded, hottest under
@@ -12,6 +12,9 @@
 //!   are distinct keys.
 //! - The value of key `i` at load depends only on `i` and the value size, so
 //!   every engine is loaded with the same bytes.
+//! - Whether key `i` carries a deadline depends only on `i` and
+//!   `--deadline-fraction` ([`Deadlines`]): the load and every later write
+//!   of the key agree, so the fraction of keys with one stays put.
 
 /// The splitmix64 finalizer: a bijection that scatters consecutive inputs.
 pub fn scramble(index: u64) -> u64 {
@@ -42,6 +45,35 @@ impl KeyBuf {
     pub fn key(&mut self, index: u64) -> &[u8] {
         self.bytes[..8].copy_from_slice(&scramble(index).to_be_bytes());
         &self.bytes
+    }
+}
+
+/// Which keys carry a deadline (`--deadline-fraction`), and the deadline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Deadlines {
+    /// Key `i` has one iff `scramble(i ^ DEADLINE_SALT)` is below this
+    /// (`fraction × 2^64`).
+    below: u128,
+    /// The deadline, ms of Unix time.
+    at_ms: u64,
+}
+
+/// Decorrelates the choice of keys with deadlines from the key bytes.
+const DEADLINE_SALT: u64 = 0x5EED_DEAD_11AE_0001;
+
+impl Deadlines {
+    /// No key has a deadline.
+    pub const NONE: Deadlines = Deadlines { below: 0, at_ms: 0 };
+
+    /// `fraction` (0 to 1) of the keys expire at `at_ms`.
+    pub fn new(fraction: f64, at_ms: u64) -> Deadlines {
+        let below = (fraction.clamp(0.0, 1.0) * 2f64.powi(64)) as u128;
+        Deadlines { below, at_ms }
+    }
+
+    /// The deadline of key `index`, if it has one.
+    pub fn of(&self, index: u64) -> Option<u64> {
+        (u128::from(scramble(index ^ DEADLINE_SALT)) < self.below).then_some(self.at_ms)
     }
 }
 
@@ -87,6 +119,21 @@ mod tests {
         // cluster in an ordered engine).
         let tops: HashSet<u8> = (0..64u64).map(|i| (scramble(i) >> 56) as u8).collect();
         assert!(tops.len() > 40, "{} distinct top bytes", tops.len());
+    }
+
+    #[test]
+    fn deadlines_go_to_the_fraction_of_keys_asked() {
+        let count = |d: Deadlines| (0..100_000).filter(|&i| d.of(i).is_some()).count();
+        assert_eq!(count(Deadlines::NONE), 0);
+        assert_eq!(count(Deadlines::new(0.0, 5)), 0);
+        assert_eq!(count(Deadlines::new(1.0, 5)), 100_000);
+        let quarter = count(Deadlines::new(0.25, 5));
+        assert!((24_000..26_000).contains(&quarter), "{quarter}");
+        // A larger fraction keeps the keys of a smaller one.
+        let (half, some) = (Deadlines::new(0.5, 1234), Deadlines::new(0.25, 99));
+        for i in (0..10_000).filter(|&i| some.of(i).is_some()) {
+            assert_eq!(half.of(i), Some(1234), "{i}");
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ use persimmon::PmemCounters;
 use crate::args::BenchArgs;
 use crate::error::{Error, Result};
 use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
-use crate::record::{Record, SINGLE_WORD};
+use crate::record::{per, Record, SINGLE_WORD};
 use crate::report::{self, mops};
 use crate::runner::{self, Stop};
 use crate::setup::{cores, phase_bar, phase_length, run_dir, threads_text};
@@ -616,13 +616,7 @@ impl PdvRun<'_> {
         pool_keys: Option<u64>,
     ) -> Record {
         let secs = result.elapsed.as_secs_f64();
-        let per_op = |n: u64| {
-            if result.ops == 0 {
-                0.0
-            } else {
-                n as f64 / result.ops as f64
-            }
-        };
+        let per_op = |n: u64| per(n, result.ops);
         let engine_put = pool_keys.is_some();
         Record {
             engine: name.to_string(),

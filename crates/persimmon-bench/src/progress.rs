@@ -9,7 +9,10 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use indicatif::{ProgressState, ProgressStyle};
+
+/// The bar type, for front ends that keep one (the `persimmon` command).
+pub use indicatif::ProgressBar;
 
 /// `template` with `{rate}`: items per second, rounded.
 fn style(template: &str) -> ProgressStyle {

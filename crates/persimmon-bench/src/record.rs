@@ -15,6 +15,21 @@ use serde::{Deserialize, Serialize};
 /// updated in place): the other variants' ratios divide by its throughput.
 pub const SINGLE_WORD: &str = "single-word";
 
+/// `n / d`, or 0 when there is nothing to divide by (a phase without
+/// operations, a pool without keys).
+pub fn per(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+/// Suffix of the engine name of the records that write a `batch:N`
+/// workload's keys as N single puts (`persimmon single puts`), the
+/// reference of the batches' ratio.
+pub const SINGLE_PUTS: &str = " single puts";
+
 /// Pairs of the first range read after a reopen (`first_range_ns`).
 pub const RANGE_PAIRS: usize = 10;
 /// Length of one window of GETs after a reopen (`full_speed_ns`,
@@ -29,10 +44,11 @@ pub const FULL_SPEED: f64 = 0.9;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Record {
-    /// Engine name (`persimmon`, `baseline`, `lmdb`, ...).
+    /// Engine name (`persimmon`, `baseline`, `lmdb`, ...); for `batch:N`,
+    /// the same keys written as N single puts are `<engine>`[`SINGLE_PUTS`].
     pub engine: String,
     /// Workload as named on the command line (`ycsb-a`, `get-ratio:95`,
-    /// `value-size:256`, `scan:100`, `insert`).
+    /// `value-size:256`, `scan:100`, `insert`, `batch:100`).
     pub workload: String,
     /// Key distribution (`uniform`, `zipfian(0.99)`, `latest(0.99)`).
     pub distribution: String,
@@ -48,11 +64,12 @@ pub struct Record {
     /// Length of the timed phase.
     pub duration_secs: f64,
     pub ops_per_sec: f64,
-    /// Pairs read by scans per second (`items / duration_secs`); 0 for
-    /// workloads that do not scan.
+    /// Pairs read by scans, or keys written by `batch:N`, per second
+    /// (`items / duration_secs`); 0 for the other workloads.
     pub items_per_sec: f64,
     /// Scans among `ops`, and the pairs they read in all (0 without scans;
-    /// `items / scans` is the mean scan length).
+    /// `items / scans` is the mean scan length); for `batch:N`, the keys
+    /// written (`ops` counts the batches, N keys each).
     pub scans: u64,
     pub items: u64,
     /// Latency of single operations (HDR histograms, 3 significant digits).
@@ -63,7 +80,8 @@ pub struct Record {
     pub max_ns: u64,
     /// Persistent-memory work per operation: per-thread counter deltas of
     /// the worker threads, summed, divided by `ops` (0 for the peers, which
-    /// do not write through Persimmon's pmem layer).
+    /// do not write through Persimmon's pmem layer); for `batch:N`, divided
+    /// by `items`: per key written, not per batch.
     pub pm_bytes_per_op: f64,
     pub pm_nt_bytes_per_op: f64,
     pub flushes_per_op: f64,
@@ -80,6 +98,13 @@ pub struct Record {
     /// Seconds the load phase took (batched for the peers; not a figure of
     /// merit).
     pub load_secs: f64,
+    /// Fraction of the keys with a deadline (`--deadline-fraction`).
+    pub deadline_fraction: f64,
+    /// Bytes of the pool in use (`Stats::used_bytes`, whole segments) and
+    /// of live records (`Stats::live_bytes`) per key, right after the load
+    /// (0 for engines that do not tell).
+    pub used_bytes_per_key: f64,
+    pub live_bytes_per_key: f64,
     /// Seed of the run.
     pub seed: u64,
     /// `restart` workload ([`crate::restart`]); 0 in the others. Reopens

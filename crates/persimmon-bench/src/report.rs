@@ -6,7 +6,11 @@
 //! row per x value, one throughput column per engine, and the ratio of the
 //! first engine (the subject, normally `persimmon`) to each other engine.
 //! A `scan:N` figure counts pairs read rather than operations: items per
-//! second against the scan length.
+//! second against the scan length. A `batch:N` figure counts keys written
+//! per second against N, one line for the batches and one for the same
+//! keys as single puts (`<engine> single puts`), so the subject's ratio is
+//! the batches' gain; its PM bytes, flushes and fences are per key.
+//! Records that differ in `deadline_fraction` make different figures.
 //!
 //! The PDV microbenchmark's records (workload `pdv`) get their own table in
 //! Markdown and on stdout ([`pdv_table`]): one row per variant, and per
@@ -39,6 +43,8 @@ pub enum XAxis {
     Workload,
     /// Pairs per scan (`scan:N`).
     ScanLength,
+    /// Keys per batch (`batch:N`).
+    BatchSize,
 }
 
 impl XAxis {
@@ -49,6 +55,7 @@ impl XAxis {
             XAxis::Threads => "threads",
             XAxis::Workload => "workload",
             XAxis::ScanLength => "scan length (items)",
+            XAxis::BatchSize => "batch size (keys)",
         }
     }
 
@@ -72,7 +79,8 @@ pub struct Figure<'a> {
     /// Engines in order of first appearance; the first is the subject.
     pub engines: Vec<String>,
     /// Whether throughput counts pairs read by scans (items/s, every
-    /// record a `scan:N`) rather than operations.
+    /// record a `scan:N`) or keys written by batches (keys/s, every record
+    /// a `batch:N`) rather than operations.
     pub items: bool,
     cells: HashMap<(usize, usize), &'a Record>,
 }
@@ -94,10 +102,20 @@ impl<'a> Figure<'a> {
 
     /// What [`throughput`](Self::throughput) counts per second.
     pub fn unit(&self) -> &'static str {
-        if self.items {
-            "items"
+        match (self.items, self.x_axis) {
+            (true, XAxis::BatchSize) => "keys",
+            (true, _) => "items",
+            (false, _) => "ops",
+        }
+    }
+
+    /// What the PM figures of the details table are per: a key written
+    /// for batches, else an operation.
+    pub fn pm_unit(&self) -> &'static str {
+        if self.x_axis == XAxis::BatchSize {
+            "key"
         } else {
-            "ops"
+            "op"
         }
     }
 }
@@ -133,11 +151,12 @@ fn first_seen<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
 pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
     // Records that differ only in workload or threads (and, within one
     // family, in distribution) belong to one group.
-    type GroupKey = (String, usize, usize, u64);
+    type GroupKey = (String, usize, usize, u64, u64);
     let key_of = |r: &Record| -> GroupKey {
         let f = family(&r.workload).to_string();
         let value = if f == "value-size" { 0 } else { r.value_size };
-        (f, value, r.key_size, r.keys)
+        let deadlines = r.deadline_fraction.to_bits();
+        (f, value, r.key_size, r.keys, deadlines)
     };
     let records: Vec<&Record> = records.iter().filter(|r| !is_restart(r)).collect();
     let groups = first_seen(records.iter().map(|r| key_of(r)));
@@ -150,6 +169,7 @@ pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
             "get-ratio" => XAxis::GetRatio,
             "value-size" => XAxis::ValueSize,
             "scan" => XAxis::ScanLength,
+            "batch" => XAxis::BatchSize,
             _ => XAxis::Workload,
         };
         // One figure per thread count when workloads vary; else threads vary.
@@ -182,7 +202,7 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             XAxis::ValueSize => r.value_size.to_string(),
             XAxis::Threads => r.threads.to_string(),
             XAxis::Workload => r.workload.clone(),
-            XAxis::ScanLength => workload_order(&r.workload).0.to_string(),
+            XAxis::ScanLength | XAxis::BatchSize => workload_order(&r.workload).0.to_string(),
         }
     };
     let mut xs = first_seen(rs.iter().map(|r| x_of(r)));
@@ -215,7 +235,7 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             parts.push(first.workload.clone());
             parts.push(format!("{} B values", first.value_size));
         }
-        XAxis::GetRatio | XAxis::Workload | XAxis::ScanLength => {
+        XAxis::GetRatio | XAxis::Workload | XAxis::ScanLength | XAxis::BatchSize => {
             parts.push(format!("{} B values", first.value_size))
         }
     }
@@ -225,6 +245,12 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
         parts.push(format!("{} B keys", first.key_size));
         parts.push(format!("{} keys", first.keys));
         parts.push(distributions.into_iter().collect::<Vec<_>>().join("/"));
+        if first.deadline_fraction > 0.0 {
+            parts.push(format!(
+                "{:.0} % of keys with deadlines",
+                first.deadline_fraction * 100.0
+            ));
+        }
     }
     let what = match axis {
         XAxis::Workload => "Throughput per workload".to_string(),
@@ -233,8 +259,14 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             axis.label().split(" (").next().unwrap_or("")
         ),
     };
-    let items = rs.iter().all(|r| family(&r.workload) == "scan");
-    if items {
+    let items = rs.iter().all(|r| family(&r.workload) == "scan") || rs.iter().all(|r| is_batch(r));
+    if items && axis == XAxis::BatchSize {
+        parts.insert(
+            0,
+            "keys written per second (a batch of N keys in one atomic write, or N single puts)"
+                .to_string(),
+        );
+    } else if items {
         parts.insert(0, "pairs read by scans per second".to_string());
     }
     Figure {
@@ -271,6 +303,16 @@ pub fn mops(ops_per_sec: f64) -> String {
     }
 }
 
+/// A count per operation or key (flushes, fences): two decimals, four
+/// below 0.1 so that a batch's share of a fence still shows.
+pub fn per_unit(x: f64) -> String {
+    if x != 0.0 && x.abs() < 0.1 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
 /// `a ÷ b` of two records' throughputs, or a dash when one is missing or
 /// has none.
 pub fn ratio(a: Option<&Record>, b: Option<&Record>) -> String {
@@ -295,7 +337,11 @@ fn ratio_of(a: Option<f64>, b: Option<f64>) -> String {
 pub fn throughput_table(fig: &Figure<'_>) -> String {
     let mut s = String::new();
     let subject = &fig.engines[0];
-    let unit = if fig.items { "M items/s" } else { "Mops/s" };
+    let unit = if fig.items {
+        format!("M {}/s", fig.unit())
+    } else {
+        "Mops/s".to_string()
+    };
     let mut header = vec![fig.x_axis.label().to_string()];
     header.extend(fig.engines.iter().map(|e| format!("{e} {unit}")));
     header.extend(fig.engines[1..].iter().map(|e| format!("{subject} ÷ {e}")));
@@ -324,22 +370,30 @@ pub fn throughput_table(fig: &Figure<'_>) -> String {
 pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
     let mut s = String::new();
     let scans = fig.cells.values().any(|r| r.scans > 0);
-    let mut header: Vec<&str> = vec![fig.x_axis.label(), "engine", "Mops/s"];
+    let batches = fig.x_axis == XAxis::BatchSize;
+    let space = fig.cells.values().any(|r| r.used_bytes_per_key > 0.0);
+    let mut header: Vec<String> = [fig.x_axis.label(), "engine", "Mops/s"]
+        .map(String::from)
+        .to_vec();
     if scans {
-        header.extend(["M items/s", "items/scan"]);
+        header.extend(["M items/s", "items/scan"].map(String::from));
     }
+    if batches {
+        header.push("M keys/s".into());
+    }
+    let per = fig.pm_unit();
+    header.extend(["p50", "p99", "p99.9", "max"].map(String::from));
     header.extend([
-        "p50",
-        "p99",
-        "p99.9",
-        "max",
-        "PM B/op",
-        "flushes/op",
-        "fences/op",
-        "eliminated",
+        format!("PM B/{per}"),
+        format!("flushes/{per}"),
+        format!("fences/{per}"),
+        "eliminated".into(),
     ]);
+    if space {
+        header.push("pool B/key after load (used, live)".into());
+    }
     if probe.is_some() {
-        header.extend(["% of GET bound", "PM write GB/s (% of NT)"]);
+        header.extend(["% of GET bound", "PM write GB/s (% of NT)"].map(String::from));
     }
     let _ = writeln!(s, "| {} |", header.join(" | "));
     let _ = writeln!(
@@ -357,21 +411,32 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
             } else if scans {
                 row.extend(["–", "–"].map(String::from));
             }
+            if batches {
+                row.push(mops(r.items_per_sec));
+            }
             row.extend([
                 latency(r.p50_ns),
                 latency(r.p99_ns),
                 latency(r.p999_ns),
                 latency(r.max_ns),
                 format!("{:.1}", r.pm_bytes_per_op),
-                format!("{:.2}", r.flushes_per_op),
-                format!("{:.2}", r.fences_per_op),
+                per_unit(r.flushes_per_op),
+                per_unit(r.fences_per_op),
                 r.eliminated_writes.to_string(),
             ]);
+            if space {
+                row.push(space_cell(r));
+            }
             if let Some(p) = probe {
                 let cores = r.threads.min(p.cores.max(1)) as f64;
                 let bound = cores * p.get_bound_ops_per_sec_per_thread;
                 row.push(format!("{:.0} %", 100.0 * r.ops_per_sec / bound));
-                let gbps = r.pm_bytes_per_op * r.ops_per_sec / 1e9;
+                let per_sec = if batches {
+                    r.items_per_sec
+                } else {
+                    r.ops_per_sec
+                };
+                let gbps = r.pm_bytes_per_op * per_sec / 1e9;
                 row.push(format!(
                     "{gbps:.2} ({:.0} %)",
                     100.0 * gbps / p.nt_write_gbps.max(1e-9)
@@ -381,6 +446,16 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
         }
     }
     s
+}
+
+/// The pool bytes per key after the load, used and live, or a dash for an
+/// engine that does not tell.
+fn space_cell(r: &Record) -> String {
+    if r.used_bytes_per_key > 0.0 {
+        format!("{:.1}, {:.1}", r.used_bytes_per_key, r.live_bytes_per_key)
+    } else {
+        "–".into()
+    }
 }
 
 /// One line on the machine's limits.
@@ -406,6 +481,11 @@ pub fn probe_summary(p: &ProbeRecord) -> String {
 /// Whether `r` comes from the PDV microbenchmark (`--workload pdv`).
 pub fn is_pdv(r: &Record) -> bool {
     r.workload == WorkloadSpec::Pdv.to_string()
+}
+
+/// Whether `r` comes from a `batch:N` workload.
+pub fn is_batch(r: &Record) -> bool {
+    family(&r.workload) == "batch"
 }
 
 /// Whether `r` comes from the restart workload (`--workload restart`).
@@ -762,13 +842,40 @@ pub(crate) mod tests {
         assert!(!md.contains("single-word ÷"), "{md}");
     }
 
-    fn scan_record(engine: &str, n: u64, ops_per_sec: f64) -> Record {
-        let mut r = record(engine, &format!("scan:{n}"), 2, ops_per_sec);
+    /// A record of `family:n` (scan or batch): 10 000 operations of `n`
+    /// items each.
+    fn items_record(engine: &str, family: &str, n: u64, ops_per_sec: f64) -> Record {
+        let mut r = record(engine, &format!("{family}:{n}"), 2, ops_per_sec);
         r.get_percent = 0.0;
-        r.scans = 10_000;
+        if family == "scan" {
+            r.scans = 10_000;
+        }
         r.items = 10_000 * n;
         r.items_per_sec = ops_per_sec * n as f64;
         r
+    }
+
+    fn scan_record(engine: &str, n: u64, ops_per_sec: f64) -> Record {
+        items_record(engine, "scan", n, ops_per_sec)
+    }
+
+    /// The single figure of a sweep of `rs` counting items, checked: its
+    /// axis, its x values and the start of its subtitle.
+    fn items_figure<'a>(rs: &'a [Record], axis: XAxis, xs: &[&str], subtitle: &str) -> Figure<'a> {
+        let mut figs = figures(rs);
+        assert_eq!(figs.len(), 1);
+        let f = figs.remove(0);
+        assert_eq!((f.x_axis, f.items), (axis, true));
+        assert_eq!(f.xs, xs);
+        assert!(f.subtitle.starts_with(subtitle), "{}", f.subtitle);
+        f
+    }
+
+    /// Asserts that `text` holds every one of `needles`.
+    fn assert_holds(text: &str, needles: &[&str]) {
+        for n in needles {
+            assert!(text.contains(n), "{n:?} missing from:\n{text}");
+        }
     }
 
     #[test]
@@ -779,16 +886,11 @@ pub(crate) mod tests {
             scan_record("persimmon-ordered", 10, 1e6),
             scan_record("lmdb", 10, 2e6),
         ];
-        let figs = figures(&rs);
-        assert_eq!(figs.len(), 1);
-        let f = &figs[0];
-        assert_eq!(f.x_axis, XAxis::ScanLength);
-        assert_eq!(f.xs, ["10", "100"]);
-        assert!(f.items);
-        assert!(
-            f.subtitle.starts_with("pairs read by scans"),
-            "{}",
-            f.subtitle
+        let f = &items_figure(
+            &rs,
+            XAxis::ScanLength,
+            &["10", "100"],
+            "pairs read by scans",
         );
         let t = throughput_table(f);
         assert!(
@@ -806,6 +908,73 @@ pub(crate) mod tests {
             d.contains("| 10 | lmdb | 2.000 | 20.000 | 10.0 | 300 ns |"),
             "{d}"
         );
+    }
+
+    fn batch_record(engine: &str, n: u64, keys_per_sec: f64, fences_per_key: f64) -> Record {
+        Record {
+            fences_per_op: fences_per_key,
+            pm_bytes_per_op: 100.0,
+            ..items_record(engine, "batch", n, keys_per_sec / n as f64)
+        }
+    }
+
+    #[test]
+    fn a_batch_sweep_is_one_figure_of_keys_per_second_against_single_puts() {
+        let mut rs = Vec::new();
+        for n in [100, 1, 10] {
+            rs.push(batch_record(
+                "persimmon",
+                n,
+                1e6 * n as f64 / 10.0,
+                4.0 / n as f64,
+            ));
+            rs.push(batch_record("persimmon single puts", n, 1e6, 2.0));
+        }
+        rs[0].used_bytes_per_key = 150.0;
+        rs[0].live_bytes_per_key = 96.0;
+        let xs = ["1", "10", "100"];
+        let f = &items_figure(&rs, XAxis::BatchSize, &xs, "keys written per second");
+        assert_eq!(f.unit(), "keys");
+        let t = throughput_table(f);
+        assert!(
+            t.starts_with("| batch size (keys) | persimmon M keys/s | persimmon single puts M keys/s | persimmon ÷ persimmon single puts |"),
+            "{t}"
+        );
+        assert_holds(
+            &t,
+            &[
+                "| 1 | 0.100 | 1.000 | 0.10× |",
+                "| 100 | 10.000 | 1.000 | 10.00× |",
+            ],
+        );
+        assert_holds(
+            &details_table(f, None),
+            &[
+                "| M keys/s | p50 |",
+                "| PM B/key | flushes/key | fences/key |",
+                "| pool B/key after load (used, live) |",
+                "| 100.0 | 0.00 | 0.0400 | 0 | 150.0, 96.0 |",
+                "| 0.00 | 2.00 | 0 | – |",
+            ],
+        );
+    }
+
+    #[test]
+    fn deadline_fractions_make_separate_figures() {
+        let plain = record("persimmon", "get-ratio:100", 2, 2e6);
+        let mut expiring = plain.clone();
+        expiring.deadline_fraction = 0.5;
+        expiring.ops_per_sec = 1.5e6;
+        let rs = [plain, expiring];
+        let figs = figures(&rs);
+        let subtitles: Vec<&str> = figs.iter().map(|f| f.subtitle.as_str()).collect();
+        assert_eq!(subtitles.len(), 2);
+        assert!(!subtitles[0].contains("deadlines"), "{subtitles:?}");
+        assert!(
+            subtitles[1].ends_with("50 % of keys with deadlines"),
+            "{subtitles:?}"
+        );
+        assert!(throughput_table(&figs[1]).contains("| 100 | 1.500 |"));
     }
 
     #[test]

@@ -35,7 +35,10 @@
 //! every reopen too. Engines without background work after open (LMDB,
 //! RocksDB) have no rebuild, walk or index-ready times (0 in the JSON, `–`
 //! in the tables). `--threads`, `--duration-secs`, `--warmup-secs`, `--ops`
-//! and the distribution flags do not apply; `restart` runs alone.
+//! and the distribution flags do not apply; `restart` runs alone. With
+//! `--deadline-fraction` the keys it names are loaded with a deadline a day
+//! ahead, so Persimmon's background work after open also refills its heap
+//! of deadlines.
 //!
 //! Invariants:
 //! - Keys are chosen before the clock starts; every GET and range read
@@ -55,7 +58,7 @@ use rand::{Rng, SeedableRng};
 use crate::args::{BenchArgs, PoolSizes};
 use crate::engines::{self, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
-use crate::keys::{scramble, KeyBuf};
+use crate::keys::{scramble, Deadlines, KeyBuf};
 use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
 use crate::record::{Record, FULL_SPEED, RANGE_PAIRS, WINDOW};
 use crate::report::{self, mops, restart_times};
@@ -485,6 +488,7 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
     for k in kinds {
         k.check_built()?;
     }
+    let deadlines = setup::deadlines(args, kinds)?;
     let (run_dir, _scratch, fs) = run_dir(args)?;
     let config = |dir: PathBuf| open_config(args, sizes, dir, args.value_size, cores() + 2);
     let durability = preflight(kinds, &run_dir, config)?;
@@ -492,7 +496,7 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
 
     let mut records: Vec<Record> = Vec::new();
     for (ki, (&kind, durability)) in kinds.iter().zip(&durability).enumerate() {
-        let rec = run_engine(args, kind, durability, &config, &run_dir, out)?;
+        let rec = run_engine(args, (kind, durability), deadlines, &config, &run_dir, out)?;
         records.push(rec);
         write_json_arg(args, &records)?;
         if ki + 1 < kinds.len() {
@@ -544,8 +548,8 @@ fn header(args: &BenchArgs, kinds: &[EngineKind], durability: &[String], fs: &st
 /// the record of the medians (an error when a read missed).
 fn run_engine(
     args: &BenchArgs,
-    kind: EngineKind,
-    durability: &str,
+    (kind, durability): (EngineKind, &str),
+    deadlines: Deadlines,
     config: &dyn Fn(PathBuf) -> OpenConfig,
     run_dir: &Path,
     out: &mut dyn Write,
@@ -558,6 +562,7 @@ fn run_engine(
         &*store,
         args,
         args.value_size,
+        deadlines,
         format!("load {} (restart)", kind.name()),
     )?;
     drop(store);

@@ -12,9 +12,14 @@
 //!   counted operations over `max(t1, end of the last counted op) - t0`, so a
 //!   worker descheduled across `t1` (more threads than cores) lengthens the
 //!   window instead of losing operations.
-//! - The key, the operation and a scan's length are chosen before the clock
-//!   starts; only the engine call (and, for an insert, taking its index) is
-//!   timed.
+//! - The key, the operation and a scan's length are chosen, and a batch's
+//!   pairs assembled, before the clock starts; only the engine call (and,
+//!   for an insert, taking its index) is timed. A batch (`batch:N`) is N
+//!   consecutive key indices from the chosen one, so N distinct keys when
+//!   at least N are loaded, written as one atomic batch or, in the phase
+//!   measuring single puts, as N puts in a row.
+//! - Every write of key `i` carries the deadline [`Deadlines::of`] gives
+//!   it, at load and after, so the keys with deadlines stay the same.
 //! - A scan starts at an acknowledged key, so it reads at least one pair; a
 //!   scan that reads none counts as a read miss.
 //! - Per-thread seeds depend on the run seed, the workload point and the
@@ -33,7 +38,7 @@ use rand::{Rng, SeedableRng};
 use crate::distribution::{Distribution, InsertCounter, KeyChooser, Zipfian};
 use crate::engines::{Batch, Store};
 use crate::error::{Error, Result};
-use crate::keys::{fill_value, scramble, stamp_value, KeyBuf};
+use crate::keys::{fill_value, scramble, stamp_value, Deadlines, KeyBuf};
 use crate::workload::{Mix, Op, ScanLength};
 
 /// Largest latency the histograms hold (longer ones are recorded as this).
@@ -63,6 +68,12 @@ pub struct Phase<'a> {
     pub zipfian: Option<&'a Zipfian>,
     pub key_size: usize,
     pub value_size: usize,
+    /// Keys per batch (used when the mix has batches).
+    pub batch_keys: usize,
+    /// Write a batch's keys as single puts instead of one atomic batch.
+    pub single_puts: bool,
+    /// Which keys carry a deadline.
+    pub deadlines: Deadlines,
     pub threads: usize,
     pub warmup: Duration,
     pub stop: Stop,
@@ -79,7 +90,7 @@ pub struct PhaseResult {
     /// Sum of the workers' per-thread counter deltas.
     pub pm: PmemCounters,
     pub read_misses: u64,
-    /// Scans among `ops`, and the pairs they read.
+    /// Scans among `ops`; the pairs they read plus the keys batches wrote.
     pub scans: u64,
     pub items: u64,
 }
@@ -105,14 +116,15 @@ impl Drop for Finished<'_> {
     }
 }
 
-/// Loads keys `0..keys` (values derived from the key index) with
-/// `threads` threads; calls `progress` with the number of keys stored so
-/// far about every 100 ms. Returns how long it took, finish included.
+/// Loads keys `0..keys` (values derived from the key index, deadlines
+/// from `deadlines`) with `threads` threads; calls `progress` with the
+/// number of keys stored so far about every 100 ms. Returns how long it
+/// took, finish included.
 pub fn load(
     store: &dyn Store,
     keys: u64,
-    key_size: usize,
-    value_size: usize,
+    (key_size, value_size): (usize, usize),
+    deadlines: Deadlines,
     threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Duration> {
@@ -141,7 +153,7 @@ pub fn load(
                         batch.clear();
                         for i in first..(first + LOAD_BATCH).min(keys) {
                             fill_value(i, &mut value);
-                            batch.push(key.key(i), &value);
+                            batch.push_with_deadline(key.key(i), &value, deadlines.of(i));
                         }
                         if let Err(e) = store.load(&batch) {
                             abort.store(true, Ordering::Relaxed);
@@ -211,6 +223,8 @@ struct Worker<'a> {
     key: KeyBuf,
     value: Vec<u8>,
     out: Vec<u8>,
+    /// The pairs of the next batch.
+    batch: Batch,
     stamp: u64,
 }
 
@@ -233,6 +247,7 @@ impl<'a> Worker<'a> {
             key: KeyBuf::new(phase.key_size),
             value,
             out: Vec::with_capacity(phase.key_size + phase.value_size),
+            batch: Batch::new(phase.key_size, phase.value_size, phase.batch_keys),
             stamp: (t as u64) << 40,
         }
     }
@@ -249,7 +264,8 @@ struct Choice {
 }
 
 impl Worker<'_> {
-    /// Chooses the next operation and, unless it inserts, its key.
+    /// Chooses the next operation and, unless it inserts, its key; fills
+    /// the batch of a batch operation.
     fn choose(&mut self) -> Choice {
         let phase = self.shared.phase;
         let op = phase.mix.choose(self.rng.gen());
@@ -264,6 +280,9 @@ impl Worker<'_> {
             Op::Scan => phase.scan_length.choose(&mut self.rng),
             _ => 0,
         };
+        if op == Op::Batch {
+            self.fill_batch(index);
+        }
         Choice {
             op,
             index,
@@ -271,11 +290,41 @@ impl Worker<'_> {
         }
     }
 
+    /// Fills the batch with `batch_keys` keys from index `first` on
+    /// (wrapping at the keys there are), each with a new value.
+    fn fill_batch(&mut self, first: u64) {
+        let phase = self.shared.phase;
+        let items = self.shared.inserts.acknowledged().max(1);
+        self.batch.clear();
+        for j in 0..phase.batch_keys as u64 {
+            let index = (first + j) % items;
+            self.stamp += 1;
+            stamp_value(self.stamp, &mut self.value);
+            let deadline = phase.deadlines.of(index);
+            self.batch
+                .push_with_deadline(self.key.key(index), &self.value, deadline);
+        }
+    }
+
+    /// Writes the filled batch: atomically, or as single puts.
+    fn write_batch(&self) -> Result<u64> {
+        let store = self.shared.store;
+        if self.shared.phase.single_puts {
+            for (key, value, deadline) in self.batch.iter_with_deadlines() {
+                store.write_expiring(key, value, deadline)?;
+            }
+        } else {
+            store.write_batch(&self.batch)?;
+        }
+        Ok(self.batch.len() as u64)
+    }
+
     /// Runs `choice` (inserts take a fresh index). Returns how many pairs
-    /// it read: for a read, 1 when it found its key; for a scan, the pairs
-    /// scanned; 1 for a write.
+    /// it read or wrote: for a read, 1 when it found its key; for a scan,
+    /// the pairs scanned; 1 for a write; the keys of a batch.
     fn execute(&mut self, choice: Choice) -> Result<u64> {
         let store = self.shared.store;
+        let deadlines = self.shared.phase.deadlines;
         let Choice {
             op,
             index,
@@ -288,13 +337,15 @@ impl Worker<'_> {
             Op::Update => {
                 self.stamp += 1;
                 stamp_value(self.stamp, &mut self.value);
-                store.write(self.key.key(index), &self.value).map(|()| 1)
+                store
+                    .write_expiring(self.key.key(index), &self.value, deadlines.of(index))
+                    .map(|()| 1)
             }
             Op::Insert => {
                 let index = self.shared.inserts.reserve();
                 self.stamp += 1;
                 stamp_value(self.stamp, &mut self.value);
-                store.write(self.key.key(index), &self.value)?;
+                store.write_expiring(self.key.key(index), &self.value, deadlines.of(index))?;
                 self.shared.inserts.acknowledge(index);
                 Ok(1)
             }
@@ -308,6 +359,7 @@ impl Worker<'_> {
             Op::Scan => store
                 .scan(self.key.key(index), scan_length, &mut self.out)
                 .map(|read| read as u64),
+            Op::Batch => self.write_batch(),
         }
     }
 
@@ -346,9 +398,13 @@ impl Worker<'_> {
             latency.saturating_record((end - start).as_nanos().max(1) as u64);
             ops += 1;
             read_misses += u64::from(read == 0);
-            if choice.op == Op::Scan {
-                scans += 1;
-                items += read;
+            match choice.op {
+                Op::Scan => {
+                    scans += 1;
+                    items += read;
+                }
+                Op::Batch => items += read,
+                _ => {}
             }
             last_end = Some(end);
         }

@@ -10,16 +10,19 @@
 //! - Every engine is opened once before anything is timed, so a missing
 //!   feature or an unusable `--pool-dir` fails in seconds, not after the
 //!   first engine's long run; the preflight store is a small pool.
-//! - All engines of a run get the same pool sizes and the same keys.
+//! - All engines of a run get the same pool sizes and the same keys, and
+//!   the same keys carry the same deadline (`--deadline-fraction`), set
+//!   once per run a day ahead so that none expires while it runs.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use indicatif::ProgressBar;
 
 use crate::args::{BenchArgs, PoolSizes};
 use crate::engines::{self, EngineKind, OpenConfig, Store};
 use crate::error::{Error, Result};
+use crate::keys::Deadlines;
 use crate::progress;
 use crate::runner::{self, Stop};
 
@@ -28,6 +31,9 @@ use crate::runner::{self, Stop};
 const INDEX_BYTES_PER_KEY: u64 = 48;
 /// Smallest initial pool.
 pub(crate) const MIN_POOL_BYTES: u64 = 64 << 20;
+/// How far after the start of a run the keys' deadlines are (a day: no
+/// run is that long, so nothing expires while it runs).
+const DEADLINE_AHEAD: Duration = Duration::from_secs(86_400);
 
 pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -60,6 +66,26 @@ pub(crate) fn open_config(
             .unwrap_or_else(|| persimmon::Options::default().pool_bytes_max),
         max_threads,
     }
+}
+
+/// The run's key deadlines (`--deadline-fraction`); an error when one of
+/// `kinds` cannot write them.
+pub(crate) fn deadlines(args: &BenchArgs, kinds: &[EngineKind]) -> Result<Deadlines> {
+    if args.deadline_fraction == 0.0 {
+        return Ok(Deadlines::NONE);
+    }
+    if let Some(k) = kinds.iter().find(|k| !k.has_expiry()) {
+        return Err(Error::usage(format!(
+            "--deadline-fraction: the {} adapter has no key expiry; run it without deadlines, \
+             or only the Persimmon engines with them",
+            k.name()
+        )));
+    }
+    let at = SystemTime::now() + DEADLINE_AHEAD;
+    let at_ms = at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    Ok(Deadlines::new(args.deadline_fraction, at_ms))
 }
 
 /// The file system type of `path` from /proc/mounts (longest mount point
@@ -152,21 +178,23 @@ pub(crate) fn durability_lines(kinds: &[EngineKind], durability: &[String]) -> S
         .collect()
 }
 
-/// Loads `--keys` keys with values of `value_size` bytes into `store`
-/// with `--load-threads` threads, under a bar labelled `what`; returns how
-/// long it took.
+/// Loads `--keys` keys with values of `value_size` bytes, those that
+/// `deadlines` names with their deadline, into `store` with
+/// `--load-threads` threads, under a bar labelled `what`; returns how long
+/// it took.
 pub(crate) fn load(
     store: &dyn Store,
     args: &BenchArgs,
     value_size: usize,
+    deadlines: Deadlines,
     what: String,
 ) -> Result<Duration> {
     let bar = progress::load_bar(args.keys, what);
     let load_time = runner::load(
         store,
         args.keys,
-        args.key_size,
-        value_size,
+        (args.key_size, value_size),
+        deadlines,
         args.load_threads.unwrap_or_else(cores),
         &mut |n| bar.set_position(n),
     )?;

@@ -23,6 +23,13 @@
 //! figure, items per second against N); `insert` is 100 % puts of new keys
 //! (what the ordered index costs a writer).
 //!
+//! Atomic batches: `batch:N` is 100 % batches of N puts of existing keys
+//! (N consecutive key indices from a chosen one, so N distinct keys, spread
+//! over the key space by the scramble), each committed with one atomic
+//! `Db::write`; its throughput counts keys written per second, and the run
+//! measures the same keys as N single puts next to it
+//! (`batch:1,10,100,1000` makes one figure against N).
+//!
 //! The MPKV paper's experiments (its §4; uniform keys):
 //! `get-ratio:R` is R % GET and the rest PUT of existing keys (Figure 4,
 //! and Figures 6–7 at 50 % and 95 % over a thread sweep); `value-size:B` is
@@ -53,6 +60,8 @@ pub enum Op {
     ReadModifyWrite,
     /// Read pairs in key order from an existing key.
     Scan,
+    /// Write N existing keys (one atomic batch, or N single puts).
+    Batch,
 }
 
 /// Proportions of each operation; they add up to 1.
@@ -63,6 +72,7 @@ pub struct Mix {
     pub insert: f64,
     pub read_modify_write: f64,
     pub scan: f64,
+    pub batch: f64,
 }
 
 impl Mix {
@@ -73,12 +83,18 @@ impl Mix {
             insert,
             read_modify_write,
             scan: 0.0,
+            batch: 0.0,
         }
     }
 
     /// The same mix with this share of scans.
     const fn with_scan(self, scan: f64) -> Mix {
         Mix { scan, ..self }
+    }
+
+    /// The same mix with this share of batches.
+    const fn with_batch(self, batch: f64) -> Mix {
+        Mix { batch, ..self }
     }
 
     /// The operation for a uniform draw `u` in `[0, 1)`.
@@ -88,6 +104,7 @@ impl Mix {
             (Op::Update, self.update),
             (Op::Insert, self.insert),
             (Op::Scan, self.scan),
+            (Op::Batch, self.batch),
             (Op::ReadModifyWrite, self.read_modify_write),
         ];
         let mut below = 0.0;
@@ -140,6 +157,8 @@ pub enum WorkloadSpec {
     Scan(usize),
     /// Puts of new keys, nothing else.
     Insert,
+    /// Atomic batches of this many puts of existing keys, nothing else.
+    Batch(usize),
     /// This percentage of GETs, the rest PUTs of existing keys.
     GetRatio(u32),
     /// 50 % GET, 50 % PUT with values of this many bytes.
@@ -158,6 +177,7 @@ impl fmt::Display for WorkloadSpec {
             WorkloadSpec::Ycsb(c) => write!(f, "ycsb-{c}"),
             WorkloadSpec::Scan(n) => write!(f, "scan:{n}"),
             WorkloadSpec::Insert => write!(f, "insert"),
+            WorkloadSpec::Batch(n) => write!(f, "batch:{n}"),
             WorkloadSpec::GetRatio(r) => write!(f, "get-ratio:{r}"),
             WorkloadSpec::ValueSize(b) => write!(f, "value-size:{b}"),
             WorkloadSpec::Pdv => write!(f, "pdv"),
@@ -179,6 +199,7 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb(other) => unreachable!("ycsb-{other} is refused when parsed"),
             WorkloadSpec::Scan(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_scan(1.0),
             WorkloadSpec::Insert => Mix::new(0.0, 0.0, 1.0, 0.0),
+            WorkloadSpec::Batch(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_batch(1.0),
             WorkloadSpec::GetRatio(r) => {
                 let read = f64::from(*r) / 100.0;
                 Mix::new(read, 1.0 - read, 0.0, 0.0)
@@ -203,6 +224,15 @@ impl WorkloadSpec {
     /// run it.
     pub fn scans(&self) -> bool {
         self.mix().scan > 0.0
+    }
+
+    /// Keys one batch writes: N for `batch:N`, 0 for workloads without
+    /// batches.
+    pub fn batch_keys(&self) -> usize {
+        match self {
+            WorkloadSpec::Batch(n) => *n,
+            _ => 0,
+        }
     }
 
     /// How many pairs each scan reads: `scan:N` exactly N, else YCSB's
@@ -249,8 +279,8 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 Some(f) => (f.to_string(), Some(item.clone())),
                 None => {
                     return Err(format!(
-                        "workload {item:?}: a bare number must follow get-ratio:R, value-size:B \
-                         or scan:N"
+                        "workload {item:?}: a bare number must follow get-ratio:R, value-size:B, \
+                         scan:N or batch:N"
                     ))
                 }
             },
@@ -323,11 +353,26 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 out.push(WorkloadSpec::Scan(n));
                 family = Some("scan");
             }
+            ("batch", Some(n)) => {
+                let n: usize = n
+                    .replace('_', "")
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=persimmon::MAX_BATCH_OPS).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "batch:{n}: a batch writes 1 to {} keys (digits; the engine's limit)",
+                            persimmon::MAX_BATCH_OPS
+                        )
+                    })?;
+                out.push(WorkloadSpec::Batch(n));
+                family = Some("batch");
+            }
             _ => {
                 return Err(format!(
                     "unknown workload {item:?}: use ycsb-a … ycsb-f, ycsb (= a to f), \
-                     get-ratio:R (R = 0..100), value-size:B, scan:N or insert, in a comma list; \
-                     or pdv or restart alone"
+                     get-ratio:R (R = 0..100), value-size:B, scan:N, batch:N or insert, in a \
+                     comma list; or pdv or restart alone"
                 ))
             }
         }
@@ -363,6 +408,7 @@ mod tests {
             ("ycsb-e", vec![(Op::Scan, 0.95), (Op::Insert, 0.05)]),
             ("scan:10", vec![(Op::Scan, 1.0)]),
             ("insert", vec![(Op::Insert, 1.0)]),
+            ("batch:10", vec![(Op::Batch, 1.0)]),
             ("ycsb-f", vec![(Op::Read, 0.5), (Op::ReadModifyWrite, 0.5)]),
             ("get-ratio:0", vec![(Op::Update, 1.0)]),
             ("get-ratio:95", vec![(Op::Read, 0.95), (Op::Update, 0.05)]),
@@ -421,6 +467,15 @@ mod tests {
         );
         assert_eq!(WorkloadSpec::Scan(100).to_string(), "scan:100");
         assert_eq!(WorkloadSpec::Insert.to_string(), "insert");
+        assert_eq!(
+            parse_workloads("batch:1,10,1_000,100000").unwrap(),
+            [1, 10, 1000, 100_000].map(WorkloadSpec::Batch)
+        );
+        assert_eq!(WorkloadSpec::Batch(100).to_string(), "batch:100");
+        assert_eq!(WorkloadSpec::Batch(100).batch_keys(), 100);
+        assert_eq!(WorkloadSpec::Insert.batch_keys(), 0);
+        assert_eq!(WorkloadSpec::Batch(100).get_percent(), 0.0);
+        assert!(!WorkloadSpec::Batch(100).scans());
         assert!(WorkloadSpec::Ycsb('e').scans() && WorkloadSpec::Scan(1).scans());
         assert!(!WorkloadSpec::Ycsb('d').scans() && !WorkloadSpec::Insert.scans());
         assert_eq!(
@@ -447,6 +502,11 @@ mod tests {
         assert!(parse_workloads("scan:0").is_err());
         assert!(parse_workloads("scan:1K").is_err());
         assert!(parse_workloads("scan").is_err());
+        assert!(parse_workloads("batch:0").is_err());
+        assert!(parse_workloads("batch:100001")
+            .unwrap_err()
+            .contains("1 to 100000 keys"));
+        assert!(parse_workloads("batch").is_err());
         assert!(parse_workloads("insert:5").is_err());
         assert!(parse_workloads("restart:3").is_err());
         assert!(parse_workloads("get-ratio:101").is_err());

@@ -12,10 +12,18 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use persimmon::size::parse_size;
-use persimmon::PointIndex;
+use persimmon::{PointIndex, MAX_BATCH_OPS};
+
+use crate::expiry::parse_ttl;
+
+/// Records per atomic batch of `load` unless `--batch` says otherwise: 0.04
+/// fences per record (a put costs 2) and, measured, as fast as any size;
+/// 10 and 10 000 were slower (BENCHMARKS.md, "Batches, transactions and
+/// expiry").
+pub const DEFAULT_LOAD_BATCH: usize = 100;
 
 const AFTER_HELP: &str = "\
-Exit status: 0 success; 1 key not found (get, del); 2 error (bad input, \
+Exit status: 0 success; 1 key not found (get, ttl, del); 2 error (bad input, \
 unreadable file, not a pool, pool in use, scan on a pool without the ordered \
 index, ...); 3 check found the pool inconsistent. Errors are printed on stderr \
 as `persimmon: <error>`.";
@@ -89,13 +97,24 @@ fn point_index_parser() -> impl TypedValueParser<Value = PointIndex> {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Store VALUE under KEY, replacing any value it had (durable on exit 0)
+    /// Store VALUE under KEY, replacing any value it had (durable on exit 0);
+    /// with --ttl, the key expires SECS seconds later
     Put(PutArgs),
     /// Print the value of KEY and a newline on stdout; exit 1 when KEY is absent
     Get(KeyArgs),
+    /// Print the time KEY has left before it expires, or `no deadline`;
+    /// exit 1 when KEY is absent (or expired)
+    #[command(
+        long_about = "Print the time KEY has left before it expires, as `S.sss s left, expires at \
+YYYY-MM-DDTHH:MM:SS.sssZ` (seconds, then the deadline in UTC), or `no deadline` for a key that \
+never expires. Exit 1 when KEY is absent or has expired, as get does. Deadlines are set by \
+`persimmon put --ttl SECS`."
+    )]
+    Ttl(KeyArgs),
     /// Delete KEY; exit 1 when KEY was absent
     Del(KeyArgs),
-    /// Load key<TAB>value lines from FILE (or stdin) into the pool
+    /// Load key<TAB>value lines from FILE (or stdin) into the pool, --batch
+    /// records per atomic batch
     #[command(after_help = FORMAT_HELP)]
     Load(LoadArgs),
     /// Write every record to stdout as key<TAB>value lines, in no particular order
@@ -163,7 +182,10 @@ a DAX mount or /dev/shm."
         long_about = "Benchmark Persimmon against its Baseline, its ablation variants and its \
 peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-F and the \
 MPKV paper's experiments (GET ratio, value size, thread sweeps), range scans of N pairs \
-(scan:N, items/s) and inserts of new keys (insert). Scans need ordered reads \
+(scan:N, items/s), inserts of new keys (insert) and atomic batches of N puts (batch:N, keys \
+written per second and PM work per key, next to the same keys as N single puts). \
+--deadline-fraction F loads a fraction F of the keys with a deadline a day ahead and writes \
+them with it, to compare GET and PUT with and without expiry. Scans need ordered reads \
 (persimmon-ordered, the pool with the ordered index; persimmon-dram, the same with the point \
 index in DRAM; lmdb, rocksdb); the other engines skip scanning workloads with a note. Each engine gets a fresh \
 store in its own directory under --pool-dir, is loaded with the same keys, warmed up, then \
@@ -224,6 +246,14 @@ pub struct PutArgs {
     /// Decode backslash escapes (\t \n \r \\ \xHH) in KEY and VALUE, as load does
     #[arg(short, long)]
     pub escaped: bool,
+    /// Expire the key SECS seconds from now (a whole number, at least 1):
+    /// from then on it reads as absent (and is deleted in the background
+    /// while a process, such as serve, has the pool open).
+    /// Without --ttl the key has no deadline (a put replaces one it had). A
+    /// deadline raises the pool to format version 4 (builds before it
+    /// cannot open it)
+    #[arg(long, value_name = "SECS", value_parser = parse_ttl, allow_hyphen_values = true)]
+    pub ttl: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -242,6 +272,32 @@ pub struct LoadArgs {
     /// Input file; stdin when absent or `-`
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Records per atomic batch (1 to 100000): each batch is committed
+    /// all-or-nothing, so a crash leaves a prefix of whole batches; 1 puts
+    /// the records one at a time. Batches of 2 or more raise the pool to
+    /// format version 4 (builds before it cannot open it)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = DEFAULT_LOAD_BATCH,
+        value_parser = parse_batch,
+        allow_hyphen_values = true
+    )]
+    pub batch: usize,
+}
+
+/// `--batch`: 1 to `MAX_BATCH_OPS` records.
+fn parse_batch(text: &str) -> Result<usize, String> {
+    match text.trim().replace('_', "").parse::<usize>() {
+        Ok(n @ 1..=MAX_BATCH_OPS) => Ok(n),
+        Ok(0) => Err("a batch holds at least 1 record".into()),
+        Ok(_) => Err(format!(
+            "a batch holds at most {MAX_BATCH_OPS} records (the engine's limit)"
+        )),
+        Err(_) => Err(format!(
+            "{text:?} is not a whole number of records (digits, `_` allowed)"
+        )),
+    }
 }
 
 #[derive(Args, Debug)]

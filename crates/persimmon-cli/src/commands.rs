@@ -20,6 +20,7 @@ use persimmon_bench::progress;
 
 use crate::cli::{Cli, Command, KeyArgs, PoolArgs, PutArgs, ScanArgs, StatsArgs};
 use crate::escape::{escape, escape_into, unescape};
+use crate::expiry::{deadline_after, ttl_line};
 use crate::failure::Failure;
 use crate::output::{print, print_bytes, RecordWriter};
 use crate::pool::open;
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Put(args) => put(pool, args),
         Command::Get(args) => get(pool, args),
+        Command::Ttl(args) => ttl(pool, args),
         Command::Del(args) => del(pool, args),
         Command::Load(args) => load::run(pool, args),
         Command::Dump => dump(pool),
@@ -74,7 +76,15 @@ fn put(pool: &PoolArgs, args: PutArgs) -> Result<(), Failure> {
     let key = arg_bytes(&args.key, args.escaped, "KEY")?;
     let value = arg_bytes(&args.value, args.escaped, "VALUE")?;
     let db = open(pool, true)?;
-    db.put(&key, &value)?;
+    match args.ttl {
+        None => db.put(&key, &value)?,
+        Some(secs) => {
+            // Checked against the system clock when parsed; the engine
+            // refuses a deadline too far should its clock differ.
+            let deadline = deadline_after(db.now_ms(), secs).unwrap_or(u64::MAX);
+            db.put_with_deadline(&key, &value, deadline)?;
+        }
+    }
     Ok(())
 }
 
@@ -97,6 +107,14 @@ fn get(pool: &PoolArgs, args: KeyArgs) -> Result<(), Failure> {
     }
     line.push(b'\n');
     print_bytes(&line)
+}
+
+fn ttl(pool: &PoolArgs, args: KeyArgs) -> Result<(), Failure> {
+    let key = arg_bytes(&args.key, args.escaped, "KEY")?;
+    let db = open(pool, false)?;
+    let line = ttl_line(db.ttl(&key)?)
+        .ok_or_else(|| Failure::NotFound(format!("key {} not found", shown(&key))))?;
+    print(&line)
 }
 
 fn del(pool: &PoolArgs, args: KeyArgs) -> Result<(), Failure> {

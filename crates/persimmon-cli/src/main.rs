@@ -6,9 +6,10 @@
 //!   `persimmon-bench` crate behind a few lines).
 //! - [`report`]: the texts of `stats` and `check`.
 //! - [`pool`]: opening the pool as a command needs it; [`output`]: stdout.
-//! - [`cli`]: argument parsing; [`escape`]: the `key<TAB>value` text
-//!   format; [`failure`]: every failure, which carries the exit status and
-//!   the message printed as `persimmon: <message>`.
+//! - [`cli`]: argument parsing; [`expiry`]: `--ttl` and the text of
+//!   `ttl`; [`escape`]: the `key<TAB>value` text format; [`failure`]:
+//!   every failure, which carries the exit status and the message printed
+//!   as `persimmon: <message>`.
 //!
 //! Sizes are parsed and printed by `persimmon::size`, and progress bars
 //! drawn by `persimmon_bench::progress`, the same as in the other front
@@ -20,6 +21,7 @@ mod cli;
 mod commands;
 mod demo;
 mod escape;
+mod expiry;
 mod failure;
 mod load;
 mod output;

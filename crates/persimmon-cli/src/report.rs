@@ -43,6 +43,11 @@ pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
         "point_index": s.point_index.name(),
         "point_index_ready": s.point_index_ready,
         "dram_index_bytes": s.dram_index_bytes,
+        "format_version": s.format_version,
+        "batches_undone_at_open": s.batches_undone_at_open,
+        "batches_finished_at_open": s.batches_finished_at_open,
+        "deadlines_pending": s.deadlines_pending,
+        "keys_expired": s.keys_expired,
         "pmem": {
             "flushes": s.pmem.flushes,
             "fences": s.pmem.fences,
@@ -79,6 +84,7 @@ pub fn stats_table(path: &str, s: &Stats) -> String {
             format!("{}{}", bytes(s.live_bytes), per_key(s.live_bytes)),
         ),
         ("segment bytes", bytes(s.segment_bytes)),
+        ("format version", s.format_version.to_string()),
         ("segments", segments_row(s)),
         ("ordered index", ordered_index_row(s)),
         ("point index", point_index_row(s)),
@@ -91,6 +97,20 @@ pub fn stats_table(path: &str, s: &Stats) -> String {
         (
             "eliminated puts",
             format!("{} (since open)", s.eliminated_puts),
+        ),
+        (
+            "deadlines",
+            format!(
+                "{} pending, {} keys expired (since open)",
+                s.deadlines_pending, s.keys_expired
+            ),
+        ),
+        (
+            "batches at open",
+            format!(
+                "{} undone, {} finished (interrupted by a crash)",
+                s.batches_undone_at_open, s.batches_finished_at_open
+            ),
         ),
         (
             "rebuild done",

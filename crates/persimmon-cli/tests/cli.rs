@@ -31,12 +31,12 @@ fn run_with_stdin(pool: &Path, args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn persimmon");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin)
-        .expect("write stdin");
+    // A command that fails before reading (a bad flag, a pool it may not
+    // create) can exit first: a closed pipe is then no test failure.
+    match child.stdin.take().unwrap().write_all(stdin) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
     child.wait_with_output().expect("wait for persimmon")
 }
 
@@ -433,7 +433,7 @@ fn demo_verifies_its_keys() {
 #[test]
 fn help_is_available_for_every_command() {
     for cmd in [
-        "put", "get", "del", "load", "dump", "scan", "stats", "check", "demo", "bench",
+        "put", "get", "ttl", "del", "load", "dump", "scan", "stats", "check", "demo", "bench",
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_persimmon"))
             .args([cmd, "--help"])
@@ -924,4 +924,191 @@ fn point_index_flag_errors_exit_2() {
     let v: serde_json::Value =
         serde_json::from_slice(&run(&plain, &["stats", "--json"]).stdout).unwrap();
     assert_eq!(v["point_index"], "pm", "{v}");
+}
+
+fn stats_json(pool: &Path) -> serde_json::Value {
+    let o = run(pool, &["stats", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("stats --json is JSON")
+}
+
+/// `persimmon ttl` output: seconds left, parsed from `S.sss s left, ...`.
+fn seconds_left(o: &Output) -> f64 {
+    let text = lines(o).join("\n");
+    assert!(text.contains(" s left, expires at 2"), "{text}");
+    assert!(text.ends_with('Z'), "{text}");
+    text.split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("seconds first")
+}
+
+#[test]
+fn put_with_ttl_expires_and_ttl_reports_the_time_left() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let o = run(&pool, &["put", "--ttl", "100", "session", "abc"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(run(&pool, &["get", "session"]).stdout, b"abc\n");
+    let left = seconds_left(&run(&pool, &["ttl", "session"]));
+    assert!((95.0..=100.0).contains(&left), "{left}");
+
+    // A key without a deadline, and a put without --ttl replacing one.
+    assert_eq!(code(&run(&pool, &["put", "plain", "v"])), 0);
+    assert_eq!(lines(&run(&pool, &["ttl", "plain"])), ["no deadline"]);
+    assert_eq!(
+        code(&run(&pool, &["put", "-e", "tab\\tkey", "v", "--ttl", "50"])),
+        0
+    );
+    assert!(seconds_left(&run(&pool, &["ttl", "-e", "tab\\tkey"])) <= 50.0);
+    assert_eq!(code(&run(&pool, &["put", "-e", "tab\\tkey", "w"])), 0);
+    assert_eq!(
+        lines(&run(&pool, &["ttl", "-e", "tab\\tkey"])),
+        ["no deadline"]
+    );
+
+    let o = run(&pool, &["ttl", "absent"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).contains("absent"), "{}", stderr(&o));
+
+    let v = stats_json(&pool);
+    assert_eq!(v["format_version"], 4, "a deadline raises the pool: {v}");
+    assert!(v["deadlines_pending"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["keys_expired"].is_u64(), "{v}");
+    let table = String::from_utf8(run(&pool, &["stats"]).stdout).unwrap();
+    assert!(table.contains("deadlines"), "{table}");
+
+    // A key with a 1 s TTL is gone once the second has passed.
+    assert_eq!(code(&run(&pool, &["put", "--ttl", "1", "short", "v"])), 0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(code(&run(&pool, &["get", "short"])), 1);
+    assert_eq!(code(&run(&pool, &["ttl", "short"])), 1);
+    assert_eq!(run(&pool, &["get", "session"]).stdout, b"abc\n");
+}
+
+#[test]
+fn bad_ttls_exit_2_before_any_pool_is_made() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    let far = (persimmon::MAX_DEADLINE_MS / 1000).to_string();
+    for (ttl, says) in [
+        ("0", "at least 1 second"),
+        ("-5", "not a whole number"),
+        ("1.5", "not a whole number"),
+        ("soon", "not a whole number"),
+        (far.as_str(), "9999-12-31T23:59:59.999Z"),
+        ("18446744073709551615", "latest deadline"),
+        ("18446744073709551616", "not a whole number"),
+    ] {
+        let o = run(&pool, &["put", "--ttl", ttl, "k", "v"]);
+        assert_eq!(code(&o), 2, "{ttl}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--ttl"), "{ttl}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{ttl}: {}", stderr(&o));
+        assert!(!pool.exists(), "{ttl}");
+    }
+    // ttl, like get, needs the pool to exist.
+    let o = run(&pool, &["ttl", "k"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!pool.exists());
+}
+
+/// `key{i}<TAB>value{i}` lines for `range`.
+fn numbered(range: std::ops::Range<u32>) -> String {
+    range.map(|i| format!("key{i}\tvalue{i}\n")).collect()
+}
+
+#[test]
+fn load_commits_batches_and_counts_what_it_loaded() {
+    let dir = tempdir();
+    let input = numbered(0..2500);
+    let mut expected = parse_dump(input.as_bytes());
+    expected.sort();
+    for (batch, version_raised) in [(None, true), (Some("1"), false), (Some("7"), true)] {
+        let pool = dir.path().join(format!("load-{batch:?}.pool"));
+        let mut args = vec!["load"];
+        args.extend(batch.iter().flat_map(|b| ["--batch", *b]));
+        let o = run_with_stdin(&pool, &args, input.as_bytes());
+        assert_eq!(code(&o), 0, "{batch:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("loaded 2500 records in"), "{e}");
+        assert!(e.contains("records/s"), "{e}");
+        let per_batch = batch.unwrap_or("100");
+        assert!(e.contains(&format!("up to {per_batch} per batch")), "{e}");
+        let mut dumped = parse_dump(&run(&pool, &["dump"]).stdout);
+        dumped.sort();
+        assert_eq!(dumped, expected, "{batch:?}");
+        let v = stats_json(&pool);
+        assert_eq!(v["keys"], 2500);
+        assert_eq!(v["format_version"] == 4, version_raised, "{batch:?}: {v}");
+    }
+    // A later line with the same key wins, inside a batch as across them.
+    let pool = dir.path().join("dup.pool");
+    let o = run_with_stdin(
+        &pool,
+        &["load", "--batch", "3"],
+        b"a\t1\nb\t2\na\t3\nb\t4\na\t5\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("loaded 5 records"), "{}", stderr(&o));
+    assert_eq!(run(&pool, &["get", "a"]).stdout, b"5\n");
+    assert_eq!(run(&pool, &["get", "b"]).stdout, b"4\n");
+}
+
+#[test]
+fn a_failed_load_keeps_every_record_before_the_bad_line() {
+    let dir = tempdir();
+    // A malformed line in the middle of a batch: the records before it
+    // are committed, the message names it and counts them.
+    let pool = dir.path().join("syntax.pool");
+    let mut input = numbered(0..9);
+    input.push_str("no tab on line 10\n");
+    input.push_str(&numbered(10..20));
+    let o = run_with_stdin(&pool, &["load", "--batch", "4"], input.as_bytes());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("line 10"), "{e}");
+    assert!(e.contains("records before it stay loaded: 9"), "{e}");
+    assert_eq!(stats_json(&pool)["keys"], 9);
+
+    // A record the engine refuses (a key over 64 KiB) on line 6 fails the
+    // batch of lines 5 to 8: lines 1 to 5 stay loaded. (From a file: the
+    // input is more than a pipe holds, and the load stops before its end.)
+    let pool = dir.path().join("engine.pool");
+    let mut input = numbered(0..5);
+    input.push_str(&format!("{}\tv\n", "k".repeat(70_000)));
+    input.push_str(&numbered(6..20));
+    let file = dir.path().join("big-key.tsv");
+    std::fs::write(&file, &input).unwrap();
+    let o = run(&pool, &["load", "--batch", "4", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("line 6"), "{e}");
+    assert!(e.contains("limit"), "{e}");
+    assert!(e.contains("records before it stay loaded: 5"), "{e}");
+    let mut dumped = parse_dump(&run(&pool, &["dump"]).stdout);
+    dumped.sort();
+    let mut expected = parse_dump(numbered(0..5).as_bytes());
+    expected.sort();
+    assert_eq!(dumped, expected);
+}
+
+#[test]
+fn bad_batch_sizes_exit_2_with_the_limits() {
+    let dir = tempdir();
+    let pool = pool_in(&dir);
+    for (batch, says) in [
+        ("0", "at least 1 record"),
+        ("100001", "at most 100000 records"),
+        ("ten", "not a whole number"),
+        ("-1", "--batch"),
+    ] {
+        let o = run(&pool, &["load", "--batch", batch]);
+        assert_eq!(code(&o), 2, "{batch}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{batch}: {}", stderr(&o));
+        assert!(!pool.exists(), "{batch}");
+    }
+    let o = run_with_stdin(&pool, &["load", "--batch", "100_000"], b"k\tv\n");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
 }

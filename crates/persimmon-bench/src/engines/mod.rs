@@ -22,6 +22,12 @@
 //! with the ordered index), LMDB and RocksDB have them; the other Persimmon
 //! variants (hash index only) do not ([`EngineKind::has_ordered_reads`]), and
 //! the run skips scan workloads for them with a note.
+//!
+//! Atomic batches (`batch:N`, [`Store::write_batch`]) and key deadlines
+//! (`--deadline-fraction`, [`Store::write_with_deadline`]) have adapters
+//! for the Persimmon engines only ([`EngineKind::has_batches`],
+//! [`EngineKind::has_expiry`]): the run skips batch workloads for the
+//! others with a note and refuses deadlines with them.
 
 use std::path::PathBuf;
 
@@ -107,6 +113,18 @@ impl EngineKind {
         )
     }
 
+    /// Whether the engine's adapter commits atomic batches
+    /// ([`Store::write_batch`]).
+    pub fn has_batches(self) -> bool {
+        self.is_persimmon()
+    }
+
+    /// Whether the engine's adapter writes keys with deadlines
+    /// ([`Store::write_with_deadline`]).
+    pub fn has_expiry(self) -> bool {
+        self.is_persimmon()
+    }
+
     /// Whether the engine is Persimmon (or one of its variants).
     pub fn is_persimmon(self) -> bool {
         !matches!(self, EngineKind::Lmdb | EngineKind::Rocksdb)
@@ -175,13 +193,15 @@ pub struct OpenConfig {
     pub max_threads: usize,
 }
 
-/// Key-value pairs for the load phase, stored flat.
+/// Key-value pairs for the load phase and the batches of `batch:N`, stored
+/// flat, each with its deadline if it has one.
 #[derive(Debug)]
 pub struct Batch {
     key_bytes: usize,
     value_bytes: usize,
     keys: Vec<u8>,
     values: Vec<u8>,
+    deadlines: Vec<Option<u64>>,
 }
 
 impl Batch {
@@ -191,20 +211,29 @@ impl Batch {
             value_bytes,
             keys: Vec::with_capacity(key_bytes * capacity),
             values: Vec::with_capacity(value_bytes * capacity),
+            deadlines: Vec::with_capacity(capacity),
         }
     }
 
     pub fn clear(&mut self) {
         self.keys.clear();
         self.values.clear();
+        self.deadlines.clear();
     }
 
-    /// Adds a pair; `key` and `value` must have the batch's sizes.
+    /// Adds a pair without a deadline; `key` and `value` must have the
+    /// batch's sizes.
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.push_with_deadline(key, value, None);
+    }
+
+    /// Adds a pair that expires at `deadline` (ms of Unix time), if given.
+    pub fn push_with_deadline(&mut self, key: &[u8], value: &[u8], deadline: Option<u64>) {
         assert_eq!(key.len(), self.key_bytes);
         assert_eq!(value.len(), self.value_bytes);
         self.keys.extend_from_slice(key);
         self.values.extend_from_slice(value);
+        self.deadlines.push(deadline);
     }
 
     pub fn len(&self) -> usize {
@@ -219,6 +248,13 @@ impl Batch {
         self.keys
             .chunks_exact(self.key_bytes)
             .zip(self.values.chunks_exact(self.value_bytes.max(1)))
+    }
+
+    /// The pairs with their deadlines.
+    pub fn iter_with_deadlines(&self) -> impl Iterator<Item = (&[u8], &[u8], Option<u64>)> {
+        self.iter()
+            .zip(&self.deadlines)
+            .map(|((key, value), deadline)| (key, value, *deadline))
     }
 }
 
@@ -242,6 +278,32 @@ pub trait Store: Send + Sync {
 
     /// Stores `value` under `key` (update or insert), durable on return.
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// [`write`](Self::write) with a deadline (ms of Unix time) after which
+    /// the key expires. Engines without expiry
+    /// ([`EngineKind::has_expiry`]) keep this default, an error; the run
+    /// never calls it on them.
+    fn write_with_deadline(&self, key: &[u8], value: &[u8], deadline_ms: u64) -> Result<()> {
+        let _ = (key, value, deadline_ms);
+        Err(Error::usage("this engine's adapter has no key expiry"))
+    }
+
+    /// [`write`](Self::write), or [`write_with_deadline`](Self::write_with_deadline)
+    /// when `deadline` is given.
+    fn write_expiring(&self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<()> {
+        match deadline {
+            Some(d) => self.write_with_deadline(key, value, d),
+            None => self.write(key, value),
+        }
+    }
+
+    /// Stores every pair of `batch` (with its deadline) atomically, durable
+    /// on return. Engines without batches ([`EngineKind::has_batches`])
+    /// keep this default, an error; the run never calls it on them.
+    fn write_batch(&self, batch: &Batch) -> Result<()> {
+        let _ = batch;
+        Err(Error::usage("this engine's adapter has no atomic batches"))
+    }
 
     /// Atomically reads `key` (copied into `out`; false when absent) and
     /// stores `value`, durable on return.
@@ -275,6 +337,33 @@ pub trait Store: Send + Sync {
     /// Blocks until the background work after open is done (Persimmon:
     /// `Db::wait_for_rebuild`). The default returns at once.
     fn wait_for_background(&self) {}
+
+    /// The space the store's keys take (Persimmon: its pool's figures);
+    /// `None` for engines that do not tell.
+    fn space(&self) -> Option<Space> {
+        None
+    }
+}
+
+/// The space a Persimmon pool's keys take, as its stats tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Space {
+    pub keys: u64,
+    /// Bytes of segments in use (`Stats::used_bytes`).
+    pub used_bytes: u64,
+    /// Bytes of records the index references (`Stats::live_bytes`).
+    pub live_bytes: u64,
+}
+
+impl From<&::persimmon::Stats> for Space {
+    fn from(s: &::persimmon::Stats) -> Space {
+        let (keys, used_bytes, live_bytes) = (s.keys, s.used_bytes, s.live_bytes);
+        Space {
+            keys,
+            used_bytes,
+            live_bytes,
+        }
+    }
 }
 
 /// The background work after open of a Persimmon pool, as its stats tell.
@@ -396,7 +485,11 @@ mod tests {
             vec![(&b"k1"[..], &b"abc"[..]), (&b"k2"[..], &b"def"[..])]
         );
         assert_eq!(b.len(), 2);
+        b.push_with_deadline(b"k3", b"ghi", Some(77));
+        let deadlines: Vec<_> = b.iter_with_deadlines().map(|(_, _, d)| d).collect();
+        assert_eq!(deadlines, [None, None, Some(77)]);
         b.clear();
         assert!(b.is_empty());
+        assert_eq!(b.iter_with_deadlines().count(), 0);
     }
 }

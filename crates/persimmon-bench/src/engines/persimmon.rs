@@ -9,10 +9,15 @@
 //! After the load phase ([`Store::finish_load`]) the adapter waits for the
 //! pool's background work after open (`Db::wait_for_rebuild`), so a timed
 //! phase never runs next to it.
+//!
+//! Batches ([`Store::write_batch`]) are one `WriteBatch` committed with
+//! `Db::write`, built inside the timed call as a user would build it;
+//! deadlines go through `Db::put_with_deadline` and
+//! `WriteBatch::put_with_deadline`.
 
-use persimmon::{Db, Mechanisms, Options, PointIndex, Update};
+use persimmon::{Db, Mechanisms, Options, PointIndex, Update, WriteBatch};
 
-use super::{Background, Batch, EngineKind, OpenConfig, Store};
+use super::{Background, Batch, EngineKind, OpenConfig, Space, Store};
 use crate::error::{Error, Result};
 
 /// A Persimmon pool in its engine directory.
@@ -124,8 +129,8 @@ impl Store for PersimmonStore {
     }
 
     fn load(&self, batch: &Batch) -> Result<()> {
-        for (key, value) in batch.iter() {
-            self.db.put(key, value).map_err(|e| self.fail(e))?;
+        for (key, value, deadline) in batch.iter_with_deadlines() {
+            self.write_expiring(key, value, deadline)?;
         }
         Ok(())
     }
@@ -148,6 +153,23 @@ impl Store for PersimmonStore {
 
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.db.put(key, value).map_err(|e| self.fail(e))
+    }
+
+    fn write_with_deadline(&self, key: &[u8], value: &[u8], deadline_ms: u64) -> Result<()> {
+        self.db
+            .put_with_deadline(key, value, deadline_ms)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn write_batch(&self, batch: &Batch) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for (key, value, deadline) in batch.iter_with_deadlines() {
+            match deadline {
+                Some(d) => b.put_with_deadline(key, value, d),
+                None => b.put(key, value),
+            };
+        }
+        self.db.write(&b).map_err(|e| self.fail(e))
     }
 
     fn read_modify_write(&self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -196,6 +218,10 @@ impl Store for PersimmonStore {
 
     fn wait_for_background(&self) {
         self.db.wait_for_rebuild();
+    }
+
+    fn space(&self) -> Option<Space> {
+        Some(Space::from(&self.db.stats()))
     }
 }
 

@@ -1,9 +1,10 @@
-//! Helpers shared by the bench crate's tests: a scratch directory on tmpfs
-//! and `BenchArgs` parsed from command-line words.
+//! Helpers shared by the bench crate's tests: a scratch directory on tmpfs,
+//! `BenchArgs` parsed from command-line words, and a run's output or
+//! error.
 #![allow(dead_code)]
 
 use clap::Parser;
-use persimmon_bench::{BenchArgs, Record};
+use persimmon_bench::{BenchArgs, PoolSizes, Record};
 
 #[derive(Parser)]
 struct Cli {
@@ -29,4 +30,23 @@ pub fn args(dir: &std::path::Path, extra: &[&str]) -> BenchArgs {
 /// The records of a `--json` file.
 pub fn records(path: &std::path::Path) -> Vec<Record> {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Runs `persimmon bench` with `a` (default pool sizes); returns its stdout.
+pub fn run_bench(a: &BenchArgs) -> String {
+    let mut out = Vec::new();
+    persimmon_bench::run(a, PoolSizes::default(), &mut out).expect("bench runs");
+    String::from_utf8(out).expect("UTF-8 output")
+}
+
+/// `persimmon bench --pool-dir DIR` followed by the words of `line` (split
+/// at spaces; paths in it must have none), as parsed arguments.
+pub fn args_line(dir: &std::path::Path, line: &str) -> BenchArgs {
+    args(dir, &line.split_whitespace().collect::<Vec<_>>())
+}
+
+/// The error `persimmon bench` with `a` fails with, as printed.
+pub fn bench_error(a: &BenchArgs) -> String {
+    let e = persimmon_bench::run(a, PoolSizes::default(), &mut Vec::new());
+    e.expect_err("the run is refused").to_string()
 }
