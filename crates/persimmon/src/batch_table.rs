@@ -224,7 +224,7 @@ fn undo_pairs(pool: &Pool, off: u64, seq: u64) -> Option<Vec<(u64, u64)>> {
     if h.flags & REC_FLAG_UNDO == 0 || h.seq != seq || h.value_len % 16 != 0 {
         return None;
     }
-    let value_at = off + layout::RECORD_HEADER_BYTES as u64 + h.key_len as u64;
+    let value_at = off + h.value_at();
     let bytes = pool.pm.slice(value_at, h.value_len as usize).ok()?;
     let pairs: Vec<(u64, u64)> = bytes
         .chunks_exact(16)

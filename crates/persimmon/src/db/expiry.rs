@@ -1,5 +1,5 @@
 //! Key expiry: deadlines in milliseconds of Unix time, stored in the record
-//! (`REC_FLAG_DEADLINE`, 8 bytes after the value), checked on every read,
+//! (`REC_FLAG_DEADLINE`, 8 bytes between the header and the key), checked on every read,
 //! and reclaimed in the background from a DRAM min-heap of
 //! `(deadline, record offset)`.
 //!

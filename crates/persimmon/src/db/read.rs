@@ -86,17 +86,15 @@ impl Engine {
 
     #[inline]
     pub(super) fn record_key(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
-        self.pool
-            .pm
-            .slice(offset + RECORD_HEADER_BYTES as u64, h.key_len as usize)
+        self.pool.pm.slice(offset + h.key_at(), h.key_len as usize)
     }
 
     #[inline]
     pub(super) fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
-        let v = self.pool.pm.slice(
-            offset + RECORD_HEADER_BYTES as u64 + h.key_len as u64,
-            h.value_len as usize,
-        )?;
+        let v = self
+            .pool
+            .pm
+            .slice(offset + h.value_at(), h.value_len as usize)?;
         if self.verify_reads {
             self.verify_record(offset, h)?;
         }

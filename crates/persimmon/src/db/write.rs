@@ -714,26 +714,23 @@ impl RecordParts<'_> {
     /// Stores and flushes it at `at` (no fence).
     pub(super) fn store(&self, pm: &pmem::PmemFile, at: u64) {
         let deadline = self.deadline.map(u64::to_le_bytes);
-        let tail: &[u8] = deadline.as_ref().map_or(&[], |d| &d[..]);
-        let n = RECORD_HEADER_BYTES + self.key.len() + self.value.len() + tail.len();
+        let ext: &[u8] = deadline.as_ref().map_or(&[], |d| &d[..]);
+        let n = RECORD_HEADER_BYTES + ext.len() + self.key.len() + self.value.len();
         if n <= 512 {
             let mut buf = [0u8; 512];
             let mut at_buf = 0;
-            for part in [&self.header[..], self.key, self.value, tail] {
+            for part in [&self.header[..], ext, self.key, self.value] {
                 buf[at_buf..at_buf + part.len()].copy_from_slice(part);
                 at_buf += part.len();
             }
             pm.write_persistent(at, &buf[..n]);
         } else {
-            let mut head = Vec::with_capacity(RECORD_HEADER_BYTES + self.key.len());
+            let mut head = Vec::with_capacity(n - self.value.len());
             head.extend_from_slice(&self.header);
+            head.extend_from_slice(ext);
             head.extend_from_slice(self.key);
             pm.write_persistent(at, &head);
             pm.write_persistent(at + head.len() as u64, self.value);
-            if !tail.is_empty() {
-                let end = at + head.len() as u64 + self.value.len() as u64;
-                pm.write_persistent(end, tail);
-            }
         }
     }
 }
