@@ -40,7 +40,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::images;
 use crate::model::{Model, OpTag};
-use crate::oracle::{self, Expect, Val};
+use crate::oracle::{self, Expect, Key, State, Val};
 
 thread_local! {
     /// Set while this thread runs the oracle: its callbacks are only modelled.
@@ -286,6 +286,24 @@ impl Sim {
         }
         self.model().begin_op(std::thread::current().id(), tag);
         tag
+    }
+
+    /// Starts an operation of `kind` on this thread that leaves `writes`
+    /// together: they enter the expectation as a group (`Expect::groups`).
+    /// Returns the group's number, for `end_group`.
+    pub fn begin_group(&self, kind: &'static str, writes: &[(Key, State)]) -> u64 {
+        let id = lock(&self.expect).begin_group(writes);
+        self.begin(kind, None);
+        id
+    }
+
+    /// Ends this thread's operation (as `end`); with `ack`, that group's
+    /// writes are acknowledged.
+    pub fn end_group(&self, ack: Option<u64>) {
+        self.end(None);
+        if let Some(id) = ack {
+            lock(&self.expect).ack_group(id);
+        }
     }
 
     /// Ends this thread's operation (persistence assertions run here); when
