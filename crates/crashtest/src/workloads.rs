@@ -292,6 +292,13 @@ fn put_small(c: &mut Ctx, k: Key) {
     c.run(Op::Put(k, v));
 }
 
+/// Puts small values under keys `0..n` of `prefix`.
+fn fill(c: &mut Ctx, prefix: &str, n: u64) {
+    for i in 0..n {
+        put_small(c, key(prefix, i));
+    }
+}
+
 /// Runs `op` unexplored while the simulator captures one image of the
 /// crash point `fence` fences into it; when one was captured (`op` had that
 /// many), recovers from that image with the open explored (crashes in the

@@ -56,7 +56,7 @@ use rand::Rng;
 
 use super::ops::Write;
 use super::txn::{Race, TxWrite, Txn};
-use super::{crash_in, key, put_small, segment_kinds, small_value, value, Ctx, Finished, Op};
+use super::{crash_in, fill, key, segment_kinds, small_value, value, Ctx, Finished, Op};
 use crate::poolfile::SegKind;
 use crate::sim::{lock, SimConfig};
 
@@ -70,12 +70,8 @@ const LATE: u64 = 8;
 /// and a crash in a batch recovered from.
 pub fn batch(cfg: &SimConfig) -> Finished {
     let mut c = Ctx::start(cfg, 24, false);
-    for i in 0..KEYS {
-        put_small(&mut c, key("bat", i));
-    }
-    for i in 0..LATE {
-        put_small(&mut c, key("bat-late", i));
-    }
+    fill(&mut c, "bat", KEYS);
+    fill(&mut c, "bat-late", LATE);
     c.explore(true);
     // Size 1: the first batch also raises the pool to format 4.
     let v = small_value(&mut c.rng);

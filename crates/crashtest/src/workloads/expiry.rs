@@ -47,7 +47,7 @@ use std::collections::BTreeMap;
 
 use rand::Rng;
 
-use super::{crash_in, key, put_small, small_value, value, Ctx, Finished, Op, UpdateMode};
+use super::{crash_in, fill, key, put_small, small_value, value, Ctx, Finished, Op, UpdateMode};
 use crate::oracle::{show_key, Key, State};
 use crate::poolfile;
 use crate::sim::{lock, SimConfig};
@@ -58,9 +58,7 @@ const KEYS: u64 = 24;
 pub fn expiry(cfg: &SimConfig) -> Finished {
     let mut c = Ctx::start(cfg, 32, false);
     let t0 = lock(&c.sim.expect).now_ms;
-    for i in 0..KEYS {
-        put_small(&mut c, key("exp", i));
-    }
+    fill(&mut c, "exp", KEYS);
     c.explore(true);
     write_deadlines(&mut c, t0);
     // The deadline records sealed into partly dead segments (unexplored),

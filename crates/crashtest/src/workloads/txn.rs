@@ -50,9 +50,14 @@ use persimmon::{Db, Transaction};
 use rand::Rng;
 
 use super::ops::{announced, exec, Op, Write};
-use super::{crash_in, key, put_small, small_value, Ctx, Finished};
+use super::{crash_in, fill, key, small_value, Ctx, Finished};
 use crate::oracle::{show, show_key, Held, Key, State, Val};
 use crate::sim::{lock, Gate, Sim, SimConfig};
+
+/// Keys read (and raced) by the workload's transactions: `txr-*`; keys
+/// they write: `txw-*`.
+const READ_KEYS: u64 = 4;
+const WRITE_KEYS: u64 = 8;
 
 /// A transaction: the keys it reads (the first is the raced one), what it
 /// writes, and the put that races it.
@@ -300,21 +305,12 @@ fn held_race<'s>(
     (gate, done, racer)
 }
 
-/// Keys read (and raced) by the workload's transactions: `txr-*`; keys
-/// they write: `txw-*`.
-const READ_KEYS: u64 = 4;
-const WRITE_KEYS: u64 = 8;
-
 /// Transactions racing puts (before the commit, at every commit fence),
 /// a read-only one, and a crash in a commit recovered from.
 pub fn txn(cfg: &SimConfig) -> Finished {
     let mut c = Ctx::start(cfg, 16, false);
-    for i in 0..READ_KEYS {
-        put_small(&mut c, key("txr", i));
-    }
-    for i in 0..WRITE_KEYS {
-        put_small(&mut c, key("txw", i));
-    }
+    fill(&mut c, "txr", READ_KEYS);
+    fill(&mut c, "txw", WRITE_KEYS);
     // Raises the pool to format 4 (unexplored): later commits fence only
     // after taking their locks.
     c.run(Op::Batch(vec![Write::Put(key("txw", 99), b"v4".to_vec())]));
