@@ -285,7 +285,7 @@ impl Tally {
             }
         }
         println!(
-            "  {w:<18} seed={seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
+            "  {w:<20} seed={seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
             fin.ops,
             fin.stats.points,
             fin.stats.images,
@@ -356,7 +356,7 @@ impl Tally {
     fn print_workloads(&self) {
         println!("\ncrash points and images per workload:");
         println!(
-            "  {:<18} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
+            "  {:<20} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7}",
             "workload",
             "runs",
             "ops",
@@ -373,7 +373,7 @@ impl Tally {
                 continue;
             };
             println!(
-                "  {:<18} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
+                "  {:<20} {:>4} {:>6} {:>7} {:>10} {:>8} {:>6} {:>6} {:>6} {:>7.1}{}",
                 w,
                 t.runs,
                 t.ops,

@@ -275,11 +275,7 @@ pub fn run(
             verify_reads: true,
             ..oracle_options(options)
         },
-        acked: expect
-            .acked
-            .iter()
-            .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
-            .collect(),
+        acked: expect.present(),
     };
     for &class in CLASSES {
         let t = report.entry(class).or_default();

@@ -18,14 +18,25 @@
 //!   expectation, by a hash of the whole image.)
 //!
 //! Invariant: every image built is a state the model allows media to be in
-//! after a crash at this point; nothing else is ever built.
+//! after a crash at this point; nothing else is ever built (but by the
+//! self-test `MUTANT_FORGET_BATCHES`, which breaks it on purpose).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rand::rngs::StdRng;
 use rand::Rng;
 
 use crate::model::{LineChoices, LINE};
+use crate::poolfile::BATCH_TABLE;
+
+/// Self-test of the harness (`--mutant-batch-table`): every image built
+/// loses its batch commit table, as if the recovery at open ignored it. A
+/// batch a crash interrupted between its first published word and its
+/// commit point is then not undone: some of its keys keep their new state,
+/// others their old one, each of them legal on its own; only the oracle's
+/// joint rule (`Expect::check_groups`) can see the batch torn.
+pub static MUTANT_FORGET_BATCHES: AtomicBool = AtomicBool::new(false);
 
 pub struct Plan {
     /// Per line of `choices`, the variant chosen, one vector per image.
@@ -144,6 +155,9 @@ pub fn build(durable: &[u8], choices: &[LineChoices], pick: &[u16]) -> Vec<u8> {
         if at + LINE as usize <= img.len() {
             img[at..at + LINE as usize].copy_from_slice(&c.variants[p as usize]);
         }
+    }
+    if MUTANT_FORGET_BATCHES.load(Ordering::Relaxed) && img.len() >= BATCH_TABLE.end {
+        img[BATCH_TABLE].fill(0);
     }
     img
 }

@@ -9,9 +9,12 @@
 //!   recording checks that operations return only with their stores
 //!   durable. Each workload (`workloads`) targets persist paths (including
 //!   the log cleaner, the Baseline ablation mode, the ordered index's
-//!   skiplist, `ordered-*`, and the point index in DRAM, `dram-*`;
+//!   skiplist, `ordered-*`, the point index in DRAM, `dram-*`, atomic
+//!   batches, transactions and key expiry, `batch*`, `txn`, `expiry`;
 //!   `--only PREFIX` runs a subset); afterwards its final image is damaged
-//!   on purpose (`faults`). `campaign` runs the workloads in rounds until
+//!   on purpose (`faults`). Two hidden self-tests make the harness prove it
+//!   can fail: `--mutant` (the model loses fences) and
+//!   `--mutant-batch-table` (crash images lose the batch commit table). `campaign` runs the workloads in rounds until
 //!   the deadline, tallies them and prints the summary.
 //! - the **kill -9 loop** (`--kill-rounds N`): a child process writes from
 //!   several threads and is killed with SIGKILL; the parent verifies every
@@ -39,6 +42,7 @@ mod workloads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Parser;
@@ -92,6 +96,11 @@ struct Cli {
     /// then report inconsistencies (exit status 0 only if it does).
     #[arg(long, hide = true)]
     mutant: bool,
+    /// Harness self-test: every crash image loses its batch commit table
+    /// (interrupted batches are not undone); the run must then report
+    /// inconsistencies (exit status 0 only if it does).
+    #[arg(long, hide = true)]
+    mutant_batch_table: bool,
     #[arg(long, hide = true)]
     kill_child: bool,
     #[arg(long, hide = true)]
@@ -125,27 +134,36 @@ fn main() -> ExitCode {
     }
     let seed = cli.seed.unwrap_or_else(default_seed);
     if cli.mutant {
-        model::MUTANT_LOSE_FENCES.store(true, std::sync::atomic::Ordering::Relaxed);
-        let code = campaign::run(&sim_settings(&cli, seed));
-        let caught = code != ExitCode::SUCCESS;
-        println!(
-            "crashtest: mutant (lost fences) {}",
-            if caught {
-                "caught"
-            } else {
-                "NOT caught: the harness is blind"
-            }
-        );
-        return if caught {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        };
+        return mutant(&cli, seed, &model::MUTANT_LOSE_FENCES, "lost fences");
+    }
+    if cli.mutant_batch_table {
+        let flag = &images::MUTANT_FORGET_BATCHES;
+        return mutant(&cli, seed, flag, "batch table forgotten");
     }
     if let Some(rounds) = cli.kill_rounds {
         return kill_main(&cli, rounds, seed);
     }
     campaign::run(&sim_settings(&cli, seed))
+}
+
+/// Runs the simulator with the self-test `flag` set: succeeds exactly when
+/// the run reports inconsistencies (the mutant, `what`, is caught).
+fn mutant(cli: &Cli, seed: u64, flag: &AtomicBool, what: &str) -> ExitCode {
+    flag.store(true, Ordering::Relaxed);
+    let caught = campaign::run(&sim_settings(cli, seed)) != ExitCode::SUCCESS;
+    println!(
+        "crashtest: mutant ({what}) {}",
+        if caught {
+            "caught"
+        } else {
+            "NOT caught: the harness is blind"
+        }
+    );
+    if caught {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {

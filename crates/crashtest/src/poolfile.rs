@@ -60,6 +60,12 @@ fn get_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// The batch commit table of format version 4 (docs/design.md §3, §6a):
+/// 64 entries of 16 bytes at superblock offset 1024 (an entry not zero is
+/// a batch begun or committed, which the recovery at open undoes or
+/// finishes).
+pub const BATCH_TABLE: std::ops::Range<usize> = 1024..1024 + 64 * 16;
+
 /// Superblock flag bit 0: buckets carry a persistent lock word in their last
 /// slot (the Baseline layout, `Mechanisms::volatile_lock_table = false`).
 pub const FLAG_PERSISTENT_LOCKS: u64 = 1;

@@ -10,6 +10,8 @@
 //! - A crash point is explored *before* the fence is applied to the model:
 //!   the fencing thread's flushed lines are then still optional, which
 //!   covers every crash moment between the previous fence and this one.
+//! - Exploring stops at the run's deadline (`SimConfig::deadline`), also
+//!   between two images of one crash point; a replay has none.
 //! - Crash points are explored one at a time (`exploring`); a fence that
 //!   arrives while one is explored is modelled, not explored. Such fences
 //!   come from work the observed engine deferred through the epoch, which
@@ -40,7 +42,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::images;
 use crate::model::{Model, OpTag};
-use crate::oracle::{self, Expect, Val};
+use crate::oracle::{self, Expect, Key, State, Val};
 
 thread_local! {
     /// Set while this thread runs the oracle: its callbacks are only modelled.
@@ -223,8 +225,8 @@ impl Sim {
     }
 
     pub fn set_explore(&self, on: bool) {
-        let expired = self.cfg.deadline.is_some_and(|d| Instant::now() >= d);
-        self.explore.store(on && !expired, Ordering::SeqCst);
+        self.explore
+            .store(on && !self.past_deadline(), Ordering::SeqCst);
     }
 
     /// The `Db` reader probes use (held weakly: the workload owns it).
@@ -286,6 +288,24 @@ impl Sim {
         }
         self.model().begin_op(std::thread::current().id(), tag);
         tag
+    }
+
+    /// Starts an operation of `kind` on this thread that leaves `writes`
+    /// together: they enter the expectation as a group (`Expect::groups`).
+    /// Returns the group's number, for `end_group`.
+    pub fn begin_group(&self, kind: &'static str, writes: &[(Key, State)]) -> u64 {
+        let id = lock(&self.expect).begin_group(writes);
+        self.begin(kind, None);
+        id
+    }
+
+    /// Ends this thread's operation (as `end`); with `ack`, that group's
+    /// writes are acknowledged.
+    pub fn end_group(&self, ack: Option<u64>) {
+        self.end(None);
+        if let Some(id) = ack {
+            lock(&self.expect).ack_group(id);
+        }
     }
 
     /// Ends this thread's operation (persistence assertions run here); when
@@ -379,8 +399,13 @@ impl Sim {
         self.exploring.store(false, Ordering::SeqCst);
     }
 
+    /// Whether the run's deadline for exploring has passed.
+    fn past_deadline(&self) -> bool {
+        self.cfg.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
     fn explore_exclusive(&self, capture_now: bool) {
-        if self.cfg.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.past_deadline() {
             self.explore.store(false, Ordering::SeqCst);
             if !capture_now {
                 return;
@@ -431,6 +456,11 @@ impl Sim {
         let digest = expect.digest();
         IN_ORACLE.with(|f| f.set(true));
         for (i, pick) in plan.picks.iter().enumerate() {
+            if self.past_deadline() {
+                // One crash point may have thousands of images (a batch's
+                // many lines): the deadline stops it midway too.
+                break;
+            }
             let h = images::image_id(generation, durable.len() as u64, &choices, pick);
             if !lock(&self.seen).insert((h, digest)) {
                 lock(&self.stats).duplicates += 1;

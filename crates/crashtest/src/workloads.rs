@@ -18,11 +18,14 @@
 //! | `ordered`    | ordered-insert, ordered-delete, ordered-lanes,             |
 //! |              | ordered-reopen; dram-insert, dram-update-delete,           |
 //! |              | dram-lanes, dram-reopen (the same four functions)          |
+//! | `batch`      | batch, batch-segments; dram-batch, dram-batch-segments     |
+//! | `txn`        | txn, dram-txn (also `Op::Txn`: a transaction and its race) |
+//! | `expiry`     | expiry, dram-expiry                                        |
 //!
 //! and they run on `ops` (`Op`, `exec`: one operation announced to the
 //! simulator, and how that tells the oracle what a crash may leave) and
-//! `ctx` (`Ctx`: the pool, the observed engine, worker threads, reopens;
-//! `Finished`: what a run hands the campaign).
+//! `ctx` (`Ctx`: the pool, the observed engine, worker threads, reopens,
+//! the manual clock; `Finished`: what a run hands the campaign).
 //!
 //! A new workload is a `pub fn(&SimConfig) -> Finished` in its family's
 //! room (a new room for a new family), named in `WORKLOADS` and `runner`,
@@ -38,10 +41,15 @@
 //!   flight.
 //! - Operations run one at a time, except in `elimination`, where two puts
 //!   of one key overlap on purpose (both stay in flight until both return),
+//!   in `txn`'s races (a put of a key a transaction read, while the
+//!   transaction is in flight; never a key it writes),
 //!   in `ordered-lanes`' overlapping pairs (two writers of neighbouring
 //!   keys), in `ordered-reopen`'s put while the walk after open runs, and
 //!   in `dram-reopen`'s operations (one at a time, on a thread of their
 //!   own) while the engine's rebuild of the DRAM index is held at a fence.
+//! - The `batch*`, `txn` and `expiry` families (and their `dram-*` runs)
+//!   measure deadlines against a manual clock of their own (`config`),
+//!   which only the workload moves, and run without background expiry.
 //! - The `ordered-*` workloads create their pools with the ordered index
 //!   (superblock flag, `pool_flags`), the `dram-*` ones also with the DRAM
 //!   point index; every open checks that the engine found what was asked.
@@ -50,24 +58,28 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use persimmon::{Options, PointIndex};
+use persimmon::{Clock, ManualClock, Options, PointIndex};
 use rand::rngs::StdRng;
 use rand::Rng;
 
 use crate::oracle::{Key, Val};
 use crate::poolfile;
-use crate::sim::SimConfig;
+use crate::sim::{self, SimConfig};
 
 mod baseline;
+mod batch;
 mod cleaner;
 mod concurrent;
 mod ctx;
+mod expiry;
 mod ops;
 mod ordered;
 mod point;
 mod recovery;
 mod segments;
+mod txn;
 
 pub use ctx::{Ctx, Finished};
 pub use ops::{exec, Op, UpdateMode};
@@ -96,7 +108,32 @@ pub const WORKLOADS: &[&str] = &[
     "dram-cleaner",
     "dram-lanes",
     "dram-reopen",
+    "batch",
+    "batch-segments",
+    "txn",
+    "expiry",
+    "dram-batch",
+    "dram-batch-segments",
+    "dram-txn",
+    "dram-expiry",
 ];
+
+/// Where the manual clocks of the workloads that use deadlines start
+/// (ms of Unix time: 2023-11-14).
+pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
+
+/// Whether `workload` writes batches or transactions (named with or
+/// without `dram-`).
+fn writes_batches(workload: &str) -> bool {
+    let family = workload.strip_prefix("dram-").unwrap_or(workload);
+    family.starts_with("batch") || family == "txn"
+}
+
+/// Whether `workload` measures deadlines against a manual clock: the
+/// batch, transaction and expiry families.
+fn manual_clock(workload: &str) -> bool {
+    writes_batches(workload) || workload.strip_prefix("dram-").unwrap_or(workload) == "expiry"
+}
 
 /// Pool geometry shared by the workloads: 64 KiB segments (a split after a
 /// few thousand keys), one lane unless the workload says otherwise.
@@ -134,6 +171,10 @@ pub fn config(
     if workload == "baseline" {
         options.mechanisms = persimmon::Mechanisms::NONE;
     }
+    if manual_clock(workload) {
+        options.clock = Clock::Manual(ManualClock::new(CLOCK_START_MS));
+        options.active_expiry = false;
+    }
     SimConfig {
         workload,
         seed,
@@ -145,8 +186,13 @@ pub fn config(
         // No probes for two writers of one key (two keys in flight), nor
         // with locked reads: there a reader waits for the writer's bucket
         // lock, so it cannot see a write in flight (and would wait for the
-        // writer paused at the crash point forever).
-        probe_every: if workload == "elimination" || workload == "baseline" {
+        // writer paused at the crash point forever). Batches and
+        // transactions likewise: a reader that meets a record of a batch
+        // still publishing waits for the batch.
+        probe_every: if workload == "elimination"
+            || workload == "baseline"
+            || writes_batches(workload)
+        {
             0
         } else {
             4
@@ -185,6 +231,10 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "ordered-lanes" | "dram-lanes" => ordered::lanes,
         "ordered-reopen" | "dram-reopen" => ordered::reopen,
         "dram-cleaner" => cleaner::cleaner,
+        "batch" | "dram-batch" => batch::batch,
+        "batch-segments" | "dram-batch-segments" => batch::batch_segments,
+        "txn" | "dram-txn" => txn::txn,
+        "expiry" | "dram-expiry" => expiry::expiry,
         _ => return None,
     };
     Some(f)
@@ -227,6 +277,97 @@ fn small_len(rng: &mut StdRng) -> usize {
         0 => rng.gen_range(256..700), // non-temporal copy
         1 => 1,
         _ => rng.gen_range(8..120),
+    }
+}
+
+/// A value of a small record's length (`small_len`).
+fn small_value(rng: &mut StdRng) -> Val {
+    let len = small_len(rng);
+    value(rng, len)
+}
+
+/// Puts a small value (`small_value`) under `k`.
+fn put_small(c: &mut Ctx, k: Key) {
+    let v = small_value(&mut c.rng);
+    c.run(Op::Put(k, v));
+}
+
+/// Puts small values under keys `0..n` of `prefix`.
+fn fill(c: &mut Ctx, prefix: &str, n: u64) {
+    for i in 0..n {
+        put_small(c, key(prefix, i));
+    }
+}
+
+/// Runs `op` unexplored while the simulator captures one image of the
+/// crash point `fence` fences into it; when one was captured (`op` had that
+/// many), recovers from that image with the open explored (crashes in the
+/// recovery are judged too), runs `beside` (explored: operations on keys
+/// `op` does not write), then checks and acknowledges what was in flight
+/// (`Ctx::resolve_in_flight`: the joint rule again), notes what the
+/// recovery did with batches, and explores from there on. With the point
+/// index in DRAM, `beside` runs while the engine's rebuild of the DRAM
+/// index is held at its first fence (when it has something to repair), so
+/// it reaches keys the index has not entered yet through their nodes.
+/// Returns the expectation the image was captured with.
+fn crash_in(c: &mut Ctx, op: Op, fence: u64, beside: Vec<Op>) -> Option<crate::oracle::Expect> {
+    c.explore(false);
+    c.sim.request_capture(fence);
+    c.run(op);
+    let Some(captured) = c.sim.take_capture() else {
+        c.add_note(format!("no crash: the operation had no fence {fence}"));
+        c.explore(true);
+        beside.into_iter().for_each(|op| c.run(op));
+        return None;
+    };
+    let dram = c.cfg.options.point_index == PointIndex::Dram;
+    let gate = dram.then(|| sim::Gate::on_thread_named("persimmon-ordered"));
+    c.reopen_from_as(
+        &captured.image,
+        captured.expect.clone(),
+        true,
+        !dram,
+        gate.as_ref(),
+    );
+    if !c.broken {
+        c.explore(true);
+        let held = match &gate {
+            Some(g) => beside_rebuild(c, g, beside),
+            None => {
+                beside.into_iter().for_each(|op| c.run(op));
+                String::new()
+            }
+        };
+        c.db().wait_for_rebuild();
+        c.resolve_in_flight();
+        let s = c.db().stats();
+        let recovered = match s.batches_undone_at_open + s.batches_finished_at_open {
+            0 => String::new(),
+            _ => format!(
+                ": recovery undid {} batch(es), finished {}",
+                s.batches_undone_at_open, s.batches_finished_at_open
+            ),
+        };
+        c.add_note(format!("crash at fence {fence}{recovered}{held}"));
+    }
+    c.explore(true);
+    Some(captured.expect)
+}
+
+/// `crash_in`'s operations beside the DRAM index's rebuild, held by `gate`
+/// (see `ordered::hold_rebuild`); returns how far they got, for the note.
+fn beside_rebuild(c: &mut Ctx, gate: &Arc<sim::Gate>, ops: Vec<Op>) -> String {
+    let (held, waiter) = ordered::hold_rebuild(c, gate);
+    let n = ops.len();
+    let (done, early) = ordered::beside_held(c, ops, held.then_some(gate));
+    let ready = ordered::let_rebuild_go(c, gate, held, waiter);
+    match held {
+        false => format!(", rebuild never held: {n} operations after it"),
+        true => format!(
+            ", rebuild held: {done} of {n} operations beside it{}, the DRAM index ready then: {}",
+            if early { " (let go early)" } else { "" },
+            ordered::ready_word(ready)
+        ),
     }
 }
 

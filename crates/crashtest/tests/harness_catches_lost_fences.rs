@@ -4,16 +4,9 @@
 //! left it out) is caught — the binary exits 0 only when it reports
 //! inconsistencies in that mode. A harness that cannot fail is no oracle.
 
-use std::process::Command;
+mod common;
 
-fn crashtest(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_crashtest"))
-        .args(args)
-        .output()
-        .expect("run crashtest");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out.status.success(), text)
-}
+use common::crashtest;
 
 const SMALL: &[&str] = &["--cap", "32", "--samples", "6", "--faults", "1"];
 

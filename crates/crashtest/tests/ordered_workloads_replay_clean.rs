@@ -7,14 +7,9 @@
 
 use std::process::{Command, Stdio};
 
-fn crashtest(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_crashtest"))
-        .args(args)
-        .output()
-        .expect("run crashtest");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out.status.success(), text)
-}
+mod common;
+
+use common::crashtest;
 
 const SMALL: &[&str] = &["--cap", "16", "--samples", "4", "--faults", "1"];
 

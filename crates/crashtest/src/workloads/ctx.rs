@@ -28,13 +28,13 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use persimmon::{Db, Options, PersistObserver, PointIndex};
+use persimmon::{Clock, Db, Options, PersistObserver, PointIndex};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::{exec, pool_flags, settle, Op};
 use crate::model::{Benign, OpTraffic};
-use crate::oracle::{show, show_key, Expect, Key};
+use crate::oracle::{observe, show_key, show_state, Expect, Key};
 use crate::poolfile;
 use crate::sim::{lock, mix, Gate, Sim, SimConfig, SimStats};
 
@@ -112,7 +112,8 @@ impl Ctx {
         )
         .expect("create the pool file");
         let initial = std::fs::read(&pool).expect("read the new pool");
-        let sim = Sim::new(cfg.clone(), &pool, initial, Expect::default());
+        let now = cfg.options.clock.now_ms();
+        let sim = Sim::new(cfg.clone(), &pool, initial, Expect::at(now));
         let mut ctx = Ctx {
             sim,
             db: None,
@@ -303,27 +304,55 @@ impl Ctx {
         self.open_as(explore_open, wait);
     }
 
-    /// After a recovery: the in-flight keys took one of their legal values;
+    /// Adds `n` to what the run's line in the report says.
+    pub(super) fn add_note(&mut self, n: String) {
+        self.note = Some(match self.note.take() {
+            Some(old) => format!("{old}; {n}"),
+            None => n,
+        });
+    }
+
+    /// Sets the workload's manual clock, which its engine and the oracle's
+    /// engines share, and the time the expectation is made at, together.
+    pub(super) fn set_clock(&mut self, ms: u64) {
+        let Clock::Manual(clock) = &self.cfg.options.clock else {
+            self.stop(format!(
+                "{}: set_clock without a manual clock",
+                self.cfg.workload
+            ));
+            return;
+        };
+        let mut e = lock(&self.sim.expect);
+        clock.set(ms);
+        e.now_ms = ms;
+    }
+
+    /// After a recovery: the in-flight keys took one of their legal states,
+    /// and the writes of an interrupted batch all or none of theirs;
     /// acknowledge what they hold now.
     pub(super) fn resolve_in_flight(&mut self) {
         let keys: Vec<Key> = lock(&self.sim.expect).in_flight.keys().cloned().collect();
+        let mut seen = BTreeMap::new();
         for k in keys {
-            let got = match self.db().get(&k) {
-                Ok(v) => v,
+            let got = match observe(self.db(), &k) {
+                Ok(s) => s,
                 Err(e) => {
-                    self.sim.fail(format!("get after recovery: {e}"));
+                    self.sim.fail(format!("after recovery: {e}"));
                     continue;
                 }
             };
-            let legal = lock(&self.sim.expect).legal(&k);
-            if !legal.contains(&got) {
+            if !lock(&self.sim.expect).is_legal(&k, &got) {
                 self.sim.fail(format!(
                     "after recovery, in-flight key {} holds {}",
                     show_key(&k),
-                    show(&got)
+                    show_state(&got)
                 ));
             }
-            lock(&self.sim.expect).ack(&k, got);
+            seen.insert(k, got);
+        }
+        let torn = lock(&self.sim.expect).resolve(seen);
+        if let Err(e) = torn {
+            self.sim.fail(format!("after recovery: {e}"));
         }
     }
 

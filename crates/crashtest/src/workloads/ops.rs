@@ -2,18 +2,31 @@
 //! the simulator and checked against the expectation as it returns.
 //!
 //! How the oracle is told what a crash may leave: an operation is announced
-//! (`Sim::begin`, with its key and the value it leaves) before it starts,
-//! which puts the key *in flight*: from then on a crash image may hold its
-//! old or its new value. It is acknowledged (`Sim::end` with the key) after
-//! it returns: from then on every image must hold the new value. Both
-//! happen on the thread that runs the operation; `Sim::end` also runs the
+//! (`announced`: `Sim::begin_group`, with the keys it writes and the state
+//! it leaves each in) before it starts, which puts its keys *in flight*:
+//! from then on a crash image may hold their old or their new states, and
+//! (the joint rule) all old or all new. It is acknowledged (`Sim::end_group`)
+//! after it returns: from then on every image must hold the new states.
+//! Both happen on the thread that runs the operation; the end also runs the
 //! model's persistence assertions (none of the operation's stores may still
 //! be pending, except the ones the protocol leaves unflushed, `Benign`). An
-//! operation that fails is ended without acknowledgement (its key stays in
-//! flight) and breaks the workload.
+//! operation that fails is ended without acknowledgement (its keys stay in
+//! flight) and breaks the workload. A state carries the key's deadline:
+//! `put_with_deadline` leaves one (a deadline already passed: the key
+//! absent), `persist` takes it away, `expire_at` sets it on a present key,
+//! an `update` keeps it; `expire_now` leaves the expired keys absent (they
+//! read as absent before it too).
 //!
 //! Invariants the operations check as they return:
-//! - `get` returns the acknowledged value;
+//! - `get` returns the acknowledged value and deadline (`ttl`), absent
+//!   once the deadline passed;
+//! - `expire_at` reports the key present, and `persist` a deadline
+//!   removed, exactly when the expectation says so; `expire_now` deletes
+//!   exactly the acknowledged keys whose deadline passed and whose expired
+//!   record the expectation still holds (the workload keeps that exact
+//!   where a crash or the cleaner decides, `expiry.rs`);
+//! - a transaction (`txn.rs`) ran its closure as often as its race makes
+//!   it, and committed having read what the serial order says;
 //! - `delete` reports `existed` exactly when the expectation holds the key;
 //! - `update`'s closure sees the acknowledged value, and the key is left
 //!   with what the `UpdateMode` makes of it;
@@ -24,9 +37,10 @@
 
 use std::collections::BTreeSet;
 
-use persimmon::{Db, Update};
+use persimmon::{Db, Update, WriteBatch};
 
-use crate::oracle::{show, show_key, Key, Val};
+use super::txn::Txn;
+use crate::oracle::{observe, show, show_key, show_state, Held, Key, State, Val};
 use crate::sim::{lock, Sim};
 
 /// What `Op::Update` does with the value it finds.
@@ -73,6 +87,49 @@ pub enum Op {
     /// Ordered index: `range_keys(..)` both ways, `first` and `last` must
     /// agree with the expectation (keys in flight may or may not appear).
     Scan,
+    /// `Db::write` of a batch of these writes, all or nothing.
+    Batch(Vec<Write>),
+    /// `put_with_deadline(key, value, deadline)`.
+    PutExpiring(Key, Val, u64),
+    /// `expire_at(key, deadline)`.
+    ExpireAt(Key, u64),
+    /// `persist(key)`: the key's deadline removed.
+    Persist(Key),
+    /// `expire_now()`: one pass of active expiry; changes what the keys
+    /// whose deadline passed hold on media, not what they read as.
+    ExpireNow,
+    /// A transaction, and the put that races it (`txn.rs`).
+    Txn(Txn),
+}
+
+/// One write of a batch.
+#[derive(Clone, Debug)]
+pub enum Write {
+    Put(Key, Val),
+    /// A put with a deadline (ms of the workload's clock).
+    PutExpiring(Key, Val, u64),
+    Delete(Key),
+}
+
+impl Write {
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Write::Put(k, _) | Write::PutExpiring(k, _, _) | Write::Delete(k) => k,
+        }
+    }
+
+    /// The state it leaves its key in at `now` (a deadline already passed
+    /// deletes the key).
+    fn state(&self, now: u64) -> State {
+        match self {
+            Write::Put(_, v) => Some(Held::plain(v.clone())),
+            Write::PutExpiring(_, v, d) => (*d > now).then(|| Held {
+                value: v.clone(),
+                deadline: Some(*d),
+            }),
+            Write::Delete(_) => None,
+        }
+    }
 }
 
 /// Runs one operation on the calling thread, announcing it to `sim`.
@@ -84,28 +141,47 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
         Op::Get(k) => get(sim, db, k),
         Op::CleanNow => clean_now(sim, db),
         Op::Scan => scan(sim, db),
+        Op::Batch(writes) => batch(sim, db, writes),
+        Op::PutExpiring(k, v, d) => put_expiring(sim, db, k, v, *d),
+        Op::ExpireAt(k, d) => expire_at(sim, db, k, *d),
+        Op::Persist(k) => persist(sim, db, k),
+        Op::ExpireNow => expire_now(sim, db),
+        Op::Txn(t) => super::txn::exec_txn(sim, db, t),
     }
 }
 
-/// Ends the operation `what` on `k`, which failed with `e`, unacknowledged
-/// (the key stays in flight); returns the message.
-fn failed(sim: &Sim, what: &str, k: &[u8], e: persimmon::Error) -> String {
-    sim.end(None);
-    format!("{what} {}: {e}", show_key(k))
+/// Runs `call`, the engine call of operation `kind` that leaves `writes`
+/// together, announced to `sim` (`Sim::begin_group`): acknowledged when it
+/// returns `Ok`; otherwise its keys stay in flight and the message names
+/// the operation and its first key.
+pub(super) fn announced<R>(
+    sim: &Sim,
+    kind: &'static str,
+    writes: &[(Key, State)],
+    call: impl FnOnce() -> persimmon::Result<R>,
+) -> Result<R, String> {
+    let id = sim.begin_group(kind, writes);
+    match call() {
+        Ok(r) => {
+            sim.end_group(Some(id));
+            Ok(r)
+        }
+        Err(e) => {
+            sim.end_group(None);
+            let first = writes.first().map(|w| show_key(&w.0)).unwrap_or_default();
+            Err(format!("{kind} ({} keys, {first}..): {e}", writes.len()))
+        }
+    }
 }
 
 fn put(sim: &Sim, db: &Db, k: &[u8], v: &Val) -> Result<(), String> {
-    sim.begin("put", Some((k, Some(v.clone()))));
-    db.put(k, v).map_err(|e| failed(sim, "put", k, e))?;
-    sim.end(Some((k, Some(v.clone()))));
-    Ok(())
+    let after = Some(Held::plain(v.clone()));
+    announced(sim, "put", &[(k.to_vec(), after)], || db.put(k, v))
 }
 
 fn delete(sim: &Sim, db: &Db, k: &[u8]) -> Result<(), String> {
     let had = lock(&sim.expect).current(k).is_some();
-    sim.begin("delete", Some((k, None)));
-    let existed = db.delete(k).map_err(|e| failed(sim, "delete", k, e))?;
-    sim.end(Some((k, None)));
+    let existed = announced(sim, "delete", &[(k.to_vec(), None)], || db.delete(k))?;
     if existed != had {
         return Err(format!(
             "delete {} returned existed={existed}, expected {had}",
@@ -116,27 +192,50 @@ fn delete(sim: &Sim, db: &Db, k: &[u8]) -> Result<(), String> {
 }
 
 fn update(sim: &Sim, db: &Db, k: &[u8], mode: UpdateMode) -> Result<(), String> {
-    let before = lock(&sim.expect).current(k);
-    let after = mode.after(&before);
-    sim.begin("update", Some((k, after.clone())));
-    let saw = db
-        .update(k, |cur| (mode.decision(&after), cur.map(|c| c.to_vec())))
-        .map_err(|e| failed(sim, "update", k, e))?;
-    sim.end(Some((k, after)));
+    let (stored, live) = live_state(sim, k);
+    let before = live.as_ref().map(|h| h.value.clone());
+    let after_value = mode.after(&before);
+    // A read-modify-write keeps the key's deadline; `Keep` changes nothing
+    // (an expired record stays where it is).
+    let after = match mode {
+        UpdateMode::Keep => stored,
+        _ => after_value.clone().map(|value| Held {
+            value,
+            deadline: live.and_then(|h| h.deadline),
+        }),
+    };
+    let saw = announced(sim, "update", &[(k.to_vec(), after)], || {
+        db.update(k, |cur| {
+            (mode.decision(&after_value), cur.map(|c| c.to_vec()))
+        })
+    })?;
     if saw != before {
         return Err(unexpected("update", k, "saw", &saw, &before));
     }
     Ok(())
 }
 
+/// The acknowledged state of `k` as stored, and as a read sees it now.
+fn live_state(sim: &Sim, k: &[u8]) -> (State, State) {
+    let e = lock(&sim.expect);
+    let stored = e.stored(k);
+    let live = e.live(&stored);
+    (stored, live)
+}
+
 fn get(sim: &Sim, db: &Db, k: &[u8]) -> Result<(), String> {
-    let want = lock(&sim.expect).current(k);
+    let (_, want) = live_state(sim, k);
     sim.begin("get", None);
-    let got = db.get(k);
+    let got = observe(db, k);
     sim.end(None);
-    let got = got.map_err(|e| format!("get {}: {e}", show_key(k)))?;
+    let got = got?;
     if got != want {
-        return Err(unexpected("get", k, "returned", &got, &want));
+        return Err(format!(
+            "get {} returned {}, expected {}",
+            show_key(k),
+            show_state(&got),
+            show_state(&want)
+        ));
     }
     Ok(())
 }
@@ -150,6 +249,98 @@ fn unexpected(what: &str, k: &[u8], did: &str, got: &Option<Val>, want: &Option<
         show(got),
         show(want)
     )
+}
+
+/// `Op::Batch`: the batch's keys in flight as one group, each with the
+/// state the last write to it leaves.
+fn batch(sim: &Sim, db: &Db, writes: &[Write]) -> Result<(), String> {
+    let now = lock(&sim.expect).now_ms;
+    let mut b = WriteBatch::new();
+    let mut after: Vec<(Key, State)> = Vec::new();
+    for w in writes {
+        match w {
+            Write::Put(k, v) => b.put(k, v),
+            Write::PutExpiring(k, v, d) => b.put_with_deadline(k, v, *d),
+            Write::Delete(k) => b.delete(k),
+        };
+        let s = w.state(now);
+        match after.iter_mut().find(|a| a.0 == w.key()) {
+            Some(a) => a.1 = s,
+            None => after.push((w.key().to_vec(), s)),
+        }
+    }
+    announced(sim, "batch", &after, || db.write(&b))
+}
+
+fn put_expiring(sim: &Sim, db: &Db, k: &[u8], v: &Val, d: u64) -> Result<(), String> {
+    let now = lock(&sim.expect).now_ms;
+    let after = Write::PutExpiring(k.to_vec(), v.clone(), d).state(now);
+    announced(sim, "put_expiring", &[(k.to_vec(), after)], || {
+        db.put_with_deadline(k, v, d)
+    })
+}
+
+/// `expire_at`: a present key keeps its value with deadline `d` (or goes,
+/// when `d` has passed); an absent or expired one is left as it is. Returns
+/// whether the key was present.
+fn expire_at(sim: &Sim, db: &Db, k: &[u8], d: u64) -> Result<(), String> {
+    let now = lock(&sim.expect).now_ms;
+    let (stored, live) = live_state(sim, k);
+    let after = match &live {
+        Some(h) => Write::PutExpiring(k.to_vec(), h.value.clone(), d).state(now),
+        None => stored,
+    };
+    let was = announced(sim, "expire_at", &[(k.to_vec(), after)], || {
+        db.expire_at(k, d)
+    })?;
+    returned("expire_at", k, was, live.is_some())
+}
+
+/// `persist`: a present key with a deadline keeps its value without one.
+/// Returns whether there was a deadline to remove.
+fn persist(sim: &Sim, db: &Db, k: &[u8]) -> Result<(), String> {
+    let (stored, live) = live_state(sim, k);
+    let had = live.as_ref().is_some_and(|h| h.deadline.is_some());
+    let after = match live {
+        Some(h) if had => Some(Held::plain(h.value)),
+        _ => stored,
+    };
+    let was = announced(sim, "persist", &[(k.to_vec(), after)], || db.persist(k))?;
+    returned("persist", k, was, had)
+}
+
+/// Checks the flag operation `what` on `k` returned.
+fn returned(what: &str, k: &[u8], got: bool, want: bool) -> Result<(), String> {
+    if got != want {
+        return Err(format!(
+            "{what} {} returned {got}, expected {want}",
+            show_key(k)
+        ));
+    }
+    Ok(())
+}
+
+/// `expire_now`: every key whose deadline passed and whose record is still
+/// there (no write took it away since) is deleted: announced as a group
+/// (they read as absent before and after), acknowledged absent, and the
+/// pass must report exactly that many.
+fn expire_now(sim: &Sim, db: &Db) -> Result<(), String> {
+    let due: Vec<(Key, State)> = {
+        let e = lock(&sim.expect);
+        e.acked
+            .iter()
+            .filter(|(_, s)| s.is_some() && e.live(s).is_none())
+            .map(|(k, _)| (k.clone(), None))
+            .collect()
+    };
+    let n = announced(sim, "expire_now", &due, || db.expire_now())?;
+    if n != due.len() as u64 {
+        return Err(format!(
+            "expire_now deleted {n} keys, {} had passed their deadline",
+            due.len()
+        ));
+    }
+    Ok(())
 }
 
 fn clean_now(sim: &Sim, db: &Db) -> Result<(), String> {
@@ -192,10 +383,9 @@ fn scan(sim: &Sim, db: &Db) -> Result<(), String> {
 fn settled_keys(sim: &Sim) -> (Vec<Key>, BTreeSet<Key>) {
     let e = lock(&sim.expect);
     let present: Vec<Key> = e
-        .acked
-        .iter()
-        .filter(|(k, v)| v.is_some() && !e.in_flight.contains_key(*k))
-        .map(|(k, _)| k.clone())
+        .present()
+        .into_keys()
+        .filter(|k| !e.in_flight.contains_key(k))
         .collect();
     let in_flight: BTreeSet<Key> = e.in_flight.keys().cloned().collect();
     (present, in_flight)

@@ -91,6 +91,7 @@ use std::time::{Duration, Instant};
 use persimmon::PointIndex;
 use rand::Rng;
 
+use super::put_small as put;
 use super::{drain_epoch, log_lanes, settle, small_len, value, Ctx, Finished, Op, UpdateMode};
 use crate::oracle::Key;
 use crate::poolfile;
@@ -117,24 +118,13 @@ fn hinted(cfg: &SimConfig, key: &[u8]) -> bool {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, seed) >> 61 == 0
 }
 
-fn put(c: &mut Ctx, k: Key) {
-    let len = small_len(&mut c.rng);
-    let v = value(&mut c.rng, len);
-    c.run(Op::Put(k, v));
-}
-
 fn present(c: &Ctx, k: &[u8]) -> bool {
     lock(&c.sim.expect).current(k).is_some()
 }
 
 /// The keys acknowledged present, ascending.
 fn present_keys(c: &Ctx) -> Vec<Key> {
-    lock(&c.sim.expect)
-        .acked
-        .iter()
-        .filter(|(_, v)| v.is_some())
-        .map(|(k, _)| k.clone())
-        .collect()
+    lock(&c.sim.expect).present().into_keys().collect()
 }
 
 /// The skiplist of the live pool file: (node offset, key) in list order.
@@ -692,12 +682,7 @@ const HELD_PATIENCE: Duration = Duration::from_secs(2);
 /// afterwards every key is read again from the DRAM index. Returns what
 /// happened, for the note.
 fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
-    let db = c.db().clone();
-    let waiter = std::thread::spawn(move || db.wait_for_rebuild());
-    let held = gate.wait_reached_or(|| waiter.is_finished());
-    if !held {
-        c.sim.disarm_gate();
-    }
+    let (held, waiter) = hold_rebuild(c, gate);
     c.resolve_in_flight();
     let keys = present_keys(c);
     for k in &keys {
@@ -727,15 +712,7 @@ fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
     ];
     let n = writes.len();
     let (done, let_go_early) = beside_held(c, writes, held.then_some(gate));
-    // Still held (unless let go early): was the DRAM index ready? `stats()`
-    // may itself wait for the rebuild; that is a "not yet" too.
-    let ready = held.then(|| ready_now(c));
-    gate.release();
-    let _ = waiter.join();
-    let ready = ready.map(|(r, h)| {
-        let _ = h.join();
-        r
-    });
+    let ready = let_rebuild_go(c, gate, held, waiter);
     if c.broken {
         return "broken".into();
     }
@@ -763,12 +740,51 @@ fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
         } else {
             ""
         },
-        match ready {
-            Some(Some(true)) => "yes",
-            Some(Some(false)) => "no",
-            _ => "no (stats() waited for the rebuild)",
-        }
+        ready_word(ready)
     )
+}
+
+/// After an open with `gate` armed for the engine's thread that rebuilds
+/// the DRAM index ("persimmon-ordered"): waits until that thread is held
+/// at its first fence, or has finished without one (nothing to repair;
+/// the gate is disarmed then). Returns whether it is held, and a thread
+/// that waits for the rebuild.
+pub(super) fn hold_rebuild(c: &Ctx, gate: &Arc<Gate>) -> (bool, std::thread::JoinHandle<()>) {
+    let db = c.db().clone();
+    let waiter = std::thread::spawn(move || db.wait_for_rebuild());
+    let held = gate.wait_reached_or(|| waiter.is_finished());
+    if !held {
+        c.sim.disarm_gate();
+    }
+    (held, waiter)
+}
+
+/// Lets the rebuild `hold_rebuild` held go and waits for it. Returns,
+/// when it was held, whether the DRAM index was ready just before (while
+/// still held, unless let go early): `None` inside when `stats()` itself
+/// waited for the rebuild, which is a "not yet" too.
+pub(super) fn let_rebuild_go(
+    c: &Ctx,
+    gate: &Gate,
+    held: bool,
+    waiter: std::thread::JoinHandle<()>,
+) -> Option<Option<bool>> {
+    let ready = held.then(|| ready_now(c));
+    gate.release();
+    let _ = waiter.join();
+    ready.map(|(r, h)| {
+        let _ = h.join();
+        r
+    })
+}
+
+/// How a note says what `let_rebuild_go` found.
+pub(super) fn ready_word(ready: Option<Option<bool>>) -> &'static str {
+    match ready {
+        Some(Some(true)) => "yes",
+        Some(Some(false)) => "no",
+        _ => "no (stats() waited for the rebuild)",
+    }
 }
 
 /// `stats().point_index_ready`, asked from another thread: `None` when
@@ -787,7 +803,7 @@ fn ready_now(c: &Ctx) -> (Option<bool>, std::thread::JoinHandle<()>) {
 /// (when given) holds the walk; lets the walk go when they make no
 /// progress for `HELD_PATIENCE`. Returns how many ran before the walk was
 /// let go, and whether it was let go early.
-fn beside_held(c: &mut Ctx, ops: Vec<Op>, gate: Option<&Arc<Gate>>) -> (usize, bool) {
+pub(super) fn beside_held(c: &mut Ctx, ops: Vec<Op>, gate: Option<&Arc<Gate>>) -> (usize, bool) {
     let done = Arc::new(AtomicUsize::new(0));
     let worker = {
         let (sim, db, done) = (c.sim.clone(), c.db().clone(), done.clone());
