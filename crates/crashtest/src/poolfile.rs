@@ -173,8 +173,8 @@ pub struct LiveRecord {
     pub record: u64,
     /// Bytes covered by the CRC end here (before the padding).
     pub body_end: u64,
-    /// The value ends here (before a deadline, when the record has one).
-    pub value_end: u64,
+    /// The value starts here (after the key, and the deadline before it).
+    pub value_at: u64,
     pub key: Vec<u8>,
 }
 
@@ -189,8 +189,7 @@ pub struct Parsed {
 impl LiveRecord {
     /// The record's value bytes in `img`.
     pub fn value<'a>(&self, img: &'a [u8]) -> &'a [u8] {
-        let from = self.record as usize + RECORD_HEADER_BYTES + self.key.len();
-        &img[from..self.value_end as usize]
+        &img[self.value_at as usize..self.body_end as usize]
     }
 }
 
@@ -475,7 +474,8 @@ fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
     if key_len > 64 << 10 || value_len > 64 << 20 {
         return None;
     }
-    // A record with a deadline (flag bit 4) carries 8 more bytes after its value.
+    // A record with a deadline (flag bit 4) carries it in 8 bytes between
+    // its header and its key.
     let ext = if get_u32(img, off_us + 12) & 16 != 0 {
         8
     } else {
@@ -488,12 +488,12 @@ fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
     if crc32c::crc32c(&img[off_us + 4..body_end]) != get_u32(img, off_us) {
         return None;
     }
-    let key_at = off_us + RECORD_HEADER_BYTES;
+    let key_at = off_us + RECORD_HEADER_BYTES + ext;
     Some(LiveRecord {
         slot_addr: 0,
         record: off,
         body_end: body_end as u64,
-        value_end: (body_end - ext) as u64,
+        value_at: (key_at + key_len) as u64,
         key: img[key_at..key_at + key_len].to_vec(),
     })
 }
