@@ -710,11 +710,14 @@ impl Engine {
         guard: &Guard,
     ) {
         for (p, t, (off, total), _) in live {
+            if let Some(f) = &t.found {
+                self.forget_deadline(f.slot.offset(), &f.header);
+            }
             let old = t.found.as_ref().and_then(|f| f.counted());
             if p.value.is_some() {
                 self.account(ctx.lane_index, t.addr, Some((off, total)), old, guard);
                 if let Some(d) = p.deadline {
-                    self.expiry.note(d, off);
+                    self.expiry.note(d, off, ctx.seq);
                 }
                 continue;
             }

@@ -12,8 +12,11 @@
 //!   under the key's bucket lock, the key's word still names that very record
 //!   and its deadline has passed. Entries made stale by an overwrite, a
 //!   delete or the cleaner's relocation are dropped then, or earlier by a
-//!   compaction when the heap has doubled (so it stays within about twice
-//!   the keys with deadlines, plus 4096). Every live record
+//!   compaction: each record that had a deadline and stops being its key's
+//!   is put in a DRAM set of dead `(offset, seq)` pairs as it dies, and
+//!   when that set holds about half the heap, the stale entries are dropped
+//!   (no PM read), so the heap stays within about twice the keys with
+//!   deadlines, plus 4096. Every live record
 //!   with a deadline has an entry: writes add one, the cleaner adds one for
 //!   each copy, and after open the tally (PM index) or the DRAM rebuild adds
 //!   one for each record it counts.
@@ -21,7 +24,8 @@
 //!   past `MAX_DEADLINE_MS` is refused.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -31,14 +35,14 @@ use super::write::{Locked, Update};
 use super::{check_key, Engine, EXPIRY_SEQ};
 use crate::error::{Error, Result};
 use crate::index;
-use crate::layout::{get_u64, RecordHeader};
+use crate::layout::{get_u64, RecordHeader, REC_FLAG_DEADLINE};
 use crate::options::Clock;
 
 /// The latest deadline accepted: 9999-12-31T23:59:59.999Z.
 pub const MAX_DEADLINE_MS: u64 = 253_402_300_799_999;
 /// Most due entries one pass of the expiry thread takes from the heap.
 const PASS_ENTRIES: usize = 1024;
-/// Heap growth that never triggers a compaction (entries).
+/// Stale entries that never trigger a compaction on their own.
 const COMPACT_SLACK: u64 = 4096;
 /// Longest the expiry thread sleeps between passes.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
@@ -54,24 +58,60 @@ pub enum Ttl {
     Expires { at_ms: u64, remaining_ms: u64 },
 }
 
+/// One heap entry: the record at `offset` (written with sequence number
+/// `seq`; the pair names one record for good, as records are never moved in
+/// place) expires at `deadline`.
+type Entry = (u64, u64, u64);
+
+/// The deadlines of live records, and the records that died since.
+#[derive(Default)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<Entry>>,
+    /// `(offset, seq)` of records with a deadline that were overwritten,
+    /// deleted or moved: their heap entries are stale.
+    dead: HashSet<(u64, u64), BuildHasherDefault<PairHasher>>,
+}
+
+/// A hasher for `(offset, seq)` pairs, which are unique and well spread
+/// already: one multiply instead of SipHash (which showed as 9 % of a
+/// put-only run with deadlines).
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(29) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// The heap of deadlines and the clock.
 pub(super) struct Expiry {
     clock: Clock,
-    heap: parking_lot::Mutex<BinaryHeap<Reverse<(u64, u64)>>>,
+    deadlines: parking_lot::Mutex<Deadlines>,
     /// Keys the background expiry deleted.
     reclaimed: AtomicU64,
-    /// Heap entries left by the last compaction (the next one runs when the
-    /// heap has grown past twice this, plus `COMPACT_SLACK`).
-    compacted_len: AtomicU64,
 }
 
 impl Expiry {
     pub(super) fn new(clock: Clock) -> Expiry {
         Expiry {
             clock,
-            heap: parking_lot::Mutex::new(BinaryHeap::new()),
+            deadlines: parking_lot::Mutex::new(Deadlines::default()),
             reclaimed: AtomicU64::new(0),
-            compacted_len: AtomicU64::new(0),
         }
     }
 
@@ -80,19 +120,32 @@ impl Expiry {
         self.clock.now_ms()
     }
 
-    /// Remembers that the record at `offset` expires at `deadline`.
-    pub(super) fn note(&self, deadline: u64, offset: u64) {
-        self.heap.lock().push(Reverse((deadline, offset)));
+    /// Remembers that the record at `offset` (sequence `seq`) expires at
+    /// `deadline`.
+    pub(super) fn note(&self, deadline: u64, offset: u64, seq: u64) {
+        self.deadlines
+            .lock()
+            .heap
+            .push(Reverse((deadline, offset, seq)));
     }
 
-    /// Takes up to `max` entries due at `now`.
-    fn take_due(&self, now: u64, max: usize) -> Vec<(u64, u64)> {
-        let mut heap = self.heap.lock();
+    /// The record at `offset` (sequence `seq`), which had a deadline, is no
+    /// longer its key's: its entry is stale.
+    pub(super) fn forget(&self, offset: u64, seq: u64) {
+        self.deadlines.lock().dead.insert((offset, seq));
+    }
+
+    /// Takes up to `max` entries due at `now`, dropping stale ones.
+    fn take_due(&self, now: u64, max: usize) -> Vec<Entry> {
+        let mut d = self.deadlines.lock();
         let mut due = Vec::new();
         while due.len() < max {
-            match heap.peek() {
-                Some(Reverse((d, _))) if *d <= now => {
-                    due.push(heap.pop().expect("peeked").0);
+            match d.heap.peek() {
+                Some(Reverse(e)) if e.0 <= now => {
+                    let e = d.heap.pop().expect("peeked").0;
+                    if !d.dead.remove(&(e.1, e.2)) {
+                        due.push(e);
+                    }
                 }
                 _ => break,
             }
@@ -102,17 +155,32 @@ impl Expiry {
 
     /// The earliest deadline in the heap.
     fn next_due(&self) -> Option<u64> {
-        self.heap.lock().peek().map(|Reverse((d, _))| *d)
+        self.deadlines.lock().heap.peek().map(|Reverse(e)| e.0)
     }
 
-    /// Whether the heap has grown enough since the last compaction that
-    /// stale entries (overwritten or deleted keys) may dominate it.
-    fn wants_compaction(&self) -> bool {
-        self.pending() > 2 * self.compacted_len.load(Ordering::Relaxed) + COMPACT_SLACK
+    /// Drops the stale entries when they are about half the heap (an
+    /// overwrite-heavy workload with long deadlines would otherwise grow it
+    /// without bound). DRAM work only; writers wait only while the heap and
+    /// the dead set are taken out and put back. An entry added meanwhile
+    /// and its death, if it died meanwhile, land in the new heap and set.
+    fn compact(&self) {
+        let (heap, dead) = {
+            let mut d = self.deadlines.lock();
+            if d.dead.len() as u64 <= d.heap.len() as u64 / 2 + COMPACT_SLACK {
+                return;
+            }
+            (std::mem::take(&mut d.heap), std::mem::take(&mut d.dead))
+        };
+        let kept: Vec<Reverse<Entry>> = heap
+            .into_vec()
+            .into_iter()
+            .filter(|Reverse(e)| !dead.contains(&(e.1, e.2)))
+            .collect();
+        self.deadlines.lock().heap.extend(kept);
     }
 
     pub(super) fn pending(&self) -> u64 {
-        self.heap.lock().len() as u64
+        self.deadlines.lock().heap.len() as u64
     }
 
     pub(super) fn reclaimed(&self) -> u64 {
@@ -161,7 +229,16 @@ impl Engine {
     /// deadline it carries goes into the heap.
     pub(super) fn note_deadline(&self, off: u64, h: &RecordHeader) {
         if let Ok(Some(d)) = self.record_deadline(off, h) {
-            self.expiry.note(d, off);
+            self.expiry.note(d, off, h.seq);
+        }
+    }
+
+    /// The record at `off` stops being its key's (overwritten, deleted,
+    /// moved): its heap entry, if it has one, is stale from now on.
+    #[inline]
+    pub(super) fn forget_deadline(&self, off: u64, h: &RecordHeader) {
+        if h.flags & REC_FLAG_DEADLINE != 0 {
+            self.expiry.forget(off, h.seq);
         }
     }
 
@@ -214,12 +291,10 @@ impl Engine {
         loop {
             let due = self.expiry.take_due(self.expiry.now_ms(), PASS_ENTRIES);
             if due.is_empty() {
-                if self.expiry.wants_compaction() {
-                    self.compact_heap();
-                }
+                self.expiry.compact();
                 return Ok(deleted);
             }
-            for (_, off) in due {
+            for (_, off, _) in due {
                 if self.stop.load(Ordering::Acquire) {
                     return Ok(deleted);
                 }
@@ -261,47 +336,6 @@ impl Engine {
             self.expiry.reclaimed.fetch_add(1, Ordering::Relaxed);
         }
         Ok(gone)
-    }
-
-    /// Drops the heap entries whose record no key names any more (the key
-    /// was overwritten, deleted or its record moved): an overwrite-heavy
-    /// workload with long deadlines would otherwise grow the heap without
-    /// bound. Entries added meanwhile are kept; a key rewritten while its
-    /// entry is checked has an entry of its own.
-    fn compact_heap(&self) {
-        let entries = std::mem::take(&mut *self.expiry.heap.lock()).into_vec();
-        let kept: Vec<Reverse<(u64, u64)>> = entries
-            .into_iter()
-            // An entry whose key reads as absent because it just expired
-            // is due, not stale: keep it for the next pass.
-            .filter(|Reverse((d, off))| {
-                self.names_current_record(*off) || *d <= self.expiry.now_ms()
-            })
-            .collect();
-        self.expiry
-            .compacted_len
-            .store(kept.len() as u64, Ordering::Relaxed);
-        self.expiry.heap.lock().extend(kept);
-    }
-
-    /// Whether the record at `off` is its key's current record.
-    fn names_current_record(&self, off: u64) -> bool {
-        let key = {
-            let _pin = epoch::pin();
-            match self.record_header(off) {
-                Ok(h) if h.deadline_at().is_some() && self.verify_record(off, &h).is_ok() => {
-                    match self.record_key(off, &h) {
-                        Ok(k) => k.to_vec(),
-                        Err(_) => return false,
-                    }
-                }
-                _ => return false,
-            }
-        };
-        // An error reading the key keeps the entry (it is checked again
-        // when due, under the lock).
-        self.read_record(&key, |at, _, _| at == off)
-            .map_or(true, |r| r.unwrap_or(false))
     }
 
     /// The background expiry thread: after the rebuild (which fills the

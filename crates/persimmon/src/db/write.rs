@@ -478,10 +478,13 @@ impl Engine {
             // value may have become visible: they must not be eliminated.
             self.index.locks.mark_publishing(&held, seq);
             self.publish(addr, reserved.node, fp, off);
+            if let Some(f) = &found {
+                self.forget_deadline(f.slot.offset(), &f.header);
+            }
             let old = found.and_then(|f| f.counted());
             self.account(lane_index, addr, Some((off, total)), old, guard);
             if let Some(d) = deadline {
-                self.expiry.note(d, off);
+                self.expiry.note(d, off, seq);
             }
             Ok(Locked::Done(()))
         })
@@ -532,6 +535,7 @@ impl Engine {
         if f.in_index {
             self.point_index.unmirror(f.addr);
         }
+        self.forget_deadline(f.slot.offset(), &f.header);
         self.account(lane_index, f.addr, None, f.counted(), guard);
         if let Some(o) = &self.ordered {
             // The delete is durable already. If the skiplist cannot unlink
@@ -655,10 +659,13 @@ impl Engine {
             .or(found.as_ref().map(|fd| fd.addr))
             .expect("an updated key has a slot: its own or a claimed one");
         self.publish(addr, reserved.node, w.fp, off);
+        if let Some(fd) = &found {
+            self.forget_deadline(fd.slot.offset(), &fd.header);
+        }
         let old = found.and_then(|fd| fd.counted());
         self.account(w.lane_index, addr, Some((off, total)), old, guard);
         if let Some(d) = deadline {
-            self.expiry.note(d, off);
+            self.expiry.note(d, off, w.seq);
         }
         Ok(())
     }
