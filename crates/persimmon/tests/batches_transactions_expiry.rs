@@ -15,6 +15,20 @@ fn dir() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// A new pool on a manual clock that reads `start_ms`.
+fn fresh(start_ms: u64) -> (tempfile::TempDir, ManualClock, Db) {
+    let d = dir();
+    let clock = ManualClock::new(start_ms);
+    let db = Db::open(d.path().join("t.pool"), options(&clock)).unwrap();
+    (d, clock, db)
+}
+
+/// `check` finds nothing wrong with the pool.
+fn assert_consistent(db: &Db) {
+    let report = db.check().unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+}
+
 fn options(clock: &ManualClock) -> Options {
     Options {
         pool_bytes_initial: 8 << 20,
@@ -50,7 +64,7 @@ fn a_batch_applies_every_operation_and_survives_reopen() {
         assert_eq!(db.get(b"gone").unwrap(), None);
         assert_eq!(db.get(b"twice").unwrap().as_deref(), Some(&b"second"[..]));
         assert_eq!(db.len(), 3);
-        assert!(db.check().unwrap().errors.is_empty());
+        assert_consistent(&db);
     }
     let db = Db::open(&path, options(&clock)).unwrap();
     db.wait_for_rebuild();
@@ -58,15 +72,12 @@ fn a_batch_applies_every_operation_and_survives_reopen() {
     assert_eq!(db.get(b"gone").unwrap(), None);
     assert_eq!(db.len(), 3);
     assert_eq!(db.stats().format_version, 4);
-    let report = db.check().unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_consistent(&db);
 }
 
 #[test]
 fn a_large_batch_crosses_segments_and_counts_right() {
-    let d = dir();
-    let clock = ManualClock::new(1);
-    let db = Db::open(d.path().join("l.pool"), options(&clock)).unwrap();
+    let (_d, _clock, db) = fresh(1);
     let mut b = WriteBatch::new();
     for i in 0..5000u32 {
         b.put(format!("k{i:05}").as_bytes(), &[i as u8; 100]);
@@ -83,15 +94,12 @@ fn a_large_batch_crosses_segments_and_counts_right() {
     }
     db.write(&del).unwrap();
     assert_eq!(db.len(), 1);
-    let report = db.check().unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_consistent(&db);
 }
 
 #[test]
 fn batch_over_the_limit_is_refused_whole() {
-    let d = dir();
-    let clock = ManualClock::new(1);
-    let db = Db::open(d.path().join("x.pool"), options(&clock)).unwrap();
+    let (_d, _clock, db) = fresh(1);
     let mut b = WriteBatch::new();
     for i in 0..=MAX_BATCH_OPS {
         b.put(&(i as u64).to_le_bytes(), b"v");
@@ -146,9 +154,7 @@ fn transactions_serialize_increments_from_racing_threads() {
 
 #[test]
 fn a_transaction_that_always_conflicts_gives_up_with_an_error() {
-    let d = dir();
-    let clock = ManualClock::new(1);
-    let db = Db::open(d.path().join("c.pool"), options(&clock)).unwrap();
+    let (_d, _clock, db) = fresh(1);
     let mut runs = 0;
     let r = db.transaction_with_attempts(3, |tx| {
         runs += 1;
@@ -228,14 +234,12 @@ fn deadlines_hide_keys_on_time_and_survive_reopen() {
     assert_eq!(db.expire_now().unwrap(), 1);
     assert_eq!(db.len(), 1);
     assert_eq!(db.stats().keys_expired, 1);
-    assert!(db.check().unwrap().errors.is_empty());
+    assert_consistent(&db);
 }
 
 #[test]
 fn past_deadlines_delete_and_absurd_ones_are_refused() {
-    let d = dir();
-    let clock = ManualClock::new(1_000_000);
-    let db = Db::open(d.path().join("p.pool"), options(&clock)).unwrap();
+    let (_d, _clock, db) = fresh(1_000_000);
     db.put(b"k", b"v").unwrap();
     db.put_with_deadline(b"k", b"new", 999_999).unwrap();
     assert_eq!(
@@ -304,9 +308,7 @@ fn the_deadline_heap_drops_entries_of_overwritten_keys() {
 
 #[test]
 fn a_transaction_reads_its_own_put_of_a_passed_deadline_as_absent() {
-    let d = dir();
-    let clock = ManualClock::new(1_000_000);
-    let db = Db::open(d.path().join("own.pool"), options(&clock)).unwrap();
+    let (_d, _clock, db) = fresh(1_000_000);
     db.put(b"k", b"old").unwrap();
     let seen = db
         .transaction(|tx| {
