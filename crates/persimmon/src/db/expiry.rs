@@ -1,7 +1,7 @@
 //! Key expiry: deadlines in milliseconds of Unix time, stored in the record
 //! (`REC_FLAG_DEADLINE`, 8 bytes between the header and the key), checked on every read,
 //! and reclaimed in the background from a DRAM min-heap of
-//! `(deadline, record offset)`.
+//! `(deadline, record offset, seq)`.
 //!
 //! Invariants:
 //! - From its deadline on a key is absent to every read (`get`, `contains`,
