@@ -366,20 +366,11 @@ impl RecordHeader {
         }
     }
 
-    /// Header bytes with the CRC over header tail, key and value filled in
-    /// (a record without a deadline: `flags` must not have
-    /// `REC_FLAG_DEADLINE`).
+    /// Header bytes of a record, CRC filled in. `REC_FLAG_DEADLINE` is set
+    /// from `deadline`; the deadline bytes follow the header, before the
+    /// key, and are covered by the CRC.
     #[inline]
-    pub fn encode(key: &[u8], value: &[u8], flags: u32, seq: u64) -> [u8; RECORD_HEADER_BYTES] {
-        debug_assert_eq!(flags & REC_FLAG_DEADLINE, 0, "a deadline needs encode_ext");
-        Self::encode_ext(key, value, flags, seq, None)
-    }
-
-    /// Header bytes of a record that may carry a deadline (`REC_FLAG_DEADLINE`
-    /// is set from `deadline`; the deadline bytes follow the header, before
-    /// the key, and are covered by the CRC).
-    #[inline]
-    pub fn encode_ext(
+    pub fn encode(
         key: &[u8],
         value: &[u8],
         flags: u32,
@@ -726,7 +717,7 @@ mod tests {
             [REC_CRC, REC_KEY_LEN, REC_VALUE_LEN, REC_FLAGS, REC_SEQ],
             [0, 4, 8, 12, 16]
         );
-        let h = RecordHeader::encode(b"key", b"value", REC_FLAG_RMW, 42);
+        let h = RecordHeader::encode(b"key", b"value", REC_FLAG_RMW, 42, None);
         let d = RecordHeader::decode(&h);
         assert_eq!((d.key_len, d.value_len, d.flags, d.seq), (3, 5, 1, 42));
         let mut all = h.to_vec();
@@ -736,7 +727,7 @@ mod tests {
         assert_eq!(record_bytes(3, 5), 32);
         assert_eq!(record_bytes(0, 0), 24);
         // A deadline: 8 bytes between the header and the key, covered by the CRC.
-        let h = RecordHeader::encode_ext(b"key", b"value", REC_FLAG_BATCH, 7, Some(0x0102_0304));
+        let h = RecordHeader::encode(b"key", b"value", REC_FLAG_BATCH, 7, Some(0x0102_0304));
         let d = RecordHeader::decode(&h);
         assert_eq!(d.flags, REC_FLAG_BATCH | REC_FLAG_DEADLINE);
         assert_eq!(d.deadline_at(), Some(24));

@@ -285,7 +285,7 @@ mod tests {
     fn append(pool: &Pool, lane: &Lane, seq: u64, value_len: usize) -> u64 {
         let key = seq.to_le_bytes();
         let value = vec![1u8; value_len];
-        let header = RecordHeader::encode(&key, &value, 0, seq);
+        let header = RecordHeader::encode(&key, &value, 0, seq, None);
         let total = layout::record_bytes(key.len(), value_len);
         let (at, _) = lane
             .append(pool, total, |at| {

@@ -47,8 +47,7 @@ use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
 use crate::index::{self, SegRef};
 use crate::layout::{
-    RecordHeader, Slot, FORMAT_VERSION_BATCHES, REC_FLAG_BATCH, REC_FLAG_RMW, REC_FLAG_TOMBSTONE,
-    REC_FLAG_UNDO,
+    Slot, FORMAT_VERSION_BATCHES, REC_FLAG_BATCH, REC_FLAG_RMW, REC_FLAG_TOMBSTONE, REC_FLAG_UNDO,
 };
 use crate::log::Lane;
 use crate::pmem::PmemFile;
@@ -546,24 +545,20 @@ impl Engine {
             };
             let value = p.value.unwrap_or_default();
             part_of.push(Some(parts.len()));
-            parts.push(RecordParts {
-                header: RecordHeader::encode_ext(p.key, value, flags | tomb, seq, p.deadline),
-                key: p.key,
+            parts.push(RecordParts::new(
+                p.key,
                 value,
-                deadline: p.deadline,
-            });
+                flags | tomb,
+                seq,
+                p.deadline,
+            ));
             let word = self.point_index.word_to_persist(t.addr, t.node);
             let deletes = if p.value.is_none() { UNDO_DELETES } else { 0 };
             pairs.push((word | deletes, self.pool.pm.load_u64(word)));
             words.push(word);
         }
         let undo_value = encode_pairs(&pairs);
-        parts.push(RecordParts {
-            header: RecordHeader::encode(&[], &undo_value, REC_FLAG_UNDO, seq),
-            key: &[],
-            value: &undo_value,
-            deadline: None,
-        });
+        parts.push(RecordParts::new(&[], &undo_value, REC_FLAG_UNDO, seq, None));
         let placed = self.append_parts(lane, &parts, guard)?;
         // Persist point (fence A): every record and the undo record are
         // durable; no word names any of them yet.

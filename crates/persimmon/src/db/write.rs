@@ -434,7 +434,7 @@ impl Engine {
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
         // The CRC over the value is computed before taking the lock.
-        let header = RecordHeader::encode_ext(key, value, 0, seq, deadline);
+        let rec = RecordParts::new(key, value, 0, seq, deadline);
         self.with_locked(key, h, seq, |ctx, found, free, guard| {
             let held = ctx.held;
             if let Some(f) = &found {
@@ -464,12 +464,6 @@ impl Engine {
                 slot: claimed.then_some(addr),
                 node,
                 linked,
-            };
-            let rec = RecordParts {
-                header,
-                key,
-                value,
-                deadline,
             };
             let (off, total) = self
                 .write_record(lane, &rec, guard)
@@ -645,12 +639,7 @@ impl Engine {
             }
         };
         let written = check_value(&value).and_then(|()| {
-            let rec = RecordParts {
-                header: RecordHeader::encode_ext(w.key, &value, REC_FLAG_RMW, w.seq, deadline),
-                key: w.key,
-                value: &value,
-                deadline,
-            };
+            let rec = RecordParts::new(w.key, &value, REC_FLAG_RMW, w.seq, deadline);
             self.write_record(w.lane, &rec, guard)
         });
         let (off, total) = written.inspect_err(|_| self.give_back(w.key, reserved, guard))?;
@@ -712,7 +701,24 @@ pub(super) struct RecordParts<'a> {
     pub(super) deadline: Option<u64>,
 }
 
-impl RecordParts<'_> {
+impl<'a> RecordParts<'a> {
+    /// The record of `key` and `value` with `flags`, sequence number `seq`
+    /// and `deadline`; its header (and CRC) is computed here.
+    pub(super) fn new(
+        key: &'a [u8],
+        value: &'a [u8],
+        flags: u32,
+        seq: u64,
+        deadline: Option<u64>,
+    ) -> RecordParts<'a> {
+        RecordParts {
+            header: RecordHeader::encode(key, value, flags, seq, deadline),
+            key,
+            value,
+            deadline,
+        }
+    }
+
     /// Bytes it occupies in the log.
     pub(super) fn total(&self) -> u64 {
         RecordHeader::decode(&self.header).total_bytes()
