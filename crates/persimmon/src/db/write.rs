@@ -622,20 +622,17 @@ impl Engine {
         reserved: &Reserved,
         guard: &Guard,
     ) -> Result<()> {
-        let delete = matches!(decision, Update::Delete | Update::PutExpiring { .. });
-        let (value, deadline) = match self.value_to_store(decision, found.as_ref()) {
-            Ok(Some(v)) => v,
-            Ok(None) => {
-                // Keep, or delete (a deadline already passed deletes too).
+        let decided = self
+            .decide(decision, found.as_ref())
+            .inspect_err(|_| self.give_back(w.key, reserved, guard))?;
+        let (value, deadline) = match decided {
+            Decided::Store(value, deadline) => (value, deadline),
+            other => {
                 self.give_back(w.key, reserved, guard);
-                if let Some(fd) = found.as_ref().filter(|_| delete) {
+                if let (Decided::Delete, Some(fd)) = (other, &found) {
                     self.remove(w.lane_index, w.key, fd, w.fp, guard);
                 }
                 return Ok(());
-            }
-            Err(e) => {
-                self.give_back(w.key, reserved, guard);
-                return Err(e);
             }
         };
         let written = check_value(&value).and_then(|()| {
@@ -659,28 +656,25 @@ impl Engine {
         Ok(())
     }
 
-    /// The value and deadline an `update` decision stores, or `None` when it
-    /// stores nothing (keep, delete, or a deadline already passed).
-    fn value_to_store(
-        &self,
-        decision: Update,
-        found: Option<&Found>,
-    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
-        match decision {
-            Update::Keep | Update::Delete => Ok(None),
-            Update::PutExpiring { value, deadline } => match deadline {
-                Some(d) if !self.check_deadline(d)? => Ok(None),
-                _ => Ok(Some((value, deadline))),
-            },
-            // A read-modify-write keeps the key's deadline (Redis's INCR, APPEND).
+    /// What an `update` decision comes to: a deadline already passed
+    /// deletes, and a plain `Put` keeps the key's live deadline (Redis's
+    /// INCR, APPEND).
+    fn decide(&self, decision: Update, found: Option<&Found>) -> Result<Decided> {
+        Ok(match decision {
+            Update::Keep => Decided::Keep,
+            Update::Delete => Decided::Delete,
+            Update::PutExpiring {
+                deadline: Some(d), ..
+            } if !self.check_deadline(d)? => Decided::Delete,
+            Update::PutExpiring { value, deadline } => Decided::Store(value, deadline),
             Update::Put(value) => {
                 let deadline = match found {
                     Some(fd) => self.live_deadline(fd.slot.offset(), &fd.header)?,
                     None => None,
                 };
-                Ok(Some((value, deadline)))
+                Decided::Store(value, deadline)
             }
-        }
+        })
     }
 
     /// Gives back what a write reserved for a new key and did not publish.
@@ -746,6 +740,14 @@ impl<'a> RecordParts<'a> {
             pm.write_persistent(at + head.len() as u64, self.value);
         }
     }
+}
+
+/// An `update` decision as it is carried out.
+enum Decided {
+    Keep,
+    Delete,
+    /// This value, with this deadline (or none).
+    Store(Vec<u8>, Option<u64>),
 }
 
 /// One write's identity: its key, fingerprint, sequence number and lane.
