@@ -705,18 +705,15 @@ impl Engine {
         guard: &Guard,
     ) {
         for (p, t, (off, total), _) in live {
-            if let Some(f) = &t.found {
-                self.forget_deadline(f.slot.offset(), &f.header);
-            }
-            let old = t.found.as_ref().and_then(|f| f.counted());
+            let old = t.found.as_ref();
             if p.value.is_some() {
-                self.account(ctx.lane_index, t.addr, Some((off, total)), old, guard);
+                self.replaced(ctx.lane_index, t.addr, Some((off, total)), old, guard);
                 if let Some(d) = p.deadline {
                     self.expiry.note(d, off, ctx.seq);
                 }
                 continue;
             }
-            self.account(ctx.lane_index, t.addr, None, old, guard);
+            self.replaced(ctx.lane_index, t.addr, None, old, guard);
             self.sub_live(off, total, guard);
             if let Some(o) = &self.ordered {
                 // As for a single delete: a node left behind is an orphan.

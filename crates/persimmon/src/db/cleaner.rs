@@ -151,8 +151,7 @@ impl Engine {
                 // original before any word names it.
                 debug_assert_eq!(pm.slice(at, len).ok(), Some(src));
                 self.publish(f.addr, f.node, f.slot.fingerprint(), at);
-                self.account(0, f.addr, Some((at, total)), Some((off, total)), guard);
-                self.forget_deadline(off, &header);
+                self.replaced(0, f.addr, Some((at, total)), Some(&f), guard);
                 self.note_deadline(at, &header);
                 Ok(Locked::Done(total))
             })?;

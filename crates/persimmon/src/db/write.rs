@@ -472,11 +472,7 @@ impl Engine {
             // value may have become visible: they must not be eliminated.
             self.index.locks.mark_publishing(&held, seq);
             self.publish(addr, reserved.node, fp, off);
-            if let Some(f) = &found {
-                self.forget_deadline(f.slot.offset(), &f.header);
-            }
-            let old = found.and_then(|f| f.counted());
-            self.account(lane_index, addr, Some((off, total)), old, guard);
+            self.replaced(lane_index, addr, Some((off, total)), found.as_ref(), guard);
             if let Some(d) = deadline {
                 self.expiry.note(d, off, seq);
             }
@@ -529,8 +525,7 @@ impl Engine {
         if f.in_index {
             self.point_index.unmirror(f.addr);
         }
-        self.forget_deadline(f.slot.offset(), &f.header);
-        self.account(lane_index, f.addr, None, f.counted(), guard);
+        self.replaced(lane_index, f.addr, None, Some(f), guard);
         if let Some(o) = &self.ordered {
             // The delete is durable already. If the skiplist cannot unlink
             // the node (it found damage, which `check` reports), the node is
@@ -645,11 +640,13 @@ impl Engine {
             .or(found.as_ref().map(|fd| fd.addr))
             .expect("an updated key has a slot: its own or a claimed one");
         self.publish(addr, reserved.node, w.fp, off);
-        if let Some(fd) = &found {
-            self.forget_deadline(fd.slot.offset(), &fd.header);
-        }
-        let old = found.and_then(|fd| fd.counted());
-        self.account(w.lane_index, addr, Some((off, total)), old, guard);
+        self.replaced(
+            w.lane_index,
+            addr,
+            Some((off, total)),
+            found.as_ref(),
+            guard,
+        );
         if let Some(d) = deadline {
             self.expiry.note(d, off, w.seq);
         }
@@ -675,6 +672,25 @@ impl Engine {
                 Decided::Store(value, deadline)
             }
         })
+    }
+
+    /// After the key at slot `addr` went from the entry a write found
+    /// (`old`, if any) to record `new` (or to none): live bytes and the key
+    /// count (`account`), and the old record's deadline entry, if it had
+    /// one, is stale from now on.
+    #[inline]
+    pub(super) fn replaced(
+        &self,
+        lane: usize,
+        addr: u64,
+        new: Option<(u64, u64)>,
+        old: Option<&Found>,
+        guard: &Guard,
+    ) {
+        if let Some(f) = old {
+            self.forget_deadline(f.slot.offset(), &f.header);
+        }
+        self.account(lane, addr, new, old.and_then(Found::counted), guard);
     }
 
     /// Gives back what a write reserved for a new key and did not publish.
