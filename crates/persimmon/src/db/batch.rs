@@ -261,9 +261,14 @@ impl Engine {
             self.pool.raise_version(FORMAT_VERSION_BATCHES);
         }
         let (lane_index, lane) = self.lane();
-        let seq = lane.next_seq(&self.pool);
+        let w = BatchWriter {
+            lane,
+            lane_index,
+            seq: lane.next_seq(&self.pool),
+            flags: REC_FLAG_BATCH | if rmw { REC_FLAG_RMW } else { 0 },
+        };
         let entry = (!plan.is_empty()).then(|| self.batches.acquire());
-        let result = self.commit_locked(&plan, reads, rmw, seq, lane_index, lane, entry);
+        let result = self.commit_locked(&w, &plan, reads, entry);
         if let Some(i) = entry {
             self.batches.release(i);
         }
@@ -312,15 +317,11 @@ impl Engine {
 
     /// Locks, validates, reserves, writes and publishes; starts over after
     /// a split, a directory change or a pool full that an epoch can relieve.
-    #[allow(clippy::too_many_arguments)]
     fn commit_locked(
         &self,
+        w: &BatchWriter,
         plan: &[Planned],
         reads: &[ReadCheck],
-        rmw: bool,
-        seq: u64,
-        lane_index: usize,
-        lane: &Lane,
         entry: Option<usize>,
     ) -> Result<Commit> {
         let read_h: Vec<u64> = reads.iter().map(|r| self.hash(r.key)).collect();
@@ -340,8 +341,8 @@ impl Engine {
                 return Ok(Commit::Done); // a read-only transaction
             };
             let outcome = self.reserve(plan, &segs, &guard).and_then(|targets| {
-                match self.write_records(lane, seq, plan, &targets, rmw, &guard) {
-                    Ok(w) => Ok((targets, w)),
+                match self.write_records(w, plan, &targets, &guard) {
+                    Ok(written) => Ok((targets, written)),
                     Err(e) => {
                         self.give_back_all(plan, &targets, &guard);
                         Err(Retry::Fail(e))
@@ -350,12 +351,7 @@ impl Engine {
             });
             match outcome {
                 Ok((targets, written)) => {
-                    let ctx = Publish {
-                        entry,
-                        seq,
-                        lane_index,
-                    };
-                    self.publish_batch(&ctx, plan, &targets, &written, &guard);
+                    self.publish_batch(w, entry, plan, &targets, &written, &guard);
                     drop(held);
                     return Ok(Commit::Done);
                 }
@@ -364,13 +360,7 @@ impl Engine {
                     drop(guard);
                     self.split(seg)?;
                 }
-                Err(Retry::Fail(Error::PoolFull { .. }))
-                    if self
-                        .pool
-                        .releases_pending
-                        .load(std::sync::atomic::Ordering::Acquire)
-                        > 0 =>
-                {
+                Err(Retry::Fail(e)) if self.relievable(&e) => {
                     drop(held);
                     drop(guard);
                     self.reclaim_pending()?;
@@ -520,14 +510,11 @@ impl Engine {
     /// live bytes (nothing names them).
     fn write_records(
         &self,
-        lane: &Lane,
-        seq: u64,
+        w: &BatchWriter,
         plan: &[Planned],
         targets: &[Option<Target>],
-        rmw: bool,
         guard: &Guard,
     ) -> Result<Written> {
-        let flags = REC_FLAG_BATCH | if rmw { REC_FLAG_RMW } else { 0 };
         let mut parts: Vec<RecordParts> = Vec::with_capacity(plan.len() + 1);
         let mut part_of = Vec::with_capacity(plan.len());
         let mut pairs = Vec::with_capacity(plan.len());
@@ -548,8 +535,8 @@ impl Engine {
             parts.push(RecordParts::new(
                 p.key,
                 value,
-                flags | tomb,
-                seq,
+                w.flags | tomb,
+                w.seq,
                 p.deadline,
             ));
             let word = self.point_index.word_to_persist(t.addr, t.node);
@@ -558,8 +545,14 @@ impl Engine {
             words.push(word);
         }
         let undo_value = encode_pairs(&pairs);
-        parts.push(RecordParts::new(&[], &undo_value, REC_FLAG_UNDO, seq, None));
-        let placed = self.append_parts(lane, &parts, guard)?;
+        parts.push(RecordParts::new(
+            &[],
+            &undo_value,
+            REC_FLAG_UNDO,
+            w.seq,
+            None,
+        ));
+        let placed = self.append_parts(w.lane, &parts, guard)?;
         // Persist point (fence A): every record and the undo record are
         // durable; no word names any of them yet.
         self.pool.pm.fence();
@@ -624,11 +617,13 @@ impl Engine {
 /// batch, whose atomicity they would otherwise split.
 const BATCH_LOCK_SEQ: u64 = super::BATCH_SEQ;
 
-/// What publishing needs to know about the commit.
-struct Publish {
-    entry: usize,
-    seq: u64,
+/// Who writes a batch: its lane, its one sequence number and the flags of
+/// its records.
+struct BatchWriter<'a> {
+    lane: &'a Lane,
     lane_index: usize,
+    seq: u64,
+    flags: u32,
 }
 
 impl Engine {
@@ -636,16 +631,16 @@ impl Engine {
     /// finishes the deletes; then the DRAM side. Cannot fail.
     fn publish_batch(
         &self,
-        ctx: &Publish,
+        w: &BatchWriter,
+        entry: usize,
         plan: &[Planned],
         targets: &[Option<Target>],
         written: &Written,
         guard: &Guard,
     ) {
         let pm = &self.pool.pm;
-        self.batches
-            .begin(&self.pool, ctx.entry, written.undo.0, ctx.seq);
-        self.batches.start_publishing(ctx.entry, ctx.seq);
+        self.batches.begin(&self.pool, entry, written.undo.0, w.seq);
+        self.batches.start_publishing(entry, w.seq);
         let live = || {
             plan.iter()
                 .zip(targets)
@@ -662,11 +657,11 @@ impl Engine {
         let deletes = live().any(|(p, ..)| p.value.is_none());
         if !deletes {
             // Fence D: the commit point.
-            self.batches.finish(&self.pool, ctx.entry);
+            self.batches.finish(&self.pool, entry);
         } else {
             // Fence D: the commit point; the deleted keys' words still name
             // their tombstones.
-            self.batches.commit_with_deletes(&self.pool, ctx.entry);
+            self.batches.commit_with_deletes(&self.pool, entry);
         }
         for (p, t, (off, _), word) in live() {
             let slot = Slot::new(p.fp, off, true);
@@ -684,22 +679,22 @@ impl Engine {
             // Fence E: the deletes are final.
             pm.fence();
             // Fence F: nothing left to recover.
-            self.batches.finish(&self.pool, ctx.entry);
+            self.batches.finish(&self.pool, entry);
             for (_, t, _, _) in live().filter(|(p, ..)| p.value.is_none()) {
                 if t.found.as_ref().is_some_and(|f| f.in_index) {
                     self.point_index.unmirror(t.addr);
                 }
             }
         }
-        self.batches.end_publishing(ctx.entry);
-        self.settle_batch(ctx, live(), written, guard);
+        self.batches.end_publishing(entry);
+        self.settle_batch(w, live(), written, guard);
     }
 
     /// After the commit: accounting, deadlines, unlinking deleted keys'
     /// nodes, taking back tombstones and the undo record.
     fn settle_batch<'p>(
         &self,
-        ctx: &Publish,
+        w: &BatchWriter,
         live: impl Iterator<Item = (&'p Planned<'p>, &'p Target, (u64, u64), u64)>,
         written: &Written,
         guard: &Guard,
@@ -707,13 +702,13 @@ impl Engine {
         for (p, t, (off, total), _) in live {
             let old = t.found.as_ref();
             if p.value.is_some() {
-                self.replaced(ctx.lane_index, t.addr, Some((off, total)), old, guard);
+                self.replaced(w.lane_index, t.addr, Some((off, total)), old, guard);
                 if let Some(d) = p.deadline {
-                    self.expiry.note(d, off, ctx.seq);
+                    self.expiry.note(d, off, w.seq);
                 }
                 continue;
             }
-            self.replaced(ctx.lane_index, t.addr, None, old, guard);
+            self.replaced(w.lane_index, t.addr, None, old, guard);
             self.sub_live(off, total, guard);
             if let Some(o) = &self.ordered {
                 // As for a single delete: a node left behind is an orphan.

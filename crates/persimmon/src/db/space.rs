@@ -90,6 +90,13 @@ impl Engine {
         guard.flush();
     }
 
+    /// Whether `e` is a full pool that segments waiting for their epoch may
+    /// relieve: the caller unpins, calls `reclaim_pending` and tries again.
+    pub(super) fn relievable(&self, e: &Error) -> bool {
+        matches!(e, Error::PoolFull { .. })
+            && self.pool.releases_pending.load(Ordering::Acquire) > 0
+    }
+
     /// Drives the epoch until some segment handed to it is released, for
     /// a writer that found the pool full. Fails with `PoolFull` when nothing
     /// is released within a short while.

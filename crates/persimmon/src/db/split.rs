@@ -28,11 +28,7 @@ impl Engine {
     pub(super) fn split(&self, seg: SegRef) -> Result<()> {
         loop {
             match self.split_once(seg) {
-                Err(Error::PoolFull { .. })
-                    if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
-                {
-                    self.reclaim_pending()?
-                }
+                Err(e) if self.relievable(&e) => self.reclaim_pending()?,
                 other => return other,
             }
         }

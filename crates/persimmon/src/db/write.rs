@@ -192,9 +192,7 @@ impl Engine {
                     self.split(seg)?;
                 }
                 Ok(Locked::Rescan) => {}
-                Err(Error::PoolFull { .. })
-                    if self.pool.releases_pending.load(Ordering::Acquire) > 0 =>
-                {
+                Err(e) if self.relievable(&e) => {
                     // Dead segments are waiting for their epoch: unpin, let it
                     // pass, and try again.
                     drop(lock);
