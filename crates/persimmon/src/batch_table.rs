@@ -39,6 +39,7 @@ use crate::layout::{
     self, RecordHeader, Slot, BATCH_ENTRY_BYTES, BATCH_TABLE_ENTRIES, REC_FLAG_TOMBSTONE,
     REC_FLAG_UNDO, SB_BATCH_TABLE,
 };
+use crate::log::verified_record;
 use crate::pool::Pool;
 
 /// Bit 0 of an entry's word 0: committed, deleted keys still to clear.
@@ -243,13 +244,7 @@ fn verified_header(pool: &Pool, off: u64) -> Option<RecordHeader> {
     if off < layout::SUPERBLOCK_BYTES || !off.is_multiple_of(layout::RECORD_ALIGN) {
         return None;
     }
-    let h = RecordHeader::decode(pool.pm.slice(off, layout::RECORD_HEADER_BYTES).ok()?);
-    if h.key_len as usize > layout::MAX_KEY_BYTES || h.value_len as usize > layout::MAX_VALUE_BYTES
-    {
-        return None;
-    }
-    let body = pool.pm.slice(off + 4, h.body_len()).ok()?;
-    (layout::record_crc(body) == h.crc).then_some(h)
+    verified_record(pool, off, pool.pm.len())
 }
 
 /// Undo: every listed word gets its old value back (a word that named a

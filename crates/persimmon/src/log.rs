@@ -73,35 +73,35 @@ pub(crate) struct WalkedRecord {
     pub header: RecordHeader,
 }
 
+/// The header of the record at `at` if it ends by `end`, its lengths are
+/// within the limits and its CRC verifies.
+pub(crate) fn verified_record(pool: &Pool, at: u64, end: u64) -> Option<RecordHeader> {
+    if at + layout::RECORD_HEADER_BYTES as u64 > end {
+        return None;
+    }
+    let h = RecordHeader::decode(pool.pm.slice(at, layout::RECORD_HEADER_BYTES).ok()?);
+    if h.key_len as usize > MAX_KEY_BYTES
+        || h.value_len as usize > MAX_VALUE_BYTES
+        || at + h.total_bytes() > end
+    {
+        return None;
+    }
+    let body = pool.pm.slice(at + 4, h.body_len()).ok()?;
+    (layout::record_crc(body) == h.crc).then_some(h)
+}
+
 /// Walks the valid record prefix of a log segment; returns the offset just
 /// past it. `visit` sees each record.
 pub(crate) fn walk_segment(pool: &Pool, index: u32, mut visit: impl FnMut(&WalkedRecord)) -> u64 {
     let start = pool.segment_offset(index);
     let end = start + pool.segment_bytes;
     let mut at = start + layout::SEGMENT_HEADER_BYTES;
-    while at + layout::RECORD_HEADER_BYTES as u64 <= end {
-        let Ok(hb) = pool.pm.slice(at, layout::RECORD_HEADER_BYTES) else {
-            break;
-        };
-        let h = RecordHeader::decode(hb);
-        if h.key_len as usize > MAX_KEY_BYTES || h.value_len as usize > MAX_VALUE_BYTES {
-            break;
-        }
-        let total = h.total_bytes();
-        if at + total > end {
-            break;
-        }
-        let Ok(body) = pool.pm.slice(at + 4, h.body_len()) else {
-            break;
-        };
-        if layout::record_crc(body) != h.crc {
-            break;
-        }
+    while let Some(h) = verified_record(pool, at, end) {
         visit(&WalkedRecord {
             offset: at,
             header: h,
         });
-        at += total;
+        at += h.total_bytes();
     }
     at
 }
@@ -112,23 +112,13 @@ fn scan_verifiable(pool: &Pool, index: u32, from: u64, mut visit: impl FnMut(&Re
     let end = pool.segment_offset(index) + pool.segment_bytes;
     let mut at = from.next_multiple_of(layout::RECORD_ALIGN);
     while at + layout::RECORD_HEADER_BYTES as u64 <= end {
-        let Ok(hb) = pool.pm.slice(at, layout::RECORD_HEADER_BYTES) else {
-            return;
-        };
-        let h = RecordHeader::decode(hb);
-        let sane = h.key_len as usize <= MAX_KEY_BYTES
-            && h.value_len as usize <= MAX_VALUE_BYTES
-            && at + h.total_bytes() <= end;
-        if sane {
-            if let Ok(body) = pool.pm.slice(at + 4, h.body_len()) {
-                if layout::record_crc(body) == h.crc {
-                    visit(&h);
-                    at += h.total_bytes();
-                    continue;
-                }
+        match verified_record(pool, at, end) {
+            Some(h) => {
+                visit(&h);
+                at += h.total_bytes();
             }
+            None => at += layout::RECORD_ALIGN,
         }
-        at += layout::RECORD_ALIGN;
     }
 }
 
