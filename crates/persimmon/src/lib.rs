@@ -43,6 +43,7 @@ pub mod pdv;
 pub mod pmem;
 mod pool;
 pub mod size;
+pub mod tier;
 
 pub use batch_table::BatchRecovery;
 pub use db::{
@@ -51,7 +52,10 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
-pub use options::{Clock, FlushMode, ManualClock, Mechanisms, Options, PointIndex};
+pub use options::{
+    default_cache_bytes, Clock, FlushMode, ManualClock, Mechanisms, Options, PointIndex,
+    DEFAULT_TIER_THRESHOLD,
+};
 pub use pmem::{Durability, PersistObserver, PmemCounters};
 
 /// On-media format constants, exposed for tools and fixture tests.

@@ -135,6 +135,39 @@ pub struct Options {
     /// Run the background expiry thread, which deletes keys whose deadline
     /// has passed (default `true`; expired keys read as absent either way).
     pub active_expiry: bool,
+    /// *Creation*: keep large values on an SSD tier, in data files in this
+    /// directory (MixStore's split: the pool keeps the key, the extent's
+    /// address and checksum and the value's unaligned tail). `None` (the
+    /// default): every value lives in the pool. The pool remembers the
+    /// directory; at a later open `None` means "the one the pool names",
+    /// and a different directory is refused.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// *Creation*: values of at least this many bytes go to the SSD tier
+    /// (default [`DEFAULT_TIER_THRESHOLD`]; only with `data_dir`).
+    pub tier_threshold: u64,
+    /// Bytes of DRAM for the ACS read cache of values read from the SSD tier
+    /// (0 disables it). Default: 1/8 of physical memory, at most 4 GiB.
+    pub cache_bytes: u64,
+    /// Observes the SSD tier's file writes and syncs (the crash simulator);
+    /// `None` normally.
+    pub ssd_observer: Option<std::sync::Arc<dyn crate::tier::SsdObserver>>,
+}
+
+/// Default [`Options::tier_threshold`]: 4 KiB.
+pub const DEFAULT_TIER_THRESHOLD: u64 = 4096;
+
+/// Default [`Options::cache_bytes`]: an eighth of physical memory, at most
+/// 4 GiB (64 MiB when the memory size is unknown).
+pub fn default_cache_bytes() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024);
+    total.map_or(64 << 20, |t| (t / 8).min(4 << 30))
 }
 
 /// Where "now" comes from for key deadlines, in milliseconds of Unix time.
@@ -214,6 +247,10 @@ impl Default for Options {
             cleaner_bytes_per_sec: 256 << 20,
             clock: Clock::System,
             active_expiry: true,
+            data_dir: None,
+            tier_threshold: DEFAULT_TIER_THRESHOLD,
+            cache_bytes: default_cache_bytes(),
+            ssd_observer: None,
         }
     }
 }

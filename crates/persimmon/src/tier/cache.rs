@@ -1,0 +1,1 @@
+//! The ACS read cache (placeholder until the cache room lands).
