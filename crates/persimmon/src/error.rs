@@ -82,6 +82,22 @@ pub enum Error {
         "transaction conflicted with other writers on all {attempts} attempts; nothing was written"
     )]
     TransactionConflict { attempts: u32 },
+    /// The SSD tier's data directory cannot be used: missing, not this
+    /// pool's, not the one the pool names, or unwritable.
+    #[error("data directory {path}: {detail}")]
+    DataDir { path: PathBuf, detail: String },
+    /// The file system holding the data directory is full: nothing of the
+    /// write that met it became visible.
+    #[error("data directory {path} is full (ENOSPC); the write was not applied — free space there or delete keys")]
+    DataDirFull { path: PathBuf },
+    /// A value's extent on the SSD tier failed its checksum or is out of
+    /// its file's bounds; other keys are unaffected.
+    #[error("SSD extent damaged: data file {file}, offset {offset:#x}: {detail}")]
+    ExtentCorruption {
+        file: u32,
+        offset: u64,
+        detail: String,
+    },
     /// Options that cannot be used.
     #[error("invalid options: {0}")]
     InvalidOptions(String),

@@ -22,11 +22,15 @@ pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// point index (superblock flag; the node's record word names the key's
 /// record); version 4 atomic batches and key deadlines (record flags
 /// `REC_FLAG_BATCH`, `REC_FLAG_TOMBSTONE`, `REC_FLAG_UNDO`,
-/// `REC_FLAG_DEADLINE` and the batch commit table in the superblock). A pool
-/// is written at the lowest version that expresses it (a pool of an older
-/// version is raised to 4 by its first batch or deadline), and older
-/// versions are still read.
-pub const FORMAT_VERSION: u32 = 4;
+/// `REC_FLAG_DEADLINE` and the batch commit table in the superblock);
+/// version 5 the SSD tier (superblock flag `SB_FLAG_TIERED`, the tier
+/// settings at `SB_TIER`, record flag `REC_FLAG_EXTERNAL`). A pool is
+/// written at the lowest version that expresses it (a pool of an older
+/// version is raised to 4 by its first batch or deadline; a tiered pool is
+/// created at 5), and older versions are still read.
+pub const FORMAT_VERSION: u32 = 5;
+/// First format version with the SSD tier.
+pub const FORMAT_VERSION_TIER: u32 = 5;
 /// First format version with batches and deadlines.
 pub const FORMAT_VERSION_BATCHES: u32 = 4;
 /// Oldest format version this build opens.
@@ -60,6 +64,11 @@ pub const SB_OPEN_COUNT: u64 = 520;
 pub const SB_BATCH_TABLE: u64 = 1024;
 pub const BATCH_TABLE_ENTRIES: usize = 64;
 pub const BATCH_ENTRY_BYTES: u64 = 16;
+/// The SSD tier's settings (format version 5, pools with `SB_FLAG_TIERED`):
+/// the data directory's path and the threshold, drawn in `tier::ident`.
+pub const SB_TIER: u64 = 2048;
+/// Bytes reserved for the tier settings.
+pub const SB_TIER_BYTES: usize = 1024;
 /// Staged copy of the 128 fixed superblock bytes, written (and persisted)
 /// before the fixed bytes are rewritten in place when a pool's format version
 /// is raised; cleared after. An open that finds the fixed bytes damaged and
@@ -75,9 +84,12 @@ pub const SB_FLAG_ORDERED_INDEX: u64 = 2;
 /// from the ordered index, whose nodes name their keys' records (format
 /// version 3; needs the ordered-index flag, no persistent bucket locks).
 pub const SB_FLAG_DRAM_POINT_INDEX: u64 = 4;
+/// Superblock flag: large values live on an SSD tier in the data directory
+/// the settings at `SB_TIER` name (format version 5).
+pub const SB_FLAG_TIERED: u64 = 8;
 /// Every flag this build understands.
 pub const SB_KNOWN_FLAGS: u64 =
-    SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX | SB_FLAG_DRAM_POINT_INDEX;
+    SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX | SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_TIERED;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +162,11 @@ impl Superblock {
                     sb.flags
                 )));
             }
+        }
+        if version < FORMAT_VERSION_TIER && sb.flags & SB_FLAG_TIERED != 0 {
+            return Err(SuperblockError::Damaged(format!(
+                "a version-{version} superblock with the SSD-tier flag"
+            )));
         }
         if sb.flags & !SB_KNOWN_FLAGS != 0 {
             return Err(SuperblockError::Damaged(format!(
@@ -311,9 +328,17 @@ pub const REC_FLAG_UNDO: u32 = 8;
 /// milliseconds of Unix time right after the header, before the key (on the
 /// cache lines a reader touches anyway; covered by the CRC).
 pub const REC_FLAG_DEADLINE: u32 = 16;
+/// Record flag: the value lives on the SSD tier; the record's value bytes
+/// are an extent descriptor, the value's unaligned tail and patches not yet
+/// merged (drawn in `tier::extent`; format version 5).
+pub const REC_FLAG_EXTERNAL: u32 = 32;
 /// Every record flag this build understands.
-pub const REC_KNOWN_FLAGS: u32 =
-    REC_FLAG_RMW | REC_FLAG_BATCH | REC_FLAG_TOMBSTONE | REC_FLAG_UNDO | REC_FLAG_DEADLINE;
+pub const REC_KNOWN_FLAGS: u32 = REC_FLAG_RMW
+    | REC_FLAG_BATCH
+    | REC_FLAG_TOMBSTONE
+    | REC_FLAG_UNDO
+    | REC_FLAG_DEADLINE
+    | REC_FLAG_EXTERNAL;
 /// Bytes of the deadline between the header and the key of a
 /// `REC_FLAG_DEADLINE` record.
 pub const DEADLINE_BYTES: usize = 8;
@@ -597,7 +622,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 4);
+        assert_eq!(get_u32(&b, 8), 5);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -625,7 +650,16 @@ mod tests {
         next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
             Superblock::decode(&next.encode()),
-            Err(SuperblockError::Version(5))
+            Err(SuperblockError::Version(6))
+        ));
+        // The tier flag: version 5 on.
+        let mut tiered = sb;
+        tiered.flags = SB_FLAG_TIERED;
+        assert_eq!(Superblock::decode(&tiered.encode()).unwrap(), tiered);
+        tiered.format_version = 4;
+        assert!(matches!(
+            Superblock::decode(&tiered.encode()),
+            Err(SuperblockError::Damaged(_))
         ));
         // The DRAM point-index flag: version 3 and the ordered index only.
         let mut dram = sb;

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::layout::{self, HeaderState, SegmentHeader, SegmentKind, Superblock, SuperblockError};
 use crate::options::{FlushMode, Options, PointIndex};
 use crate::pmem::{self, PersistObserver, PmemFile};
+use crate::tier::ident::{self, TierSettings};
 
 /// DRAM state of one segment.
 pub(crate) struct SegmentInfo {
@@ -81,6 +82,8 @@ pub(crate) struct Pool {
     /// [`Pool::raise_version`]).
     version: AtomicU32,
     raise_lock: parking_lot::Mutex<()>,
+    /// The SSD tier's settings, when the pool was created with one.
+    pub tier: Option<TierSettings>,
 }
 
 fn now_millis() -> u64 {
@@ -146,6 +149,7 @@ impl Pool {
                 sealed: AtomicBool::new(false),
             })
             .collect();
+        let tier = tier_settings(path, &sb, &pm, opts)?;
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
         let open_count = pm.load_u64(layout::SB_OPEN_COUNT).wrapping_add(1);
         let mut pool = Pool {
@@ -163,6 +167,7 @@ impl Pool {
             growth_stalled_until_ms: AtomicU64::new(0),
             version: AtomicU32::new(sb.format_version),
             raise_lock: parking_lot::Mutex::new(()),
+            tier,
         };
         if staged {
             // A crash interrupted a version raise after the staged copy was
@@ -583,6 +588,13 @@ fn validate_options(opts: &Options) -> Result<()> {
             opts.pool_bytes_max, opts.segment_bytes
         )));
     }
+    if opts.data_dir.is_some() && opts.tier_threshold < crate::tier::EXTENT_ALIGN {
+        return Err(Error::InvalidOptions(format!(
+            "tier_threshold {} is below one extent block ({} bytes)",
+            opts.tier_threshold,
+            crate::tier::EXTENT_ALIGN
+        )));
+    }
     if opts.pool_bytes_max > Slot_MAX_POOL {
         return Err(Error::InvalidOptions(format!(
             "pool_bytes_max {} exceeds what a slot can address ({Slot_MAX_POOL})",
@@ -590,6 +602,54 @@ fn validate_options(opts: &Options) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The tier settings of the pool at `path` (from its superblock), checked
+/// against the directory `opts` asks for: the pool remembers its own, and a
+/// different one is refused.
+fn tier_settings(
+    path: &Path,
+    sb: &Superblock,
+    pm: &PmemFile,
+    opts: &Options,
+) -> Result<Option<TierSettings>> {
+    let settings = match sb.flags & layout::SB_FLAG_TIERED {
+        0 => None,
+        _ => {
+            let raw = pm.slice(layout::SB_TIER, layout::SB_TIER_BYTES)?;
+            let decoded = TierSettings::decode(raw).map_err(|d| Error::CorruptSuperblock {
+                path: path.to_path_buf(),
+                detail: d.into(),
+            })?;
+            Some(decoded.ok_or_else(|| Error::CorruptSuperblock {
+                path: path.to_path_buf(),
+                detail: "the pool is tiered but its tier settings are missing".into(),
+            })?)
+        }
+    };
+    let Some(asked) = &opts.data_dir else {
+        return Ok(settings);
+    };
+    let Some(own) = &settings else {
+        return Err(Error::DataDir {
+            path: asked.clone(),
+            detail: format!(
+                "{} was created without an SSD tier (the tier is chosen when a pool is created)",
+                path.display()
+            ),
+        });
+    };
+    if asked.canonicalize().ok().as_ref() != Some(&own.dir) {
+        return Err(Error::DataDir {
+            path: asked.clone(),
+            detail: format!(
+                "{} keeps its values in {}, not here (omit the data directory to use the pool's own)",
+                path.display(),
+                own.dir.display()
+            ),
+        });
+    }
+    Ok(settings)
 }
 
 /// Most segments a pool may have (DRAM tables hold one entry per segment).
@@ -793,6 +853,7 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
         .truncate(true)
         .open(&tmp)
         .map_err(|e| Error::io(format!("create {}", tmp.display()), e))?;
+    let mut claimed: Option<PathBuf> = None;
     let result = (|| {
         pmem::allocate_file(&file, len)
             .map_err(|e| Error::io(format!("allocate {len} bytes for {}", tmp.display()), e))?;
@@ -803,7 +864,21 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
             opts.flush_mode == FlushMode::Eadr,
             None,
         )?;
-        let sb = new_superblock(opts);
+        let mut sb = new_superblock(opts);
+        if let Some(dir) = &opts.data_dir {
+            // The directory is claimed (its identity file durable) before the
+            // pool that names it exists under its real name.
+            let settings = TierSettings {
+                dir: ident::claim(dir, &sb.pool_id)?,
+                threshold: opts.tier_threshold,
+            };
+            claimed = Some(settings.dir.clone());
+            let tier = settings.encode()?;
+            pm.write(layout::SB_TIER, &tier);
+            pm.persist(layout::SB_TIER, tier.len());
+            sb.flags |= layout::SB_FLAG_TIERED;
+            sb.format_version = layout::FORMAT_VERSION_TIER;
+        }
         let bytes = sb.encode();
         pm.write(0, &bytes);
         pm.persist(0, bytes.len());
@@ -814,6 +889,9 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
+        if let Some(dir) = claimed {
+            let _ = std::fs::remove_file(dir.join(ident::IDENT_FILE));
+        }
     }
     result
 }

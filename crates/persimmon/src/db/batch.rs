@@ -201,6 +201,8 @@ struct Planned<'a> {
     fp: u16,
     value: Option<&'a [u8]>,
     deadline: Option<u64>,
+    /// Record flags of its value's placement (`REC_FLAG_EXTERNAL`).
+    flags: u32,
 }
 
 /// Where a planned key's new word goes, and what it held.
@@ -257,6 +259,22 @@ impl Engine {
         if plan.is_empty() && reads.is_empty() {
             return Ok(Commit::Done);
         }
+        // Large values' extents are durable before anything is locked; the
+        // plan's values become the records' value fields.
+        let values: Vec<&[u8]> = plan.iter().filter_map(|p| p.value).collect();
+        let stored = self.stored_values(&values)?;
+        let mut stored_at = stored.iter();
+        let plan: Vec<Planned> = plan
+            .into_iter()
+            .map(|mut p| {
+                if p.value.is_some() {
+                    let s = stored_at.next().expect("one stored value per put");
+                    p.value = Some(&s.field);
+                    p.flags = s.flags;
+                }
+                p
+            })
+            .collect();
         if !plan.is_empty() {
             self.pool.raise_version(FORMAT_VERSION_BATCHES);
         }
@@ -303,6 +321,7 @@ impl Engine {
                 fp: index::fingerprint(h),
                 value,
                 deadline,
+                flags: 0,
             };
             match at.get(key) {
                 Some(&i) => plan[i] = p,
@@ -535,7 +554,7 @@ impl Engine {
             parts.push(RecordParts::new(
                 p.key,
                 value,
-                w.flags | tomb,
+                w.flags | tomb | p.flags,
                 w.seq,
                 p.deadline,
             ));

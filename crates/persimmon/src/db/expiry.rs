@@ -244,10 +244,10 @@ impl Engine {
 
     pub(super) fn ttl(&self, key: &[u8]) -> Result<Ttl> {
         let now = self.expiry.now_ms();
-        let found = self.read_record(key, |off, h, _| self.record_deadline(off, h))?;
+        let found = self.read_record(key, |off, h| self.record_deadline(off, h))?;
         Ok(match found {
             None => Ttl::Missing,
-            Some(deadline) => match deadline? {
+            Some(deadline) => match deadline {
                 None => Ttl::Persistent,
                 Some(at_ms) => Ttl::Expires {
                     at_ms,

@@ -27,10 +27,20 @@ pub struct Iter<'a> {
     bucket: u64,
     buffer: VecDeque<Result<(Vec<u8>, Vec<u8>)>>,
     done: bool,
+    /// What a visible record yields: (key, value) normally.
+    pick: Pick,
 }
+
+/// What an iterator yields for a visible record (or skips it: `None`).
+pub(super) type Pick = fn(&Engine, u64, &RecordHeader) -> Option<Result<(Vec<u8>, Vec<u8>)>>;
 
 impl<'a> Iter<'a> {
     pub(super) fn new(engine: &'a Engine) -> Iter<'a> {
+        Self::picking(engine, |e, off, h| Some(e.record_pair(off, h)))
+    }
+
+    /// An iterator that yields `pick` of each visible record.
+    pub(super) fn picking(engine: &'a Engine, pick: Pick) -> Iter<'a> {
         if !engine.point_index.is_complete() {
             engine.wait_tally();
         }
@@ -40,6 +50,7 @@ impl<'a> Iter<'a> {
             bucket: 0,
             buffer: VecDeque::new(),
             done: false,
+            pick,
         }
     }
 
@@ -92,7 +103,7 @@ impl<'a> Iter<'a> {
                 }
             };
             match e.visibility(s.offset(), &h) {
-                Ok(Visible::Yes) => items.push(e.record_pair(s.offset(), &h)),
+                Ok(Visible::Yes) => items.extend((self.pick)(e, s.offset(), &h)),
                 Ok(Visible::Absent) => {}
                 Ok(Visible::AfterBatch) => {
                     // Not an answer until its batch is whole: read the
@@ -122,7 +133,7 @@ impl Engine {
     fn record_pair(&self, off: u64, h: &RecordHeader) -> Result<(Vec<u8>, Vec<u8>)> {
         Ok((
             self.record_key(off, h)?.to_vec(),
-            self.record_value(off, h)?.to_vec(),
+            self.record_value(off, h)?.into_owned(),
         ))
     }
 }

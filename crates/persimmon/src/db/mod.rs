@@ -15,7 +15,8 @@
 //! - `batch`: atomic write batches (and the commit of a transaction);
 //!   `txn`: optimistic transactions; `expiry`: key deadlines and the
 //!   background expiry;
-//! - `placement`: where the point index lives (PM or DRAM), as a type.
+//! - `placement`: where the point index lives (PM or DRAM), as a type;
+//!   `tiered`: where a value lives (in its record, or on the SSD tier).
 //!
 //! Write path of a `put` (every persist point in order; see docs/design.md):
 //! 1. take the home bucket's volatile lock (DRAM) with this put's sequence
@@ -76,6 +77,7 @@ mod cleaner;
 mod expiry;
 mod iter;
 mod open;
+mod patch;
 mod placement;
 mod range;
 mod read;
@@ -85,6 +87,8 @@ mod split;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod tier_clean;
+mod tiered;
 mod txn;
 mod write;
 
@@ -123,6 +127,8 @@ pub struct Db {
     background: Option<JoinHandle<()>>,
     ordered_walk: Option<JoinHandle<()>>,
     expiry_thread: Option<JoinHandle<()>>,
+    /// The SSD tier's merge and file cleaning (tiered pools only).
+    tier_thread: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct Engine {
@@ -177,6 +183,13 @@ pub(crate) struct Engine {
     batch_recovery: BatchRecovery,
     /// Key deadlines: the clock and the heap of the background expiry.
     expiry: expiry::Expiry,
+    /// The SSD tier, when the pool was created with one.
+    tier: Option<crate::tier::Tier>,
+    /// Extents the tier cleaner moved, and patched values it merged.
+    tier_moved: AtomicU64,
+    tier_merges: AtomicU64,
+    /// Keys whose patches wait for the background merge.
+    merges: parking_lot::Mutex<tier_clean::MergeQueue>,
 }
 
 impl Db {
@@ -276,6 +289,23 @@ impl Db {
         self.engine.expire_due()
     }
 
+    /// Writes `bytes` at byte offset `at` of the value of `key` (Redis's
+    /// SETRANGE): a gap past the value's end is zero-filled, a missing key
+    /// starts empty. Returns the value's new length. Durable when this
+    /// returns. On the SSD tier the write is a patch on PM, merged into the
+    /// value's extent later in the background (MixStore's delayed merge);
+    /// reads see it at once.
+    pub fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
+        self.engine.write_range(key, at, bytes)
+    }
+
+    /// Appends `bytes` to the value of `key` (a missing key starts empty);
+    /// returns the new length. Like [`write_range`](Self::write_range) at
+    /// the value's end.
+    pub fn append(&self, key: &[u8], bytes: &[u8]) -> Result<u64> {
+        self.engine.append(key, bytes)
+    }
+
     /// Deletes `key`; returns whether it existed. Durable when this returns.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.engine.delete(key)
@@ -341,6 +371,15 @@ impl Db {
         &self.engine.pool.path
     }
 
+    /// Merges every value's pending patches and empties every data file of
+    /// the SSD tier that has dead bytes, on the calling thread; returns the
+    /// values rewritten. (The tier's background thread does this when dead
+    /// space grows; this is for tests and tools.)
+    #[doc(hidden)]
+    pub fn clean_tier_now(&self) -> Result<u64> {
+        self.engine.clean_tier_now()
+    }
+
     /// Runs the log cleaner once over every sealed log segment that has dead
     /// space, on the calling thread; returns how many segments it cleaned.
     /// (The background cleaner does this on its own when space runs high;
@@ -379,6 +418,9 @@ impl Drop for Db {
             let _ = h.join();
         }
         if let Some(h) = self.expiry_thread.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.tier_thread.take() {
             let _ = h.join();
         }
         // Close the pool here and now, not on whichever thread happens to

@@ -39,6 +39,7 @@ use crate::options::Options;
 use crate::ordered::Ordered;
 use crate::pmem::PersistObserver;
 use crate::pool::{Pool, ScanResult};
+use crate::tier::Tier;
 
 impl Db {
     /// Opens the pool at `path`, creating it when it does not exist (unless
@@ -65,11 +66,13 @@ impl Db {
         let background = engine.start_background(&options)?;
         let ordered_walk = engine.start_ordered_walk()?;
         let expiry_thread = engine.start_expiry(&options)?;
+        let tier_thread = engine.start_tier(&options)?;
         Ok(Db {
             engine: EngineHandle(Some(engine)),
             background: Some(background),
             ordered_walk,
             expiry_thread,
+            tier_thread,
         })
     }
 }
@@ -106,6 +109,16 @@ impl Engine {
         let seed = pool.sb.hash_seed;
         let ordered = open_ordered(&pool, scan, seed)?;
         let lane_count = lanes.len();
+        let tier = match &pool.tier {
+            Some(s) => Some(Tier::open(
+                &s.dir,
+                s.threshold,
+                pool.sb.pool_id,
+                options.cache_bytes,
+                options.ssd_observer.clone(),
+            )?),
+            None => None,
+        };
         Ok(Arc::new_cyclic(|me| Engine {
             pool,
             index,
@@ -141,7 +154,25 @@ impl Engine {
             batches: BatchTable::default(),
             batch_recovery,
             expiry: Expiry::new(options.clock.clone()),
+            tier,
+            tier_moved: AtomicU64::new(0),
+            tier_merges: AtomicU64::new(0),
+            merges: Default::default(),
         }))
+    }
+
+    /// Starts the SSD tier's background merge and cleaning (tiered pools,
+    /// when the cleaner is enabled).
+    fn start_tier(self: &Arc<Self>, options: &Options) -> Result<Option<JoinHandle<()>>> {
+        if self.tier.is_none() || !options.cleaner {
+            return Ok(None);
+        }
+        let e = self.clone();
+        std::thread::Builder::new()
+            .name("persimmon-tier".into())
+            .spawn(move || e.tier_loop())
+            .map(Some)
+            .map_err(|e| Error::io("spawn the tier thread", e))
     }
 
     /// Starts the background expiry (when enabled).
@@ -166,6 +197,7 @@ impl Engine {
             .name("persimmon-background".into())
             .spawn(move || {
                 bg.rebuild();
+                bg.sweep_data_files();
                 if run_cleaner {
                     bg.cleaner_loop(cleaner_rate);
                 }

@@ -12,6 +12,8 @@
 //! - An offset read from a slot is untrusted: the record header is checked
 //!   against the pool's bounds and limits before its bytes are used.
 
+use std::borrow::Cow;
+
 use crossbeam_epoch as epoch;
 
 use super::write::Locked;
@@ -21,6 +23,7 @@ use crate::index::locks::{BucketLocks, Held};
 use crate::index::{self, SegRef};
 use crate::layout::{
     self, RecordHeader, Slot, MAX_KEY_BYTES, MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
+    REC_FLAG_EXTERNAL,
 };
 use crate::ordered::Ordered;
 use crate::pmem::{self, PmemFile};
@@ -89,16 +92,21 @@ impl Engine {
         self.pool.pm.slice(offset + h.key_at(), h.key_len as usize)
     }
 
+    /// The value of the record at `offset`: its bytes in place, or, for a
+    /// value on the SSD tier, assembled from its extent, tail and patches.
     #[inline]
-    pub(super) fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
-        let v = self
+    pub(super) fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<Cow<'_, [u8]>> {
+        let field = self
             .pool
             .pm
             .slice(offset + h.value_at(), h.value_len as usize)?;
         if self.verify_reads {
             self.verify_record(offset, h)?;
         }
-        Ok(v)
+        if h.flags & REC_FLAG_EXTERNAL != 0 {
+            return self.assemble_external(offset, field).map(Cow::Owned);
+        }
+        Ok(Cow::Borrowed(field))
     }
 
     #[inline]
@@ -152,17 +160,17 @@ impl Engine {
     }
 
     pub(super) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.read_record(key, |_, _, value| f(value))
+        self.read_record(key, |off, h| Ok(f(&self.record_value(off, h)?)))
     }
 
-    /// The point read: calls `f` with the key's record (offset, header,
-    /// value) unless the key is absent or expired. A record of a batch that
-    /// is still publishing is not an answer: the read waits for the batch
-    /// and looks again.
+    /// The point read: calls `f` with the key's record (offset, header)
+    /// unless the key is absent or expired (`f` reads the value if it needs
+    /// it). A record of a batch that is still publishing is not an answer:
+    /// the read waits for the batch and looks again.
     pub(super) fn read_record<R>(
         &self,
         key: &[u8],
-        f: impl FnOnce(u64, &RecordHeader, &[u8]) -> R,
+        f: impl FnOnce(u64, &RecordHeader) -> Result<R>,
     ) -> Result<Option<R>> {
         check_key(key)?;
         let h = self.hash(key);
@@ -194,7 +202,7 @@ impl Engine {
                 };
             };
             return match self.visibility(off, &hdr)? {
-                Visible::Yes => Ok(Some(f(off, &hdr, self.record_value(off, &hdr)?))),
+                Visible::Yes => Ok(Some(f(off, &hdr)?)),
                 Visible::Absent => Ok(None),
                 Visible::AfterBatch => {
                     self.batches.wait_published(hdr.seq);
@@ -231,7 +239,7 @@ impl Engine {
         &self,
         key: &[u8],
         h: u64,
-        f: impl FnOnce(u64, &RecordHeader, &[u8]) -> R,
+        f: impl FnOnce(u64, &RecordHeader) -> Result<R>,
     ) -> Result<Option<R>> {
         let mut f = Some(f);
         self.with_locked(key, h, READ_SEQ, |_, found, _, _| {
@@ -243,9 +251,8 @@ impl Engine {
             if self.visibility(off, hdr)? != Visible::Yes {
                 return Ok(Locked::Done(None));
             }
-            let value = self.record_value(off, hdr)?;
             let f = f.take().expect("the lookup body runs to completion once");
-            Ok(Locked::Done(Some(f(off, hdr, value))))
+            Ok(Locked::Done(Some(f(off, hdr)?)))
         })
     }
 

@@ -126,6 +126,7 @@ impl Engine {
             self.point_index.mirror(addr, f.node, f.slot);
             let seg = self.pool.segment_of(f.slot.offset());
             self.pool.add_live(seg, f.header.total_bytes());
+            self.count_extent_live(f.slot.offset());
             self.note_deadline(f.slot.offset(), &f.header);
             self.base_count.fetch_add(1, Ordering::AcqRel);
             Ok(Locked::Done(true))
@@ -270,6 +271,7 @@ impl Engine {
                 Ok(h) => {
                     self.pool
                         .add_live(self.pool.segment_of(s.offset()), h.total_bytes());
+                    self.count_extent_live(s.offset());
                     self.note_deadline(s.offset(), &h);
                     keys += 1;
                 }

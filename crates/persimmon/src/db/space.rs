@@ -62,6 +62,9 @@ impl Engine {
                 self.sub_live(off, total, guard);
             }
         }
+        if tallied {
+            self.account_extents(new.map(|n| n.0), old.map(|o| o.0), guard);
+        }
         if self.clean_open || tallied {
             let delta = new.is_some() as i64 - old.is_some() as i64;
             if delta != 0 {

@@ -78,6 +78,35 @@ pub struct Stats {
     pub deadlines_pending: u64,
     /// Keys the background expiry deleted since open.
     pub keys_expired: u64,
+    /// The SSD tier's data directory (None: the pool has no tier).
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Values of at least this many bytes go to the tier (0 without one).
+    pub tier_threshold: u64,
+    /// Bytes of value data in the data directory: what its files take on
+    /// the file system (live extents, dead ones not yet reclaimed, and the
+    /// unused rest of the file extents are appended to).
+    pub ssd_bytes: u64,
+    /// Extent bytes that live records name.
+    pub ssd_live_bytes: u64,
+    pub ssd_files: u64,
+    /// Extents written and data-file syncs (group commit) since open.
+    pub ssd_extents_written: u64,
+    pub ssd_syncs: u64,
+    /// Data files deleted since open (emptied by overwrites, deletes and the
+    /// tier cleaner).
+    pub ssd_files_deleted: u64,
+    /// Extents moved (and patched values merged) by the tier cleaner.
+    pub ssd_extents_moved: u64,
+    pub ssd_merges: u64,
+    /// Data files are read and written with O_DIRECT (page cache bypassed).
+    pub ssd_direct_io: bool,
+    /// The ACS read cache: its capacity, bytes held, hits and misses since
+    /// open, and its replacement policy.
+    pub cache_capacity_bytes: u64,
+    pub cache_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_policy: &'static str,
     /// Persistence counters of the whole process.
     pub pmem: pmem::PmemCounters,
 }
@@ -95,7 +124,25 @@ impl Engine {
             .as_ref()
             .map(|o| o.heap_figures())
             .unwrap_or((0, 0));
+        let tier = self.tier().map(|t| t.stats()).unwrap_or_default();
+        let cache = &tier.cache;
         Stats {
+            data_dir: self.tier().map(|t| t.dir.clone()),
+            tier_threshold: self.tier().map_or(0, |t| t.threshold),
+            ssd_bytes: tier.allocated_bytes,
+            ssd_live_bytes: tier.live_bytes,
+            ssd_files: tier.files,
+            ssd_extents_written: tier.extents_written,
+            ssd_syncs: tier.syncs,
+            ssd_files_deleted: tier.files_deleted,
+            ssd_extents_moved: self.tier_moved.load(Ordering::Relaxed),
+            ssd_merges: self.tier_merges.load(Ordering::Relaxed),
+            ssd_direct_io: tier.direct_io,
+            cache_capacity_bytes: cache.capacity_bytes,
+            cache_bytes: cache.bytes,
+            cache_hits: cache.hits,
+            cache_misses: cache.misses,
+            cache_policy: self.tier().map_or("none", |t| t.cache.policy().name()),
             keys,
             pool_bytes: self.pool.pm.len(),
             pool_bytes_max: self.pool.pool_bytes_max,

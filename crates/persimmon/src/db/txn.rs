@@ -63,8 +63,9 @@ impl<'a> Transaction<'a> {
         if let Some((_, v)) = self.reads.get(key) {
             return Ok(v.clone());
         }
-        let seen = self.engine.read_record(key, |offset, h, v| {
-            (Version { offset, seq: h.seq }, v.to_vec())
+        let seen = self.engine.read_record(key, |offset, h| {
+            let v = self.engine.record_value(offset, h)?.into_owned();
+            Ok((Version { offset, seq: h.seq }, v))
         })?;
         let (version, value) = match seen {
             Some((ver, v)) => (Some(ver), Some(v)),

@@ -431,8 +431,11 @@ impl Engine {
         let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
-        // The CRC over the value is computed before taking the lock.
-        let rec = RecordParts::new(key, value, 0, seq, deadline);
+        // A large value's extent is durable, and the CRC over the record
+        // computed, before taking the lock. (`stored` lives until the put
+        // returns: its extent stays in flight until counted live.)
+        let stored = self.stored_value(value)?;
+        let rec = RecordParts::new(key, &stored.field, stored.flags, seq, deadline);
         self.with_locked(key, h, seq, |ctx, found, free, guard| {
             let held = ctx.held;
             if let Some(f) = &found {
@@ -599,7 +602,7 @@ impl Engine {
                 _ => (None, None),
             };
             let f = f.take().expect("update closure runs once");
-            let (decision, result) = f(current, deadline);
+            let (decision, result) = f(current.as_deref(), deadline);
             claim_guard.addr = None;
             self.apply_update(&w, decision, found, &reserved, guard)?;
             Ok(Locked::Done(result))
@@ -628,11 +631,15 @@ impl Engine {
                 return Ok(());
             }
         };
-        let written = check_value(&value).and_then(|()| {
-            let rec = RecordParts::new(w.key, &value, REC_FLAG_RMW, w.seq, deadline);
+        let stored = check_value(&value).and_then(|()| self.stored_value(&value));
+        let written = stored.and_then(|s| {
+            let flags = REC_FLAG_RMW | s.flags;
+            let rec = RecordParts::new(w.key, &s.field, flags, w.seq, deadline);
             self.write_record(w.lane, &rec, guard)
+                .map(|placed| (placed, s))
         });
-        let (off, total) = written.inspect_err(|_| self.give_back(w.key, reserved, guard))?;
+        let ((off, total), _in_flight) =
+            written.inspect_err(|_| self.give_back(w.key, reserved, guard))?;
         let addr = reserved
             .slot
             .or(found.as_ref().map(|fd| fd.addr))

@@ -1,0 +1,149 @@
+//! Range writes (`Db::write_range`, `Db::append`; Redis's SETRANGE and
+//! APPEND) and MixStore's delayed merge: a small write into a value on the
+//! SSD tier is not a rewrite of its extent. The new record carries the same
+//! extent descriptor plus one more patch (offset, bytes) on PM; readers
+//! apply the patches at once. When a value's patches pass
+//! `MERGE_PATCH_BYTES` or `MERGE_PATCHES`, its key is queued for the tier's
+//! background thread, which writes the merged value as a new extent
+//! (`tier_clean`); past `INLINE_MERGE_BYTES` (the thread fell behind) the
+//! writer merges inline.
+//!
+//! Cost of a patch: one PM record of descriptor + tail + every pending
+//! patch (so a patch's PM bytes grow with the patches before it, up to the
+//! merge trigger) and no SSD I/O; a merge: one extent read (usually a cache
+//! hit), one extent write and sync, one PM record.
+//!
+//! Invariants:
+//! - A patch record names the same extent as the record it replaces, under
+//!   the key's bucket lock; the extent's accounting does not change.
+//! - A value on PM (or a missing key) takes the ordinary update path: the
+//!   new value may cross the threshold and move to the tier.
+
+use std::borrow::Cow;
+
+use super::write::{Locked, RecordParts};
+use super::{check_key, Engine};
+use crate::error::{Error, Result};
+use crate::index;
+use crate::layout::{MAX_VALUE_BYTES, REC_FLAG_EXTERNAL, REC_FLAG_RMW};
+use crate::tier::extent::{ExternalValue, PATCH_HEADER_BYTES};
+use crate::Update;
+
+/// Pending patch bytes that queue a value for merging…
+pub(super) const MERGE_PATCH_BYTES: usize = 64 << 10;
+/// …or this many patches.
+pub(super) const MERGE_PATCHES: u32 = 32;
+/// Pending patch bytes past which the writer merges itself.
+const INLINE_MERGE_BYTES: usize = 1 << 20;
+
+/// What the locked part of a patch found.
+enum Patched {
+    Done(u64),
+    /// The key's value is not on the tier (now): take the update path.
+    NotExternal,
+}
+
+impl Engine {
+    /// Writes `bytes` at byte `at` of the value of `key` (zero-filling
+    /// any gap; a missing key starts empty). Returns the new length.
+    pub(super) fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
+        check_key(key)?;
+        let end = at.saturating_add(bytes.len() as u64);
+        if end > MAX_VALUE_BYTES as u64 {
+            return Err(Error::ValueTooLarge {
+                len: end.min(usize::MAX as u64) as usize,
+                max: MAX_VALUE_BYTES,
+            });
+        }
+        if let Patched::Done(len) = self.patch_external(key, Some(at as u32), bytes)? {
+            return Ok(len);
+        }
+        self.update(key, |old| {
+            let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
+            splice(&mut v, at as usize, bytes);
+            let len = v.len() as u64;
+            (Update::Put(v), len)
+        })
+    }
+
+    /// Appends `bytes` to the value of `key` (a missing key starts empty);
+    /// returns the new length.
+    pub(super) fn append(&self, key: &[u8], bytes: &[u8]) -> Result<u64> {
+        check_key(key)?;
+        if let Patched::Done(len) = self.patch_external(key, None, bytes)? {
+            return Ok(len);
+        }
+        self.update(key, |old| {
+            let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
+            v.extend_from_slice(bytes);
+            let len = v.len() as u64;
+            (Update::Put(v), len)
+        })
+    }
+
+    /// The patch path: under the key's lock, if its value is on the tier,
+    /// write a record with one more patch at `at` (`None`: at the value's
+    /// end), or the merged value when the patches have grown too large.
+    fn patch_external(&self, key: &[u8], at: Option<u32>, bytes: &[u8]) -> Result<Patched> {
+        if self.tier().is_none() {
+            return Ok(Patched::NotExternal);
+        }
+        let h = self.hash(key);
+        let fp = index::fingerprint(h);
+        let (lane_index, lane) = self.lane();
+        let seq = lane.next_seq(&self.pool);
+        self.with_locked(key, h, seq, |_ctx, found, _free, guard| {
+            let Some(f) = found.filter(|f| f.in_index) else {
+                return Ok(Locked::Done(Patched::NotExternal));
+            };
+            let off = f.slot.offset();
+            if f.header.flags & REC_FLAG_EXTERNAL == 0 || self.expired(off, &f.header)? {
+                return Ok(Locked::Done(Patched::NotExternal));
+            }
+            let field = self
+                .pool
+                .pm
+                .slice(off + f.header.value_at(), f.header.value_len as usize)?;
+            let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
+            let at = at.unwrap_or(ev.value_len);
+            if at as u64 + bytes.len() as u64 > MAX_VALUE_BYTES as u64 {
+                return Err(Error::ValueTooLarge {
+                    len: at as usize + bytes.len(),
+                    max: MAX_VALUE_BYTES,
+                });
+            }
+            let pending = ev.patch_bytes() + PATCH_HEADER_BYTES + bytes.len();
+            let deadline = self.record_deadline(off, &f.header)?;
+            let (stored, merged) = if pending > INLINE_MERGE_BYTES {
+                let mut v = self.assemble_external(off, field)?;
+                splice(&mut v, at as usize, bytes);
+                let s = self.stored_value(&v)?;
+                (Cow::Owned(s.field.into_owned()), s.written)
+            } else {
+                (Cow::Owned(ev.with_patch(at, bytes)), None)
+            };
+            let new_len = ev.value_len.max(at + bytes.len() as u32) as u64;
+            let flags = REC_FLAG_RMW | REC_FLAG_EXTERNAL;
+            let rec = RecordParts::new(key, &stored, flags, seq, deadline);
+            let (at_off, total) = self.write_record(lane, &rec, guard)?;
+            self.publish(f.addr, f.node, fp, at_off);
+            self.replaced(lane_index, f.addr, Some((at_off, total)), Some(&f), guard);
+            if let Some(d) = deadline {
+                self.expiry.note(d, at_off, seq);
+            }
+            drop(merged); // counted live by `replaced`: no longer in flight
+            if pending >= MERGE_PATCH_BYTES || ev.patch_count + 1 >= MERGE_PATCHES {
+                self.queue_merge(key);
+            }
+            Ok(Locked::Done(Patched::Done(new_len)))
+        })
+    }
+}
+
+/// Writes `bytes` at `at` of `v`, zero-filling a gap.
+fn splice(v: &mut Vec<u8>, at: usize, bytes: &[u8]) {
+    if v.len() < at + bytes.len() {
+        v.resize(at + bytes.len(), 0);
+    }
+    v[at..at + bytes.len()].copy_from_slice(bytes);
+}

@@ -1,0 +1,197 @@
+//! The SSD tier's background work: merging patched values (MixStore's
+//! delayed merge) and cleaning data files, so an overwrite-heavy workload
+//! runs in bounded SSD space.
+//!
+//! Data files are log-structured: an overwrite or delete leaves its old
+//! extent dead where it is, and a file whose extents are all dead is
+//! deleted. The cleaner empties mostly-dead files: it picks sealed files at
+//! most `VICTIM_LIVE_PERCENT` live, walks the index for the keys whose
+//! extents lie in them, and rewrites each such value as a new extent in
+//! the active file. (The index walk costs O(keys) per pass; a pass takes
+//! several victims at once and starts only when dead bytes in sealed files
+//! exceed `START_DEAD_FILES` files' worth.)
+//!
+//! Invariants:
+//! - A rewrite is optimistic: the value is read and its new extent written
+//!   and synced without any lock; then, under the key's bucket lock, the
+//!   new record (same key, flags, sequence number and deadline; new field)
+//!   is published only if the key still names the record that was read.
+//!   Otherwise the new extent is dead bytes. Foreground writers never wait
+//!   for SSD I/O of the cleaner.
+//! - The rewrite appends on the cleaner's lane, as the PM cleaner does
+//!   (its records keep their original sequence numbers).
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::iter::Iter;
+use super::write::{Locked, RecordParts};
+use super::{Engine, CLEANER_SEQ};
+use crate::error::{Error, Result};
+use crate::layout::{RecordHeader, REC_FLAG_EXTERNAL};
+use crate::tier::extent::ExternalValue;
+use crate::tier::files::FILE_BYTES;
+
+/// A sealed file at most this share live is a cleaning victim.
+const VICTIM_LIVE_PERCENT: u64 = 50;
+/// Clean when sealed files hold more than this many files' worth of dead
+/// bytes (or any, when asked to clean now).
+const START_DEAD_FILES: u64 = 2;
+/// Most victims one pass takes (one index walk).
+const VICTIMS_PER_PASS: usize = 16;
+
+/// Keys queued for merging, in order, without duplicates.
+#[derive(Default)]
+pub(super) struct MergeQueue {
+    order: VecDeque<Vec<u8>>,
+    queued: HashSet<Vec<u8>>,
+}
+
+impl Engine {
+    /// Queues `key` for the background merge of its patches.
+    pub(super) fn queue_merge(&self, key: &[u8]) {
+        let mut q = self.merges.lock();
+        if q.queued.insert(key.to_vec()) {
+            q.order.push_back(key.to_vec());
+        }
+    }
+
+    fn next_merge(&self) -> Option<Vec<u8>> {
+        let mut q = self.merges.lock();
+        let key = q.order.pop_front()?;
+        q.queued.remove(&key);
+        Some(key)
+    }
+
+    /// Merges every queued key's patches now; returns how many it merged.
+    pub(super) fn merge_queued(&self) -> Result<u64> {
+        let mut merged = 0;
+        while let Some(key) = self.next_merge() {
+            if self.rewrite_external(&key, |ev| ev.patch_count > 0)? {
+                merged += 1;
+                self.tier_merges.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Rewrites the value of `key` as a new extent if it is on the tier and
+    /// `want` says so. Returns whether it did.
+    pub(super) fn rewrite_external(
+        &self,
+        key: &[u8],
+        want: impl Fn(&ExternalValue) -> bool,
+    ) -> Result<bool> {
+        let seen = self.read_record(key, |off, h| {
+            if h.flags & REC_FLAG_EXTERNAL == 0 {
+                return Ok(None);
+            }
+            let field = self
+                .pool
+                .pm
+                .slice(off + h.value_at(), h.value_len as usize)?;
+            let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
+            if !want(&ev) {
+                return Ok(None);
+            }
+            Ok(Some((off, *h, self.assemble_external(off, field)?)))
+        })?;
+        let Some(Some((off, header, value))) = seen else {
+            return Ok(false);
+        };
+        let stored = self.stored_value(&value)?;
+        let deadline = self.record_deadline(off, &header)?;
+        let flags = header.flags | stored.flags;
+        let rec = RecordParts::new(key, &stored.field, flags, header.seq, deadline);
+        let h = self.hash(key);
+        self.with_locked(key, h, CLEANER_SEQ, |_ctx, found, _free, guard| {
+            let Some(f) = found.filter(|f| f.in_index && f.slot.offset() == off) else {
+                return Ok(Locked::Done(false)); // written meanwhile: keep theirs
+            };
+            self.cleaner_lane.raise(header.seq);
+            let (at, total) = self.write_record(&self.cleaner_lane, &rec, guard)?;
+            self.publish(f.addr, f.node, f.slot.fingerprint(), at);
+            self.replaced(0, f.addr, Some((at, total)), Some(&f), guard);
+            self.note_deadline(at, &RecordHeader::decode(&rec.header));
+            Ok(Locked::Done(true))
+        })
+    }
+
+    /// One cleaning pass over the data files at most `max_live_percent`
+    /// live; returns the extents moved.
+    pub(super) fn clean_data_files(&self, max_live_percent: u64, min_dead: u64) -> Result<u64> {
+        let Some(tier) = self.tier() else {
+            return Ok(0);
+        };
+        let files = tier.victims();
+        let dead: u64 = files
+            .iter()
+            .map(|&(_, live, cap)| cap.saturating_sub(live))
+            .sum();
+        if dead <= min_dead {
+            return Ok(0);
+        }
+        let victims: HashSet<u32> = files
+            .iter()
+            .filter(|&&(_, live, cap)| live * 100 <= cap * max_live_percent)
+            .take(VICTIMS_PER_PASS)
+            .map(|&(no, _, _)| no)
+            .collect();
+        if victims.is_empty() {
+            return Ok(0);
+        }
+        let mut moved = 0;
+        for item in Iter::picking(self, |e, off, h| e.external_key(off, h)) {
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            let (key, _) = item?;
+            if self.rewrite_external(&key, |ev| victims.contains(&ev.extent.file))? {
+                moved += 1;
+            }
+        }
+        self.tier_moved.fetch_add(moved, Ordering::Relaxed);
+        self.sweep_data_files();
+        Ok(moved)
+    }
+
+    /// The key of an external record (for the cleaner's index walk).
+    fn external_key(&self, off: u64, h: &RecordHeader) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        (h.flags & REC_FLAG_EXTERNAL != 0)
+            .then(|| self.record_key(off, h).map(|k| (k.to_vec(), Vec::new())))
+    }
+
+    /// Merges queued values and cleans every data file with dead bytes,
+    /// now, on the calling thread (tests, tools). Returns extents moved.
+    pub(super) fn clean_tier_now(&self) -> Result<u64> {
+        self.wait_tally();
+        if let Some(t) = self.tier() {
+            t.seal_active();
+        }
+        let merged = self.merge_queued()?;
+        Ok(merged + self.clean_data_files(99, 0)?)
+    }
+
+    /// The tier's background thread: runs after the rebuild until the `Db`
+    /// closes.
+    pub(super) fn tier_loop(&self) {
+        while !self.tally_done.load(Ordering::Acquire) {
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            self.idle(Duration::from_millis(20));
+        }
+        let min_dead = START_DEAD_FILES * FILE_BYTES;
+        while !self.stop.load(Ordering::Acquire) {
+            let work = self
+                .merge_queued()
+                .and_then(|m| Ok(m + self.clean_data_files(VICTIM_LIVE_PERCENT, min_dead)?));
+            match work {
+                Ok(0) => self.idle(Duration::from_millis(50)),
+                Ok(_) => {}
+                Err(_) => self.idle(Duration::from_millis(500)), // e.g. the disk is full
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The SSD tier: large values go to extents in the data directory and come
+//! back whole; the pool remembers its directory; directories are not
+//! shared; overwrites run in bounded SSD space.
+
+use std::path::PathBuf;
+
+use persimmon::{Db, Error, Options};
+
+struct Dirs {
+    pool: PathBuf,
+    data: PathBuf,
+}
+
+impl Dirs {
+    /// A pool on /dev/shm and a data directory on the disk (`/tmp`, where
+    /// O_DIRECT works) or on tmpfs.
+    fn new(name: &str, data_on_disk: bool) -> Dirs {
+        let tag = format!("psm-tier-{name}-{}", std::process::id());
+        let pool = PathBuf::from("/dev/shm").join(format!("{tag}.pool"));
+        let base = if data_on_disk {
+            std::env::temp_dir()
+        } else {
+            PathBuf::from("/dev/shm")
+        };
+        let data = base.join(format!("{tag}.data"));
+        let _ = std::fs::remove_file(&pool);
+        let _ = std::fs::remove_dir_all(&data);
+        Dirs { pool, data }
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            data_dir: Some(self.data.clone()),
+            cache_bytes: 1 << 20,
+            ..Options::default()
+        }
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.pool);
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+fn value(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+const SIZES: [usize; 6] = [100, 4095, 4096, 5000, 16384, 70001];
+
+fn round_trip(data_on_disk: bool) {
+    let d = Dirs::new(if data_on_disk { "disk" } else { "shm" }, data_on_disk);
+    {
+        let db = Db::open(&d.pool, d.options()).unwrap();
+        for (i, &n) in SIZES.iter().enumerate() {
+            db.put(format!("k{i}").as_bytes(), &value(i as u64, n))
+                .unwrap();
+        }
+        for (i, &n) in SIZES.iter().enumerate() {
+            let got = db.get(format!("k{i}").as_bytes()).unwrap().unwrap();
+            assert_eq!(got, value(i as u64, n), "size {n}");
+        }
+        let s = db.stats();
+        assert_eq!(
+            s.ssd_extents_written, 4,
+            "values >= 4096 bytes go to the tier"
+        );
+        assert_eq!(s.format_version, 5);
+        if data_on_disk {
+            assert!(s.ssd_direct_io, "ext4 takes O_DIRECT");
+        }
+        assert!(s.ssd_syncs >= 1 && s.ssd_syncs <= 4, "{}", s.ssd_syncs);
+        // Overwrite one, delete one.
+        db.put(b"k5", &value(99, 9000)).unwrap();
+        assert!(db.delete(b"k4").unwrap());
+    }
+    // The pool remembers its directory.
+    let db = Db::open(&d.pool, Options::default()).unwrap();
+    assert_eq!(db.get(b"k5").unwrap().unwrap(), value(99, 9000));
+    assert_eq!(db.get(b"k4").unwrap(), None);
+    assert_eq!(db.get(b"k3").unwrap().unwrap(), value(3, 5000));
+    assert_eq!(db.get(b"k0").unwrap().unwrap(), value(0, 100));
+    db.wait_for_rebuild();
+    // Live extent bytes: 4096 (k2) + 4096 (k3) + 8192 (k5).
+    assert_eq!(db.stats().ssd_live_bytes, 4096 + 4096 + 8192);
+}
+
+#[test]
+fn large_values_round_trip_through_the_tier_on_disk() {
+    round_trip(true);
+}
+
+#[test]
+fn large_values_round_trip_through_the_tier_on_tmpfs() {
+    round_trip(false);
+}
+
+#[test]
+fn the_pool_and_its_directory_belong_together() {
+    let d = Dirs::new("ident", true);
+    drop(Db::open(&d.pool, d.options()).unwrap());
+    // Another directory for this pool: refused.
+    let other = Dirs::new("ident-other", true);
+    std::fs::create_dir_all(&other.data).unwrap();
+    let e = Db::open(&d.pool, other.options()).err().unwrap();
+    assert!(matches!(e, Error::DataDir { .. }), "{e}");
+    // This directory for another new pool: refused, and no pool is made.
+    let e = Db::open(&other.pool, d.options()).err().unwrap();
+    assert!(e.to_string().contains("another pool"), "{e}");
+    assert!(!other.pool.exists());
+    // The directory gone: a clear error.
+    std::fs::rename(&d.data, d.data.with_extension("moved")).unwrap();
+    let e = Db::open(&d.pool, Options::default()).err().unwrap();
+    assert!(e.to_string().contains("missing"), "{e}");
+    std::fs::remove_dir_all(d.data.with_extension("moved")).unwrap();
+    // A pool without a tier asked to use one: refused.
+    let plain = Dirs::new("plain", true);
+    drop(Db::open(&plain.pool, Options::default()).unwrap());
+    let e = Db::open(&plain.pool, plain.options()).err().unwrap();
+    assert!(e.to_string().contains("without an SSD tier"), "{e}");
+}
+
+#[test]
+fn overwrites_run_in_bounded_ssd_space() {
+    let d = Dirs::new("bounded", true);
+    let db = Db::open(&d.pool, d.options()).unwrap();
+    db.wait_for_rebuild();
+    let keys = 64;
+    let len = 64 << 10;
+    for round in 0..40u64 {
+        for k in 0..keys {
+            db.put(format!("k{k}").as_bytes(), &value(round * 1000 + k, len))
+                .unwrap();
+        }
+    }
+    for k in 0..keys {
+        let got = db.get(format!("k{k}").as_bytes()).unwrap().unwrap();
+        assert_eq!(got, value(39 * 1000 + k, len));
+    }
+    let s = db.stats();
+    let live = keys * len as u64;
+    assert_eq!(s.ssd_live_bytes, live);
+    // 40 rounds wrote 160 MiB of extents; far less stays on disk.
+    assert!(s.ssd_files_deleted > 0, "{s:?}");
+    assert!(
+        s.ssd_bytes < 4 * (64 << 20),
+        "ssd_bytes {} for {live} live",
+        s.ssd_bytes
+    );
+}
+
+#[test]
+fn range_writes_patch_tiered_values_and_merge_later() {
+    let d = Dirs::new("patch", true);
+    let db = Db::open(&d.pool, d.options()).unwrap();
+    db.wait_for_rebuild();
+    let mut model = value(1, 20_000);
+    db.put(b"big", &model).unwrap();
+    assert_eq!(db.write_range(b"big", 10, b"XYZ").unwrap(), 20_000);
+    model[10..13].copy_from_slice(b"XYZ");
+    for i in 0..40u8 {
+        let tail = vec![i; 100];
+        let n = db.append(b"big", &tail).unwrap();
+        model.extend_from_slice(&tail);
+        assert_eq!(n as usize, model.len());
+    }
+    // Past the end: zero-filled gap.
+    db.write_range(b"big", model.len() as u64 + 5, b"end")
+        .unwrap();
+    model.extend_from_slice(&[0; 5]);
+    model.extend_from_slice(b"end");
+    assert_eq!(db.get(b"big").unwrap().unwrap(), model);
+    let before = db.stats();
+    // Patches wrote no extent (the first put wrote the only one).
+    assert_eq!(before.ssd_extents_written, 1, "{before:?}");
+    db.clean_tier_now().unwrap();
+    let after = db.stats();
+    assert!(after.ssd_merges >= 1, "{after:?}");
+    assert_eq!(db.get(b"big").unwrap().unwrap(), model);
+    // Small values and missing keys take the ordinary path.
+    assert_eq!(db.append(b"small", b"ab").unwrap(), 2);
+    assert_eq!(db.write_range(b"small", 4, b"c").unwrap(), 5);
+    assert_eq!(db.get(b"small").unwrap().unwrap(), b"ab\0\0c");
+    drop(db);
+    let db = Db::open(&d.pool, Options::default()).unwrap();
+    assert_eq!(db.get(b"big").unwrap().unwrap(), model);
+}
+
+#[test]
+fn the_tier_cleaner_empties_mostly_dead_files() {
+    let d = Dirs::new("cleaner", true);
+    let db = Db::open(&d.pool, d.options()).unwrap();
+    db.wait_for_rebuild();
+    let len = 16 << 10;
+    let keys = 2048u64; // 32 MiB per round: files keep a mix of live and dead
+    for k in 0..keys {
+        db.put(format!("k{k}").as_bytes(), &value(k, len)).unwrap();
+    }
+    for round in 1..8u64 {
+        for k in (0..keys).filter(|k| k % 4 != 0) {
+            db.put(format!("k{k}").as_bytes(), &value(round * 10_000 + k, len))
+                .unwrap();
+        }
+    }
+    db.clean_tier_now().unwrap();
+    let s = db.stats();
+    assert!(s.ssd_extents_moved > 0, "{s:?}");
+    let live = keys * len as u64;
+    assert_eq!(s.ssd_live_bytes, live);
+    assert!(
+        s.ssd_bytes < live * 2 + (64 << 20),
+        "ssd_bytes {} for {live} live",
+        s.ssd_bytes
+    );
+    for k in 0..keys {
+        let want = match k % 4 {
+            0 => value(k, len),
+            _ => value(7 * 10_000 + k, len),
+        };
+        assert_eq!(
+            db.get(format!("k{k}").as_bytes()).unwrap().unwrap(),
+            want,
+            "key {k}"
+        );
+    }
+}
