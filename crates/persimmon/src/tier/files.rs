@@ -158,6 +158,16 @@ impl DataFile {
                 false => Error::io(format!("allocate data file {}", path.display()), e),
             });
         }
+        // The file's name is durable before any extent in it can be synced
+        // and named by a record (fdatasync does not persist the name).
+        let dir_synced = File::open(dir).and_then(|d| d.sync_all());
+        if let Err(e) = dir_synced {
+            let _ = std::fs::remove_file(&path);
+            return Err(Error::io(
+                format!("sync data directory {}", dir.display()),
+                e,
+            ));
+        }
         if let Some(o) = observer {
             o.created(no);
         }

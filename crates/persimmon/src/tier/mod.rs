@@ -47,8 +47,12 @@ use files::{AlignedBuf, DataFile, FILE_BYTES, FILE_HEADER_BYTES};
 /// Watches the SSD tier's file system traffic: the crash simulator models
 /// which bytes a crash keeps (written but unsynced data may be lost or torn).
 pub trait SsdObserver: Send + Sync + Debug {
-    /// Data file `file` was created (its header written, not yet synced).
+    /// Data file `file` was created: its name and (zero-filled,
+    /// preallocated) size are durable; its header is written next, unsynced.
     fn created(&self, file: u32);
+    /// The data directory of this pool (reported once, when the tier opens):
+    /// where files named `NNNNNNNN.pdat` live.
+    fn opened(&self, _dir: &std::path::Path) {}
     /// `data` was written at byte `offset` of data file `file` (not yet
     /// durable).
     fn wrote(&self, file: u32, offset: u64, data: &[u8]);
@@ -130,6 +134,9 @@ impl Tier {
         observer: Option<Arc<dyn SsdObserver>>,
     ) -> Result<Tier> {
         ident::check(dir, &pool_id)?;
+        if let Some(o) = &observer {
+            o.opened(dir);
+        }
         let direct = files::probe_direct(dir);
         let mut map = BTreeMap::new();
         for no in list_files(dir)? {
