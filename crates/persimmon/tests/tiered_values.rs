@@ -234,3 +234,32 @@ fn the_tier_cleaner_empties_mostly_dead_files() {
         );
     }
 }
+
+#[test]
+fn a_damaged_extent_is_an_error_for_its_key_only() {
+    let d = Dirs::new("damage", true);
+    {
+        let db = Db::open(&d.pool, d.options()).unwrap();
+        db.put(b"a", &value(1, 8192)).unwrap();
+        db.put(b"b", &value(2, 8192)).unwrap();
+        db.put(b"small", b"x").unwrap();
+        db.wait_for_rebuild();
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "{:?}", r.errors);
+        assert_eq!((r.ssd_extents, r.ssd_extent_bytes), (2, 16384));
+    }
+    // Flip one byte of the first extent (right after the 4 KiB file header).
+    let file = d.data.join("00000001.pdat");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[4096 + 100] ^= 0xFF;
+    std::fs::write(&file, &bytes).unwrap();
+    let db = Db::open(&d.pool, Options::default()).unwrap();
+    let e = db.get(b"a").err().expect("a damaged extent is never returned");
+    assert!(matches!(e, Error::ExtentCorruption { .. }), "{e}");
+    assert_eq!(db.get(b"b").unwrap().unwrap(), value(2, 8192));
+    assert_eq!(db.get(b"small").unwrap().unwrap(), b"x");
+    db.wait_for_rebuild();
+    let r = db.check().unwrap();
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(r.errors[0].contains("CRC32C"), "{:?}", r.errors);
+}

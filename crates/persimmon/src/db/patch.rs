@@ -100,10 +100,7 @@ impl Engine {
             if f.header.flags & REC_FLAG_EXTERNAL == 0 || self.expired(off, &f.header)? {
                 return Ok(Locked::Done(Patched::NotExternal));
             }
-            let field = self
-                .pool
-                .pm
-                .slice(off + f.header.value_at(), f.header.value_len as usize)?;
+            let field = self.record_field(off, &f.header)?;
             let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
             let at = at.unwrap_or(ev.value_len);
             if at as u64 + bytes.len() as u64 > MAX_VALUE_BYTES as u64 {

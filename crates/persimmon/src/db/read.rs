@@ -92,14 +92,18 @@ impl Engine {
         self.pool.pm.slice(offset + h.key_at(), h.key_len as usize)
     }
 
+    /// The record's value bytes as stored (for an external value: its
+    /// descriptor, tail and patches).
+    #[inline]
+    pub(super) fn record_field(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
+        self.pool.pm.slice(offset + h.value_at(), h.value_len as usize)
+    }
+
     /// The value of the record at `offset`: its bytes in place, or, for a
     /// value on the SSD tier, assembled from its extent, tail and patches.
     #[inline]
     pub(super) fn record_value(&self, offset: u64, h: &RecordHeader) -> Result<Cow<'_, [u8]>> {
-        let field = self
-            .pool
-            .pm
-            .slice(offset + h.value_at(), h.value_len as usize)?;
+        let field = self.record_field(offset, h)?;
         if self.verify_reads {
             self.verify_record(offset, h)?;
         }

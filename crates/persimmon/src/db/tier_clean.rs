@@ -87,10 +87,7 @@ impl Engine {
             if h.flags & REC_FLAG_EXTERNAL == 0 {
                 return Ok(None);
             }
-            let field = self
-                .pool
-                .pm
-                .slice(off + h.value_at(), h.value_len as usize)?;
+            let field = self.record_field(off, h)?;
             let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
             if !want(&ev) {
                 return Ok(None);

@@ -107,11 +107,7 @@ impl Engine {
         if h.flags & REC_FLAG_EXTERNAL == 0 {
             return None;
         }
-        let field = self
-            .pool
-            .pm
-            .slice(off + h.value_at(), h.value_len as usize)
-            .ok()?;
+        let field = self.record_field(off, &h).ok()?;
         ExternalValue::decode(field).ok().map(|ev| ev.extent)
     }
 
