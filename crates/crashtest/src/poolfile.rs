@@ -112,8 +112,10 @@ pub fn create(
     // them: 3 with the DRAM point index, 2 with the ordered index, else 1.
     // This superblock is written by hand: a new version must be looked at
     // here before the harness writes it. (Version 4 — batches, deadlines —
-    // is reached in place by the engine's first batch or deadline.)
-    const _: () = assert!(FORMAT_VERSION == 4);
+    // is reached in place by the engine's first batch or deadline; version
+    // 5 — the SSD tier — only by the engine creating a tiered pool, which
+    // this hand-made superblock never is.)
+    const _: () = assert!(FORMAT_VERSION == 5);
     sb[8..12].copy_from_slice(&format_version(flags).to_le_bytes());
     sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
     sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());

@@ -85,6 +85,25 @@ pub struct PoolArgs {
     /// --ordered-index [default: pm]
     #[arg(long, global = true, value_name = "PLACE", value_parser = point_index_parser())]
     pub point_index: Option<PointIndex>,
+
+    /// Create the pool with an SSD tier in this directory (on an ordinary
+    /// file system, created if missing): values of at least
+    /// --tier-threshold bytes are written there as aligned extents, the
+    /// pool keeps their keys, addresses, checksums and unaligned tails.
+    /// Creation only; the pool remembers its directory, so later commands
+    /// need only --pool (a different directory is refused)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Values of at least this many bytes go to the SSD tier (with
+    /// --data-dir; creation only; at least 4K) [default: 4K]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
+    pub tier_threshold: Option<u64>,
+
+    /// DRAM for the read cache of values on the SSD tier (ACS); 0 turns it
+    /// off [default: 1/8 of RAM, at most 4G]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
+    pub cache_bytes: Option<u64>,
 }
 
 /// `--point-index`: `pm` or `dram` (clap lists them on a bad value).

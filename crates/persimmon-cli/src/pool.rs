@@ -4,8 +4,10 @@
 //! Invariants:
 //! - Only the commands that write (put, load, demo) pass `create`; the
 //!   others fail on a missing pool instead of leaving an empty one behind.
-//! - `--ordered-index` and `--point-index` only matter when the pool is
-//!   created: an existing pool keeps the settings it was created with.
+//! - `--ordered-index`, `--point-index`, `--data-dir` and `--tier-threshold`
+//!   only matter when the pool is created: an existing pool keeps the
+//!   settings it was created with (a `--data-dir` other than its own is
+//!   refused by the engine).
 //! - A `--pool-size` above an explicit `--pool-max` is an error, never a
 //!   silent clamp; without `--pool-max` the limit grows to the size asked.
 
@@ -21,8 +23,15 @@ pub fn options(pool: &PoolArgs, create: bool) -> Result<Options, Failure> {
         // Creation only: an existing pool keeps its own setting.
         ordered_index: pool.ordered_index,
         point_index: pool.point_index.unwrap_or_default(),
+        data_dir: pool.data_dir.clone(),
         ..Options::default()
     };
+    if let Some(t) = pool.tier_threshold {
+        o.tier_threshold = t;
+    }
+    if let Some(c) = pool.cache_bytes {
+        o.cache_bytes = c;
+    }
     if let Some(max) = pool.pool_max {
         o.pool_bytes_max = max;
     }

@@ -14,6 +14,36 @@ use persimmon::{CheckReport, PointIndex, Stats};
 
 /// `stats --json`: one object, `path` first.
 pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
+    let mut v = base_json(path, s);
+    if let (Some(o), serde_json::Value::Object(t)) = (v.as_object_mut(), tier_json(s)) {
+        o.extend(t);
+    }
+    v
+}
+
+/// The SSD tier's and the read cache's fields of `stats --json`.
+fn tier_json(s: &Stats) -> serde_json::Value {
+    serde_json::json!({
+        "data_dir": s.data_dir.as_ref().map(|d| d.display().to_string()),
+        "tier_threshold": s.tier_threshold,
+        "ssd_bytes": s.ssd_bytes,
+        "ssd_live_bytes": s.ssd_live_bytes,
+        "ssd_files": s.ssd_files,
+        "ssd_extents_written": s.ssd_extents_written,
+        "ssd_syncs": s.ssd_syncs,
+        "ssd_files_deleted": s.ssd_files_deleted,
+        "ssd_extents_moved": s.ssd_extents_moved,
+        "ssd_merges": s.ssd_merges,
+        "ssd_direct_io": s.ssd_direct_io,
+        "cache_capacity_bytes": s.cache_capacity_bytes,
+        "cache_bytes": s.cache_bytes,
+        "cache_hits": s.cache_hits,
+        "cache_misses": s.cache_misses,
+        "cache_policy": s.cache_policy,
+    })
+}
+
+fn base_json(path: &str, s: &Stats) -> serde_json::Value {
     serde_json::json!({
         "path": path,
         "keys": s.keys,
@@ -112,6 +142,8 @@ pub fn stats_table(path: &str, s: &Stats) -> String {
                 s.batches_undone_at_open, s.batches_finished_at_open
             ),
         ),
+        ("ssd tier", ssd_tier_row(s)),
+        ("read cache", cache_row(s)),
         (
             "rebuild done",
             if s.rebuild_done { "yes" } else { "no" }.to_string(),
@@ -128,6 +160,49 @@ pub fn stats_table(path: &str, s: &Stats) -> String {
     rows.iter()
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect()
+}
+
+/// The `ssd tier` row: where large values live, or that the pool has no
+/// tier (and how to get one).
+fn ssd_tier_row(s: &Stats) -> String {
+    let Some(dir) = &s.data_dir else {
+        return "no (create the pool with --data-dir DIR for one)".into();
+    };
+    format!(
+        "{}: values >= {} bytes; {} in {} files, {} live; {} extents written, {} syncs, \
+         {} files deleted, {} moved, {} merged (since open){}",
+        dir.display(),
+        s.tier_threshold,
+        human_bytes(s.ssd_bytes),
+        s.ssd_files,
+        human_bytes(s.ssd_live_bytes),
+        s.ssd_extents_written,
+        s.ssd_syncs,
+        s.ssd_files_deleted,
+        s.ssd_extents_moved,
+        s.ssd_merges,
+        if s.ssd_direct_io { ", O_DIRECT" } else { "" }
+    )
+}
+
+/// The `read cache` row (ACS, in front of the SSD tier).
+fn cache_row(s: &Stats) -> String {
+    if s.data_dir.is_none() {
+        return "none (no SSD tier)".into();
+    }
+    let lookups = s.cache_hits + s.cache_misses;
+    let ratio = match lookups {
+        0 => String::new(),
+        n => format!(", hit ratio {:.1} %", 100.0 * s.cache_hits as f64 / n as f64),
+    };
+    format!(
+        "{} of {} ({}); {} hits, {} misses (since open){ratio}",
+        human_bytes(s.cache_bytes),
+        human_bytes(s.cache_capacity_bytes),
+        s.cache_policy,
+        s.cache_hits,
+        s.cache_misses
+    )
 }
 
 /// The `segments` row: the total, then the count of each kind (ordered
@@ -212,6 +287,20 @@ pub fn check_report(path: &str, r: &CheckReport, ordered_index: bool) -> String 
             r.ordered_orphans,
             if r.ordered_orphans > 0 {
                 " (left by a crash; the walk after open unlinks them)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if r.ssd_extents > 0 || r.ssd_orphan_files > 0 {
+        out.push_str(&format!(
+            "ssd extents           {} verified ({})\n\
+             ssd orphan files      {}{}\n",
+            r.ssd_extents,
+            human_bytes(r.ssd_extent_bytes),
+            r.ssd_orphan_files,
+            if r.ssd_orphan_files > 0 {
+                " (no live record names them; reclaimed in the background)"
             } else {
                 ""
             }

@@ -44,6 +44,15 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if pool.ordered_index {
         config.ordered_index = true;
     }
+    if pool.data_dir.is_some() {
+        config.data_dir = pool.data_dir.clone();
+    }
+    if pool.tier_threshold.is_some() {
+        config.tier_threshold = pool.tier_threshold;
+    }
+    if pool.cache_bytes.is_some() {
+        config.cache_bytes = pool.cache_bytes;
+    }
     if let Some(place) = pool.point_index {
         config.point_index = place;
     }

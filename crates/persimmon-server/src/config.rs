@@ -9,6 +9,9 @@
 //! ordered-index = false        # create the pool with the ordered index (KRANGE, KPREFIX)
 //! point-index = "pm"           # or "dram": point index in DRAM, rebuilt after every start
 //!                              # from the ordered index (needs ordered-index = true)
+//! data-dir = "/data/app-tier" # create the pool with an SSD tier there (large values)
+//! tier-threshold = "4K"        # values of at least this size go to the tier
+//! cache-bytes = "2G"           # DRAM read cache for the tier (0: off)
 //! bind = "127.0.0.1"
 //! port = 6479
 //! requirepass = "secret"
@@ -52,6 +55,13 @@ pub struct Config {
     /// memory (default) or in DRAM, rebuilt from the ordered index after
     /// every start (needs `ordered_index`). Creation only, as above.
     pub point_index: persimmon::PointIndex,
+    /// SSD tier directory of a pool the server creates (creation only; the
+    /// pool remembers it, a different one is refused).
+    pub data_dir: Option<PathBuf>,
+    /// Values of at least this many bytes go to the tier (creation only).
+    pub tier_threshold: Option<u64>,
+    /// DRAM for the tier's read cache (engine default when unset).
+    pub cache_bytes: Option<u64>,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
     /// TCP port (default 6479; 0 picks a free port, printed when ready).
@@ -110,6 +120,9 @@ impl Default for Config {
             pool_max: None,
             ordered_index: false,
             point_index: persimmon::PointIndex::Pm,
+            data_dir: None,
+            tier_threshold: None,
+            cache_bytes: None,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
             requirepass: None,
@@ -142,6 +155,9 @@ struct FileConfig {
     pool_max: Option<Size>,
     ordered_index: Option<bool>,
     point_index: Option<String>,
+    data_dir: Option<PathBuf>,
+    tier_threshold: Option<Size>,
+    cache_bytes: Option<Size>,
     bind: Option<String>,
     port: Option<u16>,
     requirepass: Option<String>,
@@ -220,6 +236,15 @@ impl Config {
         if let Some(p) = &file.point_index {
             self.point_index = p.parse().map_err(|e| format!("point-index: {e}"))?;
         }
+        if let Some(d) = file.data_dir {
+            self.data_dir = Some(d);
+        }
+        if let Some(t) = size(&file.tier_threshold, "tier-threshold")? {
+            self.tier_threshold = Some(t);
+        }
+        if let Some(c) = size(&file.cache_bytes, "cache-bytes")? {
+            self.cache_bytes = Some(c);
+        }
         if let Some(b) = &file.bind {
             self.bind = parse_bind(b).map_err(|e| format!("bind: {e}"))?;
         }
@@ -287,8 +312,15 @@ impl Config {
         let mut o = persimmon::Options {
             ordered_index: self.ordered_index,
             point_index: self.point_index,
+            data_dir: self.data_dir.clone(),
             ..persimmon::Options::default()
         };
+        if let Some(t) = self.tier_threshold {
+            o.tier_threshold = t;
+        }
+        if let Some(c) = self.cache_bytes {
+            o.cache_bytes = c;
+        }
         if let Some(max) = self.pool_max {
             o.pool_bytes_max = max;
         }

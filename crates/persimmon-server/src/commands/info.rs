@@ -33,11 +33,12 @@ impl Lines<'_> {
 type Section = fn(&mut Lines<'_>, &Shared, &Stats);
 
 /// Every section, in Redis's order.
-const SECTIONS: [(&str, Section); 6] = [
+const SECTIONS: [(&str, Section); 7] = [
     ("server", server_section),
     ("clients", clients_section),
     ("memory", memory_section),
     ("persistence", persistence_section),
+    ("tier", tier_section),
     ("stats", stats_section),
     ("keyspace", keyspace_section),
 ];
@@ -139,6 +140,26 @@ fn persistence_section(out: &mut Lines<'_>, shared: &Shared, stats: &Stats) {
     out.line("dram_index_bytes", &stats.dram_index_bytes);
     out.line("rdb_bgsave_in_progress", &0);
     out.line("aof_enabled", &0);
+}
+
+/// The SSD tier and its ACS read cache (Persimmon's own section).
+fn tier_section(out: &mut Lines<'_>, _shared: &Shared, stats: &Stats) {
+    out.line("ssd_tier", &(stats.data_dir.is_some() as u8));
+    let Some(dir) = &stats.data_dir else { return };
+    out.line("data_dir", &dir.display());
+    out.line("tier_threshold", &stats.tier_threshold);
+    out.line("ssd_bytes", &stats.ssd_bytes);
+    out.line("ssd_live_bytes", &stats.ssd_live_bytes);
+    out.line("ssd_files", &stats.ssd_files);
+    out.line("ssd_extents_written", &stats.ssd_extents_written);
+    out.line("ssd_syncs", &stats.ssd_syncs);
+    out.line("ssd_merges", &stats.ssd_merges);
+    out.line("ssd_direct_io", &(stats.ssd_direct_io as u8));
+    out.line("cache_policy", &stats.cache_policy);
+    out.line("cache_capacity_bytes", &stats.cache_capacity_bytes);
+    out.line("cache_bytes", &stats.cache_bytes);
+    out.line("cache_hits", &stats.cache_hits);
+    out.line("cache_misses", &stats.cache_misses);
 }
 
 fn stats_section(out: &mut Lines<'_>, shared: &Shared, stats: &Stats) {

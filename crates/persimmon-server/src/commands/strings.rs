@@ -263,22 +263,46 @@ pub fn decrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, tail) = (a.get(1), a.get(2));
     check_key(key)?;
-    let len = try_update(&s.shared.db, key, |old| {
+    // A range write on the engine: on the SSD tier, a patch on PM merged
+    // into the value's extent later (no rewrite of a large value).
+    let fast = s
+        .shared
+        .db
+        .write_range_after(key, &[value::TAG_STRING], None, tail)?;
+    let len = match fast {
+        Some(n) => n as usize - 1,
+        // Not a tagged string: a hash or sorted set (WRONGTYPE), or a value
+        // written outside the server, rewritten tagged.
+        None => rewrite_string(&s.shared.db, key, None, tail)?,
+    };
+    s.out.int(len as i64);
+    Ok(())
+}
+
+/// APPEND (`at: None`) or SETRANGE of a value that is not a tagged string:
+/// the whole value rewritten with the tag (a foreign value is a string).
+fn rewrite_string(
+    db: &persimmon::Db,
+    key: &[u8],
+    at: Option<usize>,
+    patch: &[u8],
+) -> Result<usize, Error> {
+    try_update(db, key, |old| {
         let prev: &[u8] = match old {
             None => b"",
             Some(Stored::String(body)) => body,
             Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
         };
-        let len = prev.len() + tail.len();
+        let at = at.unwrap_or(prev.len());
+        let len = prev.len().max(at + patch.len());
         check_len(len)?;
         let mut v = Vec::with_capacity(len + 1);
         v.push(value::TAG_STRING);
         v.extend_from_slice(prev);
-        v.extend_from_slice(tail);
+        v.resize(len + 1, 0);
+        v[1 + at..1 + at + patch.len()].copy_from_slice(patch);
         Ok((Update::Put(v), len))
-    })?;
-    s.out.int(len as i64);
-    Ok(())
+    })
 }
 
 pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -348,25 +372,22 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         )));
     }
     check_key(key)?;
-    let offset = offset as usize;
-    let len = try_update(&s.shared.db, key, |old| {
-        let prev: &[u8] = match old {
-            None if patch.is_empty() => return Ok((Update::Keep, 0)),
-            None => b"",
-            Some(Stored::String(body)) if patch.is_empty() => {
-                return Ok((Update::Keep, body.len()))
-            }
-            Some(Stored::String(body)) => body,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
-        };
-        let len = prev.len().max(offset + patch.len());
-        let mut v = Vec::with_capacity(len + 1);
-        v.push(value::TAG_STRING);
-        v.extend_from_slice(prev);
-        v.resize(len + 1, 0);
-        v[1 + offset..1 + offset + patch.len()].copy_from_slice(patch);
-        Ok((Update::Put(v), len))
-    })?;
+    let db = &s.shared.db;
+    let len = if patch.is_empty() {
+        // Nothing to write: the length, without creating the key.
+        read(db, key, |v| match v {
+            Stored::String(body) => Ok(body.len()),
+            Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        })?
+        .transpose()?
+        .unwrap_or(0)
+    } else {
+        let at = 1 + offset; // past the type tag
+        match db.write_range_after(key, &[value::TAG_STRING], Some(at), patch)? {
+            Some(n) => n as usize - 1,
+            None => rewrite_string(db, key, Some(offset as usize), patch)?,
+        }
+    };
     s.out.int(len as i64);
     Ok(())
 }

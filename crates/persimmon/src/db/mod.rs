@@ -296,14 +296,32 @@ impl Db {
     /// value's extent later in the background (MixStore's delayed merge);
     /// reads see it at once.
     pub fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
-        self.engine.write_range(key, at, bytes)
+        let len = self.engine.range_write(key, &[], patch::At::Offset(at), bytes)?;
+        Ok(len.expect("every value starts with the empty head"))
     }
 
     /// Appends `bytes` to the value of `key` (a missing key starts empty);
     /// returns the new length. Like [`write_range`](Self::write_range) at
     /// the value's end.
     pub fn append(&self, key: &[u8], bytes: &[u8]) -> Result<u64> {
-        self.engine.append(key, bytes)
+        let len = self.engine.range_write(key, &[], patch::At::End, bytes)?;
+        Ok(len.expect("every value starts with the empty head"))
+    }
+
+    /// [`write_range`](Self::write_range) (`at: Some`) or
+    /// [`append`](Self::append) (`None`), done only if the value starts
+    /// with `head`; a missing key starts as `head`. `None`: the value does
+    /// not start with `head`, nothing was written. (The server's typed
+    /// values: `head` is the string type tag.)
+    pub fn write_range_after(
+        &self,
+        key: &[u8],
+        head: &[u8],
+        at: Option<u64>,
+        bytes: &[u8],
+    ) -> Result<Option<u64>> {
+        let at = at.map_or(patch::At::End, patch::At::Offset);
+        self.engine.range_write(key, head, at, bytes)
     }
 
     /// Deletes `key`; returns whether it existed. Durable when this returns.

@@ -39,52 +39,74 @@ const INLINE_MERGE_BYTES: usize = 1 << 20;
 /// What the locked part of a patch found.
 enum Patched {
     Done(u64),
+    /// The value does not start with the expected head (the server's type
+    /// tag): nothing written.
+    WrongHead,
     /// The key's value is not on the tier (now): take the update path.
     NotExternal,
 }
 
-impl Engine {
-    /// Writes `bytes` at byte `at` of the value of `key` (zero-filling
-    /// any gap; a missing key starts empty). Returns the new length.
-    pub(super) fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
-        check_key(key)?;
-        let end = at.saturating_add(bytes.len() as u64);
-        if end > MAX_VALUE_BYTES as u64 {
-            return Err(Error::ValueTooLarge {
-                len: end.min(usize::MAX as u64) as usize,
-                max: MAX_VALUE_BYTES,
-            });
-        }
-        if let Patched::Done(len) = self.patch_external(key, Some(at as u32), bytes)? {
-            return Ok(len);
-        }
-        self.update(key, |old| {
-            let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
-            splice(&mut v, at as usize, bytes);
-            let len = v.len() as u64;
-            (Update::Put(v), len)
-        })
-    }
+/// Where a range write goes: at a byte offset, or at the value's end.
+#[derive(Clone, Copy)]
+pub(super) enum At {
+    Offset(u64),
+    End,
+}
 
-    /// Appends `bytes` to the value of `key` (a missing key starts empty);
-    /// returns the new length.
-    pub(super) fn append(&self, key: &[u8], bytes: &[u8]) -> Result<u64> {
+impl Engine {
+    /// Writes `bytes` at `at` of the value of `key` (zero-filling any gap),
+    /// provided the value starts with `head`; a missing key starts as
+    /// `head`. Returns the new length, or `None` (nothing written) when the
+    /// value does not start with `head`.
+    pub(super) fn range_write(
+        &self,
+        key: &[u8],
+        head: &[u8],
+        at: At,
+        bytes: &[u8],
+    ) -> Result<Option<u64>> {
         check_key(key)?;
-        if let Patched::Done(len) = self.patch_external(key, None, bytes)? {
-            return Ok(len);
+        if let At::Offset(o) = at {
+            let end = o.saturating_add(bytes.len() as u64);
+            if end > MAX_VALUE_BYTES as u64 {
+                return Err(Error::ValueTooLarge {
+                    len: end.min(usize::MAX as u64) as usize,
+                    max: MAX_VALUE_BYTES,
+                });
+            }
+        }
+        match self.patch_external(key, head, at, bytes)? {
+            Patched::Done(len) => return Ok(Some(len)),
+            Patched::WrongHead => return Ok(None),
+            Patched::NotExternal => {}
         }
         self.update(key, |old| {
-            let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
-            v.extend_from_slice(bytes);
+            let mut v = old.map_or_else(|| head.to_vec(), <[u8]>::to_vec);
+            if !v.starts_with(head) {
+                return (Update::Keep, None);
+            }
+            let at = match at {
+                At::Offset(o) => o as usize,
+                At::End => v.len(),
+            };
+            if at + bytes.len() > MAX_VALUE_BYTES {
+                return (Update::Keep, Some(Err(at + bytes.len())));
+            }
+            splice(&mut v, at, bytes);
             let len = v.len() as u64;
-            (Update::Put(v), len)
+            (Update::Put(v), Some(Ok(len)))
+        })?
+        .transpose()
+        .map_err(|len| Error::ValueTooLarge {
+            len,
+            max: MAX_VALUE_BYTES,
         })
     }
 
     /// The patch path: under the key's lock, if its value is on the tier,
     /// write a record with one more patch at `at` (`None`: at the value's
     /// end), or the merged value when the patches have grown too large.
-    fn patch_external(&self, key: &[u8], at: Option<u32>, bytes: &[u8]) -> Result<Patched> {
+    fn patch_external(&self, key: &[u8], head: &[u8], at: At, bytes: &[u8]) -> Result<Patched> {
         if self.tier().is_none() {
             return Ok(Patched::NotExternal);
         }
@@ -102,7 +124,17 @@ impl Engine {
             }
             let field = self.record_field(off, &f.header)?;
             let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
-            let at = at.unwrap_or(ev.value_len);
+            if !head.is_empty() {
+                let extent = self.tier_extent(&ev.extent)?;
+                let seen = ev.head(&extent, head.len()).map_err(|d| Error::corruption(off, d))?;
+                if seen != head {
+                    return Ok(Locked::Done(Patched::WrongHead));
+                }
+            }
+            let at = match at {
+                At::Offset(o) => o as u32,
+                At::End => ev.value_len,
+            };
             if at as u64 + bytes.len() as u64 > MAX_VALUE_BYTES as u64 {
                 return Err(Error::ValueTooLarge {
                     len: at as usize + bytes.len(),

@@ -101,6 +101,14 @@ impl Engine {
         ev.assemble(&bytes).map_err(|d| Error::corruption(off, d))
     }
 
+    /// The verified bytes of extent `e` (through the cache).
+    pub(super) fn tier_extent(&self, e: &Extent) -> Result<std::sync::Arc<[u8]>> {
+        match self.tier() {
+            Some(t) => t.read_extent(e),
+            None => Err(Error::corruption(0, "an SSD extent on a pool without a tier")),
+        }
+    }
+
     /// The extent the record at `off` names, if it is external.
     pub(super) fn extent_at(&self, off: u64) -> Option<Extent> {
         let h = self.record_header(off).ok()?;

@@ -104,6 +104,35 @@ impl<'a> ExternalValue<'a> {
         let mut v = Vec::with_capacity(self.value_len as usize);
         v.extend_from_slice(extent);
         v.extend_from_slice(self.tail);
+        self.each_patch(|at, bytes| {
+            if v.len() < at + bytes.len() {
+                v.resize(at + bytes.len(), 0);
+            }
+            v[at..at + bytes.len()].copy_from_slice(bytes);
+        })?;
+        if v.len() != self.value_len as usize {
+            return Err("external value's length disagrees with its descriptor");
+        }
+        Ok(v)
+    }
+
+    /// The first `n` bytes of the value (`n` at most the extent's length):
+    /// the extent's, with the patches that reach them applied.
+    pub fn head(&self, extent: &[u8], n: usize) -> Result<Vec<u8>, FieldError> {
+        let mut h = extent[..n.min(extent.len())].to_vec();
+        self.each_patch(|at, bytes| {
+            for (i, &b) in bytes.iter().enumerate() {
+                if let Some(slot) = h.get_mut(at + i) {
+                    *slot = b;
+                }
+            }
+        })?;
+        Ok(h)
+    }
+
+    /// Calls `f(offset, bytes)` for each patch in order, checking each
+    /// against the field and the value's length.
+    fn each_patch(&self, mut f: impl FnMut(usize, &[u8])) -> Result<(), FieldError> {
         let mut p = self.patches;
         for _ in 0..self.patch_count {
             if p.len() < PATCH_HEADER_BYTES {
@@ -117,19 +146,13 @@ impl<'a> ExternalValue<'a> {
             if at + len > self.value_len as usize {
                 return Err("external value patch reaches past the value's length");
             }
-            if v.len() < at + len {
-                v.resize(at + len, 0);
-            }
-            v[at..at + len].copy_from_slice(bytes);
+            f(at, bytes);
             p = &p[PATCH_HEADER_BYTES + len..];
         }
-        if !p.is_empty() {
-            return Err("external value has bytes after its last patch");
+        match p.is_empty() {
+            true => Ok(()),
+            false => Err("external value has bytes after its last patch"),
         }
-        if v.len() != self.value_len as usize {
-            return Err("external value's length disagrees with its descriptor");
-        }
-        Ok(v)
     }
 
     /// The value field with one more patch (`bytes` at `at`) appended.
