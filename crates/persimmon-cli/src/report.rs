@@ -193,7 +193,10 @@ fn cache_row(s: &Stats) -> String {
     let lookups = s.cache_hits + s.cache_misses;
     let ratio = match lookups {
         0 => String::new(),
-        n => format!(", hit ratio {:.1} %", 100.0 * s.cache_hits as f64 / n as f64),
+        n => format!(
+            ", hit ratio {:.1} %",
+            100.0 * s.cache_hits as f64 / n as f64
+        ),
     };
     format!(
         "{} of {} ({}); {} hits, {} misses (since open){ratio}",

@@ -57,6 +57,7 @@ pub use options::{
     DEFAULT_TIER_THRESHOLD,
 };
 pub use pmem::{Durability, PersistObserver, PmemCounters};
+pub use tier::cache::Policy as CachePolicy;
 
 /// On-media format constants, exposed for tools and fixture tests.
 pub mod format {

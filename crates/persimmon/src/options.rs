@@ -148,6 +148,9 @@ pub struct Options {
     /// Bytes of DRAM for the ACS read cache of values read from the SSD tier
     /// (0 disables it). Default: 1/8 of physical memory, at most 4 GiB.
     pub cache_bytes: u64,
+    /// Replacement policy of the ACS read cache (default S3-FIFO; LRU is
+    /// the AEP paper's).
+    pub cache_policy: crate::tier::cache::Policy,
     /// Observes the SSD tier's file writes and syncs (the crash simulator);
     /// `None` normally.
     pub ssd_observer: Option<std::sync::Arc<dyn crate::tier::SsdObserver>>,
@@ -250,6 +253,7 @@ impl Default for Options {
             data_dir: None,
             tier_threshold: DEFAULT_TIER_THRESHOLD,
             cache_bytes: default_cache_bytes(),
+            cache_policy: Default::default(),
             ssd_observer: None,
         }
     }

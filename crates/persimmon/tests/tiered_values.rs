@@ -254,7 +254,10 @@ fn a_damaged_extent_is_an_error_for_its_key_only() {
     bytes[4096 + 100] ^= 0xFF;
     std::fs::write(&file, &bytes).unwrap();
     let db = Db::open(&d.pool, Options::default()).unwrap();
-    let e = db.get(b"a").err().expect("a damaged extent is never returned");
+    let e = db
+        .get(b"a")
+        .err()
+        .expect("a damaged extent is never returned");
     assert!(matches!(e, Error::ExtentCorruption { .. }), "{e}");
     assert_eq!(db.get(b"b").unwrap().unwrap(), value(2, 8192));
     assert_eq!(db.get(b"small").unwrap().unwrap(), b"x");

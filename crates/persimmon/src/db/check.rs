@@ -214,9 +214,9 @@ impl Engine {
     /// assembles the value (CRC, bounds, tail, patches); counts its bytes.
     fn check_extent(&self, w: &mut Walk, off: u64, h: &RecordHeader) {
         let Some(e) = self.extent_at(off) else {
-            w.report
-                .errors
-                .push(format!("record {off:#x}: external value field does not decode"));
+            w.report.errors.push(format!(
+                "record {off:#x}: external value field does not decode"
+            ));
             return;
         };
         let verified = self.tier().map_or(

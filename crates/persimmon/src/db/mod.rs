@@ -296,7 +296,9 @@ impl Db {
     /// value's extent later in the background (MixStore's delayed merge);
     /// reads see it at once.
     pub fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
-        let len = self.engine.range_write(key, &[], patch::At::Offset(at), bytes)?;
+        let len = self
+            .engine
+            .range_write(key, &[], patch::At::Offset(at), bytes)?;
         Ok(len.expect("every value starts with the empty head"))
     }
 

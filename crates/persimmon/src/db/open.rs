@@ -115,6 +115,7 @@ impl Engine {
                 s.threshold,
                 pool.sb.pool_id,
                 options.cache_bytes,
+                options.cache_policy,
                 options.ssd_observer.clone(),
             )?),
             None => None,

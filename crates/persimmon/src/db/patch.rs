@@ -126,7 +126,9 @@ impl Engine {
             let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
             if !head.is_empty() {
                 let extent = self.tier_extent(&ev.extent)?;
-                let seen = ev.head(&extent, head.len()).map_err(|d| Error::corruption(off, d))?;
+                let seen = ev
+                    .head(&extent, head.len())
+                    .map_err(|d| Error::corruption(off, d))?;
                 if seen != head {
                     return Ok(Locked::Done(Patched::WrongHead));
                 }

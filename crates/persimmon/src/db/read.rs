@@ -96,7 +96,9 @@ impl Engine {
     /// descriptor, tail and patches).
     #[inline]
     pub(super) fn record_field(&self, offset: u64, h: &RecordHeader) -> Result<&[u8]> {
-        self.pool.pm.slice(offset + h.value_at(), h.value_len as usize)
+        self.pool
+            .pm
+            .slice(offset + h.value_at(), h.value_len as usize)
     }
 
     /// The value of the record at `offset`: its bytes in place, or, for a

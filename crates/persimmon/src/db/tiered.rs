@@ -105,7 +105,10 @@ impl Engine {
     pub(super) fn tier_extent(&self, e: &Extent) -> Result<std::sync::Arc<[u8]>> {
         match self.tier() {
             Some(t) => t.read_extent(e),
-            None => Err(Error::corruption(0, "an SSD extent on a pool without a tier")),
+            None => Err(Error::corruption(
+                0,
+                "an SSD extent on a pool without a tier",
+            )),
         }
     }
 

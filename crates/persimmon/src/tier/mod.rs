@@ -131,6 +131,7 @@ impl Tier {
         threshold: u64,
         pool_id: [u8; 16],
         cache_bytes: u64,
+        policy: cache::Policy,
         observer: Option<Arc<dyn SsdObserver>>,
     ) -> Result<Tier> {
         ident::check(dir, &pool_id)?;
@@ -153,7 +154,7 @@ impl Tier {
             next_file: AtomicU32::new(next),
             sync: sync::GroupSync::default(),
             observer,
-            cache: AcsCache::new(cache_bytes, cache::Policy::Fifo),
+            cache: AcsCache::new(cache_bytes, policy),
             extents_written: AtomicU64::new(0),
             files_deleted: AtomicU64::new(0),
         })
