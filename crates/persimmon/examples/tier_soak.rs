@@ -35,7 +35,10 @@ fn parse() -> Args {
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let v = pair.get(1).cloned().unwrap_or_default();
-        let num = || v.parse::<u64>().unwrap_or_else(|_| panic!("{}: not a number: {v}", pair[0]));
+        let num = || {
+            v.parse::<u64>()
+                .unwrap_or_else(|_| panic!("{}: not a number: {v}", pair[0]))
+        };
         match pair[0].as_str() {
             "--pool" => a.pool = v.clone(),
             "--data-dir" => a.data_dir = v.clone(),
@@ -171,7 +174,11 @@ fn main() {
     let r = db.check().expect("check");
     println!(
         "check: {} ({} keys, {} extents verified, {} errors)",
-        if r.is_ok() { "consistent" } else { "INCONSISTENT" },
+        if r.is_ok() {
+            "consistent"
+        } else {
+            "INCONSISTENT"
+        },
         r.keys,
         r.ssd_extents,
         r.errors.len()

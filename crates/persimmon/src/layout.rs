@@ -836,9 +836,35 @@ mod tests {
                 SB_CLEAN_STATE,
                 SB_OPEN_COUNT,
                 SB_BATCH_TABLE,
+                SB_TIER,
                 SB_STAGED,
             ]
         );
+        // The external value field (tier::extent): the doc's offsets hold
+        // what `encode` writes there.
+        let ext: Vec<u64> = design_table("external-value").iter().map(|r| r.0).collect();
+        assert_eq!(ext, vec![0, 4, 8, 16, 20, 24, 28, 32]);
+        let e = crate::tier::extent::Extent {
+            file: 7,
+            offset: 3 << 12,
+            bytes: 2 << 12,
+            crc: 0xABCD,
+        };
+        let f = crate::tier::extent::encode(&e, 9000, b"tail", 2);
+        assert_eq!(
+            (
+                get_u32(&f, 0),
+                get_u32(&f, 4),
+                get_u64(&f, 8),
+                get_u32(&f, 16)
+            ),
+            (7, 2 << 12, 3 << 12, 0xABCD)
+        );
+        assert_eq!(
+            (get_u32(&f, 20), get_u32(&f, 24), get_u32(&f, 28)),
+            (9000, 4, 2)
+        );
+        assert_eq!(&f[32..], b"tail");
         let seg: Vec<u64> = design_table("segment").iter().map(|r| r.0).collect();
         assert_eq!(
             seg,
