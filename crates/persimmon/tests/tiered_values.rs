@@ -266,3 +266,56 @@ fn a_damaged_extent_is_an_error_for_its_key_only() {
     assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
     assert!(r.errors[0].contains("CRC32C"), "{:?}", r.errors);
 }
+
+/// A full data directory: the write that meets it fails with `DataDirFull`
+/// and leaves nothing visible; reads, small values and deletes go on. Needs
+/// a small file system of its own: a tmpfs mounted for the test (root only;
+/// CI runs as root — elsewhere the test says so and checks nothing else).
+#[test]
+fn a_full_data_directory_is_a_clear_error_and_reads_go_on() {
+    let d = Dirs::new("full", false);
+    std::fs::create_dir_all(&d.data).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=80m", "tmpfs"])
+        .arg(&d.data)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let unmount = || {
+        let _ = std::process::Command::new("umount").arg(&d.data).status();
+    };
+    let result = std::panic::catch_unwind(|| {
+        let db = Db::open(&d.pool, d.options()).unwrap();
+        let len = 64 << 10;
+        let mut stored = 0u64;
+        let err = loop {
+            match db.put(format!("k{stored}").as_bytes(), &value(stored, len)) {
+                Ok(()) => stored += 1,
+                Err(e) => break e,
+            }
+            assert!(stored < 10_000, "the 80 MiB file system never filled");
+        };
+        assert!(matches!(err, Error::DataDirFull { .. }), "{err}");
+        assert!(err.to_string().contains("ENOSPC"), "{err}");
+        // Nothing of the failed put is visible; everything before it reads.
+        assert_eq!(db.get(format!("k{stored}").as_bytes()).unwrap(), None);
+        for k in 0..stored {
+            assert_eq!(
+                db.get(format!("k{k}").as_bytes()).unwrap().unwrap(),
+                value(k, len)
+            );
+        }
+        db.put(b"small", b"still fits in the pool").unwrap();
+        assert!(db.delete(b"k0").unwrap());
+        db.wait_for_rebuild();
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "{:?}", r.errors);
+    });
+    unmount();
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+}
