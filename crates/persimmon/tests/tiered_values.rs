@@ -256,8 +256,7 @@ fn a_damaged_extent_is_an_error_for_its_key_only() {
     let db = Db::open(&d.pool, Options::default()).unwrap();
     let e = db
         .get(b"a")
-        .err()
-        .expect("a damaged extent is never returned");
+        .expect_err("a damaged extent is never returned");
     assert!(matches!(e, Error::ExtentCorruption { .. }), "{e}");
     assert_eq!(db.get(b"b").unwrap().unwrap(), value(2, 8192));
     assert_eq!(db.get(b"small").unwrap().unwrap(), b"x");
