@@ -318,3 +318,63 @@ fn a_full_data_directory_is_a_clear_error_and_reads_go_on() {
         std::panic::resume_unwind(p);
     }
 }
+
+/// The tier's merge and cleaner rewrite values optimistically: under a
+/// stream of appends and overwrites from another thread, no write is lost.
+#[test]
+fn merges_and_cleaning_racing_writers_lose_no_write() {
+    let d = Dirs::new("race", true);
+    let db = Db::open(
+        &d.pool,
+        Options {
+            pool_bytes_initial: 8 << 20,
+            segment_bytes: 256 << 10,
+            ..d.options()
+        },
+    )
+    .unwrap();
+    db.wait_for_rebuild();
+    let keys = 16u64;
+    for k in 0..keys {
+        db.put(format!("k{k}").as_bytes(), &value(k, 5000)).unwrap();
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let models = std::thread::scope(|s| {
+        let cleaner = s.spawn(|| {
+            let mut passes = 0;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                db.clean_tier_now().unwrap();
+                passes += 1;
+            }
+            passes
+        });
+        let mut models: Vec<Vec<u8>> = (0..keys).map(|k| value(k, 5000)).collect();
+        for i in 0..1500u64 {
+            let k = i % keys;
+            let key = format!("k{k}");
+            if i % 97 == 0 {
+                let v = value(i, 4096 + (i as usize % 3000));
+                db.put(key.as_bytes(), &v).unwrap();
+                models[k as usize] = v;
+            } else {
+                let tail = format!("<{i}>").into_bytes();
+                db.append(key.as_bytes(), &tail).unwrap();
+                models[k as usize].extend_from_slice(&tail);
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        assert!(cleaner.join().unwrap() > 0);
+        models
+    });
+    db.clean_tier_now().unwrap();
+    for (k, want) in models.iter().enumerate() {
+        assert_eq!(
+            &db.get(format!("k{k}").as_bytes()).unwrap().unwrap(),
+            want,
+            "key {k}"
+        );
+    }
+    assert!(db.stats().ssd_merges > 0);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.errors);
+}

@@ -240,6 +240,11 @@ impl Engine {
     /// name; counts files no record names.
     fn check_extent_live(&self, w: &mut Walk) {
         let Some(t) = self.tier() else { return };
+        for no in t.damaged_headers() {
+            w.report
+                .errors
+                .push(format!("data file {no}: damaged header"));
+        }
         for no in t.file_numbers() {
             let expected = w.extent_live.remove(&no).unwrap_or(0);
             let tracked = t.file_live(no).unwrap_or(0);

@@ -21,12 +21,12 @@
 //! - The rewrite appends on the cleaner's lane, as the PM cleaner does
 //!   (its records keep their original sequence numbers).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::iter::Iter;
-use super::write::{Locked, RecordParts};
+use super::write::{Found, Locked, RecordParts};
 use super::{Engine, CLEANER_SEQ};
 use crate::error::{Error, Result};
 use crate::layout::{RecordHeader, REC_FLAG_EXTERNAL};
@@ -41,11 +41,13 @@ const START_DEAD_FILES: u64 = 2;
 /// Most victims one pass takes (one index walk).
 const VICTIMS_PER_PASS: usize = 16;
 
-/// Keys queued for merging, in order, without duplicates.
+/// Keys queued for merging, in order, without duplicates; and the data
+/// files the cleaner could not empty (with their live bytes then).
 #[derive(Default)]
 pub(super) struct MergeQueue {
     order: VecDeque<Vec<u8>>,
     queued: HashSet<Vec<u8>>,
+    stuck: HashMap<u32, u64>,
 }
 
 impl Engine {
@@ -92,18 +94,22 @@ impl Engine {
             if !want(&ev) {
                 return Ok(None);
             }
-            Ok(Some((off, *h, self.assemble_external(off, field)?)))
+            let value = self.assemble_external(off, field)?;
+            Ok(Some((off, *h, self.record_deadline(off, h)?, value)))
         })?;
-        let Some(Some((off, header, value))) = seen else {
+        let Some(Some((off, header, deadline, value))) = seen else {
             return Ok(false);
         };
         let stored = self.stored_value(&value)?;
-        let deadline = self.record_deadline(off, &header)?;
-        let flags = header.flags | stored.flags;
+        let flags = (header.flags & !REC_FLAG_EXTERNAL) | stored.flags;
         let rec = RecordParts::new(key, &stored.field, flags, header.seq, deadline);
         let h = self.hash(key);
         self.with_locked(key, h, CLEANER_SEQ, |_ctx, found, _free, guard| {
-            let Some(f) = found.filter(|f| f.in_index && f.slot.offset() == off) else {
+            // The very record read: same offset *and* same header (offsets
+            // are reused once a segment is freed; the header's CRC covers
+            // the sequence number, deadline, key and value field).
+            let unchanged = |f: &Found| f.in_index && f.slot.offset() == off && f.header == header;
+            let Some(f) = found.filter(unchanged) else {
                 return Ok(Locked::Done(false)); // written meanwhile: keep theirs
             };
             self.cleaner_lane.raise(header.seq);
@@ -129,9 +135,13 @@ impl Engine {
         if dead <= min_dead {
             return Ok(0);
         }
+        // A victim a pass could not empty (a damaged value, an expired key
+        // not yet deleted) is not taken again while its live bytes stay.
+        let stuck = self.merges.lock().stuck.clone();
         let victims: HashSet<u32> = files
             .iter()
             .filter(|&&(_, live, cap)| live * 100 <= cap * max_live_percent)
+            .filter(|&&(no, live, _)| stuck.get(&no) != Some(&live))
             .take(VICTIMS_PER_PASS)
             .map(|&(no, _, _)| no)
             .collect();
@@ -139,17 +149,37 @@ impl Engine {
             return Ok(0);
         }
         let mut moved = 0;
+        let mut failed = 0u64;
         for item in Iter::picking(self, |e, off, h| e.external_key(off, h)) {
             if self.stop.load(Ordering::Acquire) {
                 break;
             }
-            let (key, _) = item?;
-            if self.rewrite_external(&key, |ev| victims.contains(&ev.extent.file))? {
-                moved += 1;
+            // One bad value must not stop the cleaning of the rest.
+            let rewritten = item.and_then(|(key, _)| {
+                self.rewrite_external(&key, |ev| victims.contains(&ev.extent.file))
+            });
+            match rewritten {
+                Ok(true) => moved += 1,
+                Ok(false) => {}
+                Err(_) => failed += 1,
             }
         }
         self.tier_moved.fetch_add(moved, Ordering::Relaxed);
+        let mut work = self.merges.lock();
+        for no in &victims {
+            match tier.file_live(*no) {
+                Some(live) if live > 0 => work.stuck.insert(*no, live),
+                _ => work.stuck.remove(no),
+            };
+        }
+        drop(work);
         self.sweep_data_files();
+        if failed > 0 && moved == 0 {
+            return Err(Error::corruption(
+                0,
+                format!("{failed} values could not be moved"),
+            ));
+        }
         Ok(moved)
     }
 
@@ -181,6 +211,7 @@ impl Engine {
         }
         let min_dead = START_DEAD_FILES * FILE_BYTES;
         while !self.stop.load(Ordering::Acquire) {
+            self.sweep_data_files();
             let work = self
                 .merge_queued()
                 .and_then(|m| Ok(m + self.clean_data_files(VICTIM_LIVE_PERCENT, min_dead)?));

@@ -52,6 +52,16 @@ impl Engine {
     /// How `value` will be stored: in the record, or (large, on a tiered
     /// pool) as a durable extent plus the descriptor and tail in the record.
     pub(super) fn stored_value<'a>(&self, value: &'a [u8]) -> Result<StoredValue<'a>> {
+        if self
+            .tier()
+            .is_none_or(|t| (value.len() as u64) < t.threshold)
+        {
+            return Ok(StoredValue {
+                field: Cow::Borrowed(value),
+                flags: 0,
+                written: None,
+            });
+        }
         Ok(self
             .stored_values(&[value])?
             .pop()
@@ -102,7 +112,7 @@ impl Engine {
     }
 
     /// The verified bytes of extent `e` (through the cache).
-    pub(super) fn tier_extent(&self, e: &Extent) -> Result<std::sync::Arc<[u8]>> {
+    pub(super) fn tier_extent(&self, e: &Extent) -> Result<crate::tier::ExtentBytes> {
         match self.tier() {
             Some(t) => t.read_extent(e),
             None => Err(Error::corruption(

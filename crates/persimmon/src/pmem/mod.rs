@@ -580,3 +580,20 @@ pub(crate) fn allocate_file(file: &File, len: u64) -> std::io::Result<()> {
         Err(std::io::Error::from_raw_os_error(rc))
     }
 }
+
+/// Raises this process's soft limit on open files to its hard limit (the
+/// SSD tier keeps one descriptor per 64 MiB data file; the usual soft
+/// limit of 1024 would cap a tier near 64 GiB). Best effort.
+pub(crate) fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls with a valid pointer to a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

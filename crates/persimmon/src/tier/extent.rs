@@ -78,6 +78,13 @@ impl<'a> ExternalValue<'a> {
         {
             return Err("extent descriptor is not aligned");
         }
+        // Inside what an extent key can name (no two extents share a key).
+        if extent.file >= super::MAX_FILES || extent.offset >= super::MAX_FILE_OFFSET {
+            return Err("extent descriptor names an impossible file or offset");
+        }
+        if get_u32(field, 20) as usize > crate::layout::MAX_VALUE_BYTES {
+            return Err("external value longer than any value");
+        }
         let tail_len = get_u32(field, 24) as usize;
         let rest = &field[DESCRIPTOR_BYTES..];
         if tail_len > rest.len() {

@@ -47,7 +47,13 @@ pub struct DataFile {
     pub inflight: AtomicU64,
     /// No more extents will be allocated in it.
     pub sealed: AtomicBool,
+    /// A sync of it failed: the kernel may have dropped dirty pages of any
+    /// writer and will not say so again, so no later sync of it is trusted.
+    poisoned: AtomicBool,
     direct: bool,
+    /// Its header failed its CRC when opened (its extents still verify by
+    /// their own CRCs; `check` reports it).
+    pub damaged_header: bool,
 }
 
 /// The name of data file `no`.
@@ -147,7 +153,9 @@ impl DataFile {
             live: AtomicU64::new(0),
             inflight: AtomicU64::new(0),
             sealed: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
             direct,
+            damaged_header: false,
         };
         if let Err(e) = crate::pmem::allocate_file(&made.file, FILE_HEADER_BYTES + capacity) {
             let _ = std::fs::remove_file(&path);
@@ -186,7 +194,7 @@ impl DataFile {
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
             .len();
-        let made = DataFile {
+        let mut made = DataFile {
             no,
             path: path.clone(),
             file,
@@ -195,7 +203,9 @@ impl DataFile {
             inflight: AtomicU64::new(0),
             // Extents go to new files after an open.
             sealed: AtomicBool::new(true),
+            poisoned: AtomicBool::new(false),
             direct,
+            damaged_header: false,
         };
         let mut h = AlignedBuf::zeroed(FILE_HEADER_BYTES as usize);
         let header_ok = made.read_exact_at(0, h.as_mut_slice()).is_ok();
@@ -208,10 +218,11 @@ impl DataFile {
             return Ok(made);
         }
         if crc32c::crc32c(&h[..32]) != get_u32(h, 32) || get_u32(h, 8) != no {
-            return Err(Error::DataDir {
-                path: path.clone(),
-                detail: "data file header is damaged".into(),
-            });
+            // Media damage (or a torn unsynced header): not fatal to the
+            // pool — whatever records name in it is checked by the extents'
+            // own CRCs.
+            made.damaged_header = true;
+            return Ok(made);
         }
         if &h[16..32] != pool_id {
             return Err(Error::DataDir {
@@ -250,15 +261,29 @@ impl DataFile {
         self.file.read_exact_at(out, offset)
     }
 
-    /// Makes every write so far durable.
+    /// Makes every write so far durable. A failure poisons the file (and
+    /// seals it): every later sync of it fails too.
     pub fn sync(&self, observer: Option<&Arc<dyn SsdObserver>>) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(format!("fdatasync {}", self.path.display()), e))?;
+        if let Err(e) = self.file.sync_data() {
+            self.poisoned.store(true, Ordering::SeqCst);
+            self.sealed.store(true, Ordering::Release);
+            return Err(Error::io(format!("fdatasync {}", self.path.display()), e));
+        }
+        if self.poisoned() {
+            return Err(Error::io(
+                format!("fdatasync {}", self.path.display()),
+                std::io::Error::other("an earlier sync of this data file failed"),
+            ));
+        }
         if let Some(o) = observer {
             o.synced(self.no);
         }
         Ok(())
+    }
+
+    /// Whether a sync of it has failed.
+    pub fn poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
     }
 
     /// Whether I/O on it bypasses the page cache.

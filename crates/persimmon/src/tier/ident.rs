@@ -118,12 +118,18 @@ pub fn claim(dir: &Path, pool_id: &[u8; 16]) -> Result<PathBuf> {
         return Err(unusable(&dir, "it already holds data files"));
     }
     let path = dir.join(IDENT_FILE);
+    let parent = dir.parent().map(Path::to_path_buf);
     let write = || -> std::io::Result<()> {
         use std::io::Write;
         let mut f = std::fs::File::create(&path)?;
         f.write_all(&ident_bytes(pool_id))?;
         f.sync_all()?;
-        std::fs::File::open(&dir)?.sync_all()
+        std::fs::File::open(&dir)?.sync_all()?;
+        // The directory's own name (it may just have been created).
+        match &parent {
+            Some(p) => std::fs::File::open(p)?.sync_all(),
+            None => Ok(()),
+        }
     };
     write().map_err(|e| unusable(&dir, format!("cannot write its identity file: {e}")))?;
     Ok(dir)

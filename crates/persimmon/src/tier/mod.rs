@@ -71,9 +71,16 @@ pub type ExtentKey = u64;
 /// Alignment of extents in data files (and of their lengths).
 pub const EXTENT_ALIGN: u64 = 4096;
 
-/// The cache key of the extent at `offset` in data file `file`.
+/// Data file numbers are below this (24 bits of an extent key).
+pub const MAX_FILES: u32 = 1 << 24;
+/// Extent offsets are below this (40 bits of 4 KiB blocks: 4 PiB).
+pub const MAX_FILE_OFFSET: u64 = EXTENT_ALIGN << 40;
+
+/// The cache key of the extent at `offset` in data file `file`: distinct
+/// for every (file, offset) inside `MAX_FILES` and `MAX_FILE_OFFSET`.
 pub fn extent_key(file: u32, offset: u64) -> ExtentKey {
     debug_assert!(offset.is_multiple_of(EXTENT_ALIGN));
+    debug_assert!(file < MAX_FILES && offset < MAX_FILE_OFFSET);
     ((file as u64) << 40) | (offset / EXTENT_ALIGN)
 }
 
@@ -93,6 +100,34 @@ pub struct Tier {
     pub cache: Arc<AcsCache>,
     pub extents_written: AtomicU64,
     pub files_deleted: AtomicU64,
+}
+
+/// Verified extent bytes, as the cache holds them: the CRC32C they were
+/// verified against (4 bytes, little-endian), then the bytes.
+#[derive(Clone)]
+pub struct ExtentBytes(Arc<[u8]>);
+
+impl ExtentBytes {
+    fn new(crc: u32, data: &[u8]) -> ExtentBytes {
+        let mut v = Vec::with_capacity(4 + data.len());
+        v.extend_from_slice(&crc.to_le_bytes());
+        v.extend_from_slice(data);
+        ExtentBytes(Arc::from(v))
+    }
+
+    fn crc(&self) -> u32 {
+        self.0
+            .get(..4)
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+}
+
+impl std::ops::Deref for ExtentBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.0.get(4..).unwrap_or_default()
+    }
 }
 
 /// An extent written and durable, not yet named by a published record:
@@ -139,6 +174,7 @@ impl Tier {
             o.opened(dir);
         }
         let direct = files::probe_direct(dir);
+        crate::pmem::raise_open_files_limit();
         let mut map = BTreeMap::new();
         for no in list_files(dir)? {
             map.insert(no, Arc::new(DataFile::open(dir, no, &pool_id, direct)?));
@@ -169,7 +205,7 @@ impl Tier {
     fn allocate(&self, bytes: u64) -> Result<(Arc<DataFile>, u64)> {
         let mut active = self.active.lock();
         if let Some((f, tail)) = active.as_mut() {
-            if *tail + bytes <= FILE_HEADER_BYTES + f.capacity {
+            if *tail + bytes <= FILE_HEADER_BYTES + f.capacity && !f.poisoned() {
                 let at = *tail;
                 *tail += bytes;
                 f.inflight.fetch_add(1, Ordering::SeqCst);
@@ -234,23 +270,29 @@ impl Tier {
 
     /// Puts a just-written extent's bytes in the cache (write-through).
     pub fn cache_written(&self, e: &Extent, data: &[u8]) {
-        self.cache.insert(e.key(), Arc::from(data));
+        self.cache.insert(e.key(), ExtentBytes::new(e.crc, data).0);
     }
 
-    /// The bytes of extent `e`, verified against its CRC: from the cache,
-    /// else from its file (and then handed to the cache's filler).
-    pub fn read_extent(&self, e: &Extent) -> Result<Arc<[u8]>> {
+    /// The bytes of extent `e`, verified against its CRC: from the cache
+    /// (whose entries carry the CRC they were verified with, compared with
+    /// `e`'s on every hit), else from its file (and then handed to the
+    /// cache's filler).
+    pub fn read_extent(&self, e: &Extent) -> Result<ExtentBytes> {
         if let Some(v) = self.cache.get(e.key()) {
-            debug_assert_eq!(v.len(), e.bytes as usize);
-            return Ok(v);
+            let hit = ExtentBytes(v);
+            if hit.crc() == e.crc && hit.len() == e.bytes as usize {
+                return Ok(hit);
+            }
+            // Not the bytes this descriptor names (a damaged descriptor):
+            // read the file, whose CRC check will say so.
         }
         let bytes = self.read_uncached(e)?;
-        self.cache.fill_async(e.key(), bytes.clone());
+        self.cache.fill_async(e.key(), bytes.0.clone());
         Ok(bytes)
     }
 
     /// Reads and verifies extent `e` from its file, bypassing the cache.
-    pub fn read_uncached(&self, e: &Extent) -> Result<Arc<[u8]>> {
+    pub fn read_uncached(&self, e: &Extent) -> Result<ExtentBytes> {
         let damaged = |detail: String| Error::ExtentCorruption {
             file: e.file,
             offset: e.offset,
@@ -262,8 +304,9 @@ impl Tier {
             .get(&e.file)
             .cloned()
             .ok_or_else(|| damaged("the data file does not exist".into()))?;
+        let end = e.offset.checked_add(e.bytes as u64);
         if e.offset < FILE_HEADER_BYTES
-            || e.offset + e.bytes as u64 > FILE_HEADER_BYTES + file.capacity
+            || end.is_none_or(|end| end > FILE_HEADER_BYTES + file.capacity)
         {
             return Err(damaged("the extent lies outside its data file".into()));
         }
@@ -273,7 +316,7 @@ impl Tier {
         if crc32c::crc32c(buf.as_slice()) != e.crc {
             return Err(damaged("extent CRC32C mismatch".into()));
         }
-        Ok(Arc::from(buf.as_slice()))
+        Ok(ExtentBytes::new(e.crc, buf.as_slice()))
     }
 
     /// Counts extent `e` live (`+`) or dead (`-`) in its file; returns the
@@ -285,8 +328,14 @@ impl Tier {
             return None;
         }
         self.cache.remove(e.key());
-        let before = file.live.fetch_sub(e.bytes as u64, Ordering::SeqCst);
-        debug_assert!(before >= e.bytes as u64, "extent live bytes went negative");
+        let sub = |live: u64| Some(live.saturating_sub(e.bytes as u64));
+        let before = file
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, sub);
+        debug_assert!(
+            before.is_ok_and(|b| b >= e.bytes as u64),
+            "extent live bytes went negative"
+        );
         file.reclaimable().then_some(file)
     }
 
@@ -354,6 +403,16 @@ impl Tier {
     /// Numbers of the data files open now.
     pub fn file_numbers(&self) -> Vec<u32> {
         self.files.read().keys().copied().collect()
+    }
+
+    /// Data files whose header was damaged when opened.
+    pub fn damaged_headers(&self) -> Vec<u32> {
+        let files = self.files.read();
+        files
+            .values()
+            .filter(|f| f.damaged_header)
+            .map(|f| f.no)
+            .collect()
     }
 
     /// Live bytes of file `no` (None: no such file).

@@ -61,12 +61,20 @@ impl GroupSync {
         st.next_ticket += 1;
         loop {
             if mine < st.done_below {
-                return match st.failed.iter().find(|(r, _)| r.contains(&mine)) {
-                    Some((_, msg)) => Err(Error::io(
+                // A poisoned file fails every waiter, also those whose
+                // ticket a later, "successful" sync covered: the failed one
+                // may have dropped their pages.
+                let failed = st.failed.iter().find(|(r, _)| r.contains(&mine));
+                return match (failed, file.poisoned()) {
+                    (Some((_, msg)), _) => Err(Error::io(
                         "sync data file",
                         std::io::Error::other(msg.clone()),
                     )),
-                    None => Ok(()),
+                    (None, true) => Err(Error::io(
+                        format!("sync {}", file.path.display()),
+                        std::io::Error::other("an earlier sync of this data file failed"),
+                    )),
+                    (None, false) => Ok(()),
                 };
             }
             if st.leader {
@@ -87,6 +95,11 @@ impl GroupSync {
             st.leader = false;
             st.done_below = upto;
             if let Err(e) = result {
+                // Bounded: a waiter whose range was dropped still fails,
+                // through its poisoned file.
+                if st.failed.len() == 256 {
+                    st.failed.remove(0);
+                }
                 st.failed.push((from..upto, e.to_string()));
             }
             self.cv.notify_all();
