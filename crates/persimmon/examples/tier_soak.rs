@@ -93,8 +93,25 @@ fn each_key(a: &Args, f: impl Fn(u64, &mut Vec<u8>) + Sync) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
+/// Round `r` visits the keys in a scrambled order of its own (a bijection
+/// `i -> (i·m + r·c) mod keys`), so overwrites leave every data file partly
+/// live and the tier cleaner has to work.
+fn scrambled(a: &Args, r: u64, i: u64) -> u64 {
+    let gcd = |mut x: u64, mut y: u64| {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        x
+    };
+    let m = (1_000_003..)
+        .find(|m| gcd(*m, a.keys) == 1)
+        .expect("a coprime");
+    ((i as u128 * m as u128 + r as u128 * 7_919) % a.keys as u128) as u64
+}
+
 fn write_round(db: &Db, a: &Args, r: u64) -> f64 {
-    each_key(a, |k, buf| {
+    each_key(a, |i, buf| {
+        let k = if r == 0 { i } else { scrambled(a, r, i) };
         value(k, r, a.value_size, buf);
         db.put(&key(k), buf).expect("put");
     })

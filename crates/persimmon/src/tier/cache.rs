@@ -255,9 +255,7 @@ impl AcsCache {
         if !self.enabled() {
             return;
         }
-        let slot = self.shared.slot(key);
-        let mut shard = slot.state.lock();
-        slot.generation(key).fetch_add(1, Ordering::Relaxed);
+        let mut shard = self.lock_superseding(key);
         shard.remove(key);
         shard.insert(key, value);
     }
@@ -290,11 +288,18 @@ impl AcsCache {
         if !self.enabled() {
             return;
         }
-        let slot = self.shared.slot(key);
-        let mut shard = slot.state.lock();
-        slot.generation(key).fetch_add(1, Ordering::Relaxed);
+        let mut shard = self.lock_superseding(key);
         shard.remove(key);
         shard.forget_ghost(key);
+    }
+
+    /// Locks the shard of `key` and makes every fill of it queued so far
+    /// stale (the filler drops fills whose generation changed).
+    fn lock_superseding(&self, key: ExtentKey) -> parking_lot::MutexGuard<'_, Shard> {
+        let slot = self.shared.slot(key);
+        let shard = slot.state.lock();
+        slot.generation(key).fetch_add(1, Ordering::Relaxed);
+        shard
     }
 
     /// Sizes and counters, summed over the shards.
