@@ -124,6 +124,12 @@ struct Totals {
     inconsistencies: u64,
     secs: f64,
     notes: Vec<String>,
+    /// Tiered workloads: see `SimStats::ssd_points` and its neighbours.
+    ssd_points: u64,
+    ssd_images: u64,
+    ssd_torn: u64,
+    ssd_dropped: u64,
+    ssd_unlinked_back: u64,
 }
 
 /// Everything the run counted.
@@ -219,6 +225,7 @@ fn run_workload(
     let mut frng = StdRng::seed_from_u64(mix(seed, 0xFA17));
     let faults = faults::run(
         &fin.final_image,
+        fin.final_ssd.as_ref(),
         &fin.expect,
         &fin.options,
         settings.faults,
@@ -284,13 +291,21 @@ impl Tally {
                     .push(format!("[{w} seed={seed}] {f}\n    replay: {replay}"));
             }
         }
+        let st = &fin.stats;
+        let ssd = match fin.final_ssd {
+            Some(_) => format!(
+                " ssd_images={} torn={} dropped={}",
+                st.ssd_images, st.ssd_torn, st.ssd_dropped
+            ),
+            None => String::new(),
+        };
         println!(
-            "  {w:<20} seed={seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad} {:.1}s{}",
+            "  {w:<20} seed={seed:<10} ops={:<4} points={:<5} images={:<6} dup={:<5} probes={:<3} faults={:<3} bad={bad}{ssd} {:.1}s{}",
             fin.ops,
-            fin.stats.points,
-            fin.stats.images,
-            fin.stats.duplicates,
-            fin.stats.probes,
+            st.points,
+            st.images,
+            st.duplicates,
+            st.probes,
             faults.values().map(|t| t.injected).sum::<u64>(),
             secs,
             fin.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
@@ -305,6 +320,11 @@ impl Tally {
         t.probes += fin.stats.probes;
         t.inconsistencies += bad;
         t.secs += secs;
+        t.ssd_points += st.ssd_points;
+        t.ssd_images += st.ssd_images;
+        t.ssd_torn += st.ssd_torn;
+        t.ssd_dropped += st.ssd_dropped;
+        t.ssd_unlinked_back += st.ssd_unlinked_back;
         if let Some(n) = &fin.note {
             if !t.notes.contains(n) && t.notes.len() < 2 {
                 t.notes.push(n.clone());
@@ -322,6 +342,7 @@ impl Tally {
     /// line; the exit status says whether there was any inconsistency.
     fn report(&self, seed: u64) -> ExitCode {
         self.print_workloads();
+        self.print_ssd();
         self.print_traffic();
         self.print_faults();
         if !self.findings.is_empty() {
@@ -339,11 +360,13 @@ impl Tally {
                 println!("  {f}");
             }
         }
-        let points: u64 = self.totals.values().map(|t| t.points).sum();
-        let images: u64 = self.totals.values().map(|t| t.images).sum();
+        let sum = |f: fn(&Totals) -> u64| -> u64 { self.totals.values().map(f).sum() };
+        let (points, images) = (sum(|t| t.points), sum(|t| t.images));
+        let (ssd_images, ssd_torn) = (sum(|t| t.ssd_images), sum(|t| t.ssd_torn));
+        let ssd_dropped = sum(|t| t.ssd_dropped);
         let inconsistencies = self.inconsistencies;
         println!(
-            "crashtest: points={points} images={images} inconsistencies={inconsistencies} seed={seed}"
+            "crashtest: points={points} images={images} ssd_images={ssd_images} ssd_torn={ssd_torn} ssd_dropped={ssd_dropped} inconsistencies={inconsistencies} seed={seed}"
         );
         if inconsistencies > 0 {
             ExitCode::FAILURE
@@ -389,6 +412,32 @@ impl Tally {
                 } else {
                     format!("  ({})", t.notes.join("; "))
                 }
+            );
+        }
+    }
+
+    /// The tiered workloads' crash points and images that involved the
+    /// data directory (writes pending or unlinks not yet durable).
+    fn print_ssd(&self) {
+        let tiered: Vec<(&&str, &Totals)> = self
+            .totals
+            .iter()
+            .filter(|(_, t)| t.ssd_points > 0)
+            .collect();
+        if tiered.is_empty() {
+            return;
+        }
+        println!(
+            "\nSSD tier: crash points with data-file writes or unlinks pending, and their images:"
+        );
+        println!(
+            "  {:<20} {:>7} {:>7} {:>7} {:>8} {:>13}",
+            "workload", "points", "images", "torn", "dropped", "unlinked-back"
+        );
+        for (w, t) in tiered {
+            println!(
+                "  {:<20} {:>7} {:>7} {:>7} {:>8} {:>13}",
+                w, t.ssd_points, t.ssd_images, t.ssd_torn, t.ssd_dropped, t.ssd_unlinked_back
             );
         }
     }

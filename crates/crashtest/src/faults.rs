@@ -9,7 +9,10 @@
 //! - `slot-bitflip` (any bit but the persist bit) and `slot-zero`: a live
 //!   index slot (with the DRAM point index: the record word of a live
 //!   key's skiplist node) — slots and record words carry no CRC;
-//! - `header-bitflip`: one bit of a committed segment's 64-byte header.
+//! - `header-bitflip`: one bit of a committed segment's 64-byte header;
+//! - tiered pools: `extent-bitflip` (one bit of a live value's extent in its
+//!   data file) and `extent-torn` (an extent's sectors zeroed from one on:
+//!   a write that never finished).
 //!
 //! Every other fault is injected into the image as it would be after a
 //! crash (the superblock's clean-close word cleared): a clean image carries
@@ -21,7 +24,10 @@
 //!   key returns its value, an error, or (after damage to its slot or its
 //!   key bytes) nothing — never another value; also after new writes;
 //! - record damage is reported by `check()` (or the open fails), and a read
-//!   of the damaged key does not return it as if intact.
+//!   of the damaged key does not return it as if intact;
+//! - extent damage: the pool opens, `check()` reports it, a read of the
+//!   damaged key fails with `Error::ExtentCorruption` (its checksum caught
+//!   it: never the wrong bytes), and every other key reads its value.
 //!
 //! Slot and header damage are classified and reported separately: a CRC
 //! cannot catch them, so `check()` silence there is a finding, not a
@@ -37,8 +43,9 @@ use persimmon::{Db, Options};
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::oracle::{oracle_options, show_key, Expect, Key, Val};
-use crate::poolfile::{self, LiveRecord, SegKind};
+use crate::oracle::{self, oracle_options, show_key, Expect, Key, Val};
+use crate::poolfile::{self, ExtentAt, LiveRecord, SegKind};
+use crate::ssd::{Block, SsdImage, SECTOR};
 
 /// Offset of the superblock's clean-close word (docs/design.md §3).
 const SB_CLEAN_STATE: usize = persimmon::format::SB_CLEAN_STATE as usize;
@@ -50,6 +57,8 @@ pub const CLASSES: &[&str] = &[
     "slot-bitflip",
     "slot-zero",
     "header-bitflip",
+    "extent-bitflip",
+    "extent-torn",
 ];
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,6 +114,49 @@ struct Damage {
 
 fn flip(img: &mut [u8], byte: u64, bit: u32) {
     img[byte as usize] ^= 1 << bit;
+}
+
+/// Damages a live value's extent in `dir` (tiered images): a bit flipped,
+/// or its sectors zeroed from a random one on.
+fn inject_extent(
+    class: &str,
+    img: &[u8],
+    dir: &mut SsdImage,
+    p: &poolfile::Parsed,
+    rng: &mut StdRng,
+) -> Option<Damage> {
+    let tiered: Vec<(&LiveRecord, ExtentAt)> = p
+        .live
+        .iter()
+        .filter_map(|r| Some((r, r.extent(img)?)))
+        .collect();
+    if tiered.is_empty() {
+        return None;
+    }
+    let (r, e) = tiered[rng.gen_range(0..tiered.len())];
+    let file = dir.files.get_mut(&e.file)?;
+    let what = if class == "extent-bitflip" {
+        let at = e.offset + rng.gen_range(0..e.bytes as u64);
+        let bit = rng.gen_range(0..8);
+        file.flip(at, bit);
+        format!("bit {bit} of byte {at:#x} of data file {}", e.file)
+    } else {
+        let sectors = e.bytes as u64 / SECTOR as u64;
+        let from = rng.gen_range(0..sectors) * SECTOR as u64;
+        let zeros = vec![0u8; (e.bytes as u64 - from) as usize];
+        file.blocks.push(Block {
+            offset: e.offset + from,
+            data: zeros.into(),
+        });
+        format!(
+            "extent {:#x}+{} of data file {} zeroed from +{from}",
+            e.offset, e.bytes, e.file
+        )
+    };
+    Some(Damage {
+        key: Some(r.key.clone()),
+        what,
+    })
 }
 
 fn inject(class: &str, img: &mut [u8], p: &poolfile::Parsed, rng: &mut StdRng) -> Option<Damage> {
@@ -254,10 +306,14 @@ fn read_all(
     outcome
 }
 
-/// Injects `per_class` faults of every class into `image` and classifies
-/// the outcomes. `notes` receives a description of each failure.
+/// Injects `per_class` faults of every class into `image` (tiered: with
+/// its data directory `ssd`) and classifies the outcomes. `notes` receives
+/// a description of each failure. The damaged pool is written to `path`,
+/// its data directory next to it.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     image: &[u8],
+    ssd: Option<&SsdImage>,
     expect: &Expect,
     options: &Options,
     per_class: usize,
@@ -271,6 +327,7 @@ pub fn run(
     };
     let judge = Judge {
         path,
+        data_dir: path.with_extension("data"),
         options: Options {
             verify_reads: true,
             ..oracle_options(options)
@@ -281,15 +338,21 @@ pub fn run(
         let t = report.entry(class).or_default();
         for n in 0..per_class {
             let mut img = image.to_vec();
+            let mut dir = ssd.cloned();
             if n % 2 == 1 {
                 // As after a crash: no trusted key count.
                 img[SB_CLEAN_STATE..SB_CLEAN_STATE + 8].fill(0);
             }
-            let Some(d) = (0..10).find_map(|_| inject(class, &mut img, &parsed, rng)) else {
+            let damage = (0..10).find_map(|_| match (class.starts_with("extent"), &mut dir) {
+                (true, Some(d)) => inject_extent(class, &img, d, &parsed, rng),
+                (true, None) => None,
+                (false, _) => inject(class, &mut img, &parsed, rng),
+            });
+            let Some(d) = damage else {
                 continue;
             };
             t.injected += 1;
-            judge.judge(class, &d, &img, t, notes);
+            judge.judge(class, &d, &img, dir.as_ref(), t, notes);
         }
     }
     report
@@ -297,8 +360,9 @@ pub fn run(
 
 /// What every damaged image of a run is judged against.
 struct Judge<'a> {
-    /// Where the damaged image is written.
+    /// Where the damaged image is written (tiered: its data directory).
     path: &'a Path,
+    data_dir: std::path::PathBuf,
     /// The oracle's options, with `verify_reads` on.
     options: Options,
     /// The acknowledged keys that hold a value, with it.
@@ -313,15 +377,25 @@ impl Judge<'_> {
         class: &'static str,
         d: &Damage,
         img: &[u8],
+        dir: Option<&SsdImage>,
         t: &mut FaultTally,
         notes: &mut Vec<String>,
     ) {
         let mut local = Vec::new();
         let failures_before = t.failures;
-        std::fs::write(self.path, img).expect("write the damaged image");
-        let Ok(db) = Db::open(self.path, self.options.clone()) else {
-            t.open_error += 1;
-            return;
+        let ssd = dir.map(|d| (d, self.data_dir.as_path()));
+        oracle::write_image(img, ssd, self.path).expect("write the damaged image");
+        let extent = class.starts_with("extent");
+        let db = match Db::open(self.path, self.options.clone()) {
+            Ok(db) => db,
+            Err(e) => {
+                t.open_error += 1;
+                if extent {
+                    t.failures += 1;
+                    notes.push(format!("{class}: {}: the open failed: {e}", d.what));
+                }
+                return;
+            }
         };
         db.wait_for_rebuild();
         let reported = db.check().map(|r| !r.is_ok()).unwrap_or(true);
@@ -329,7 +403,7 @@ impl Judge<'_> {
             t.check_reported += 1;
         } else {
             t.check_silent += 1;
-            if class.starts_with("record") {
+            if class.starts_with("record") || extent {
                 t.failures += 1;
                 local.push("check() did not report record damage".to_string());
             }
@@ -347,15 +421,23 @@ impl Judge<'_> {
             &mut lost_before,
         ) {
             Some("error") => t.read_error += 1,
-            Some("absent") => t.read_absent += 1,
             Some("intact") => {
                 t.read_intact += 1;
-                if class.starts_with("record") {
+                if class.starts_with("record") || extent {
                     t.failures += 1;
                     local.push("a read returned the damaged record as intact".into());
                 }
             }
+            Some("absent") if extent => {
+                t.read_absent += 1;
+                t.failures += 1;
+                local.push("a read of the key with the damaged extent found nothing".into());
+            }
+            Some("absent") => t.read_absent += 1,
             _ => {}
+        }
+        if extent {
+            self.judge_extent_read(&db, d, lost_before, t, &mut local);
         }
         // New writes after the damage must not turn it into wrong values.
         let mut acked_after = self.acked.clone();
@@ -392,6 +474,36 @@ impl Judge<'_> {
         drop(db);
         if t.failures > failures_before {
             notes.push(format!("{class}: {}: {}", d.what, local.join("; ")));
+        }
+    }
+
+    /// Extent damage: the damaged key's read fails with
+    /// `ExtentCorruption` (its checksum), and no other key was lost.
+    fn judge_extent_read(
+        &self,
+        db: &Db,
+        d: &Damage,
+        others_lost: u64,
+        t: &mut FaultTally,
+        local: &mut Vec<String>,
+    ) {
+        let Some(k) = &d.key else { return };
+        match db.get(k) {
+            Err(persimmon::Error::ExtentCorruption { .. }) => {}
+            other => {
+                t.failures += 1;
+                local.push(format!(
+                    "get {} returned {:?}, not ExtentCorruption",
+                    show_key(k),
+                    other.map(|v| v.map(|v| v.len()))
+                ));
+            }
+        }
+        if others_lost > 0 {
+            t.failures += 1;
+            local.push(format!(
+                "{others_lost} other key(s) failed to read after damage to one extent"
+            ));
         }
     }
 }

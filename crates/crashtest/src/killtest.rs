@@ -11,8 +11,13 @@
 //! - bit 63: pending — set before the operation starts, cleared (with the
 //!   new committed id) after it returns.
 //!
-//! A value id names a value deterministically (`value_for`), so the parent
-//! can tell the old value from the new one.
+//! A value id names a value deterministically (`values::value_for`), so
+//! the parent can tell the old value from the new one.
+//!
+//! Two stores (`Store`): a pool of PM only, and a pool with an SSD tier
+//! (data directory next to it, threshold 4 KiB, the tier's background
+//! merge running in the child): there values from 1 B to 20 KiB, and
+//! `append` / `write_range` edits of them (patches on PM).
 //!
 //! Invariants:
 //! - A key's entry changes only while the child thread holds that key's
@@ -42,37 +47,30 @@ use crate::sim::mix;
 const PENDING: u64 = 1 << 63;
 const STRIPES: usize = 64;
 
+mod values;
+
+pub use values::Store;
+use values::{change, value_for, Change};
+
 /// The child runs with the background log cleaner on (it relocates records
-/// while the child is killed); the parent verifies with it off.
-pub fn options(cleaner: bool) -> Options {
+/// while the child is killed; on a tiered pool the tier's thread merges
+/// patches too); the parent verifies with it off. `data_dir`: the SSD tier's
+/// directory (tiered store; given at creation and every open).
+pub fn options(cleaner: bool, data_dir: Option<&Path>) -> Options {
     Options {
         pool_bytes_initial: 4 << 20,
         pool_bytes_max: 1 << 30,
         segment_bytes: 256 << 10,
         cleaner,
+        data_dir: data_dir.map(Path::to_path_buf),
+        tier_threshold: values::THRESHOLD as u64,
+        cache_bytes: 8 << 20,
         ..Options::default()
     }
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
     format!("kill-{k:06}").into_bytes()
-}
-
-/// The value with id `id` of key `k` (`None` for id 0).
-pub fn value_for(k: u64, id: u64) -> Option<Vec<u8>> {
-    if id == 0 {
-        return None;
-    }
-    let h = mix(k, id);
-    let len = if h.is_multiple_of(211) {
-        150_000 // a large record: a segment run of its own
-    } else {
-        16 + (h % 300) as usize
-    };
-    let mut v = format!("k{k}-id{id}-").into_bytes();
-    let fill = b'A' + (h % 26) as u8;
-    v.resize(len, fill);
-    Some(v)
 }
 
 /// The expected-state file, mirrored in memory (the file is written
@@ -120,25 +118,41 @@ fn pending_id(e: u64) -> u64 {
     (e >> 32) & 0x7fff_ffff
 }
 
+/// What a child runs: its pool (tiered: with `data_dir`), expected-state
+/// file, seed, threads and keys.
+pub struct ChildArgs<'a> {
+    pub pool: &'a Path,
+    pub data_dir: Option<&'a Path>,
+    pub state: &'a Path,
+    pub seed: u64,
+    pub threads: usize,
+    pub keys: u64,
+}
+
 /// Child: random operations from `threads` threads until killed.
-pub fn child(pool: &Path, state: &Path, seed: u64, threads: usize, keys: u64) -> ! {
-    let db = match Db::open(pool, options(true)) {
+pub fn child(a: &ChildArgs) -> ! {
+    let (seed, keys) = (a.seed, a.keys);
+    let store = match a.data_dir {
+        Some(_) => Store::Tiered,
+        None => Store::Pm,
+    };
+    let db = match Db::open(a.pool, options(true, a.data_dir)) {
         Ok(db) => Arc::new(db),
         Err(e) => {
             eprintln!("MISMATCH child could not open the pool: {e}");
             std::process::exit(3);
         }
     };
-    let state = Arc::new(State::open(state, keys));
+    let state = Arc::new(State::open(a.state, keys));
     let stripes: Arc<Vec<Mutex<()>>> = Arc::new((0..STRIPES).map(|_| Mutex::new(())).collect());
     println!("ready");
-    let handles: Vec<_> = (0..threads)
+    let handles: Vec<_> = (0..a.threads)
         .map(|t| {
             let (db, state, stripes) = (db.clone(), state.clone(), stripes.clone());
             std::thread::spawn(move || {
                 let mut rng = StdRng::seed_from_u64(mix(seed, t as u64));
                 loop {
-                    child_op(&db, &state, &stripes, &mut rng, keys);
+                    child_op(store, &db, &state, &stripes, &mut rng, keys);
                 }
             })
         })
@@ -154,7 +168,14 @@ fn mismatch(msg: String) -> ! {
     std::process::exit(3)
 }
 
-fn child_op(db: &Db, state: &State, stripes: &[Mutex<()>], rng: &mut StdRng, keys: u64) {
+fn child_op(
+    store: Store,
+    db: &Db,
+    state: &State,
+    stripes: &[Mutex<()>],
+    rng: &mut StdRng,
+    keys: u64,
+) {
     let k = rng.gen_range(0..keys);
     let _g = stripes[k as usize % STRIPES]
         .lock()
@@ -167,7 +188,7 @@ fn child_op(db: &Db, state: &State, stripes: &[Mutex<()>], rng: &mut StdRng, key
         let got = db
             .get(&key)
             .unwrap_or_else(|err| mismatch(format!("get {k}: {err}")));
-        if got != value_for(k, cur) {
+        if got != value_for(store, k, cur) {
             mismatch(format!("child read of key {k} does not hold id {cur}"));
         }
         return;
@@ -177,22 +198,39 @@ fn child_op(db: &Db, state: &State, stripes: &[Mutex<()>], rng: &mut StdRng, key
     if roll < 35 {
         db.delete(&key)
             .unwrap_or_else(|err| mismatch(format!("delete {k}: {err}")));
-    } else if roll < 50 {
-        let want_old = value_for(k, cur);
-        let saw = db
-            .update(&key, |old| {
-                let ok = old.map(|o| o.to_vec()) == want_old;
-                (Update::Put(value_for(k, new).unwrap()), ok)
-            })
-            .unwrap_or_else(|err| mismatch(format!("update {k}: {err}")));
-        if !saw {
-            mismatch(format!("update of key {k} saw a value other than id {cur}"));
+        state.set(k, new);
+        return;
+    }
+    let old = value_for(store, k, cur);
+    let step = change(store, k, new, old.as_ref().map_or(0, Vec::len));
+    match step {
+        Change::Fresh(v) if roll < 50 => {
+            let saw = db
+                .update(&key, |o| (Update::Put(v), o.map(|o| o.to_vec()) == old))
+                .unwrap_or_else(|err| mismatch(format!("update {k}: {err}")));
+            if !saw {
+                mismatch(format!("update of key {k} saw a value other than id {cur}"));
+            }
         }
-    } else {
-        db.put(&key, &value_for(k, new).unwrap())
-            .unwrap_or_else(|err| mismatch(format!("put {k}: {err}")));
+        Change::Fresh(v) => db
+            .put(&key, &v)
+            .unwrap_or_else(|err| mismatch(format!("put {k}: {err}"))),
+        Change::Append(b) => edited(k, new, db.append(&key, &b), store),
+        Change::WriteRange(at, b) => edited(k, new, db.write_range(&key, at, &b), store),
     }
     state.set(k, new);
+}
+
+/// An edit of key `k` to id `new` returned `len`: its value's length.
+fn edited(k: u64, new: u64, len: persimmon::Result<u64>, store: Store) {
+    let want = value_for(store, k, new).map_or(0, |v| v.len() as u64);
+    match len {
+        Ok(len) if len == want => {}
+        Ok(len) => mismatch(format!(
+            "edit of key {k} to id {new} returned length {len}, expected {want}"
+        )),
+        Err(err) => mismatch(format!("edit of key {k} to id {new}: {err}")),
+    }
 }
 
 pub struct KillReport {
@@ -206,6 +244,12 @@ pub struct KillReport {
     pub keys_present: u64,
     /// Log segments of the cleaner's lane (254) in the pool at the end.
     pub cleaner_segments: u64,
+    /// Tiered store, at the last verification: data files, extent bytes
+    /// live records name, and values that were on the tier (their extents
+    /// read back and verified by `check()`).
+    pub ssd_files: u64,
+    pub ssd_live_bytes: u64,
+    pub ssd_extents_checked: u64,
     pub messages: Vec<String>,
 }
 
@@ -219,21 +263,34 @@ impl KillReport {
     }
 }
 
+/// What the parent loop runs: `rounds` rounds on `store` with the child's
+/// `threads` and `keys`.
+pub struct Loop {
+    pub store: Store,
+    pub rounds: u64,
+    pub seed: u64,
+    pub threads: usize,
+    pub keys: u64,
+}
+
 /// Parent: `rounds` rounds of run, kill, verify.
-pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> KillReport {
+pub fn run(l: &Loop, replay: &str) -> KillReport {
+    let (seed, keys) = (l.seed, l.keys);
     let dir = tempfile::Builder::new()
         .prefix("crashtest-kill")
         .tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
         .expect("scratch directory");
     let pool: PathBuf = dir.path().join("kill.pool");
+    let data_dir = (l.store == Store::Tiered).then(|| dir.path().join("data"));
     let state_path = dir.path().join("expected.state");
     std::fs::write(&state_path, vec![0u8; keys as usize * 8]).expect("create the state file");
     let child = ChildCommand {
         exe: std::env::current_exe().expect("path of this binary"),
         pool: &pool,
+        data_dir: data_dir.as_deref(),
         state: &state_path,
-        threads,
+        threads: l.threads,
         keys,
     };
     let mut rng = StdRng::seed_from_u64(seed);
@@ -245,9 +302,19 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
         ops_resolved_old: 0,
         keys_present: 0,
         cleaner_segments: 0,
+        ssd_files: 0,
+        ssd_live_bytes: 0,
+        ssd_extents_checked: 0,
         messages: Vec::new(),
     };
-    for round in 0..rounds {
+    let verifier = Verifier {
+        store: l.store,
+        pool: &pool,
+        data_dir: data_dir.as_deref(),
+        state: &state_path,
+        keys,
+    };
+    for round in 0..l.rounds {
         let killed = child.run(mix(seed, round), &mut rng);
         for l in killed.stderr.lines().filter(|l| l.starts_with("MISMATCH")) {
             r.note(format!("round {round} (child): {l}"));
@@ -260,7 +327,7 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
             break;
         }
         r.rounds += 1;
-        if !verify(round, &pool, &state_path, keys, &mut r) {
+        if !verifier.verify(round, &mut r) {
             break;
         }
     }
@@ -275,6 +342,7 @@ pub fn run(rounds: u64, seed: u64, threads: usize, keys: u64, replay: &str) -> K
 struct ChildCommand<'a> {
     exe: PathBuf,
     pool: &'a Path,
+    data_dir: Option<&'a Path>,
     state: &'a Path,
     threads: usize,
     keys: u64,
@@ -293,7 +361,11 @@ impl ChildCommand<'_> {
     /// once ready (or until it exits by itself: a mismatch, stderr says),
     /// then kills it with SIGKILL.
     fn run(&self, seed: u64, rng: &mut StdRng) -> Killed {
-        let mut child = Command::new(&self.exe)
+        let mut command = Command::new(&self.exe);
+        if let Some(d) = self.data_dir {
+            command.arg("--data-dir").arg(d);
+        }
+        let mut child = command
             .args(["--kill-child", "--pool"])
             .arg(self.pool)
             .arg("--state")
@@ -333,57 +405,78 @@ impl ChildCommand<'_> {
     }
 }
 
-/// After round `round`: reopens the pool, checks it and verifies every key
-/// against the expected state (resolving in-flight operations). Returns
-/// false when the pool could not be reopened: the loop stops.
-fn verify(round: u64, pool: &Path, state_path: &Path, keys: u64, r: &mut KillReport) -> bool {
-    // The child changed the file: load it afresh.
-    let state = State::open(state_path, keys);
-    let db = match Db::open(pool, options(false)) {
-        Ok(db) => db,
-        Err(e) => {
-            r.note(format!("round {round}: reopen failed: {e}"));
-            return false;
-        }
-    };
-    db.wait_for_rebuild();
-    match db.check() {
-        Ok(rep) if rep.is_ok() => {}
-        Ok(rep) => r.note(format!(
-            "round {round}: check: {:?}",
-            &rep.errors[..rep.errors.len().min(3)]
-        )),
-        Err(e) => r.note(format!("round {round}: check failed: {e}")),
-    }
-    r.keys_present = 0;
-    for k in 0..keys {
-        let got = match db.get(&key_bytes(k)) {
-            Ok(v) => v,
-            Err(err) => {
-                r.note(format!("round {round}: get {k}: {err}"));
-                continue;
+/// How the parent checks a pool after a kill.
+struct Verifier<'a> {
+    store: Store,
+    pool: &'a Path,
+    data_dir: Option<&'a Path>,
+    state: &'a Path,
+    keys: u64,
+}
+
+impl Verifier<'_> {
+    /// After round `round`: reopens the pool, checks it and verifies every
+    /// key against the expected state (resolving in-flight operations).
+    /// Returns false when the pool could not be reopened: the loop stops.
+    fn verify(&self, round: u64, r: &mut KillReport) -> bool {
+        // The child changed the file: load it afresh.
+        let state = State::open(self.state, self.keys);
+        let db = match Db::open(self.pool, options(false, self.data_dir)) {
+            Ok(db) => db,
+            Err(e) => {
+                r.note(format!("round {round}: reopen failed: {e}"));
+                return false;
             }
         };
-        r.keys_verified += 1;
-        r.keys_present += got.is_some() as u64;
-        verify_key(round, k, got, &state, r);
+        db.wait_for_rebuild();
+        match db.check() {
+            Ok(rep) if rep.is_ok() => r.ssd_extents_checked = rep.ssd_extents,
+            Ok(rep) => r.note(format!(
+                "round {round}: check: {:?}",
+                &rep.errors[..rep.errors.len().min(3)]
+            )),
+            Err(e) => r.note(format!("round {round}: check failed: {e}")),
+        }
+        r.keys_present = 0;
+        for k in 0..self.keys {
+            let got = match db.get(&key_bytes(k)) {
+                Ok(v) => v,
+                Err(err) => {
+                    r.note(format!("round {round}: get {k}: {err}"));
+                    continue;
+                }
+            };
+            r.keys_verified += 1;
+            r.keys_present += got.is_some() as u64;
+            verify_key(self.store, round, k, got, &state, r);
+        }
+        let stats = db.stats();
+        r.ssd_files = stats.ssd_files;
+        r.ssd_live_bytes = stats.ssd_live_bytes;
+        true
     }
-    true
 }
 
 /// Compares key `k`'s value `got` with its expected state entry; an
 /// in-flight operation resolves to its old or its new value.
-fn verify_key(round: u64, k: u64, got: Option<Vec<u8>>, state: &State, r: &mut KillReport) {
+fn verify_key(
+    store: Store,
+    round: u64,
+    k: u64,
+    got: Option<Vec<u8>>,
+    state: &State,
+    r: &mut KillReport,
+) {
     let e = state.get(k);
     let old = committed(e);
-    if got == value_for(k, old) {
+    if got == value_for(store, k, old) {
         if e & PENDING != 0 {
             r.ops_resolved_old += 1;
             state.set(k, old);
         }
         return;
     }
-    if e & PENDING != 0 && got == value_for(k, pending_id(e)) {
+    if e & PENDING != 0 && got == value_for(store, k, pending_id(e)) {
         r.ops_resolved_new += 1;
         state.set(k, pending_id(e));
         return;

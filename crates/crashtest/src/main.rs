@@ -12,13 +12,19 @@
 //!   skiplist, `ordered-*`, the point index in DRAM, `dram-*`, atomic
 //!   batches, transactions and key expiry, `batch*`, `txn`, `expiry`;
 //!   `--only PREFIX` runs a subset); afterwards its final image is damaged
-//!   on purpose (`faults`). Two hidden self-tests make the harness prove it
-//!   can fail: `--mutant` (the model loses fences) and
-//!   `--mutant-batch-table` (crash images lose the batch commit table). `campaign` runs the workloads in rounds until
-//!   the deadline, tallies them and prints the summary.
+//!   on purpose (`faults`; on a tiered pool its extents too). The tiered
+//!   workloads (`tier-*`) also model the SSD tier's data directory
+//!   (`ssd`): unsynced writes to data files may be lost or torn at any
+//!   crash point, and a data file's sync is a crash point of its own.
+//!   Three hidden self-tests make the harness prove it can fail:
+//!   `--mutant` (the model loses fences), `--mutant-batch-table` (crash
+//!   images lose the batch commit table) and `--mutant-ssd-sync` (a data
+//!   file's sync is modelled one sync late). `campaign` runs the workloads
+//!   in rounds until the deadline, tallies them and prints the summary.
 //! - the **kill -9 loop** (`--kill-rounds N`): a child process writes from
 //!   several threads and is killed with SIGKILL; the parent verifies every
-//!   key against a shared expected-state file (`killtest`).
+//!   key against a shared expected-state file (`killtest`); N rounds on a
+//!   pool of PM only, then N on a tiered pool.
 //!
 //! Invariants of the program:
 //! - The last line is the contract's summary line; the exit status is
@@ -38,6 +44,7 @@ mod model;
 mod oracle;
 mod poolfile;
 mod sim;
+mod ssd;
 mod workloads;
 
 use std::path::PathBuf;
@@ -47,6 +54,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use crate::killtest::Store;
 use crate::sim::mix;
 
 #[derive(Parser, Debug)]
@@ -86,9 +94,15 @@ struct Cli {
     /// Threads of the kill -9 child.
     #[arg(long, default_value_t = 4)]
     threads: usize,
-    /// Keys of the kill -9 workload.
+    /// Keys of the kill -9 workload (the tiered store takes a fifth of
+    /// them, at least 50: its edits pile up patches to merge).
     #[arg(long, default_value_t = 2000)]
     keys: u64,
+    /// Run the kill -9 loop on one store only: `pm` (a pool of PM only) or
+    /// `tiered` (a pool with an SSD tier); default both, one after the
+    /// other.
+    #[arg(long, value_name = "STORE")]
+    kill_store: Option<String>,
     /// List the workloads and exit.
     #[arg(long)]
     list: bool,
@@ -101,12 +115,21 @@ struct Cli {
     /// inconsistencies (exit status 0 only if it does).
     #[arg(long, hide = true)]
     mutant_batch_table: bool,
+    /// Harness self-test: a data file's sync makes durable only what its
+    /// previous sync covered (records get published before their extents
+    /// are durable); a run of a tiered workload must then report
+    /// inconsistencies (exit status 0 only if it does).
+    #[arg(long, hide = true)]
+    mutant_ssd_sync: bool,
     #[arg(long, hide = true)]
     kill_child: bool,
     #[arg(long, hide = true)]
     pool: Option<PathBuf>,
     #[arg(long, hide = true)]
     state: Option<PathBuf>,
+    /// The kill -9 child's SSD tier directory (the tiered store).
+    #[arg(long, hide = true)]
+    data_dir: Option<PathBuf>,
 }
 
 fn default_seed() -> u64 {
@@ -124,7 +147,14 @@ fn main() -> ExitCode {
             eprintln!("MISMATCH --kill-child needs --pool, --state and --seed");
             return ExitCode::from(2);
         };
-        killtest::child(pool, state, seed, cli.threads, cli.keys);
+        killtest::child(&killtest::ChildArgs {
+            pool,
+            data_dir: cli.data_dir.as_deref(),
+            state,
+            seed,
+            threads: cli.threads,
+            keys: cli.keys,
+        });
     }
     if cli.list {
         for w in workloads::WORKLOADS {
@@ -139,6 +169,10 @@ fn main() -> ExitCode {
     if cli.mutant_batch_table {
         let flag = &images::MUTANT_FORGET_BATCHES;
         return mutant(&cli, seed, flag, "batch table forgotten");
+    }
+    if cli.mutant_ssd_sync {
+        let flag = &ssd::MUTANT_LATE_SYNC;
+        return mutant(&cli, seed, flag, "data-file syncs late");
     }
     if let Some(rounds) = cli.kill_rounds {
         return kill_main(&cli, rounds, seed);
@@ -166,44 +200,86 @@ fn mutant(cli: &Cli, seed: u64, flag: &AtomicBool, what: &str) -> ExitCode {
     }
 }
 
+/// The kill -9 loop: `rounds` rounds on each store (`--kill-store`), then
+/// the contract's last line with the totals.
 fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
-    let replay = format!(
-        "cargo run --release --bin crashtest -- --kill-rounds {rounds} --seed {seed}{}",
-        if cli.threads != 4 || cli.keys != 2000 {
-            format!(" --threads {} --keys {}", cli.threads, cli.keys)
-        } else {
-            String::new()
+    let stores = match cli.kill_store.as_deref() {
+        None => vec![Store::Pm, Store::Tiered],
+        Some("pm") => vec![Store::Pm],
+        Some("tiered") => vec![Store::Tiered],
+        Some(other) => {
+            eprintln!("unknown --kill-store {other}; known: pm, tiered");
+            return ExitCode::from(2);
         }
-    );
+    };
+    let mut replay =
+        format!("cargo run --release --bin crashtest -- --kill-rounds {rounds} --seed {seed}");
+    if cli.threads != 4 || cli.keys != 2000 {
+        replay += &format!(" --threads {} --keys {}", cli.threads, cli.keys);
+    }
+    if let Some(s) = &cli.kill_store {
+        replay += &format!(" --kill-store {s}");
+    }
+    let (mut rounds_done, mut verified, mut mismatches) = (0, 0, 0);
+    for store in stores {
+        let keys = match store {
+            Store::Pm => cli.keys,
+            Store::Tiered => (cli.keys / 5).max(50),
+        };
+        let l = killtest::Loop {
+            store,
+            rounds,
+            seed,
+            threads: cli.threads,
+            keys,
+        };
+        let r = kill_store(&l, &replay);
+        rounds_done += r.rounds;
+        verified += r.keys_verified;
+        mismatches += r.mismatches;
+    }
+    println!("killtest: rounds={rounds_done} keys_verified={verified} mismatches={mismatches}");
+    if mismatches > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs loop `l` and prints what it found.
+fn kill_store(l: &killtest::Loop, replay: &str) -> killtest::KillReport {
+    let store = l.store.name();
     println!(
-        "killtest: seed={seed} threads={} keys={}",
-        cli.threads, cli.keys
+        "killtest: store={store} seed={} threads={} keys={}",
+        l.seed, l.threads, l.keys
     );
     let started = Instant::now();
-    let r = killtest::run(rounds, seed, cli.threads, cli.keys, &replay);
+    let r = killtest::run(l, replay);
     for m in &r.messages {
-        println!("MISMATCH {m}");
+        println!("MISMATCH [{store}] {m}");
     }
     println!(
-        "killtest: in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
+        "killtest: store={store}: in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
         r.ops_resolved_new,
         r.ops_resolved_old,
         r.keys_present,
         r.cleaner_segments,
         started.elapsed().as_secs_f64()
     );
+    if l.store == Store::Tiered {
+        println!(
+            "killtest: store={store}: {} values on the tier verified by check() at the end, {} data file(s), {} live extent bytes",
+            r.ssd_extents_checked, r.ssd_files, r.ssd_live_bytes
+        );
+    }
     if r.mismatches > 0 {
         println!("killtest: replay (kill timing is not reproducible): {replay}");
     }
     println!(
-        "killtest: rounds={} keys_verified={} mismatches={}",
+        "killtest: store={store} rounds={} keys_verified={} mismatches={}",
         r.rounds, r.keys_verified, r.mismatches
     );
-    if r.mismatches > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    r
 }
 
 /// The simulator's settings from the command line; `seed` is the run's.

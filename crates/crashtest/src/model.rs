@@ -440,6 +440,11 @@ impl Model {
     }
 
     /// Operations currently in flight (on any thread).
+    /// The operation thread `t` runs now, if any.
+    pub fn op_of(&self, t: ThreadId) -> Option<OpTag> {
+        self.threads.get(&t).and_then(|s| s.op)
+    }
+
     pub fn ops_in_flight(&self) -> Vec<OpTag> {
         self.threads.values().filter_map(|s| s.op).collect()
     }

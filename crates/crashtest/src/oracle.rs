@@ -33,8 +33,19 @@
 //! 5. space: every index segment owns a directory entry, and every dead
 //!    data segment (no live record, not a lane's newest) is reported
 //!    reclaimable by `check()` or already freed (see `poolfile.rs`);
-//! 6. sometimes (`write_probe`): a put after recovery lands and `check()`
-//!    still passes.
+//! 6. sometimes (`WriteProbe`): a put after recovery lands and `check()`
+//!    still passes (`WriteProbe::Tiered`: a value on the tier, in a new
+//!    data file numbered after those the crash left).
+//!
+//! On a tiered pool (`SB_TIER`, data directory), the image comes with the
+//! directory image of the same moment (`ssd.rs`: unsynced writes dropped,
+//! applied or torn), and the checks above cover the tiered values too:
+//! `check()` reads every extent a record names back and verifies it (CRC,
+//! bounds, tail, patches) and the live bytes per data file, and check 3's
+//! `get` of every key returns the exact value — a value whose extent a
+//! crash lost or tore is an error there, never accepted. At a crash point
+//! inside a data file's sync the expectation is narrowed to old states
+//! (`Expect::before_only`, see `sim.rs`).
 //!
 //! With the ordered index (`Options::ordered_index`), after
 //! `wait_for_rebuild` (which includes the walk that unlinks orphan nodes):
@@ -70,9 +81,11 @@ use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use persimmon::format::SUPERBLOCK_BYTES;
 use persimmon::{Clock, Db, Options, PointIndex, Ttl};
 
 use crate::poolfile;
+use crate::ssd::SsdImage;
 
 pub type Key = Vec<u8>;
 pub type Val = Vec<u8>;
@@ -325,6 +338,18 @@ impl Expect {
         Ok(())
     }
 
+    /// This expectation with every key in flight held to its state before
+    /// its operation (the first of its legal states): a crash before any
+    /// record of the operation can be published (in a data file's sync,
+    /// `sim.rs`) leaves the old states, whatever the images hold.
+    pub fn before_only(&self) -> Expect {
+        let mut e = self.clone();
+        for states in e.in_flight.values_mut() {
+            states.truncate(1);
+        }
+        e
+    }
+
     /// A digest of the expectation (images are deduplicated per digest).
     pub fn digest(&self) -> u64 {
         let mut h = xxhash_rust::xxh3::Xxh3::new();
@@ -397,6 +422,18 @@ pub fn oracle_options(base: &Options) -> Options {
     }
 }
 
+/// Check 6: whether a put follows the recovery, and of which value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteProbe {
+    Off,
+    /// A small value (in its record).
+    Small,
+    /// A value at the tier's threshold plus a tail: a new extent in a new
+    /// data file (which the engine preallocates: costly on tmpfs, so kept
+    /// for the images where a crash left data-file writes pending).
+    Tiered,
+}
+
 /// What a passing `check_image` saw.
 pub struct Checked {
     /// DRAM point index: `stats()` said the DRAM index was not ready yet
@@ -406,15 +443,18 @@ pub struct Checked {
 }
 
 /// Writes `img` to `path` and runs every check. `Err` describes the first
-/// inconsistency.
+/// inconsistency. A tiered pool's image comes with its data directory's
+/// image (`ssd`: the image and where to put it): the pool image is written
+/// naming that directory (`poolfile::set_data_dir`).
 pub fn check_image(
     img: &[u8],
+    ssd: Option<(&SsdImage, &Path)>,
     path: &Path,
     options: &Options,
     expect: &Expect,
-    write_probe: bool,
+    write_probe: WriteProbe,
 ) -> Result<Checked, String> {
-    std::fs::write(path, img).map_err(|e| format!("write image: {e}"))?;
+    write_image(img, ssd, path)?;
     let parsed = poolfile::parse(img).ok_or("image has no readable superblock")?;
     let db = Db::open(path, oracle_options(options)).map_err(|e| format!("open failed: {e}"))?;
     let db = Arc::new(db);
@@ -476,14 +516,37 @@ pub fn check_image(
             parsed.orphan_index_segments
         ));
     }
-    let reclaimable = if write_probe {
-        probe_write(&db, options)?
+    let reclaimable = if write_probe != WriteProbe::Off {
+        probe_write(&db, options, write_probe)?
     } else {
         report.reclaimable_segments
     };
     drop(db);
     check_closed_image(path, options, &present, &expired, reclaimable)?;
     Ok(Checked { read_before_ready })
+}
+
+/// Writes the pool image `img` to `path`; with `ssd`, writes the directory
+/// image into its directory and makes the pool image name it.
+pub fn write_image(img: &[u8], ssd: Option<(&SsdImage, &Path)>, path: &Path) -> Result<(), String> {
+    let Some((dir_img, dir)) = ssd else {
+        return std::fs::write(path, img).map_err(|e| format!("write image: {e}"));
+    };
+    dir_img
+        .write_into(dir)
+        .map_err(|e| format!("write the data directory image: {e}"))?;
+    let mut sb = img
+        .get(..SUPERBLOCK_BYTES as usize)
+        .ok_or("image shorter than its superblock")?
+        .to_vec();
+    poolfile::set_data_dir(&mut sb, dir)?;
+    std::fs::write(path, img).map_err(|e| format!("write image: {e}"))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("open image: {e}"))?;
+    std::os::unix::fs::FileExt::write_all_at(&file, &sb, 0)
+        .map_err(|e| format!("write image's superblock: {e}"))
 }
 
 /// Checks 4 and 7: `check()` counts (`what`) every present key, and
@@ -558,11 +621,15 @@ fn same_values(early: &BTreeMap<Key, Val>, present: &BTreeMap<Key, Val>) -> Resu
 /// Checks 6 and 9: a put after recovery lands (and is listed by the
 /// ordered index), `check()` still passes, and its delete takes it away
 /// again. Returns the reclaimable segments `check()` then reports.
-fn probe_write(db: &Db, options: &Options) -> Result<u32, String> {
+fn probe_write(db: &Db, options: &Options, probe: WriteProbe) -> Result<u32, String> {
     let k = b"crashtest-probe-after-recovery";
-    db.put(k, b"probe")
+    let v = match (probe, db.stats().tier_threshold) {
+        (WriteProbe::Tiered, t) if t > 0 => vec![b'p'; t as usize + 100],
+        _ => b"probe".to_vec(),
+    };
+    db.put(k, &v)
         .map_err(|e| format!("put after recovery: {e}"))?;
-    if db.get(k).map_err(|e| e.to_string())?.as_deref() != Some(&b"probe"[..]) {
+    if db.get(k).map_err(|e| e.to_string())?.as_deref() != Some(&v[..]) {
         return Err("put after recovery is not readable".into());
     }
     let r = db.check().map_err(|e| e.to_string())?;

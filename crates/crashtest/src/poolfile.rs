@@ -40,6 +40,7 @@ use std::path::Path;
 use persimmon::format::{
     FORMAT_VERSION, MAGIC, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SUPERBLOCK_BYTES,
 };
+use persimmon::tier::ident::{self, TierSettings};
 
 /// Slot word bits: fingerprint 48..64, offset/8 in 1..48, persist bit 0.
 pub const MARKER_OFFSET: u64 = 8;
@@ -79,6 +80,19 @@ pub const FLAG_ORDERED_INDEX: u64 = 2;
 /// format version 3, needs `FLAG_ORDERED_INDEX` and no persistent locks).
 pub const FLAG_DRAM_POINT_INDEX: u64 = 4;
 
+/// Superblock flag bit 3: large values live on an SSD tier whose data
+/// directory the settings at `SB_TIER` name (format version 5, §6c).
+pub const FLAG_TIERED: u64 = 8;
+
+/// Where a tiered pool's superblock keeps its tier settings (1024 bytes:
+/// magic, threshold, path length, CRC, the data directory's absolute path;
+/// `persimmon::tier::ident`).
+pub const SB_TIER: usize = 2048;
+
+/// Record flag: the value field is an SSD extent's descriptor, the
+/// value's unaligned tail and pending patches (`persimmon::tier::extent`).
+pub const REC_FLAG_EXTERNAL: u32 = 32;
+
 /// Skiplist node layout (docs/design.md §10): `next` (pool offset of the
 /// next node, 0 at the end), the record word (DRAM point index: the key's
 /// record as a slot word, 0 = none; else 0), key length (u32), CRC32C over
@@ -97,43 +111,88 @@ pub fn flags(img: &[u8]) -> u64 {
     get_u64(img, 56)
 }
 
+/// The pool id the harness gives every pool it creates (the SSD tier's
+/// identity file and data-file headers carry it too).
+pub const POOL_ID: [u8; 16] = [0xC7; 16];
+
 /// Writes a fresh, empty pool of `segments` segments with the given hash
 /// seed and flags (every segment free; the first open creates the index).
+/// With `tier` (data directory, threshold), the pool is tiered: flag
+/// `FLAG_TIERED`, the settings at `SB_TIER`, and the directory claimed for
+/// it (its identity file written) before the pool file exists, as the
+/// engine does.
 pub fn create(
     path: &Path,
     segment_bytes: u64,
     segments: u64,
     hash_seed: u64,
     flags: u64,
+    tier: Option<(&Path, u64)>,
 ) -> std::io::Result<()> {
     let mut sb = vec![0u8; SUPERBLOCK_BYTES as usize];
+    let flags = flags | tier.map_or(0, |_| FLAG_TIERED);
     sb[0..8].copy_from_slice(&MAGIC);
     // The lowest version that expresses the flags, as the engine writes
-    // them: 3 with the DRAM point index, 2 with the ordered index, else 1.
-    // This superblock is written by hand: a new version must be looked at
-    // here before the harness writes it. (Version 4 — batches, deadlines —
-    // is reached in place by the engine's first batch or deadline; version
-    // 5 — the SSD tier — only by the engine creating a tiered pool, which
-    // this hand-made superblock never is.)
+    // them: 5 with the SSD tier, 3 with the DRAM point index, 2 with the
+    // ordered index, else 1. This superblock is written by hand: a new
+    // version must be looked at here before the harness writes it.
+    // (Version 4 — batches, deadlines — is reached in place by the engine's
+    // first batch or deadline.)
     const _: () = assert!(FORMAT_VERSION == 5);
     sb[8..12].copy_from_slice(&format_version(flags).to_le_bytes());
     sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
     sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
     sb[24..32].copy_from_slice(&hash_seed.to_le_bytes());
-    sb[32..48].copy_from_slice(&[0xC7; 16]); // pool id
+    sb[32..48].copy_from_slice(&POOL_ID);
     sb[48..56].copy_from_slice(&1_700_000_000u64.to_le_bytes());
     sb[56..64].copy_from_slice(&flags.to_le_bytes());
     let crc = crc32c::crc32c(&sb[..124]);
     sb[124..128].copy_from_slice(&crc.to_le_bytes());
+    if let Some((dir, threshold)) = tier {
+        let dir = ident::claim(dir, &POOL_ID).map_err(std::io::Error::other)?;
+        let settings = TierSettings { dir, threshold }
+            .encode()
+            .map_err(std::io::Error::other)?;
+        sb[SB_TIER..SB_TIER + settings.len()].copy_from_slice(&settings);
+    }
     let mut file = std::fs::File::create(path)?;
     std::io::Write::write_all(&mut file, &sb)?;
     file.set_len(SUPERBLOCK_BYTES + segments * segment_bytes)?;
     Ok(())
 }
 
+/// Makes the tiered pool image `img` name `dir` as its data directory
+/// (the settings at `SB_TIER`, their threshold kept). The engine writes
+/// them once, when the pool is created, and never again: an image whose
+/// data files were put in another directory names that one instead, as if
+/// the pool had been created there.
+pub fn set_data_dir(img: &mut [u8], dir: &Path) -> Result<(), String> {
+    let at = SB_TIER..SB_TIER + 1024;
+    let raw = img
+        .get(at.clone())
+        .ok_or("image shorter than its superblock")?;
+    let old = TierSettings::decode(raw)
+        .map_err(|e| format!("tier settings: {e}"))?
+        .ok_or("the image has no tier settings")?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("resolve {}: {e}", dir.display()))?;
+    let new = TierSettings {
+        dir,
+        threshold: old.threshold,
+    }
+    .encode()
+    .map_err(|e| e.to_string())?;
+    img[at.clone()].fill(0);
+    img[SB_TIER..SB_TIER + new.len()].copy_from_slice(&new);
+    Ok(())
+}
+
 /// The format version a pool with superblock `flags` is written at.
 pub fn format_version(flags: u64) -> u32 {
-    if flags & FLAG_DRAM_POINT_INDEX != 0 {
+    if flags & FLAG_TIERED != 0 {
+        5
+    } else if flags & FLAG_DRAM_POINT_INDEX != 0 {
         3
     } else if flags & FLAG_ORDERED_INDEX != 0 {
         2
@@ -178,6 +237,18 @@ pub struct LiveRecord {
     /// The value starts here (after the key, and the deadline before it).
     pub value_at: u64,
     pub key: Vec<u8>,
+    /// The record header's flags (`REC_FLAG_EXTERNAL`, ...).
+    pub flags: u32,
+}
+
+/// Where an external value's aligned prefix lives on the SSD tier: the
+/// first 16 bytes of its record's value field (u32 data file number, u32
+/// extent bytes, u64 byte offset in the file; docs/design.md §6c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtentAt {
+    pub file: u32,
+    pub offset: u64,
+    pub bytes: u32,
 }
 
 pub struct Parsed {
@@ -192,6 +263,16 @@ impl LiveRecord {
     /// The record's value bytes in `img`.
     pub fn value<'a>(&self, img: &'a [u8]) -> &'a [u8] {
         &img[self.value_at as usize..self.body_end as usize]
+    }
+
+    /// The SSD extent an external record's value field names.
+    pub fn extent(&self, img: &[u8]) -> Option<ExtentAt> {
+        let field = self.value(img);
+        (self.flags & REC_FLAG_EXTERNAL != 0 && field.len() >= 16).then(|| ExtentAt {
+            file: get_u32(field, 0),
+            bytes: get_u32(field, 4),
+            offset: get_u64(field, 8),
+        })
     }
 }
 
@@ -478,11 +559,8 @@ fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
     }
     // A record with a deadline (flag bit 4) carries it in 8 bytes between
     // its header and its key.
-    let ext = if get_u32(img, off_us + 12) & 16 != 0 {
-        8
-    } else {
-        0
-    };
+    let flags = get_u32(img, off_us + 12);
+    let ext = if flags & 16 != 0 { 8 } else { 0 };
     let body_end = off_us + RECORD_HEADER_BYTES + key_len + value_len + ext;
     if body_end > img.len() {
         return None;
@@ -497,6 +575,7 @@ fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
         body_end: body_end as u64,
         value_at: (key_at + key_len) as u64,
         key: img[key_at..key_at + key_len].to_vec(),
+        flags,
     })
 }
 
@@ -586,7 +665,7 @@ mod tests {
     fn ordered_list_reads_the_engines_skiplist() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("o.pool");
-        create(&path, 64 << 10, 8, 7, FLAG_ORDERED_INDEX).unwrap();
+        create(&path, 64 << 10, 8, 7, FLAG_ORDERED_INDEX, None).unwrap();
         let keys: [&[u8]; 5] = [b"", b"a", &[b'm'; 100], b"z", &[0xff; 3]];
         {
             let opts = Options {
@@ -622,7 +701,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.pool");
         let dram_flags = FLAG_ORDERED_INDEX | FLAG_DRAM_POINT_INDEX;
-        create(&path, 64 << 10, 8, 11, dram_flags).unwrap();
+        create(&path, 64 << 10, 8, 11, dram_flags, None).unwrap();
         let keys: [&[u8]; 5] = [b"", b"b", &[b'm'; 100], b"x", b"z"];
         {
             let opts = Options {

@@ -26,6 +26,16 @@
 //! - Everything random is drawn from the run seed and the crash point's
 //!   number, so one (workload, seed) replays the same images (where two
 //!   writers overlap, which fence comes first is up to the scheduler).
+//! - On a tiered pool the simulator is also the engine's `SsdObserver`: its
+//!   data directory is modelled (`ssd.rs`, under its own lock, taken after
+//!   the model's), and a data file's sync is a crash point too, explored
+//!   before the sync is applied (the file's writes since its last sync are
+//!   then still optional: dropped, applied or torn). Each image of a crash
+//!   point pairs a PM image with a directory image; the oracle opens the
+//!   pool image with that directory (`oracle::check_image`). At a sync
+//!   crash point whose only operation in flight is the syncing thread's, no
+//!   record of that operation can be published yet (an extent is durable
+//!   before its record is written): its keys must hold their old states.
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -36,13 +46,21 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 use std::time::Instant;
 
+use persimmon::tier::files::file_name;
+use persimmon::tier::SsdObserver;
 use persimmon::{Db, Options, PersistObserver};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::images;
 use crate::model::{Model, OpTag};
-use crate::oracle::{self, Expect, Key, State, Val};
+use crate::oracle::{self, Expect, Key, State, Val, WriteProbe};
+use crate::poolfile;
+use crate::ssd::{self, SsdImage, SsdModel};
+
+/// Directory picks of one crash point are all enumerated up to this many
+/// (`ssd::plan`), else sampled.
+const SSD_CAP: u64 = 24;
 
 thread_local! {
     /// Set while this thread runs the oracle: its callbacks are only modelled.
@@ -76,10 +94,22 @@ pub struct SimConfig {
     pub deadline: Option<Instant>,
     /// One crash point in this many gets a reader probe (0: never).
     pub probe_every: u64,
+    /// Tiered pools: the observed engine's data directory (the pool is
+    /// created naming it).
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct SimStats {
+    /// Tiered pools: crash points with data-file writes pending or unlinks
+    /// not yet durable, images whose directory image came from such a
+    /// point, and among those the images with a write torn, one dropped,
+    /// and an unlinked file back.
+    pub ssd_points: u64,
+    pub ssd_images: u64,
+    pub ssd_torn: u64,
+    pub ssd_dropped: u64,
+    pub ssd_unlinked_back: u64,
     pub points: u64,
     pub points_exhaustive: u64,
     pub images: u64,
@@ -168,7 +198,40 @@ impl Gate {
 /// expectation at that moment.
 pub struct Captured {
     pub image: Vec<u8>,
+    /// Tiered pools: the data directory's image.
+    pub ssd: Option<SsdImage>,
+    /// Some data-file write of the directory image is torn.
+    pub ssd_torn: bool,
     pub expect: Expect,
+}
+
+/// A capture request: the crash point `fences` crash points from now.
+struct Capture {
+    fences: u64,
+    /// Prefer a directory image with every pending write torn.
+    torn: bool,
+    got: Option<Captured>,
+}
+
+/// What made a crash point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Moment {
+    /// A fence (or a quiescent moment).
+    Fence,
+    /// A data file's sync by this thread, before it is applied.
+    Sync(ThreadId),
+    /// A data file's unlink, after it (it may not be durable yet).
+    Unlink,
+}
+
+/// Everything one crash point's images are built from, read at one moment.
+struct Snapshot {
+    durable: Vec<u8>,
+    choices: Vec<crate::model::LineChoices>,
+    focus_ops: Vec<u64>,
+    generation: u64,
+    expect: Expect,
+    ssd: Option<SsdModel>,
 }
 
 struct Prober {
@@ -190,17 +253,33 @@ pub struct Sim {
     db: Mutex<Weak<Db>>,
     prober: Mutex<Option<Prober>>,
     gate: Mutex<Option<Arc<Gate>>>,
-    /// (fences to skip, result)
-    capture: Mutex<Option<(u64, Option<Captured>)>>,
+    capture: Mutex<Option<Capture>>,
+    /// Tiered pools: the data directory's model.
+    ssd: Mutex<SsdModel>,
+    /// Where the oracle puts the directory image of the image it checks.
+    ssd_image_dir: PathBuf,
+    /// The observed engine's data directory (as it reported it).
+    data_dir: Mutex<Option<PathBuf>>,
     next_op: AtomicU64,
     saved_failures: AtomicU64,
 }
 
 impl Sim {
-    /// A simulator for the pool at `pool_path`, whose media holds `initial`.
-    pub fn new(cfg: SimConfig, pool_path: &Path, initial: Vec<u8>, expect: Expect) -> Arc<Sim> {
+    /// A simulator for the pool at `pool_path`, whose media holds `initial`
+    /// (and, tiered, whose data directory holds `ssd`).
+    pub fn new(
+        cfg: SimConfig,
+        pool_path: &Path,
+        initial: Vec<u8>,
+        ssd: SsdModel,
+        expect: Expect,
+    ) -> Arc<Sim> {
         let image_path = cfg.dir.join("image.pool");
+        let ssd_image_dir = cfg.dir.join("image-data");
         Arc::new(Sim {
+            ssd: Mutex::new(ssd),
+            ssd_image_dir,
+            data_dir: Mutex::new(None),
             cfg,
             pool_path: pool_path.to_path_buf(),
             image_path,
@@ -349,17 +428,40 @@ impl Sim {
         lock(&self.gate).take();
     }
 
-    /// Grabs one random image of the crash point `fences` fences from now.
+    /// Grabs one random image of the crash point `fences` crash points
+    /// from now (fences; on a tiered pool also data-file syncs and unlinks).
     pub fn request_capture(&self, fences: u64) {
-        *lock(&self.capture) = Some((fences, None));
+        self.request(fences, false);
+    }
+
+    /// Like `request_capture`, but the directory image has every pending
+    /// data-file write torn (when there is one).
+    pub fn request_capture_torn(&self, fences: u64) {
+        self.request(fences, true);
+    }
+
+    fn request(&self, fences: u64, torn: bool) {
+        *lock(&self.capture) = Some(Capture {
+            fences,
+            torn,
+            got: None,
+        });
     }
 
     pub fn has_capture(&self) -> bool {
-        matches!(*lock(&self.capture), Some((_, Some(_))))
+        lock(&self.capture)
+            .as_ref()
+            .is_some_and(|c| c.got.is_some())
     }
 
     pub fn take_capture(&self) -> Option<Captured> {
-        lock(&self.capture).take().and_then(|c| c.1)
+        lock(&self.capture).take().and_then(|c| c.got)
+    }
+
+    /// The data directory as the model has it now, every write applied and
+    /// unlinks done (what a clean close leaves).
+    pub fn ssd_settled(&self) -> SsdImage {
+        lock(&self.ssd).settled()
     }
 
     fn pool_len(&self) -> u64 {
@@ -371,15 +473,19 @@ impl Sim {
     /// Explores the current state as a crash point (also called directly at
     /// quiescent moments, e.g. after the last operation).
     pub fn crash_point(&self) {
+        self.crash_at(Moment::Fence);
+    }
+
+    fn crash_at(&self, moment: Moment) {
         if IN_ORACLE.with(|f| f.get()) || self.suppress.load(Ordering::SeqCst) {
             return;
         }
         let capture_now = {
             let mut c = lock(&self.capture);
             match c.as_mut() {
-                Some((n, None)) if *n == 0 => true,
-                Some((n, None)) => {
-                    *n -= 1;
+                Some(c) if c.got.is_none() && c.fences == 0 => true,
+                Some(c) if c.got.is_none() => {
+                    c.fences -= 1;
                     false
                 }
                 _ => false,
@@ -395,7 +501,7 @@ impl Sim {
         {
             return; // modelled only: see the module header
         }
-        self.explore_exclusive(capture_now);
+        self.explore_exclusive(capture_now, moment);
         self.exploring.store(false, Ordering::SeqCst);
     }
 
@@ -404,7 +510,7 @@ impl Sim {
         self.cfg.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    fn explore_exclusive(&self, capture_now: bool) {
+    fn explore_exclusive(&self, capture_now: bool, moment: Moment) {
         if self.past_deadline() {
             self.explore.store(false, Ordering::SeqCst);
             if !capture_now {
@@ -420,32 +526,12 @@ impl Sim {
         if self.cfg.probe_every > 0 && rng.gen_range(0..self.cfg.probe_every) == 0 {
             self.probe();
         }
-        // The expectation is read under the model lock: with two writers in
-        // flight, the other one cannot fence and acknowledge in between, so
-        // media and expectation belong to one moment.
-        let (durable, choices, focus_ops, generation, expect) = {
-            let m = self.model();
-            let focus: Vec<u64> = m.ops_in_flight().iter().map(|o| o.id).collect();
-            let len = self.pool_len();
-            (
-                m.durable_image(len),
-                m.choices(&focus),
-                focus,
-                m.durable_generation,
-                lock(&self.expect).clone(),
-            )
-        };
-        let plan = images::plan(&choices, self.cfg.cap, self.cfg.samples, &mut rng);
+        let snap = self.snapshot(moment);
+        let plan = images::plan(&snap.choices, self.cfg.cap, self.cfg.samples, &mut rng);
+        let units = snap.ssd.as_ref().map(|m| m.units()).unwrap_or_default();
+        let ssd_picks = ssd::plan(&units, SSD_CAP, self.cfg.samples.min(8), &mut rng);
         if capture_now {
-            let pick = &plan.picks[rng.gen_range(0..plan.picks.len())];
-            let image = images::build(&durable, &choices, pick);
-            *lock(&self.capture) = Some((
-                0,
-                Some(Captured {
-                    image,
-                    expect: expect.clone(),
-                }),
-            ));
+            self.fill_capture(&snap, &plan, &units, &ssd_picks, &mut rng);
             if !self.explore.load(Ordering::SeqCst) {
                 return;
             }
@@ -453,44 +539,156 @@ impl Sim {
         if plan.exhaustive {
             lock(&self.stats).points_exhaustive += 1;
         }
-        let digest = expect.digest();
+        if !units.is_empty() {
+            lock(&self.stats).ssd_points += 1;
+        }
         IN_ORACLE.with(|f| f.set(true));
-        for (i, pick) in plan.picks.iter().enumerate() {
+        self.check_images(point, &snap, &plan, &units, &ssd_picks, &mut rng);
+        IN_ORACLE.with(|f| f.set(false));
+    }
+
+    /// The media (PM model, data directory model) and the expectation of
+    /// this moment, read together under the model lock: with two writers
+    /// in flight, the other one cannot fence and acknowledge in between.
+    /// At a sync of the one operation in flight, its keys are held to their
+    /// old states (see the module header).
+    fn snapshot(&self, moment: Moment) -> Snapshot {
+        let m = self.model();
+        let in_flight = m.ops_in_flight();
+        let focus_ops: Vec<u64> = in_flight.iter().map(|o| o.id).collect();
+        let len = self.pool_len();
+        let ssd = self.cfg.data_dir.as_ref().map(|_| lock(&self.ssd).clone());
+        let mut expect = lock(&self.expect).clone();
+        if let Moment::Sync(t) = moment {
+            let syncing = m.op_of(t).map(|o| o.id);
+            if syncing.is_some() && focus_ops == [syncing.unwrap()] {
+                expect = expect.before_only();
+            }
+        }
+        Snapshot {
+            durable: m.durable_image(len),
+            choices: m.choices(&focus_ops),
+            focus_ops,
+            generation: m.durable_generation,
+            expect,
+            ssd,
+        }
+    }
+
+    /// Fills the pending capture request with one image of this crash
+    /// point: a random PM image, and a random directory image (or one with
+    /// every pending write torn, when asked for).
+    fn fill_capture(
+        &self,
+        snap: &Snapshot,
+        plan: &images::Plan,
+        units: &[ssd::Unit],
+        ssd_picks: &[Vec<u16>],
+        rng: &mut StdRng,
+    ) {
+        let pick = &plan.picks[rng.gen_range(0..plan.picks.len())];
+        let image = images::build(&snap.durable, &snap.choices, pick);
+        let mut c = lock(&self.capture);
+        let Some(req) = c.as_mut() else { return };
+        let ssd_pick = match req.torn {
+            true => ssd::torn_pick(units),
+            false => ssd_picks[rng.gen_range(0..ssd_picks.len())].clone(),
+        };
+        req.got = Some(Captured {
+            image,
+            ssd: snap.ssd.as_ref().map(|m| m.build(&ssd_pick)),
+            ssd_torn: ssd::describe(units, &ssd_pick).torn,
+            expect: snap.expect.clone(),
+        });
+    }
+
+    /// Builds and checks the images of crash point `point`: PM picks and
+    /// directory picks paired in turn (as many images as the longer list),
+    /// each skipped when it was checked before against the same
+    /// expectation.
+    fn check_images(
+        &self,
+        point: u64,
+        snap: &Snapshot,
+        plan: &images::Plan,
+        units: &[ssd::Unit],
+        ssd_picks: &[Vec<u16>],
+        rng: &mut StdRng,
+    ) {
+        let digest = snap.expect.digest();
+        let ssd_generation = snap.ssd.as_ref().map_or(0, |m| m.generation);
+        let count = plan.picks.len().max(ssd_picks.len());
+        for i in 0..count {
             if self.past_deadline() {
                 // One crash point may have thousands of images (a batch's
                 // many lines): the deadline stops it midway too.
                 break;
             }
-            let h = images::image_id(generation, durable.len() as u64, &choices, pick);
-            if !lock(&self.seen).insert((h, digest)) {
+            let pick = &plan.picks[i % plan.picks.len()];
+            let ssd_pick = &ssd_picks[i % ssd_picks.len()];
+            let pm_id = images::image_id(
+                snap.generation,
+                snap.durable.len() as u64,
+                &snap.choices,
+                pick,
+            );
+            let id = pm_id ^ ssd::image_id(ssd_generation, ssd_pick).rotate_left(1);
+            if !lock(&self.seen).insert((id, digest)) {
                 lock(&self.stats).duplicates += 1;
                 continue;
             }
-            let img = images::build(&durable, &choices, pick);
-            lock(&self.stats).images += 1;
-            let write_probe = rng.gen_range(0..8) == 0;
+            let img = images::build(&snap.durable, &snap.choices, pick);
+            let dir_img = snap.ssd.as_ref().map(|m| m.build(ssd_pick));
+            self.count_image(units, ssd_pick);
+            let write_probe = match rng.gen_range(0..8) {
+                0 if units.is_empty() => WriteProbe::Small,
+                0 => WriteProbe::Tiered,
+                _ => WriteProbe::Off,
+            };
+            let ssd = dir_img.as_ref().map(|d| (d, self.ssd_image_dir.as_path()));
             match oracle::check_image(
                 &img,
+                ssd,
                 &self.image_path,
                 &self.cfg.options,
-                &expect,
+                &snap.expect,
                 write_probe,
             ) {
                 Ok(c) => lock(&self.stats).before_ready += c.read_before_ready as u64,
                 Err(e) => {
-                    let saved = self.save_failing_image(&img, point, i);
+                    let saved = self.save_failing_image(&img, dir_img.as_ref(), point, i);
                     self.fail(format!(
-                    "crash point {point} (ops in flight {focus_ops:?}), image {i} of {} ({} lines pending): {e}{saved}",
-                    plan.picks.len(),
-                    choices.len()
-                ));
+                        "crash point {point} (ops in flight {:?}), image {i} of {count} ({} lines, {} data-file writes or unlinks pending): {e}{saved}",
+                        snap.focus_ops,
+                        snap.choices.len(),
+                        units.len()
+                    ));
                 }
             }
         }
-        IN_ORACLE.with(|f| f.set(false));
     }
 
-    fn save_failing_image(&self, img: &[u8], point: u64, i: usize) -> String {
+    /// Counts one image in the statistics by what its directory pick does.
+    fn count_image(&self, units: &[ssd::Unit], ssd_pick: &[u16]) {
+        let mut s = lock(&self.stats);
+        s.images += 1;
+        if units.is_empty() {
+            return;
+        }
+        let k = ssd::describe(units, ssd_pick);
+        s.ssd_images += 1;
+        s.ssd_torn += k.torn as u64;
+        s.ssd_dropped += k.dropped as u64;
+        s.ssd_unlinked_back += k.unlinked_back as u64;
+    }
+
+    fn save_failing_image(
+        &self,
+        img: &[u8],
+        dir_img: Option<&SsdImage>,
+        point: u64,
+        i: usize,
+    ) -> String {
         if self.saved_failures.fetch_add(1, Ordering::Relaxed) >= 2 {
             return String::new();
         }
@@ -498,8 +696,16 @@ impl Sim {
             "crashtest-{}-{}-p{point}-i{i}.pool",
             self.cfg.workload, self.cfg.seed
         ));
+        let mut img = img.to_vec();
+        let mut data = String::new();
+        if let Some(d) = dir_img {
+            let dir = p.with_extension("data");
+            if d.write_into(&dir).is_ok() && poolfile::set_data_dir(&mut img, &dir).is_ok() {
+                data = format!(", its data directory {}", dir.display());
+            }
+        }
         match std::fs::write(&p, img) {
-            Ok(()) => format!(" [image saved to {}]", p.display()),
+            Ok(()) => format!(" [image saved to {}{data}]", p.display()),
             Err(_) => String::new(),
         }
     }
@@ -575,6 +781,45 @@ impl Sim {
                 s = gate.cv.wait(s).unwrap_or_else(|e| e.into_inner());
             }
         }
+    }
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("workload", &self.cfg.workload)
+            .field("seed", &self.cfg.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SsdObserver for Sim {
+    fn opened(&self, dir: &Path) {
+        *lock(&self.data_dir) = Some(dir.to_path_buf());
+    }
+
+    fn created(&self, file: u32) {
+        // Created and preallocated before it is reported: its length is
+        // the file system's.
+        let dir = lock(&self.data_dir).clone();
+        let len = dir
+            .and_then(|d| std::fs::metadata(d.join(file_name(file))).ok())
+            .map_or(0, |m| m.len());
+        lock(&self.ssd).created(file, len);
+    }
+
+    fn wrote(&self, file: u32, offset: u64, data: &[u8]) {
+        lock(&self.ssd).wrote(file, offset, data);
+    }
+
+    fn synced(&self, file: u32) {
+        self.crash_at(Moment::Sync(std::thread::current().id()));
+        lock(&self.ssd).synced(file);
+    }
+
+    fn removed(&self, file: u32) {
+        lock(&self.ssd).removed(file);
+        self.crash_at(Moment::Unlink);
     }
 }
 

@@ -21,6 +21,7 @@
 //! | `batch`      | batch, batch-segments; dram-batch, dram-batch-segments     |
 //! | `txn`        | txn, dram-txn (also `Op::Txn`: a transaction and its race) |
 //! | `expiry`     | expiry, dram-expiry                                        |
+//! | `tier`       | tier-put, tier-batch, tier-patch (the SSD tier)            |
 //!
 //! and they run on `ops` (`Op`, `exec`: one operation announced to the
 //! simulator, and how that tells the oracle what a crash may leave) and
@@ -50,6 +51,9 @@
 //! - The `batch*`, `txn` and `expiry` families (and their `dram-*` runs)
 //!   measure deadlines against a manual clock of their own (`config`),
 //!   which only the workload moves, and run without background expiry.
+//! - The `tier-*` workloads create their pools with an SSD tier (threshold
+//!   4 KiB, a data directory of their own, `SimConfig::data_dir`), which
+//!   the simulator models as well (`ssd.rs`).
 //! - The `ordered-*` workloads create their pools with the ordered index
 //!   (superblock flag, `pool_flags`), the `dram-*` ones also with the DRAM
 //!   point index; every open checks that the engine found what was asked.
@@ -79,6 +83,7 @@ mod ordered;
 mod point;
 mod recovery;
 mod segments;
+mod tier;
 mod txn;
 
 pub use ctx::{Ctx, Finished};
@@ -116,6 +121,9 @@ pub const WORKLOADS: &[&str] = &[
     "dram-batch-segments",
     "dram-txn",
     "dram-expiry",
+    "tier-put",
+    "tier-batch",
+    "tier-patch",
 ];
 
 /// Where the manual clocks of the workloads that use deadlines start
@@ -123,16 +131,28 @@ pub const WORKLOADS: &[&str] = &[
 pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
 
 /// Whether `workload` writes batches or transactions (named with or
-/// without `dram-`).
+/// without `dram-` or `tier-`).
 fn writes_batches(workload: &str) -> bool {
-    let family = workload.strip_prefix("dram-").unwrap_or(workload);
+    let family = family(workload);
     family.starts_with("batch") || family == "txn"
+}
+
+/// `workload`'s name without the placement (`dram-`) or tier (`tier-`)
+/// prefix.
+fn family(workload: &str) -> &str {
+    let w = workload.strip_prefix("dram-").unwrap_or(workload);
+    w.strip_prefix("tier-").unwrap_or(w)
 }
 
 /// Whether `workload` measures deadlines against a manual clock: the
 /// batch, transaction and expiry families.
 fn manual_clock(workload: &str) -> bool {
-    writes_batches(workload) || workload.strip_prefix("dram-").unwrap_or(workload) == "expiry"
+    writes_batches(workload) || family(workload) == "expiry"
+}
+
+/// Whether `workload` runs on a pool with an SSD tier (`tier-*`).
+fn tiered(workload: &str) -> bool {
+    workload.starts_with("tier-")
 }
 
 /// Pool geometry shared by the workloads: 64 KiB segments (a split after a
@@ -175,6 +195,11 @@ pub fn config(
         options.clock = Clock::Manual(ManualClock::new(CLOCK_START_MS));
         options.active_expiry = false;
     }
+    if tiered(workload) {
+        options.tier_threshold = tier::THRESHOLD;
+        options.cache_bytes = tier::CACHE_BYTES;
+    }
+    let data_dir = tiered(workload).then(|| dir.join("data"));
     SimConfig {
         workload,
         seed,
@@ -197,6 +222,7 @@ pub fn config(
         } else {
             4
         },
+        data_dir,
     }
 }
 
@@ -235,6 +261,9 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "batch-segments" | "dram-batch-segments" => batch::batch_segments,
         "txn" | "dram-txn" => txn::txn,
         "expiry" | "dram-expiry" => expiry::expiry,
+        "tier-put" => tier::put,
+        "tier-batch" => tier::batch,
+        "tier-patch" => tier::patch,
         _ => return None,
     };
     Some(f)
@@ -324,6 +353,7 @@ fn crash_in(c: &mut Ctx, op: Op, fence: u64, beside: Vec<Op>) -> Option<crate::o
     let gate = dram.then(|| sim::Gate::on_thread_named("persimmon-ordered"));
     c.reopen_from_as(
         &captured.image,
+        captured.ssd.as_ref(),
         captured.expect.clone(),
         true,
         !dram,

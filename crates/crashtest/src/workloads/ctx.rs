@@ -22,12 +22,19 @@
 //! - `finish` explores one last quiescent crash point, closes cleanly and
 //!   hands over the final image with its expectation (for the media-fault
 //!   pass).
+//! - Tiered workloads (`SimConfig::data_dir`): the pool is created naming
+//!   the data directory, which is claimed for it; every engine opened on it
+//!   reports its data-file traffic to the simulator (`SsdObserver`). A
+//!   reopen from a crash image restores the directory image captured with
+//!   it into the data directory first; a clean reopen keeps the directory,
+//!   which the new simulator's model then holds as durable.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use persimmon::tier::SsdObserver;
 use persimmon::{Clock, Db, Options, PersistObserver, PointIndex};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -37,6 +44,7 @@ use crate::model::{Benign, OpTraffic};
 use crate::oracle::{observe, show_key, show_state, Expect, Key};
 use crate::poolfile;
 use crate::sim::{lock, mix, Gate, Sim, SimConfig, SimStats};
+use crate::ssd::{SsdImage, SsdModel};
 
 /// Persist traffic (stores, flushes, fences) per operation kind.
 type Traffic = BTreeMap<&'static str, OpTraffic>;
@@ -75,8 +83,10 @@ pub struct Finished {
     pub stats: SimStats,
     pub traffic: Traffic,
     pub benign: BTreeMap<Benign, u64>,
-    /// The pool after a clean close, and what it must hold.
+    /// The pool after a clean close (tiered: and its data directory), and
+    /// what it must hold.
     pub final_image: Vec<u8>,
+    pub final_ssd: Option<SsdImage>,
     pub expect: Expect,
     pub options: Options,
     pub note: Option<String>,
@@ -103,17 +113,23 @@ impl Ctx {
     pub(super) fn start(cfg: &SimConfig, segments: u64, explore_open: bool) -> Ctx {
         let pool = cfg.dir.join("pool.pool");
         let _ = std::fs::remove_file(&pool);
+        let tier = cfg.data_dir.as_ref().map(|d| {
+            let _ = std::fs::remove_dir_all(d);
+            (d.as_path(), cfg.options.tier_threshold)
+        });
         poolfile::create(
             &pool,
             cfg.options.segment_bytes,
             segments,
             mix(cfg.seed, 0x5EED),
             pool_flags(&cfg.options),
+            tier,
         )
         .expect("create the pool file");
         let initial = std::fs::read(&pool).expect("read the new pool");
         let now = cfg.options.clock.now_ms();
-        let sim = Sim::new(cfg.clone(), &pool, initial, Expect::at(now));
+        let ssd = SsdModel::default();
+        let sim = Sim::new(cfg.clone(), &pool, initial, ssd, Expect::at(now));
         let mut ctx = Ctx {
             sim,
             db: None,
@@ -142,9 +158,13 @@ impl Ctx {
     fn open_as(&mut self, explore_open: bool, wait: bool) {
         self.sim.set_explore(explore_open);
         self.sim.begin("open", None);
+        let mut options = self.cfg.options.clone();
+        if self.cfg.data_dir.is_some() {
+            options.ssd_observer = Some(self.sim.clone() as Arc<dyn SsdObserver>);
+        }
         let db = Db::open_observed(
             &self.pool,
-            self.cfg.options.clone(),
+            options,
             Some(self.sim.clone() as Arc<dyn PersistObserver>),
         );
         let db = match db {
@@ -268,14 +288,22 @@ impl Ctx {
         let expect = lock(&self.sim.expect).clone();
         self.close();
         let bytes = std::fs::read(&self.pool).expect("read the closed pool");
-        self.reopen_from(&bytes, expect, true);
+        self.reopen_from(&bytes, None, expect, true);
         self.explore(true);
     }
 
-    /// Replaces the pool with `image` (a crash image) and opens it with a
-    /// fresh simulator that expects `expect`.
-    pub(super) fn reopen_from(&mut self, image: &[u8], expect: Expect, explore_open: bool) {
-        self.reopen_from_as(image, expect, explore_open, true, None);
+    /// Replaces the pool with `image` (a crash image) and, tiered, the data
+    /// directory with `ssd` (`None`: the directory stays as the closed
+    /// engine left it), and opens it with a fresh simulator that expects
+    /// `expect`.
+    pub(super) fn reopen_from(
+        &mut self,
+        image: &[u8],
+        ssd: Option<&SsdImage>,
+        expect: Expect,
+        explore_open: bool,
+    ) {
+        self.reopen_from_as(image, ssd, expect, explore_open, true, None);
     }
 
     /// `reopen_from` with `open_as`'s `wait`, and `gate` (one for a thread
@@ -284,6 +312,7 @@ impl Ctx {
     pub(super) fn reopen_from_as(
         &mut self,
         image: &[u8],
+        ssd: Option<&SsdImage>,
         expect: Expect,
         explore_open: bool,
         wait: bool,
@@ -291,9 +320,10 @@ impl Ctx {
     ) {
         self.close();
         std::fs::write(&self.pool, image).expect("write the recovered image");
+        let model = self.restore_data_dir(ssd);
         let old = std::mem::replace(
             &mut self.sim,
-            Sim::new(self.cfg.clone(), &self.pool, image.to_vec(), expect),
+            Sim::new(self.cfg.clone(), &self.pool, image.to_vec(), model, expect),
         );
         let traffic = old.model().traffic.clone();
         let stats = lock(&old.stats).clone();
@@ -302,6 +332,23 @@ impl Ctx {
             self.sim.arm_gate(g);
         }
         self.open_as(explore_open, wait);
+    }
+
+    /// Tiered: puts directory image `ssd` into the data directory (or, with
+    /// `None`, takes the directory as the closed engine left it) and returns
+    /// the model of it for the next simulator, all durable.
+    fn restore_data_dir(&mut self, ssd: Option<&SsdImage>) -> SsdModel {
+        let Some(dir) = self.cfg.data_dir.clone() else {
+            return SsdModel::default();
+        };
+        let img = match ssd {
+            Some(img) => img.clone(),
+            None => self.sim.ssd_settled(),
+        };
+        if let Err(e) = img.write_into(&dir) {
+            self.stop(format!("restore the data directory: {e}"));
+        }
+        SsdModel::from_image(&img)
     }
 
     /// Adds `n` to what the run's line in the report says.
@@ -385,6 +432,11 @@ impl Ctx {
             stats.duplicates += s.duplicates;
             stats.probes += s.probes;
             stats.before_ready += s.before_ready;
+            stats.ssd_points += s.ssd_points;
+            stats.ssd_images += s.ssd_images;
+            stats.ssd_torn += s.ssd_torn;
+            stats.ssd_dropped += s.ssd_dropped;
+            stats.ssd_unlinked_back += s.ssd_unlinked_back;
             stats.inconsistencies += s.inconsistencies;
             stats.failures.extend(s.failures);
             for (k, v) in t {
@@ -402,6 +454,7 @@ impl Ctx {
         }
         self.close();
         let final_image = std::fs::read(&self.pool).unwrap_or_default();
+        let final_ssd = self.cfg.data_dir.as_ref().map(|_| self.sim.ssd_settled());
         let (stats, traffic) = self.totals();
         let benign = self.sim.model().benign.clone();
         let expect = lock(&self.sim.expect).clone();
@@ -412,6 +465,7 @@ impl Ctx {
             traffic,
             benign,
             final_image,
+            final_ssd,
             expect,
             options: self.cfg.options.clone(),
             note,

@@ -31,6 +31,8 @@
 //! - `update`'s closure sees the acknowledged value, and the key is left
 //!   with what the `UpdateMode` makes of it;
 //! - `clean_now` finds at least one segment to clean;
+//! - `write_range` and `append` return the value's new length (the key
+//!   keeps its deadline; a gap is zero-filled);
 //! - `Scan` (ordered index): the listing is strictly ascending and holds
 //!   every present key that is not in flight and no absent one; with no key
 //!   in flight it reads the same backwards and `first`/`last` are its ends.
@@ -100,6 +102,13 @@ pub enum Op {
     ExpireNow,
     /// A transaction, and the put that races it (`txn.rs`).
     Txn(Txn),
+    /// `write_range(key, at, bytes)` (on the SSD tier: a patch on PM).
+    WriteRange(Key, u64, Val),
+    /// `append(key, bytes)`.
+    Append(Key, Val),
+    /// `clean_tier_now()`: merges queued patches and rewrites the live
+    /// extents of data files with dead bytes; changes no key.
+    CleanTier,
 }
 
 /// One write of a batch.
@@ -147,6 +156,9 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
         Op::Persist(k) => persist(sim, db, k),
         Op::ExpireNow => expire_now(sim, db),
         Op::Txn(t) => super::txn::exec_txn(sim, db, t),
+        Op::WriteRange(k, at, bytes) => write_range(sim, db, k, Some(*at), bytes),
+        Op::Append(k, bytes) => write_range(sim, db, k, None, bytes),
+        Op::CleanTier => clean_tier(sim, db),
     }
 }
 
@@ -341,6 +353,47 @@ fn expire_now(sim: &Sim, db: &Db) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `write_range` at `at` (`None`: `append`): the key keeps its deadline
+/// and holds its value with `bytes` written there (a gap zero-filled; an
+/// absent key starts empty); the new length returned must be the value's.
+fn write_range(sim: &Sim, db: &Db, k: &[u8], at: Option<u64>, bytes: &[u8]) -> Result<(), String> {
+    let (_, live) = live_state(sim, k);
+    let mut value = live.as_ref().map(|h| h.value.clone()).unwrap_or_default();
+    let from = at.map_or(value.len(), |a| a as usize);
+    if value.len() < from + bytes.len() {
+        value.resize(from + bytes.len(), 0);
+    }
+    value[from..from + bytes.len()].copy_from_slice(bytes);
+    let len = value.len() as u64;
+    let after = Some(Held {
+        value,
+        deadline: live.and_then(|h| h.deadline),
+    });
+    let kind = if at.is_some() {
+        "write_range"
+    } else {
+        "append"
+    };
+    let returned = announced(sim, kind, &[(k.to_vec(), after)], || match at {
+        Some(at) => db.write_range(k, at, bytes),
+        None => db.append(k, bytes),
+    })?;
+    if returned != len {
+        return Err(format!(
+            "{kind} {} returned length {returned}, expected {len}",
+            show_key(k)
+        ));
+    }
+    Ok(())
+}
+
+fn clean_tier(sim: &Sim, db: &Db) -> Result<(), String> {
+    sim.begin("clean_tier", None);
+    let r = db.clean_tier_now();
+    sim.end(None);
+    r.map(|_| ()).map_err(|e| format!("clean_tier_now: {e}"))
 }
 
 fn clean_now(sim: &Sim, db: &Db) -> Result<(), String> {

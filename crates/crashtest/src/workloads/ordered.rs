@@ -534,7 +534,14 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
     // writes while it runs. PM: a put of a new key (its node from a new
     // segment). DRAM: the rebuild is held at its first fence.
     let gate = dram.then(|| Gate::on_thread_named("persimmon-ordered"));
-    c.reopen_from_as(&captured.image, captured.expect, true, false, gate.as_ref());
+    c.reopen_from_as(
+        &captured.image,
+        captured.ssd.as_ref(),
+        captured.expect,
+        true,
+        false,
+        gate.as_ref(),
+    );
     if c.broken {
         return c.finish();
     }

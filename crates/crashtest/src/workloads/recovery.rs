@@ -35,7 +35,12 @@ pub fn reopen(cfg: &SimConfig) -> Finished {
         return c.finish();
     };
     // Recover from the crash image, exploring crashes during recovery.
-    c.reopen_from(&captured.image, captured.expect, true);
+    c.reopen_from(
+        &captured.image,
+        captured.ssd.as_ref(),
+        captured.expect,
+        true,
+    );
     if c.broken {
         return c.finish();
     }

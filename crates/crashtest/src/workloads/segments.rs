@@ -84,6 +84,7 @@ fn dry_run_split(cfg: &SimConfig) -> Option<u64> {
         16,
         mix(cfg.seed, 0x5EED),
         pool_flags(&cfg.options),
+        None,
     )
     .expect("create the dry-run pool");
     let mut split_at = None;
