@@ -59,8 +59,9 @@ use crate::poolfile;
 use crate::ssd::{self, SsdImage, SsdModel};
 
 /// Directory picks of one crash point are all enumerated up to this many
-/// (`ssd::plan`), else sampled.
+/// (`ssd::plan`), else this many sampled.
 const SSD_CAP: u64 = 24;
+const SSD_SAMPLES: usize = 8;
 
 thread_local! {
     /// Set while this thread runs the oracle: its callbacks are only modelled.
@@ -101,15 +102,6 @@ pub struct SimConfig {
 
 #[derive(Clone, Debug, Default)]
 pub struct SimStats {
-    /// Tiered pools: crash points with data-file writes pending or unlinks
-    /// not yet durable, images whose directory image came from such a
-    /// point, and among those the images with a write torn, one dropped,
-    /// and an unlinked file back.
-    pub ssd_points: u64,
-    pub ssd_images: u64,
-    pub ssd_torn: u64,
-    pub ssd_dropped: u64,
-    pub ssd_unlinked_back: u64,
     pub points: u64,
     pub points_exhaustive: u64,
     pub images: u64,
@@ -120,6 +112,15 @@ pub struct SimStats {
     pub before_ready: u64,
     pub inconsistencies: u64,
     pub failures: Vec<String>,
+    /// Tiered pools: crash points with data-file writes pending or unlinks
+    /// not yet durable, images whose directory image came from such a
+    /// point, and among those the images with a write torn, one dropped,
+    /// and an unlinked file back.
+    pub ssd_points: u64,
+    pub ssd_images: u64,
+    pub ssd_torn: u64,
+    pub ssd_dropped: u64,
+    pub ssd_unlinked_back: u64,
 }
 
 /// Holds one thread at a fence until released (write elimination,
@@ -529,7 +530,7 @@ impl Sim {
         let snap = self.snapshot(moment);
         let plan = images::plan(&snap.choices, self.cfg.cap, self.cfg.samples, &mut rng);
         let units = snap.ssd.as_ref().map(|m| m.units()).unwrap_or_default();
-        let ssd_picks = ssd::plan(&units, SSD_CAP, self.cfg.samples.min(8), &mut rng);
+        let ssd_picks = ssd::plan(&units, SSD_CAP, SSD_SAMPLES, &mut rng);
         if capture_now {
             self.fill_capture(&snap, &plan, &units, &ssd_picks, &mut rng);
             if !self.explore.load(Ordering::SeqCst) {
@@ -559,9 +560,11 @@ impl Sim {
         let len = self.pool_len();
         let ssd = self.cfg.data_dir.as_ref().map(|_| lock(&self.ssd).clone());
         let mut expect = lock(&self.expect).clone();
-        if let Moment::Sync(t) = moment {
-            let syncing = m.op_of(t).map(|o| o.id);
-            if syncing.is_some() && focus_ops == [syncing.unwrap()] {
+        if let Some(op) = match moment {
+            Moment::Sync(t) => m.op_of(t),
+            _ => None,
+        } {
+            if focus_ops == [op.id] {
                 expect = expect.before_only();
             }
         }
@@ -590,9 +593,10 @@ impl Sim {
         let image = images::build(&snap.durable, &snap.choices, pick);
         let mut c = lock(&self.capture);
         let Some(req) = c.as_mut() else { return };
-        let ssd_pick = match req.torn {
-            true => ssd::torn_pick(units),
-            false => ssd_picks[rng.gen_range(0..ssd_picks.len())].clone(),
+        let ssd_pick = match (req.torn, units.is_empty()) {
+            (true, _) => ssd::torn_pick(units),
+            (false, true) => Vec::new(),
+            (false, false) => ssd_picks[rng.gen_range(0..ssd_picks.len())].clone(),
         };
         req.got = Some(Captured {
             image,
@@ -640,11 +644,7 @@ impl Sim {
             let img = images::build(&snap.durable, &snap.choices, pick);
             let dir_img = snap.ssd.as_ref().map(|m| m.build(ssd_pick));
             self.count_image(units, ssd_pick);
-            let write_probe = match rng.gen_range(0..8) {
-                0 if units.is_empty() => WriteProbe::Small,
-                0 => WriteProbe::Tiered,
-                _ => WriteProbe::Off,
-            };
+            let write_probe = write_probe(units, rng);
             let ssd = dir_img.as_ref().map(|d| (d, self.ssd_image_dir.as_path()));
             match oracle::check_image(
                 &img,
@@ -781,6 +781,25 @@ impl Sim {
                 s = gate.cv.wait(s).unwrap_or_else(|e| e.into_inner());
             }
         }
+    }
+}
+
+/// Whether the oracle writes after recovering an image (check 6): one
+/// image in eight; where data-file writes were pending (`units`), one in
+/// four of those writes a tiered value (a new data file, which the engine
+/// preallocates: costly on tmpfs). Draws as the PM-only harness always did
+/// when nothing is pending, so their seeds replay the same images.
+fn write_probe(units: &[ssd::Unit], rng: &mut StdRng) -> WriteProbe {
+    if units.is_empty() {
+        return match rng.gen_range(0..8) {
+            0 => WriteProbe::Small,
+            _ => WriteProbe::Off,
+        };
+    }
+    match rng.gen_range(0..32) {
+        0 => WriteProbe::Tiered,
+        1..=3 => WriteProbe::Small,
+        _ => WriteProbe::Off,
     }
 }
 

@@ -25,6 +25,15 @@
 //! - Every image built is a state the rules allow after a crash at that
 //!   moment, nothing else — except under the self-test
 //!   `MUTANT_LATE_SYNC`, which breaks them on purpose.
+//! - A sync covers every write reported before it returned. The engine
+//!   reports a write before making it and a sync after it returned, so this
+//!   is exact when one thread at a time writes and syncs a file (the
+//!   `tier-*` workloads: one writer, no tier thread); with concurrent
+//!   writers of one file it would be optimistic (a write racing a sync
+//!   counted durable), never stricter than the device.
+//! - Not modelled: a file whose creation had not been reported yet (made
+//!   and preallocated, its directory not yet synced); no crash point falls
+//!   in that window with one writer.
 //! - `generation` changes with every event the model takes, so (generation,
 //!   pick) names one directory image (`image_id`).
 //! - Picks are drawn only from the crash point's random source: a

@@ -53,7 +53,8 @@
 //!   which only the workload moves, and run without background expiry.
 //! - The `tier-*` workloads create their pools with an SSD tier (threshold
 //!   4 KiB, a data directory of their own, `SimConfig::data_dir`), which
-//!   the simulator models as well (`ssd.rs`).
+//!   the simulator models as well (`ssd.rs`); they explore PM combinations
+//!   with at most `tier::PM_CAP` / `tier::PM_SAMPLES` (`config`).
 //! - The `ordered-*` workloads create their pools with the ordered index
 //!   (superblock flag, `pool_flags`), the `dram-*` ones also with the DRAM
 //!   point index; every open checks that the engine found what was asked.
@@ -200,6 +201,14 @@ pub fn config(
         options.cache_bytes = tier::CACHE_BYTES;
     }
     let data_dir = tiered(workload).then(|| dir.join("data"));
+    // The tiered workloads' PM persist paths are the other workloads'
+    // (a record naming an extent is persisted like any other): they explore
+    // PM combinations lightly, so their time goes to the data directory's
+    // images (`ssd::plan`, which these limits do not touch).
+    let (cap, samples) = match tiered(workload) {
+        true => (cap.min(tier::PM_CAP), samples.min(tier::PM_SAMPLES)),
+        false => (cap, samples),
+    };
     SimConfig {
         workload,
         seed,

@@ -7,9 +7,9 @@
 //!
 //! | workload   | paths it covers                                             |
 //! |------------|-------------------------------------------------------------|
-//! | tier-put   | the open of a tiered pool (explored); puts of values from   |
-//! |            | 1 B to 20 KiB: below, at (4096) and just past the threshold,|
-//! |            | 4096·k and 4096·k + tail, PM→tier, tier→PM, tier→tier;      |
+//! | tier-put   | puts of values from 1 B to 20 KiB: below, at (4096) and     |
+//! |            | just past the threshold, 4096·k and 4096·k + tail, PM→tier, |
+//! |            | tier→PM, tier→tier;                                         |
 //! |            | deletes of tiered keys and re-inserts; a crash in an        |
 //! |            | overwrite's extent sync with the extent torn (recovered     |
 //! |            | from: the old value), a crash later in a tiered put, and    |
@@ -55,6 +55,10 @@ use crate::sim::{lock, SimConfig};
 /// The tier threshold of these workloads (the engine's minimum: one
 /// extent block).
 pub const THRESHOLD: u64 = 4096;
+/// PM combinations per crash point: all up to this many, else this many
+/// samples (`config`; the data directory's images are not limited by it).
+pub const PM_CAP: u64 = 16;
+pub const PM_SAMPLES: usize = 4;
 /// The ACS read cache of the observed engine (small: evictions happen).
 pub const CACHE_BYTES: u64 = 64 << 10;
 /// Longest value the workloads write.
@@ -145,7 +149,7 @@ fn crash_in_sync(c: &mut Ctx, op: Op, what: &str) {
 /// Puts, overwrites and deletes of values across the threshold; crashes in
 /// a tiered put's sync and later in one.
 pub fn put(cfg: &SimConfig) -> Finished {
-    let mut c = Ctx::start(cfg, 16, true);
+    let mut c = Ctx::start(cfg, 16, false);
     let t = THRESHOLD as usize;
     fill_lens(
         &mut c,
@@ -183,7 +187,7 @@ pub fn put(cfg: &SimConfig) -> Finished {
     let v = large_value(&mut c.rng);
     c.run(Op::Put(key("tpu-after", 0), v));
     // A crash later in a tiered put (its record, slot, persist bit).
-    let fence = c.rng.gen_range(1..4);
+    let fence = c.rng.gen_range(1..3);
     let v = large_value(&mut c.rng);
     crash_in(&mut c, Op::Put(key("tpu", 3), v), fence, Vec::new());
     for i in 1..4 {
