@@ -7,8 +7,12 @@
 //!   ambiguous (10^6 or 2^20?). Byte sizes take the spellings of
 //!   `persimmon::size` (suffixes are powers of 1024), as in the CLI and the
 //!   server's config file.
-//! - Every limit (threads, key and value sizes, θ) is checked while
-//!   parsing, so a bad flag fails before any store is created.
+//! - Every limit (threads, key and value sizes, θ, cache percentages) is
+//!   checked while parsing, so a bad flag fails before any store is
+//!   created.
+//! - A cache size given as a percentage ([`CacheSize::Percent`]) is a
+//!   fraction of the point's data set (keys × value size), resolved per
+//!   point, so one list sweeps the same fractions at every value size.
 
 use std::path::PathBuf;
 
@@ -30,10 +34,15 @@ pub struct BenchArgs {
     /// default options with the ordered index), persimmon-dram (the ordered
     /// index and the point index in DRAM, rebuilt from it after every open),
     /// baseline, no-volatile-locks, no-lock-free-reads, no-write-elimination,
-    /// lmdb, rocksdb; `ablation` stands for baseline and the three no-*
-    /// variants. lmdb and rocksdb need a build with `--features peers`.
-    /// Only persimmon-ordered, persimmon-dram, lmdb and rocksdb can scan:
-    /// workloads that scan skip the others, with a note.
+    /// lmdb, rocksdb, rocksdb-blob (RocksDB with blob files, its key-value
+    /// separation: values of at least --tier-threshold bytes in blob files),
+    /// persimmon-tiered (the default options with the SSD tier: values of
+    /// at least --tier-threshold bytes in data files in --data-dir, the
+    /// pool keeps the rest); `ablation` stands for baseline and the three
+    /// no-* variants. lmdb, rocksdb and rocksdb-blob need a build with
+    /// `--features peers`. Only persimmon-ordered, persimmon-dram, lmdb,
+    /// rocksdb and rocksdb-blob can scan: workloads that scan skip the
+    /// others, with a note.
     #[arg(long, value_name = "LIST", default_value = "persimmon", value_parser = parse_engines)]
     pub engines: EngineList,
 
@@ -130,6 +139,48 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
     pub pool_dir: PathBuf,
 
+    /// Directory on the SSD (an ordinary file system: ext4, xfs) for
+    /// persimmon-tiered's data files and for the whole stores of lmdb,
+    /// rocksdb and rocksdb-blob (each in a fresh subdirectory, removed
+    /// afterwards). Default: under --pool-dir, next to the pools
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// persimmon-tiered: values of at least this many bytes go to the SSD
+    /// tier; rocksdb-blob: its min_blob_size
+    #[arg(long, value_name = "BYTES", default_value_t = persimmon::DEFAULT_TIER_THRESHOLD, value_parser = parse_tier_threshold)]
+    pub tier_threshold: u64,
+
+    /// DRAM cache per store: persimmon-tiered's ACS read cache, the block
+    /// (and blob) cache of rocksdb and rocksdb-blob. Bytes (suffix K, M, G
+    /// = powers of 1024) or PCT% of the point's data set (keys × value
+    /// size); a list (0,1%,10%) runs every workload point once per size,
+    /// each on fresh stores. Default: each engine's own (persimmon: 1/8 of
+    /// RAM, at most 4 GiB; RocksDB: 1 GiB). LMDB and the other Persimmon
+    /// engines have no cache of their own (the OS page cache; the pool)
+    #[arg(long, value_name = "LIST", value_parser = parse_cache_list)]
+    pub cache_bytes: Option<CacheList>,
+
+    /// Replacement policy of persimmon-tiered's ACS cache: lru (the AEP
+    /// paper's), clock or s3-fifo [default: the engine's, s3-fifo]
+    #[arg(long, value_name = "POLICY", value_parser = parse_cache_policy)]
+    pub cache_policy: Option<persimmon::CachePolicy>,
+
+    /// Before each timed phase (before its warm-up), write back dirty pages
+    /// and drop the OS page cache (`sync`, then 3 into
+    /// /proc/sys/vm/drop_caches; needs root), so that the reads of a data
+    /// set on --data-dir start from the SSD
+    #[arg(long)]
+    pub drop_caches: bool,
+
+    /// Run inside a fresh memory cgroup (v1; needs root) limited to this
+    /// many bytes, so that the page cache cannot hold a data set larger
+    /// than the limit. The limit also counts the process's own memory (the
+    /// engines' caches and indexes) and the tmpfs pages it writes (pools
+    /// on /dev/shm): leave room for them, or the kernel kills the run
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub memory_limit: Option<u64>,
+
     /// Seed of the per-thread random generators (the same for every engine)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -208,6 +259,74 @@ pub struct WorkloadList(pub Vec<WorkloadSpec>);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadList(pub Vec<usize>);
 
+/// One DRAM cache size of `--cache-bytes`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CacheSize {
+    /// This many bytes.
+    Bytes(u64),
+    /// This percentage (0 to 100) of the data set.
+    Percent(f64),
+}
+
+impl CacheSize {
+    /// The cache's size in bytes for a data set of `data_bytes`.
+    pub fn bytes(self, data_bytes: u64) -> u64 {
+        match self {
+            CacheSize::Bytes(n) => n,
+            CacheSize::Percent(p) => (data_bytes as f64 * p / 100.0).round() as u64,
+        }
+    }
+}
+
+impl std::fmt::Display for CacheSize {
+    /// As on the command line: `0`, `256M`, `1%`, `0.5%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheSize::Bytes(n) => write!(f, "{}", human_size(*n)),
+            CacheSize::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// `n` with the largest power-of-1024 suffix that divides it (`256M`), so
+/// that it reads back as the same size.
+fn human_size(n: u64) -> String {
+    for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if n != 0 && n.is_multiple_of(1 << shift) {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// Cache sizes in command-line order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheList(pub Vec<CacheSize>);
+
+impl CacheList {
+    /// The one size in bytes the list gives, for the commands that open
+    /// one pool (the CLI's global `--cache-bytes` shares this parser with
+    /// `bench`'s, so that clap sees one type under one name): a list or a
+    /// percentage only means something to `bench`.
+    pub fn fixed_bytes(&self) -> Result<u64, String> {
+        match self.0[..] {
+            [CacheSize::Bytes(n)] => Ok(n),
+            _ => Err(format!(
+                "--cache-bytes {self}: one size in bytes here (lists and percentages of the \
+                 data set are for `persimmon bench`)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for CacheList {
+    /// As on the command line: `0,1%,10%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let items: Vec<String> = self.0.iter().map(|c| c.to_string()).collect();
+        f.write_str(&items.join(","))
+    }
+}
+
 /// Pool sizes from the CLI's global `--pool-size` / `--pool-max`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PoolSizes {
@@ -276,6 +395,48 @@ fn parse_key_size(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses one cache size: bytes (`0`, `64M`) or a percentage (`10%`).
+pub fn parse_cache_size(text: &str) -> Result<CacheSize, String> {
+    let text = text.trim();
+    let Some(percent) = text.strip_suffix('%') else {
+        return parse_size(text).map(CacheSize::Bytes);
+    };
+    match percent.trim().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(CacheSize::Percent(p)),
+        _ => Err(format!(
+            "{text:?}: a cache percentage is 0% to 100% of the data set"
+        )),
+    }
+}
+
+/// Parses `0,1%,10%` (duplicates dropped, order kept).
+pub fn parse_cache_list(text: &str) -> Result<CacheList, String> {
+    let mut out: Vec<CacheSize> = Vec::new();
+    for item in text.split(',') {
+        let size = parse_cache_size(item)?;
+        if !out.contains(&size) {
+            out.push(size);
+        }
+    }
+    Ok(CacheList(out))
+}
+
+fn parse_cache_policy(text: &str) -> Result<persimmon::CachePolicy, String> {
+    let name = text.trim().to_ascii_lowercase();
+    let all = persimmon::CachePolicy::ALL;
+    all.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+        format!("unknown cache policy {text:?}: use {}", names.join(", "))
+    })
+}
+
+fn parse_tier_threshold(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err("the tier threshold is at least 1 byte".into()),
+        n => Ok(n),
+    }
+}
+
 fn parse_threads_one(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n @ 1..=MAX_THREADS) => Ok(n),
@@ -329,6 +490,63 @@ mod tests {
     }
 
     #[test]
+    fn cache_sizes_are_bytes_or_percentages_of_the_data() {
+        assert_eq!(parse_cache_size("0"), Ok(CacheSize::Bytes(0)));
+        assert_eq!(parse_cache_size("256M"), Ok(CacheSize::Bytes(256 << 20)));
+        assert_eq!(parse_cache_size(" 10% "), Ok(CacheSize::Percent(10.0)));
+        assert_eq!(parse_cache_size("0.5%"), Ok(CacheSize::Percent(0.5)));
+        for bad in ["101%", "-1%", "x%", "%", "12X"] {
+            assert!(parse_cache_size(bad).is_err(), "{bad}");
+        }
+        // 100 000 keys of 16 KiB: 1.5625 GiB of data.
+        let data = 100_000 * 16384;
+        assert_eq!(CacheSize::Percent(0.0).bytes(data), 0);
+        assert_eq!(CacheSize::Percent(1.0).bytes(data), 16_384_000);
+        assert_eq!(CacheSize::Percent(10.0).bytes(data), 163_840_000);
+        assert_eq!(CacheSize::Percent(100.0).bytes(data), data);
+        assert_eq!(CacheSize::Bytes(4096).bytes(data), 4096);
+
+        let list = parse_cache_list("0,1%,10%,1%").unwrap();
+        assert_eq!(
+            list.0,
+            [
+                CacheSize::Bytes(0),
+                CacheSize::Percent(1.0),
+                CacheSize::Percent(10.0)
+            ],
+            "duplicates dropped, order kept"
+        );
+        assert!(parse_cache_list("0,200%").is_err());
+        assert_eq!(list.to_string(), "0,1%,10%");
+    }
+
+    #[test]
+    fn outside_bench_a_cache_size_is_one_size_in_bytes() {
+        assert_eq!(parse_cache_list("64M").unwrap().fixed_bytes(), Ok(64 << 20));
+        assert_eq!(parse_cache_list("0").unwrap().fixed_bytes(), Ok(0));
+        for bench_only in ["10%", "0,64M"] {
+            let e = parse_cache_list(bench_only)
+                .unwrap()
+                .fixed_bytes()
+                .unwrap_err();
+            assert!(
+                e.contains(bench_only) && e.contains("persimmon bench"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn cache_sizes_print_as_they_parse() {
+        for text in ["0", "1%", "0.5%", "256M", "3G", "1000"] {
+            let size = parse_cache_size(text).unwrap();
+            assert_eq!(size.to_string(), text);
+            assert_eq!(parse_cache_size(&size.to_string()), Ok(size));
+        }
+        assert_eq!(CacheSize::Bytes(1 << 20).to_string(), "1M");
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("64"), Ok(64));
         assert_eq!(parse_size("4K"), Ok(4096));
@@ -342,6 +560,15 @@ mod tests {
         assert!(parse_value_size("0").is_err());
         assert!(parse_key_size("4").is_err());
         assert!(parse_seconds("-1").is_err());
+        assert_eq!(parse_tier_threshold("4K"), Ok(4096));
+        assert_eq!(parse_cache_policy("LRU"), Ok(persimmon::CachePolicy::Lru));
+        assert_eq!(
+            parse_cache_policy("s3-fifo"),
+            Ok(persimmon::CachePolicy::S3Fifo)
+        );
+        let e = parse_cache_policy("arc").unwrap_err();
+        assert!(e.contains("lru, clock, s3-fifo"), "{e}");
+        assert!(parse_tier_threshold("0").is_err());
         assert_eq!(parse_count("2_000_000"), Ok(2_000_000));
         assert!(parse_count("1M").is_err());
         assert!(parse_count("0").is_err());

@@ -18,6 +18,11 @@
 //! batches, then the same kind of keys written as N single puts, recorded
 //! as the engine `<engine> single puts`, the reference of the ratio.
 //!
+//! `--cache-bytes` with a list makes each workload a point per cache size
+//! (fresh stores each, the same seed: the cache size is all that differs);
+//! every engine runs at each, those without a cache of their own too.
+//! `--drop-caches` drops the OS page cache before every timed phase.
+//!
 //! Invariants:
 //! - Every engine of a point gets the same keys, the same seed and the same
 //!   phase length; the seeds depend on `--seed` and the point only.
@@ -27,9 +32,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::args::{BenchArgs, DistributionName, PoolSizes};
+use crate::args::{BenchArgs, CacheSize, DistributionName, PoolSizes};
+use crate::disk;
 use crate::distribution::{Distribution, InsertCounter, Zipfian};
-use crate::engines::{self, EngineKind, OpenConfig, Space, Store};
+use crate::engines::{self, EngineKind, Space, Store, TierFigures};
 use crate::error::{Error, Result};
 use crate::keys::{scramble, Deadlines};
 use crate::output::{
@@ -39,8 +45,8 @@ use crate::record::{per, Record, SINGLE_PUTS};
 use crate::report::{self, latency, mops, per_unit};
 use crate::runner::{self, Phase, PhaseResult, Stop};
 use crate::setup::{
-    cores, durability_lines, fresh_dir, open_config, phase_bar, phase_length, pool_dir_filesystem,
-    pool_estimate, preflight, run_dir, threads_text,
+    cores, durability_lines, open_config, phase_bar, phase_length, pool_dir_filesystem,
+    pool_estimate, preflight, run_dirs, threads_text, RunDirs,
 };
 use crate::workload::WorkloadSpec;
 use crate::{pdv, plot, probe, restart, setup};
@@ -134,11 +140,25 @@ fn probe_only(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result
     Ok(())
 }
 
+/// The disk traffic of `r`'s phase, for its row (empty when none).
+fn disk_note(r: &Record) -> String {
+    if r.disk_read_bytes_per_op == 0.0 && r.disk_write_bytes_per_op == 0.0 {
+        return String::new();
+    }
+    format!(
+        "  (disk read {:.0} B/op, written {:.0} B/op; device reads {:.2}/op, flushes {:.2}/op)",
+        r.disk_read_bytes_per_op,
+        r.disk_write_bytes_per_op,
+        r.device_reads_per_op,
+        r.device_flushes_per_op
+    )
+}
+
 const ROW_HEADER: &str = "engine                workload          distribution  threads  value     Mops/s       p50       p99     p99.9       max  PM B/op  flush/op  fence/op\n";
 
 fn row(r: &Record) -> String {
     format!(
-        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9} {:>9}{}{}\n",
+        "{:<21} {:<17} {:<13} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8.1} {:>9} {:>9}{}{}{}{}\n",
         r.engine,
         r.workload,
         r.distribution,
@@ -158,7 +178,35 @@ fn row(r: &Record) -> String {
             String::new()
         },
         items_note(r),
+        cache_note(r),
+        disk_note(r),
     )
+}
+
+/// The cache of `r`'s point and the SSD tier's figures, for its row
+/// (empty when the run gave no cache size and the engine has no tier).
+fn cache_note(r: &Record) -> String {
+    let mut notes = Vec::new();
+    if !r.cache.is_empty() {
+        notes.push(format!(
+            "cache {}: {}",
+            r.cache,
+            persimmon::size::human_bytes(r.cache_bytes)
+        ));
+    }
+    if r.cache_hits + r.cache_misses > 0 {
+        notes.push(format!("hits {:.1} %", 100.0 * r.cache_hit_ratio));
+    }
+    if r.ssd_extents_per_op > 0.0 {
+        notes.push(format!(
+            "SSD syncs {:.3}/op, extents {:.3}/op",
+            r.ssd_syncs_per_op, r.ssd_extents_per_op
+        ));
+    }
+    if notes.is_empty() {
+        return String::new();
+    }
+    format!("  ({})", notes.join(", "))
 }
 
 /// What the scans of `r` read or its batches wrote, for its row (empty
@@ -255,7 +303,7 @@ struct Bench<'a> {
     kinds: &'a [EngineKind],
     /// Each engine's durability settings, from the preflight.
     durability: Vec<String>,
-    run_dir: PathBuf,
+    dirs: RunDirs,
     stop: Stop,
     warmup: Duration,
     cores: usize,
@@ -263,12 +311,18 @@ struct Bench<'a> {
     max_threads: usize,
     /// Which keys carry a deadline (`--deadline-fraction`).
     deadlines: Deadlines,
+    /// The block device of the data directory (none on tmpfs).
+    device: Option<disk::Device>,
 }
 
 /// One workload point: what its engines share.
 struct Point<'a> {
     /// Its place in `--workload`, for directory names and the seed.
     index: usize,
+    /// Its place in `--cache-bytes` and the cache size (`None` without
+    /// one: the engines' defaults).
+    cache_index: usize,
+    cache: Option<CacheSize>,
     spec: &'a WorkloadSpec,
     value_size: usize,
     distribution: Distribution,
@@ -284,16 +338,27 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
     let cores = cores();
     let max_threads = args.threads.0.iter().copied().max().unwrap_or(1).max(cores);
     let (stop, warmup) = phase_length(args);
-    let (run_dir, _scratch, fs) = run_dir(args)?;
-    let durability = preflight(kinds, &run_dir, |dir| {
-        open_config(args, sizes, dir, args.value_size, max_threads)
+    if args.drop_caches {
+        disk::check_drop_page_cache()?;
+    }
+    let cgroup = args
+        .memory_limit
+        .map(disk::MemoryCgroup::enter)
+        .transpose()?;
+    let caches = cache_points(args);
+    let dirs = run_dirs(args)?;
+    let durability = preflight(kinds, &dirs, |d| {
+        open_config(args, sizes, d, args.value_size, max_threads, caches[0])
     })?;
+    let fs = dirs.filesystems.clone();
+    let device = disk::Device::of(&dirs.data);
     let bench = Bench {
+        device,
         args,
         sizes,
         kinds,
         durability,
-        run_dir,
+        dirs,
         stop,
         warmup,
         cores,
@@ -304,14 +369,68 @@ fn benchmark(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<
 
     let mut records: Vec<Record> = Vec::new();
     for (index, spec) in args.workload.0.iter().enumerate() {
-        bench.run_point(&bench.point(index, spec), &mut records, out)?;
+        for (cache_index, &cache) in caches.iter().enumerate() {
+            let point = bench.point(index, spec, (cache_index, cache));
+            bench.run_point(&point, &mut records, out)?;
+        }
     }
 
     write_plot_and_markdown(args, &records)?;
     if kinds.len() > 1 {
         write_out(out, &summary(&records))?;
     }
+    if let Some(c) = &cgroup {
+        write_out(
+            out,
+            &format!(
+                "memory cgroup: at most {} charged (page cache included) of the {} limit\n",
+                persimmon::size::human_bytes(c.max_usage_bytes()),
+                persimmon::size::human_bytes(c.limit_bytes()),
+            ),
+        )?;
+    }
     Ok(())
+}
+
+/// The cache sizes of `--cache-bytes`, or one `None` (the engines'
+/// defaults) when it is not given.
+fn cache_points(args: &BenchArgs) -> Vec<Option<CacheSize>> {
+    match &args.cache_bytes {
+        Some(list) => list.0.iter().copied().map(Some).collect(),
+        None => vec![None],
+    }
+}
+
+/// The header lines on the SSD side of a run: data directory, tier
+/// threshold, cache sizes, page cache drops (empty when none applies).
+fn tier_header(args: &BenchArgs) -> String {
+    let mut parts = Vec::new();
+    if args.engines.0.iter().any(|k| k.splits_values()) {
+        parts.push(format!(
+            "tier threshold {} B (persimmon-tiered, rocksdb-blob)",
+            args.tier_threshold
+        ));
+    }
+    if let Some(list) = &args.cache_bytes {
+        let sizes: Vec<String> = list.0.iter().map(|c| c.to_string()).collect();
+        parts.push(format!(
+            "cache {} (% of keys × value size)",
+            sizes.join(", ")
+        ));
+    }
+    if args.drop_caches {
+        parts.push("page cache dropped before every timed phase".into());
+    }
+    if let Some(limit) = args.memory_limit {
+        parts.push(format!(
+            "in a memory cgroup of {} (page cache, process memory, tmpfs pages)",
+            persimmon::size::human_bytes(limit)
+        ));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("       {}\n", parts.join("; "))
 }
 
 impl Bench<'_> {
@@ -336,6 +455,7 @@ impl Bench<'_> {
             args.pool_dir.display(),
             self.cores,
         );
+        header.push_str(&tier_header(args));
         if args.deadline_fraction > 0.0 {
             header.push_str(&format!(
                 "       {:.0} % of the keys carry a deadline a day ahead (loaded and written with it)\n",
@@ -348,7 +468,14 @@ impl Bench<'_> {
         header
     }
 
-    fn point<'s>(&self, index: usize, spec: &'s WorkloadSpec) -> Point<'s> {
+    /// The point of workload `index` (`spec`) at cache size `cache_index`
+    /// (`cache`).
+    fn point<'s>(
+        &self,
+        index: usize,
+        spec: &'s WorkloadSpec,
+        (cache_index, cache): (usize, Option<CacheSize>),
+    ) -> Point<'s> {
         let args = self.args;
         let distribution = distribution_of(args, spec);
         let zipfian = match distribution {
@@ -359,6 +486,8 @@ impl Bench<'_> {
         };
         Point {
             index,
+            cache_index,
+            cache,
             spec,
             value_size: spec.value_size(args.value_size),
             distribution,
@@ -396,11 +525,17 @@ impl Bench<'_> {
     ) -> Result<()> {
         let args = self.args;
         let spec = point.spec;
-        let dir = self
-            .run_dir
-            .join(format!("{}-{}", kind.name(), point.index));
-        fresh_dir(&dir)?;
-        let store = engines::open(kind, &self.open_config(dir.clone(), point.value_size))?;
+        let name = format!("{}-{}-{}", kind.name(), point.index, point.cache_index);
+        let dirs = self.dirs.fresh(kind, &name)?;
+        let config = open_config(
+            args,
+            self.sizes,
+            dirs.clone(),
+            point.value_size,
+            self.max_threads,
+            point.cache,
+        );
+        let store = engines::open(kind, &config)?;
         let load_time = setup::load(
             &*store,
             args,
@@ -408,12 +543,19 @@ impl Bench<'_> {
             self.deadlines,
             format!("load {} ({spec})", kind.name()),
         )?;
+        // The point's own settings (its cache size), the preflight's before.
+        let durability = if point.cache.is_some() {
+            store.durability()
+        } else {
+            durability.to_string()
+        };
         let run = EngineRun {
             kind,
             store: &*store,
-            durability,
+            durability: &durability,
             load_secs: load_time.as_secs_f64(),
             space: store.space(),
+            tier_after_load: store.tier(),
             inserts: InsertCounter::new(args.keys),
         };
         // A batch point also writes its keys as single puts, the reference.
@@ -432,13 +574,9 @@ impl Bench<'_> {
         }
         drop(store);
         if !args.keep_stores {
-            let _ = std::fs::remove_dir_all(&dir);
+            dirs.remove();
         }
         Ok(())
-    }
-
-    fn open_config(&self, dir: PathBuf, value_size: usize) -> OpenConfig {
-        open_config(self.args, self.sizes, dir, value_size, self.max_threads)
     }
 
     /// One timed phase of `point` with `threads` threads on a loaded store
@@ -464,6 +602,7 @@ impl Bench<'_> {
             warmup: self.warmup,
             stop: self.stop,
             seed: point.seed,
+            device: self.device.as_ref(),
         };
         let engine = if single_puts {
             format!("{}{SINGLE_PUTS}", run.kind.name())
@@ -475,6 +614,9 @@ impl Bench<'_> {
             self.warmup,
             format!("{engine} {} {threads} thr", point.spec),
         );
+        if self.args.drop_caches {
+            disk::drop_page_cache()?;
+        }
         let eliminated_before = run.store.eliminated_writes();
         let result = runner::run_phase(run.store, &phase, &run.inserts, &mut |t| {
             bar.set_position(t.as_millis() as u64)
@@ -509,6 +651,7 @@ impl Bench<'_> {
         let space = run.space.unwrap_or_default();
         let per_key = |n: u64| per(n, space.keys);
         let h = &result.latency;
+        let data_bytes = args.keys.saturating_mul(point.value_size as u64);
         Record {
             engine: run.kind.name().into(),
             workload: point.spec.to_string(),
@@ -542,8 +685,45 @@ impl Bench<'_> {
             deadline_fraction: args.deadline_fraction,
             used_bytes_per_key: per_key(space.used_bytes),
             live_bytes_per_key: per_key(space.live_bytes),
-            ..Record::default()
+            cache: point.cache.map(|c| c.to_string()).unwrap_or_default(),
+            cache_bytes: run.store.cache_bytes(),
+            data_bytes,
+            tier_threshold: if run.kind.splits_values() {
+                args.tier_threshold
+            } else {
+                0
+            },
+            disk_read_bytes_per_op: per_op(result.disk.io.read_bytes),
+            disk_write_bytes_per_op: per_op(result.disk.io.write_bytes),
+            device_reads_per_op: per_op(result.disk.device.reads),
+            device_writes_per_op: per_op(result.disk.device.writes),
+            device_flushes_per_op: per_op(result.disk.device.flushes),
+            page_cache_dropped: args.drop_caches,
+            memory_limit_bytes: args.memory_limit.unwrap_or(0),
+            ..tier_fields(result.tier, run.tier_after_load, units, data_bytes)
         }
+    }
+}
+
+/// The SSD tier's fields of a record: the phase's counters `phase` over
+/// `units` operations (or keys), the space after the load over the
+/// `data_bytes` loaded.
+fn tier_fields(
+    phase: Option<TierFigures>,
+    after_load: Option<TierFigures>,
+    units: u64,
+    data_bytes: u64,
+) -> Record {
+    let t = phase.unwrap_or_default();
+    let lookups = t.cache_hits + t.cache_misses;
+    Record {
+        cache_hits: t.cache_hits,
+        cache_misses: t.cache_misses,
+        cache_hit_ratio: per(t.cache_hits, lookups),
+        ssd_syncs_per_op: per(t.syncs, units),
+        ssd_extents_per_op: per(t.extents_written, units),
+        ssd_bytes_per_data_byte: per(after_load.map_or(0, |l| l.ssd_bytes), data_bytes),
+        ..Record::default()
     }
 }
 
@@ -555,6 +735,8 @@ struct EngineRun<'a> {
     load_secs: f64,
     /// The store's space right after the load (engines that tell).
     space: Option<Space>,
+    /// The SSD tier's figures right after the load (engines with one).
+    tier_after_load: Option<TierFigures>,
     /// New keys inserted so far (shared by the thread counts in turn).
     inserts: InsertCounter,
 }

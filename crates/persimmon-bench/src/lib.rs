@@ -27,7 +27,8 @@
 //!   LMDB and RocksDB behind the features `lmdb` and `rocksdb` (`peers`).
 //! - At the bottom: [`record`] (the results and the constants that fix
 //!   what their fields mean), [`error`], [`progress`] (the progress bars,
-//!   also the `persimmon` command's).
+//!   also the `persimmon` command's), [`disk`] (file systems, the OS page
+//!   cache, the process's storage I/O counters).
 //!
 //! Sizes on the command line (`--value-size 4K`) are parsed by
 //! `persimmon::size`, as in the CLI and the server.
@@ -36,6 +37,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod disk;
 pub mod distribution;
 pub mod engines;
 pub mod error;

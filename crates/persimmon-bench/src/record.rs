@@ -107,6 +107,49 @@ pub struct Record {
     pub live_bytes_per_key: f64,
     /// Seed of the run.
     pub seed: u64,
+    /// The `--cache-bytes` item of this point as given (`0`, `1%`,
+    /// `256M`); empty when the run gave none (each engine's default).
+    pub cache: String,
+    /// DRAM cache the engine had: persimmon-tiered's ACS cache, RocksDB's
+    /// block cache; 0 for engines without one of their own.
+    pub cache_bytes: u64,
+    /// Bytes of the loaded values (keys × value size): the data set that
+    /// a cache percentage is of.
+    pub data_bytes: u64,
+    /// `--tier-threshold` for the engines that use it (persimmon-tiered,
+    /// rocksdb-blob's min_blob_size); 0 for the others.
+    pub tier_threshold: u64,
+    /// Bytes the whole process read from and wrote to storage
+    /// (`/proc/self/io`: block-layer reads, so page cache hits do not
+    /// count; tmpfs counts in neither) during the timed phase, background
+    /// threads included, per operation (per key written for `batch:N`).
+    pub disk_read_bytes_per_op: f64,
+    pub disk_write_bytes_per_op: f64,
+    /// Requests the data directory's block device completed during the
+    /// timed phase, per operation (per key written for `batch:N`): reads,
+    /// writes and flushes (each `fdatasync` on a write-back device sends
+    /// one: the write path's syncs). The whole device's, other processes
+    /// included; 0 when the data directory is on tmpfs.
+    pub device_reads_per_op: f64,
+    pub device_writes_per_op: f64,
+    pub device_flushes_per_op: f64,
+    /// persimmon-tiered during the timed phase: ACS cache hits and misses
+    /// (a miss reads the SSD) and the hit ratio; data-file syncs and
+    /// extents written per operation (per key for `batch:N`; syncs per
+    /// extent is the write path's syncs per tiered write, below 1 when group
+    /// commit shares a sync). 0 for the other engines.
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_hit_ratio: f64,
+    pub ssd_syncs_per_op: f64,
+    pub ssd_extents_per_op: f64,
+    /// persimmon-tiered right after the load: bytes its data files take
+    /// per byte of loaded values (`data_bytes`); 0 for the others.
+    pub ssd_bytes_per_data_byte: f64,
+    /// The OS page cache was dropped before the phase (`--drop-caches`).
+    pub page_cache_dropped: bool,
+    /// The memory cgroup limit the run had (`--memory-limit`; 0 without).
+    pub memory_limit_bytes: u64,
     /// `restart` workload ([`crate::restart`]); 0 in the others. Reopens
     /// measured; each figure below is their median.
     pub restarts: u32,

@@ -11,6 +11,9 @@
 //! keys as single puts (`<engine> single puts`), so the subject's ratio is
 //! the batches' gain; its PM bytes, flushes and fences are per key.
 //! Records that differ in `deadline_fraction` make different figures.
+//! Records that differ in `cache` (`--cache-bytes`) make a figure against
+//! the cache size when nothing else varies (one workload, one thread
+//! count), else a figure per cache size.
 //!
 //! The PDV microbenchmark's records (workload `pdv`) get their own table in
 //! Markdown and on stdout ([`pdv_table`]): one row per variant, and per
@@ -45,6 +48,8 @@ pub enum XAxis {
     ScanLength,
     /// Keys per batch (`batch:N`).
     BatchSize,
+    /// DRAM cache per store (`--cache-bytes`), in command-line order.
+    CacheSize,
 }
 
 impl XAxis {
@@ -56,6 +61,7 @@ impl XAxis {
             XAxis::Workload => "workload",
             XAxis::ScanLength => "scan length (items)",
             XAxis::BatchSize => "batch size (keys)",
+            XAxis::CacheSize => "cache (bytes or % of the data)",
         }
     }
 
@@ -163,36 +169,51 @@ pub fn figures(records: &[Record]) -> Vec<Figure<'_>> {
     let mut out = Vec::new();
     for g in groups {
         let members: Vec<&Record> = records.iter().copied().filter(|r| key_of(r) == g).collect();
-        let workloads = first_seen(members.iter().map(|r| r.workload.clone()));
-        let threads = first_seen(members.iter().map(|r| r.threads));
-        let axis_of_workload = match g.0.as_str() {
-            "get-ratio" => XAxis::GetRatio,
-            "value-size" => XAxis::ValueSize,
-            "scan" => XAxis::ScanLength,
-            "batch" => XAxis::BatchSize,
-            _ => XAxis::Workload,
-        };
-        // One figure per thread count when workloads vary; else threads vary.
-        let splits: Vec<(XAxis, Vec<&Record>)> = if workloads.len() > 1 || threads.len() == 1 {
-            threads
+        let caches = first_seen(members.iter().map(|r| r.cache.clone()));
+        let one = |f: fn(&Record) -> String| first_seen(members.iter().map(|r| f(r))).len() == 1;
+        if caches.len() > 1 && one(|r| r.workload.clone()) && one(|r| r.threads.to_string()) {
+            out.push(figure(XAxis::CacheSize, &members));
+            continue;
+        }
+        for cache in caches {
+            let rs: Vec<&Record> = members
                 .iter()
-                .map(|t| {
-                    let rs = members
-                        .iter()
-                        .copied()
-                        .filter(|r| r.threads == *t)
-                        .collect();
-                    (axis_of_workload, rs)
-                })
-                .collect()
-        } else {
-            vec![(XAxis::Threads, members.clone())]
-        };
-        for (axis, rs) in splits {
-            out.push(figure(axis, &rs));
+                .copied()
+                .filter(|r| r.cache == cache)
+                .collect();
+            out.extend(workload_or_thread_figures(&g.0, &rs));
         }
     }
     out
+}
+
+/// The figures of records of one family and cache size: one per thread
+/// count when the workloads vary (or there is one thread count), else
+/// one against the thread count.
+fn workload_or_thread_figures<'a>(family: &str, members: &[&'a Record]) -> Vec<Figure<'a>> {
+    let workloads = first_seen(members.iter().map(|r| r.workload.clone()));
+    let threads = first_seen(members.iter().map(|r| r.threads));
+    let axis_of_workload = match family {
+        "get-ratio" => XAxis::GetRatio,
+        "value-size" => XAxis::ValueSize,
+        "scan" => XAxis::ScanLength,
+        "batch" => XAxis::BatchSize,
+        _ => XAxis::Workload,
+    };
+    if workloads.len() == 1 && threads.len() > 1 {
+        return vec![figure(XAxis::Threads, members)];
+    }
+    threads
+        .iter()
+        .map(|t| {
+            let rs: Vec<&Record> = members
+                .iter()
+                .copied()
+                .filter(|r| r.threads == *t)
+                .collect();
+            figure(axis_of_workload, &rs)
+        })
+        .collect()
 }
 
 fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
@@ -203,11 +224,13 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             XAxis::Threads => r.threads.to_string(),
             XAxis::Workload => r.workload.clone(),
             XAxis::ScanLength | XAxis::BatchSize => workload_order(&r.workload).0.to_string(),
+            XAxis::CacheSize => r.cache.clone(),
         }
     };
     let mut xs = first_seen(rs.iter().map(|r| x_of(r)));
     match axis {
         XAxis::Workload => xs.sort_by_key(|w| workload_order(w)),
+        XAxis::CacheSize => {}
         _ => xs.sort_by_key(|x| x.parse::<u64>().unwrap_or(u64::MAX)),
     }
     let engines = first_seen(rs.iter().map(|r| r.engine.clone()));
@@ -231,13 +254,16 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
         XAxis::ValueSize => {
             parts.push(format!("{} % GET", first.get_percent.round()));
         }
-        XAxis::Threads => {
+        XAxis::Threads | XAxis::CacheSize => {
             parts.push(first.workload.clone());
             parts.push(format!("{} B values", first.value_size));
         }
         XAxis::GetRatio | XAxis::Workload | XAxis::ScanLength | XAxis::BatchSize => {
             parts.push(format!("{} B values", first.value_size))
         }
+    }
+    if axis != XAxis::CacheSize && !first.cache.is_empty() {
+        parts.push(format!("cache {}", first.cache));
     }
     if is_pdv(first) {
         parts = vec!["persisted updates of one 8-byte variable per thread".to_string()];
@@ -392,6 +418,29 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
     if space {
         header.push("pool B/key after load (used, live)".into());
     }
+    let disk = fig
+        .cells
+        .values()
+        .any(|r| r.disk_read_bytes_per_op > 0.0 || r.disk_write_bytes_per_op > 0.0);
+    let tier = fig
+        .cells
+        .values()
+        .any(|r| r.cache_hits + r.cache_misses > 0 || r.ssd_extents_per_op > 0.0);
+    if tier {
+        header.extend([
+            "cache hits".to_string(),
+            format!("SSD syncs/{per}"),
+            format!("SSD extents/{per}"),
+        ]);
+    }
+    if disk {
+        header.extend([
+            format!("disk read B/{per}"),
+            format!("disk written B/{per}"),
+            format!("device reads/{per}"),
+            format!("device flushes/{per}"),
+        ]);
+    }
     if probe.is_some() {
         header.extend(["% of GET bound", "PM write GB/s (% of NT)"].map(String::from));
     }
@@ -426,6 +475,17 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
             ]);
             if space {
                 row.push(space_cell(r));
+            }
+            if tier {
+                row.push(format!("{:.1} %", 100.0 * r.cache_hit_ratio));
+                row.push(per_unit(r.ssd_syncs_per_op));
+                row.push(per_unit(r.ssd_extents_per_op));
+            }
+            if disk {
+                row.push(format!("{:.0}", r.disk_read_bytes_per_op));
+                row.push(format!("{:.0}", r.disk_write_bytes_per_op));
+                row.push(per_unit(r.device_reads_per_op));
+                row.push(per_unit(r.device_flushes_per_op));
             }
             if let Some(p) = probe {
                 let cores = r.threads.min(p.cores.max(1)) as f64;

@@ -47,7 +47,6 @@
 //! - The seeds depend only on `--seed` and the reopen, never on the engine.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -62,7 +61,9 @@ use crate::keys::{scramble, Deadlines, KeyBuf};
 use crate::output::{write_json_arg, write_out, write_plot_and_markdown};
 use crate::record::{Record, FULL_SPEED, RANGE_PAIRS, WINDOW};
 use crate::report::{self, mops, restart_times};
-use crate::setup::{self, cores, durability_lines, fresh_dir, open_config, preflight, run_dir};
+use crate::setup::{
+    self, cores, durability_lines, open_config, preflight, run_dirs, RunDirs, StoreDirs,
+};
 use crate::workload::WorkloadSpec;
 
 /// Windows measured after the background work, for the steady rate.
@@ -489,14 +490,23 @@ pub fn run(args: &BenchArgs, sizes: PoolSizes, out: &mut dyn Write) -> Result<()
         k.check_built()?;
     }
     let deadlines = setup::deadlines(args, kinds)?;
-    let (run_dir, _scratch, fs) = run_dir(args)?;
-    let config = |dir: PathBuf| open_config(args, sizes, dir, args.value_size, cores() + 2);
-    let durability = preflight(kinds, &run_dir, config)?;
-    write_out(out, &header(args, kinds, &durability, &fs))?;
+    let cache = match args.cache_bytes.as_ref().map(|l| &l.0[..]) {
+        None => None,
+        Some([one]) => Some(*one),
+        Some(_) => {
+            return Err(Error::usage(
+                "--workload restart takes one --cache-bytes size, not a list",
+            ))
+        }
+    };
+    let dirs = run_dirs(args)?;
+    let config = |d: StoreDirs| open_config(args, sizes, d, args.value_size, cores() + 2, cache);
+    let durability = preflight(kinds, &dirs, config)?;
+    write_out(out, &header(args, kinds, &durability, &dirs.filesystems))?;
 
     let mut records: Vec<Record> = Vec::new();
     for (ki, (&kind, durability)) in kinds.iter().zip(&durability).enumerate() {
-        let rec = run_engine(args, (kind, durability), deadlines, &config, &run_dir, out)?;
+        let rec = run_engine(args, (kind, durability), deadlines, &config, &dirs, out)?;
         records.push(rec);
         write_json_arg(args, &records)?;
         if ki + 1 < kinds.len() {
@@ -550,13 +560,12 @@ fn run_engine(
     args: &BenchArgs,
     (kind, durability): (EngineKind, &str),
     deadlines: Deadlines,
-    config: &dyn Fn(PathBuf) -> OpenConfig,
-    run_dir: &Path,
+    config: &dyn Fn(StoreDirs) -> OpenConfig,
+    dirs: &RunDirs,
     out: &mut dyn Write,
 ) -> Result<Record> {
-    let dir = run_dir.join(format!("{}-restart", kind.name()));
-    fresh_dir(&dir)?;
-    let config = config(dir.clone());
+    let store_dirs = dirs.fresh(kind, &format!("{}-restart", kind.name()))?;
+    let config = config(store_dirs.clone());
     let store = engines::open(kind, &config)?;
     let load_time = setup::load(
         &*store,
@@ -593,7 +602,7 @@ fn run_engine(
         ));
     }
     if !args.keep_stores {
-        let _ = std::fs::remove_dir_all(&dir);
+        store_dirs.remove();
     }
     Ok(rec)
 }

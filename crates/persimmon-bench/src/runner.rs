@@ -24,6 +24,11 @@
 //!   scan that reads none counts as a read miss.
 //! - Per-thread seeds depend on the run seed, the workload point and the
 //!   thread, never on the engine: every engine sees the same operations.
+//! - The process's storage I/O and the data device's requests
+//!   ([`DiskCounters`]) are read by the coordinating thread at the end of
+//!   the warm-up (within a scheduler tick of `t0`) and after the last
+//!   worker ended: the delta is the timed phase's, background threads
+//!   included.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -35,8 +40,9 @@ use persimmon::PmemCounters;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::disk::{Device, DiskCounters};
 use crate::distribution::{Distribution, InsertCounter, KeyChooser, Zipfian};
-use crate::engines::{Batch, Store};
+use crate::engines::{Batch, Store, TierFigures};
 use crate::error::{Error, Result};
 use crate::keys::{fill_value, scramble, stamp_value, Deadlines, KeyBuf};
 use crate::workload::{Mix, Op, ScanLength};
@@ -79,6 +85,8 @@ pub struct Phase<'a> {
     pub stop: Stop,
     /// Seed for this phase's per-thread generators.
     pub seed: u64,
+    /// The device the data directory is on, whose requests are counted.
+    pub device: Option<&'a Device>,
 }
 
 /// What a timed phase measured.
@@ -93,6 +101,11 @@ pub struct PhaseResult {
     /// Scans among `ops`; the pairs they read plus the keys batches wrote.
     pub scans: u64,
     pub items: u64,
+    /// The process's storage I/O and the data device's requests from the
+    /// end of the warm-up to the end.
+    pub disk: DiskCounters,
+    /// The SSD tier's counters over the same span (engines with one).
+    pub tier: Option<TierFigures>,
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -440,7 +453,8 @@ pub fn run_phase(
         window: OnceLock::new(),
     };
     let threads = phase.threads.max(1);
-    let outcomes: Result<Vec<Outcome>> = std::thread::scope(|s| {
+    type Measured = (Vec<Outcome>, DiskCounters, Option<TierFigures>);
+    let outcomes: Result<Measured> = std::thread::scope(|s| {
         let shared = &shared;
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
@@ -477,19 +491,44 @@ pub fn run_phase(
             Stop::Ops(_) => None,
         };
         shared.window.set((t0, t1)).expect("window set once");
+        // Without a warm-up the phase starts with the go.
+        let disk_now = || (DiskCounters::now(phase.device), store.tier());
+        let mut io_start = phase.warmup.is_zero().then(disk_now);
         shared.go.store(true, Ordering::Release);
         while shared.finished.load(Ordering::Acquire) < threads {
             tick(begin.elapsed());
-            std::thread::sleep(TICK);
+            let now = Instant::now();
+            if io_start.is_none() && now >= t0 {
+                io_start = Some(disk_now());
+            }
+            // Wake at t0 to read the counters then, else every tick.
+            let until_t0 = t0.saturating_duration_since(now);
+            std::thread::sleep(if io_start.is_none() {
+                TICK.min(until_t0)
+            } else {
+                TICK
+            });
         }
+        let (disk, tier) = match io_start {
+            Some((disk, tier)) => {
+                let (disk_end, tier_end) = disk_now();
+                let tier = tier.zip(tier_end).map(|(start, end)| end.since(&start));
+                (disk_end.since(&disk), tier)
+            }
+            None => (DiskCounters::default(), None),
+        };
         let results: Vec<Result<Outcome>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        all_or_first_error(results)
+        all_or_first_error(results).map(|outcomes| (outcomes, disk, tier))
     });
     let (t0, t1) = *shared.window.get().expect("window set");
-    Ok(summarize(&outcomes?, t0, t1))
+    let (outcomes, disk, tier) = outcomes?;
+    let mut result = summarize(&outcomes, t0, t1);
+    result.disk = disk;
+    result.tier = tier;
+    Ok(result)
 }
 
 /// The operations of worker `t` of `threads` when the phase counts them
@@ -555,6 +594,8 @@ fn summarize(outcomes: &[Outcome], t0: Instant, t1: Option<Instant>) -> PhaseRes
         read_misses,
         scans,
         items,
+        disk: DiskCounters::default(),
+        tier: None,
     }
 }
 

@@ -8,7 +8,10 @@
 //! read is one read-only transaction (`mdb_get`, value copied out). LMDB
 //! allows one writer at a time. A scan is one read-only transaction and a
 //! range cursor from the start key (`Database::range`), each pair copied
-//! out. The load phase commits 1 024 pairs per transaction.
+//! out. The load phase commits 1 024 pairs per transaction. The map is
+//! at least `--pool-max` and twice what the loaded pairs need
+//! ([`map_estimate`]); the environment lives where the run puts it
+//! (`--data-dir` when given).
 
 use std::ops::Bound;
 
@@ -28,12 +31,36 @@ fn fail(e: heed::Error) -> Error {
     Error::engine("lmdb", e)
 }
 
-/// LMDB's map size must be a multiple of the page size.
+/// LMDB's page size (its map size must be a multiple of it).
 const PAGE: u64 = 4096;
+/// Header of an overflow page run.
+const OVERFLOW_HEADER_BYTES: u64 = 16;
+/// A leaf node's header and the page number of its overflow run.
+const NODE_BYTES: u64 = 16;
+
+/// The map size `pairs` pairs of these sizes need, with room for
+/// copy-on-write and pages half full: a value too large for a leaf
+/// (more than half a page) takes whole overflow pages of its own, so a
+/// 4 KiB value takes two pages, a 16 KiB one five.
+pub fn map_estimate(pairs: u64, key_size: usize, value_size: usize) -> u64 {
+    let (key, value) = (key_size as u64, value_size as u64);
+    let per_pair = if value > PAGE / 2 {
+        (value + OVERFLOW_HEADER_BYTES).div_ceil(PAGE) * PAGE + 2 * (NODE_BYTES + key)
+    } else {
+        2 * (NODE_BYTES + key + value)
+    };
+    pairs.saturating_mul(per_pair).saturating_mul(2)
+}
 
 impl LmdbStore {
     pub fn open(config: &OpenConfig) -> Result<LmdbStore> {
-        let map_bytes = config.pool_bytes_max.max(1 << 30).div_ceil(PAGE) * PAGE;
+        let needed = map_estimate(config.pairs, config.key_size, config.value_size);
+        let map_bytes = config
+            .pool_bytes_max
+            .max(needed)
+            .max(1 << 30)
+            .div_ceil(PAGE)
+            * PAGE;
         let map_bytes = usize::try_from(map_bytes)
             .map_err(|_| Error::engine("lmdb", "map size does not fit the address space"))?;
         // One reader slot per thread (read transactions use thread-local
@@ -109,5 +136,21 @@ impl Store for LmdbStore {
         self.db.put(&mut txn, key, value).map_err(fail)?;
         txn.commit().map_err(fail)?;
         Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_values_take_whole_overflow_pages() {
+        // 16 KiB + header: 5 pages, plus the leaf node (twice, half-full
+        // leaves), all twice over.
+        assert_eq!(map_estimate(1, 8, 16384), 2 * (5 * 4096 + 2 * 24));
+        assert_eq!(map_estimate(1, 8, 4096), 2 * (2 * 4096 + 2 * 24));
+        assert_eq!(map_estimate(1, 8, 64), 2 * 2 * (16 + 8 + 64));
+        // 1 M keys of 64 KiB: more than the 64 GiB default pool limit.
+        assert!(map_estimate(1_000_000, 8, 65536) > 64 << 30);
     }
 }

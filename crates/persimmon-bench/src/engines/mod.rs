@@ -1,9 +1,16 @@
 //! The engines under test, behind one [`Store`] trait.
 //!
 //! - Persimmon and its ablation variants ([`persimmon`]), always built.
+//! - `persimmon-tiered`: the default options with the SSD tier (large
+//!   values in data files on an ordinary file system, MixStore's split).
 //! - LMDB ([`lmdb`], feature `lmdb`) and RocksDB ([`rocksdb`], feature
-//!   `rocksdb`), the peers, built only when asked so that the workspace
-//!   builds without compiling them.
+//!   `rocksdb`; also `rocksdb-blob`, with blob files), the peers, built
+//!   only when asked so that the workspace builds without compiling them.
+//!
+//! Where stores live: Persimmon's pools in `--pool-dir` (tmpfs or DAX);
+//! the engines that keep data on an SSD ([`EngineKind::on_data_dir`]:
+//! persimmon-tiered's data files, the peers' whole stores) in `--data-dir`
+//! when it is given ([`OpenConfig::data_dir`]).
 //!
 //! Every engine gets its own fresh directory, is loaded with the same keys
 //! and values, and runs the same operation sequences (the per-thread seeds
@@ -63,6 +70,13 @@ pub enum EngineKind {
     Lmdb,
     /// RocksDB through `rocksdb` (feature `rocksdb`).
     Rocksdb,
+    /// The default options with the SSD tier (`Options::data_dir`): values
+    /// of at least `--tier-threshold` bytes in data files, the ACS read
+    /// cache in DRAM.
+    PersimmonTiered,
+    /// RocksDB with blob files (its key-value separation: values of at
+    /// least `--tier-threshold` bytes in blob files; feature `rocksdb`).
+    RocksdbBlob,
 }
 
 /// Alias in `--engines` for the Baseline and the three one-off variants.
@@ -74,16 +88,18 @@ const ABLATION: [EngineKind; 4] = [
 ];
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 11] = [
         EngineKind::Persimmon,
         EngineKind::PersimmonOrdered,
         EngineKind::PersimmonDram,
+        EngineKind::PersimmonTiered,
         EngineKind::Baseline,
         EngineKind::NoVolatileLocks,
         EngineKind::NoLockFreeReads,
         EngineKind::NoWriteElimination,
         EngineKind::Lmdb,
         EngineKind::Rocksdb,
+        EngineKind::RocksdbBlob,
     ];
 
     /// The name used on the command line and in the results.
@@ -98,6 +114,8 @@ impl EngineKind {
             EngineKind::NoWriteElimination => "no-write-elimination",
             EngineKind::Lmdb => "lmdb",
             EngineKind::Rocksdb => "rocksdb",
+            EngineKind::PersimmonTiered => "persimmon-tiered",
+            EngineKind::RocksdbBlob => "rocksdb-blob",
         }
     }
 
@@ -110,6 +128,7 @@ impl EngineKind {
                 | EngineKind::PersimmonDram
                 | EngineKind::Lmdb
                 | EngineKind::Rocksdb
+                | EngineKind::RocksdbBlob
         )
     }
 
@@ -127,13 +146,37 @@ impl EngineKind {
 
     /// Whether the engine is Persimmon (or one of its variants).
     pub fn is_persimmon(self) -> bool {
-        !matches!(self, EngineKind::Lmdb | EngineKind::Rocksdb)
+        !self.is_rocksdb() && self != EngineKind::Lmdb
+    }
+
+    /// Whether the engine is RocksDB (with blob files or without).
+    pub fn is_rocksdb(self) -> bool {
+        matches!(self, EngineKind::Rocksdb | EngineKind::RocksdbBlob)
+    }
+
+    /// Whether the engine keeps data on the SSD, in `--data-dir` when it
+    /// is given: persimmon-tiered its data files, the peers everything.
+    pub fn on_data_dir(self) -> bool {
+        !self.is_persimmon() || self == EngineKind::PersimmonTiered
+    }
+
+    /// Whether the engine keeps values of at least `--tier-threshold`
+    /// bytes apart from the keys (persimmon-tiered's SSD extents,
+    /// rocksdb-blob's blob files).
+    pub fn splits_values(self) -> bool {
+        matches!(self, EngineKind::PersimmonTiered | EngineKind::RocksdbBlob)
+    }
+
+    /// Whether the engine has a DRAM cache that `--cache-bytes` sizes
+    /// (persimmon-tiered's ACS cache, RocksDB's block cache).
+    pub fn has_cache(self) -> bool {
+        self.is_rocksdb() || self == EngineKind::PersimmonTiered
     }
 
     /// Whether this build has the engine's adapter.
     pub fn built(self) -> bool {
         let lmdb_ok = self != EngineKind::Lmdb || cfg!(feature = "lmdb");
-        let rocksdb_ok = self != EngineKind::Rocksdb || cfg!(feature = "rocksdb");
+        let rocksdb_ok = !self.is_rocksdb() || cfg!(feature = "rocksdb");
         lmdb_ok && rocksdb_ok
     }
 
@@ -171,11 +214,11 @@ impl EngineKind {
         if self.built() {
             return Ok(());
         }
+        let feature = if self.is_rocksdb() { "rocksdb" } else { "lmdb" };
         Err(Error::usage(format!(
             "this build has no {} adapter: the peers are behind cargo features; rebuild with \
-             `cargo build --release -p persimmon-cli --features peers` (or --features {})",
+             `cargo build --release -p persimmon-cli --features peers` (or --features {feature})",
             self.name(),
-            self.name()
         )))
     }
 }
@@ -183,14 +226,51 @@ impl EngineKind {
 /// Where and how big to make an engine's store.
 #[derive(Clone, Debug)]
 pub struct OpenConfig {
-    /// The engine's own directory (created empty by the caller).
+    /// The engine's own directory (created empty by the caller): the pool
+    /// file of a Persimmon engine, the whole store of a peer.
     pub dir: PathBuf,
+    /// persimmon-tiered's data directory (created empty by the caller);
+    /// `None`: `dir/data`. The other engines ignore it.
+    pub data_dir: Option<PathBuf>,
     /// Initial pool size for Persimmon.
     pub pool_bytes_initial: u64,
-    /// Largest pool size for Persimmon; LMDB's map size.
+    /// Largest pool size for Persimmon; at least LMDB's map size.
     pub pool_bytes_max: u64,
     /// Most threads that will use the store at once (LMDB reader slots).
     pub max_threads: usize,
+    /// Pairs the load phase stores, and their sizes: LMDB's map is made
+    /// large enough for them.
+    pub pairs: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+    /// Values of at least this many bytes go to persimmon-tiered's SSD
+    /// tier and to rocksdb-blob's blob files.
+    pub tier_threshold: u64,
+    /// DRAM cache bytes of the engines with one ([`EngineKind::has_cache`]);
+    /// `None`: the engine's default.
+    pub cache_bytes: Option<u64>,
+    /// persimmon-tiered's cache policy; `None`: the engine's default.
+    pub cache_policy: Option<::persimmon::CachePolicy>,
+}
+
+impl OpenConfig {
+    /// A store in `dir` with small pools and the engines' defaults
+    /// otherwise (tests, probes).
+    pub fn new(dir: PathBuf) -> OpenConfig {
+        OpenConfig {
+            dir,
+            data_dir: None,
+            pool_bytes_initial: 16 << 20,
+            pool_bytes_max: 1 << 30,
+            max_threads: 4,
+            pairs: 0,
+            key_size: 8,
+            value_size: 0,
+            tier_threshold: ::persimmon::DEFAULT_TIER_THRESHOLD,
+            cache_bytes: None,
+            cache_policy: None,
+        }
+    }
 }
 
 /// Key-value pairs for the load phase and the batches of `batch:N`, stored
@@ -343,6 +423,61 @@ pub trait Store: Send + Sync {
     fn space(&self) -> Option<Space> {
         None
     }
+
+    /// Bytes of the engine's own DRAM cache ([`EngineKind::has_cache`]);
+    /// 0 for engines without one.
+    fn cache_bytes(&self) -> u64 {
+        0
+    }
+
+    /// The SSD tier's counters (persimmon-tiered: its stats); `None` for
+    /// the engines without one.
+    fn tier(&self) -> Option<TierFigures> {
+        None
+    }
+}
+
+/// An SSD tier's counters since open and its space, as its stats tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierFigures {
+    /// ACS cache lookups that found the value, and those that read the SSD.
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Data-file syncs (group commit: one per batch of concurrent writers)
+    /// and extents written.
+    pub syncs: u64,
+    pub extents_written: u64,
+    /// Bytes the data files take on the file system, and the extent bytes
+    /// live records name.
+    pub ssd_bytes: u64,
+    pub ssd_live_bytes: u64,
+}
+
+impl TierFigures {
+    /// The counters from `earlier` to `self` (the space figures are
+    /// `self`'s).
+    pub fn since(&self, earlier: &TierFigures) -> TierFigures {
+        TierFigures {
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
+            syncs: self.syncs.saturating_sub(earlier.syncs),
+            extents_written: self.extents_written.saturating_sub(earlier.extents_written),
+            ..*self
+        }
+    }
+}
+
+impl From<&::persimmon::Stats> for TierFigures {
+    fn from(s: &::persimmon::Stats) -> TierFigures {
+        TierFigures {
+            cache_hits: s.cache_hits,
+            cache_misses: s.cache_misses,
+            syncs: s.ssd_syncs,
+            extents_written: s.ssd_extents_written,
+            ssd_bytes: s.ssd_bytes,
+            ssd_live_bytes: s.ssd_live_bytes,
+        }
+    }
 }
 
 /// The space a Persimmon pool's keys take, as its stats tell.
@@ -394,7 +529,7 @@ pub fn open(kind: EngineKind, config: &OpenConfig) -> Result<Box<dyn Store>> {
     kind.check_built()?;
     match kind {
         EngineKind::Lmdb => open_lmdb(config),
-        EngineKind::Rocksdb => open_rocksdb(config),
+        EngineKind::Rocksdb | EngineKind::RocksdbBlob => open_rocksdb(kind, config),
         _ => Ok(Box::new(persimmon::PersimmonStore::open(kind, config)?)),
     }
 }
@@ -410,13 +545,14 @@ fn open_lmdb(_: &OpenConfig) -> Result<Box<dyn Store>> {
 }
 
 #[cfg(feature = "rocksdb")]
-fn open_rocksdb(config: &OpenConfig) -> Result<Box<dyn Store>> {
-    Ok(Box::new(rocksdb::RocksdbStore::open(config)?))
+fn open_rocksdb(kind: EngineKind, config: &OpenConfig) -> Result<Box<dyn Store>> {
+    let blob = kind == EngineKind::RocksdbBlob;
+    Ok(Box::new(rocksdb::RocksdbStore::open(config, blob)?))
 }
 
 #[cfg(not(feature = "rocksdb"))]
-fn open_rocksdb(_: &OpenConfig) -> Result<Box<dyn Store>> {
-    Err(EngineKind::Rocksdb.check_built().unwrap_err())
+fn open_rocksdb(kind: EngineKind, _: &OpenConfig) -> Result<Box<dyn Store>> {
+    Err(kind.check_built().unwrap_err())
 }
 
 #[cfg(test)]
@@ -452,7 +588,13 @@ mod tests {
             .collect();
         assert_eq!(
             scanning,
-            ["persimmon-ordered", "persimmon-dram", "lmdb", "rocksdb"]
+            [
+                "persimmon-ordered",
+                "persimmon-dram",
+                "lmdb",
+                "rocksdb",
+                "rocksdb-blob"
+            ]
         );
         assert_eq!(
             EngineKind::parse_list("persimmon-ordered,persimmon").unwrap(),
@@ -468,10 +610,50 @@ mod tests {
     #[test]
     fn missing_peer_adapters_say_how_to_build_them() {
         if !cfg!(feature = "rocksdb") {
-            let e = EngineKind::Rocksdb.check_built().unwrap_err().to_string();
-            assert!(e.contains("--features peers"), "{e}");
+            for kind in [EngineKind::Rocksdb, EngineKind::RocksdbBlob] {
+                let e = kind.check_built().unwrap_err().to_string();
+                assert!(e.contains("--features peers"), "{e}");
+                assert!(e.contains(kind.name()), "{e}");
+            }
         }
         assert!(EngineKind::Persimmon.check_built().is_ok());
+        assert!(EngineKind::PersimmonTiered.check_built().is_ok());
+    }
+
+    #[test]
+    fn the_tier_engines_parse_and_say_where_their_data_lives() {
+        assert_eq!(
+            EngineKind::parse_list("persimmon-tiered,rocksdb-blob,lmdb").unwrap(),
+            [
+                EngineKind::PersimmonTiered,
+                EngineKind::RocksdbBlob,
+                EngineKind::Lmdb
+            ]
+        );
+        let on_ssd: Vec<&str> = EngineKind::ALL
+            .into_iter()
+            .filter(|k| k.on_data_dir())
+            .map(EngineKind::name)
+            .collect();
+        assert_eq!(
+            on_ssd,
+            ["persimmon-tiered", "lmdb", "rocksdb", "rocksdb-blob"]
+        );
+        let cached: Vec<&str> = EngineKind::ALL
+            .into_iter()
+            .filter(|k| k.has_cache())
+            .map(EngineKind::name)
+            .collect();
+        assert_eq!(cached, ["persimmon-tiered", "rocksdb", "rocksdb-blob"]);
+        let tiered = EngineKind::PersimmonTiered;
+        assert!(tiered.is_persimmon() && tiered.has_batches() && tiered.has_expiry());
+        assert!(!tiered.has_ordered_reads());
+        assert!(EngineKind::RocksdbBlob.is_rocksdb() && !EngineKind::RocksdbBlob.is_persimmon());
+        let e = EngineKind::parse_list("persimmon-tierd").unwrap_err();
+        assert!(
+            e.contains("persimmon-tiered") && e.contains("rocksdb-blob"),
+            "{e}"
+        );
     }
 
     #[test]

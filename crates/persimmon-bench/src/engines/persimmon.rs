@@ -4,7 +4,13 @@
 //! ordered index (a persistent skiplist over the keys, linked by every put
 //! of a new key), and `persimmon-dram`, the same with the point index in
 //! DRAM (rebuilt from the ordered index after every open): the variants
-//! that can scan.
+//! that can scan; and `persimmon-tiered`, the default options with the SSD
+//! tier (`Options::data_dir`, `tier_threshold`, `cache_bytes` from the
+//! run's `--data-dir`, `--tier-threshold` and `--cache-bytes`).
+//!
+//! Only persimmon-tiered has a data directory, so only it has an ACS cache:
+//! the other variants open with `cache_bytes = 0`, as they ran before the
+//! tier existed.
 //!
 //! After the load phase ([`Store::finish_load`]) the adapter waits for the
 //! pool's background work after open (`Db::wait_for_rebuild`), so a timed
@@ -15,16 +21,82 @@
 //! deadlines go through `Db::put_with_deadline` and
 //! `WriteBatch::put_with_deadline`.
 
+use std::path::PathBuf;
+
+use persimmon::size::human_bytes;
 use persimmon::{Db, Mechanisms, Options, PointIndex, Update, WriteBatch};
 
-use super::{Background, Batch, EngineKind, OpenConfig, Space, Store};
+use super::{Background, Batch, EngineKind, OpenConfig, Space, Store, TierFigures};
+use crate::disk::filesystem_of;
 use crate::error::{Error, Result};
 
 /// A Persimmon pool in its engine directory.
 pub struct PersimmonStore {
     name: &'static str,
     mechanisms: Mechanisms,
+    /// persimmon-tiered's SSD tier settings (`None` for the other variants).
+    tier: Option<Tier>,
     db: Db,
+}
+
+/// The SSD tier settings a persimmon-tiered store was opened with.
+struct Tier {
+    data_dir: PathBuf,
+    threshold_bytes: u64,
+    cache_bytes: u64,
+    cache_policy: Option<persimmon::CachePolicy>,
+}
+
+impl Tier {
+    /// The settings of `config`'s store; creates its data directory.
+    fn create(config: &OpenConfig) -> Result<Tier> {
+        let data_dir = config
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| config.dir.join("data"));
+        std::fs::create_dir_all(&data_dir).map_err(|e| Error::file("create", &data_dir, e))?;
+        Ok(Tier {
+            data_dir,
+            threshold_bytes: config.tier_threshold,
+            cache_bytes: config
+                .cache_bytes
+                .unwrap_or_else(persimmon::default_cache_bytes),
+            cache_policy: config.cache_policy,
+        })
+    }
+
+    /// `options` with this tier.
+    fn apply(&self, options: Options) -> Options {
+        Options {
+            data_dir: Some(self.data_dir.clone()),
+            tier_threshold: self.threshold_bytes,
+            cache_bytes: self.cache_bytes,
+            cache_policy: self.cache_policy.unwrap_or(options.cache_policy),
+            ..options
+        }
+    }
+
+    /// The tier's part of the durability settings, with the figures the
+    /// engine's stats `s` give (I/O mode, cache policy).
+    fn describe(&self, s: &persimmon::Stats) -> String {
+        let fs = filesystem_of(&self.data_dir).unwrap_or_else(|| "unknown file system".into());
+        let io = if s.ssd_direct_io {
+            "O_DIRECT"
+        } else {
+            "buffered (no O_DIRECT here)"
+        };
+        format!(
+            "; SSD tier: values >= {} B in data files in {} ({fs}, {io}), each value's aligned \
+             part an extent written and synced (group commit: one fdatasync for the concurrent \
+             writers) before the pool record that points to it is published, the unaligned tail \
+             in the record; ACS read cache {} in DRAM, policy {} (filled on a miss, updated on \
+             writes)",
+            self.threshold_bytes,
+            self.data_dir.display(),
+            human_bytes(self.cache_bytes),
+            s.cache_policy,
+        )
+    }
 }
 
 /// The engine options of `kind` (a Persimmon variant).
@@ -58,7 +130,10 @@ pub fn options(kind: EngineKind) -> Options {
                 ..Options::default()
             }
         }
-        EngineKind::Lmdb | EngineKind::Rocksdb => unreachable!("not a Persimmon variant"),
+        EngineKind::PersimmonTiered => all,
+        EngineKind::Lmdb | EngineKind::Rocksdb | EngineKind::RocksdbBlob => {
+            unreachable!("not a Persimmon variant")
+        }
     };
     Options {
         mechanisms,
@@ -79,7 +154,16 @@ impl PersimmonStore {
         let options = Options {
             pool_bytes_initial: config.pool_bytes_initial,
             pool_bytes_max: config.pool_bytes_max.max(config.pool_bytes_initial),
+            cache_bytes: 0,
             ..options(kind)
+        };
+        let tier = match kind {
+            EngineKind::PersimmonTiered => Some(Tier::create(config)?),
+            _ => None,
+        };
+        let options = match &tier {
+            Some(t) => t.apply(options),
+            None => options,
         };
         let mechanisms = options.mechanisms;
         let path = config.dir.join("persimmon.pool");
@@ -87,6 +171,7 @@ impl PersimmonStore {
         Ok(PersimmonStore {
             name: kind.name(),
             mechanisms,
+            tier,
             db,
         })
     }
@@ -117,7 +202,7 @@ impl Store for PersimmonStore {
         format!(
             "pool durability {} (flush {}, nt copy {}); a put or update is durable on return \
              (record flushed and fenced, then slot flushed and fenced); {} lanes; mechanisms: \
-             volatile lock table {}, lock-free reads {}, write elimination {}{ordered}{point}",
+             volatile lock table {}, lock-free reads {}, write elimination {}{ordered}{point}{tier}",
             s.durability.name(),
             s.flush_instruction,
             s.nt_copy,
@@ -125,6 +210,11 @@ impl Store for PersimmonStore {
             on_off(m.volatile_lock_table),
             on_off(m.lock_free_reads),
             on_off(m.write_elimination),
+            tier = self
+                .tier
+                .as_ref()
+                .map(|t| t.describe(&s))
+                .unwrap_or_default(),
         )
     }
 
@@ -223,6 +313,15 @@ impl Store for PersimmonStore {
     fn space(&self) -> Option<Space> {
         Some(Space::from(&self.db.stats()))
     }
+
+    fn cache_bytes(&self) -> u64 {
+        self.tier.as_ref().map_or(0, |t| t.cache_bytes)
+    }
+
+    fn tier(&self) -> Option<TierFigures> {
+        self.tier.as_ref()?;
+        Some(TierFigures::from(&self.db.stats()))
+    }
 }
 
 #[cfg(test)]
@@ -254,6 +353,10 @@ mod tests {
         assert!(dram.ordered_index);
         assert_eq!(dram.point_index, PointIndex::Dram);
         assert_eq!(dram.mechanisms, Mechanisms::ALL);
+        assert_eq!(
+            options(EngineKind::PersimmonTiered).mechanisms,
+            Mechanisms::ALL
+        );
         for k in EngineKind::ALL.into_iter().filter(|k| k.is_persimmon()) {
             if k != EngineKind::PersimmonDram {
                 assert_eq!(options(k).point_index, PointIndex::Pm, "{k:?}");

@@ -355,3 +355,98 @@ fn markdown_states_durability_and_details() {
     );
     assert!(md.contains("| 10 % |"), "{md}");
 }
+
+/// `r` at cache size `cache` (as `--cache-bytes` gives it).
+fn cached(mut r: Record, cache: &str, cache_bytes: u64) -> Record {
+    r.cache = cache.into();
+    r.cache_bytes = cache_bytes;
+    r
+}
+
+#[test]
+fn a_cache_sweep_of_one_workload_is_one_figure_against_the_cache() {
+    let mut rs = Vec::new();
+    for (cache, bytes, ops) in [("0", 0, 1e5), ("1%", 640, 2e5), ("10%", 6400, 4e5)] {
+        rs.push(cached(
+            record("persimmon-tiered", "ycsb-c", 2, ops),
+            cache,
+            bytes,
+        ));
+        rs.push(cached(
+            record("rocksdb-blob", "ycsb-c", 2, 1e5),
+            cache,
+            bytes,
+        ));
+    }
+    let figs = figures(&rs);
+    assert_eq!(figs.len(), 1);
+    let f = &figs[0];
+    assert_eq!(f.x_axis, XAxis::CacheSize);
+    assert_eq!(f.xs, ["0", "1%", "10%"], "command-line order");
+    let t = throughput_table(f);
+    assert!(t.contains("| cache (bytes or % of the data) |"), "{t}");
+    assert!(t.contains("| 10% | 0.400 | 0.100 | 4.00× |"), "{t}");
+    assert!(f.subtitle.contains("ycsb-c"), "{}", f.subtitle);
+    assert!(!f.subtitle.contains("cache"), "{}", f.subtitle);
+}
+
+#[test]
+fn several_workloads_at_several_cache_sizes_make_a_figure_per_cache_size() {
+    let mut rs = Vec::new();
+    for cache in ["0", "10%"] {
+        for w in ["ycsb-a", "ycsb-b", "ycsb-c"] {
+            rs.push(cached(record("persimmon-tiered", w, 2, 2e5), cache, 0));
+            rs.push(cached(record("lmdb", w, 2, 1e5), cache, 0));
+        }
+    }
+    let figs = figures(&rs);
+    assert_eq!(figs.len(), 2);
+    for (f, cache) in figs.iter().zip(["cache 0", "cache 10%"]) {
+        assert_eq!(f.x_axis, XAxis::Workload);
+        assert_eq!(f.xs, ["ycsb-a", "ycsb-b", "ycsb-c"]);
+        assert!(f.subtitle.contains(&format!("{cache},")), "{}", f.subtitle);
+    }
+}
+
+#[test]
+fn disk_traffic_shows_in_the_details_only_when_measured() {
+    let mut with_disk = record("rocksdb-blob", "ycsb-c", 2, 1e5);
+    with_disk.disk_read_bytes_per_op = 16_500.0;
+    with_disk.disk_write_bytes_per_op = 12.4;
+    with_disk.device_reads_per_op = 1.02;
+    with_disk.device_flushes_per_op = 0.5;
+    let on_pm = record("persimmon", "ycsb-c", 2, 1e6);
+    let both = [on_pm.clone(), with_disk];
+    let t = details_table(&figures(&both)[0], None);
+    assert!(
+        t.contains("| disk read B/op | disk written B/op | device reads/op | device flushes/op |"),
+        "{t}"
+    );
+    assert!(t.contains("| 16500 | 12 | 1.02 | 0.50 |"), "{t}");
+    assert!(
+        t.contains("| 0 | 0 | 0.00 | 0.00 |"),
+        "persimmon's row: {t}"
+    );
+    let t = details_table(&figures(std::slice::from_ref(&on_pm))[0], None);
+    assert!(!t.contains("disk read"), "{t}");
+}
+
+#[test]
+fn the_tiers_cache_hits_and_syncs_show_in_the_details() {
+    let mut tiered = record("persimmon-tiered", "ycsb-a", 2, 1e5);
+    tiered.cache_hits = 870;
+    tiered.cache_misses = 130;
+    tiered.cache_hit_ratio = 0.87;
+    tiered.ssd_syncs_per_op = 0.25;
+    tiered.ssd_extents_per_op = 0.5;
+    let lmdb = record("lmdb", "ycsb-a", 2, 5e4);
+    let t = details_table(&figures(&[tiered, lmdb.clone()])[0], None);
+    assert!(
+        t.contains("| cache hits | SSD syncs/op | SSD extents/op |"),
+        "{t}"
+    );
+    assert!(t.contains("| 87.0 % | 0.25 | 0.50 |"), "{t}");
+    assert!(t.contains("| 0.0 % | 0.00 | 0.00 |"), "lmdb's row: {t}");
+    let t = details_table(&figures(&[lmdb])[0], None);
+    assert!(!t.contains("cache hits"), "{t}");
+}

@@ -27,6 +27,14 @@ pub fn args(dir: &std::path::Path, extra: &[&str]) -> BenchArgs {
     Cli::try_parse_from(argv).expect("valid arguments").bench
 }
 
+/// `persimmon bench EXTRA...` as parsed arguments, or clap's error.
+pub fn try_args(extra: &[&str]) -> Result<BenchArgs, String> {
+    let argv = std::iter::once("bench").chain(extra.iter().copied());
+    Cli::try_parse_from(argv)
+        .map(|cli| cli.bench)
+        .map_err(|e| e.to_string())
+}
+
 /// The records of a `--json` file.
 pub fn records(path: &std::path::Path) -> Vec<Record> {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
