@@ -13,8 +13,10 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use persimmon::size::parse_size;
 use persimmon::{PointIndex, MAX_BATCH_OPS};
+use persimmon_bench::args::{parse_cache_list, CacheList};
 
 use crate::expiry::parse_ttl;
+use crate::failure::Failure;
 
 /// Records per atomic batch of `load` unless `--batch` says otherwise: 0.04
 /// fences per record (a put costs 2) and, measured, as fast as any size;
@@ -101,9 +103,19 @@ pub struct PoolArgs {
     pub tier_threshold: Option<u64>,
 
     /// DRAM for the read cache of values on the SSD tier (ACS); 0 turns it
-    /// off [default: 1/8 of RAM, at most 4G]
-    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
-    pub cache_bytes: Option<u64>,
+    /// off [default: 1/8 of RAM, at most 4G]. (`bench` has its own
+    /// `--cache-bytes`, a list with percentages; the two share one parser
+    /// because clap hands a global's value to the parent under its name)
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_cache_list)]
+    pub cache_bytes: Option<CacheList>,
+}
+
+impl PoolArgs {
+    /// `--cache-bytes` as one size in bytes.
+    pub fn cache_bytes(&self) -> Result<Option<u64>, Failure> {
+        let bytes = self.cache_bytes.as_ref().map(CacheList::fixed_bytes);
+        bytes.transpose().map_err(Failure::error)
+    }
 }
 
 /// `--point-index`: `pm` or `dram` (clap lists them on a bad value).

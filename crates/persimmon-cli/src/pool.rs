@@ -29,7 +29,7 @@ pub fn options(pool: &PoolArgs, create: bool) -> Result<Options, Failure> {
     if let Some(t) = pool.tier_threshold {
         o.tier_threshold = t;
     }
-    if let Some(c) = pool.cache_bytes {
+    if let Some(c) = pool.cache_bytes()? {
         o.cache_bytes = c;
     }
     if let Some(max) = pool.pool_max {

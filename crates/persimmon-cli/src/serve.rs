@@ -50,8 +50,8 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if pool.tier_threshold.is_some() {
         config.tier_threshold = pool.tier_threshold;
     }
-    if pool.cache_bytes.is_some() {
-        config.cache_bytes = pool.cache_bytes;
+    if let Some(c) = pool.cache_bytes()? {
+        config.cache_bytes = Some(c);
     }
     if let Some(place) = pool.point_index {
         config.point_index = place;
