@@ -1,7 +1,8 @@
 //! LMDB through `heed` (feature `lmdb`).
 //!
 //! Settings (printed with the results): default environment flags — no
-//! `MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_WRITEMAP` or `MDB_MAPASYNC` — so
+//! `MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_WRITEMAP` or `MDB_MAPASYNC` — plus
+//! `MDB_NORDAHEAD` (random reads of data sets larger than memory), so
 //! every write transaction's commit writes its pages and `fdatasync`s data
 //! and meta page before returning. Each write is one write transaction;
 //! read-modify-write reads and writes inside one write transaction; each
@@ -76,7 +77,7 @@ impl LmdbStore {
 
 impl Store for LmdbStore {
     fn durability(&self) -> String {
-        "default env flags (sync commit: pages written, fdatasync of data and meta before \
+        "default env flags plus MDB_NORDAHEAD (sync commit: pages written, fdatasync of data and meta before \
          return); one write transaction per write; read-modify-write = get + put in one write \
          transaction; reads = one read-only transaction + mdb_get each; scans = one read-only \
          transaction + a cursor range from the start key; single writer"

@@ -9,7 +9,9 @@
 //! extents lie in them, and rewrites each such value as a new extent in
 //! the active file. (The index walk costs O(keys) per pass; a pass takes
 //! several victims at once and starts only when dead bytes in sealed files
-//! exceed `START_DEAD_FILES` files' worth.)
+//! exceed `START_DEAD_PERCENT` of their capacity and `START_DEAD_FILES`
+//! files' worth — so SSD space stays within about 4/3 of the live data plus
+//! a few files, and a workload that overwrites little pays no cleaning.)
 //!
 //! Invariants:
 //! - A rewrite is optimistic: the value is read and its new extent written
@@ -38,6 +40,8 @@ const VICTIM_LIVE_PERCENT: u64 = 50;
 /// Clean when sealed files hold more than this many files' worth of dead
 /// bytes (or any, when asked to clean now).
 const START_DEAD_FILES: u64 = 2;
+/// …and more than this share of the sealed files' capacity.
+const START_DEAD_PERCENT: u64 = 25;
 /// Most victims one pass takes (one index walk).
 const VICTIMS_PER_PASS: usize = 16;
 
@@ -123,7 +127,12 @@ impl Engine {
 
     /// One cleaning pass over the data files at most `max_live_percent`
     /// live; returns the extents moved.
-    pub(super) fn clean_data_files(&self, max_live_percent: u64, min_dead: u64) -> Result<u64> {
+    pub(super) fn clean_data_files(
+        &self,
+        max_live_percent: u64,
+        min_dead: u64,
+        min_dead_percent: u64,
+    ) -> Result<u64> {
         let Some(tier) = self.tier() else {
             return Ok(0);
         };
@@ -132,7 +141,8 @@ impl Engine {
             .iter()
             .map(|&(_, live, cap)| cap.saturating_sub(live))
             .sum();
-        if dead <= min_dead {
+        let capacity: u64 = files.iter().map(|&(_, _, cap)| cap).sum();
+        if dead <= min_dead || dead * 100 <= capacity * min_dead_percent {
             return Ok(0);
         }
         // A victim a pass could not empty (a damaged value, an expired key
@@ -197,7 +207,7 @@ impl Engine {
             t.seal_active();
         }
         let merged = self.merge_queued()?;
-        Ok(merged + self.clean_data_files(99, 0)?)
+        Ok(merged + self.clean_data_files(99, 0, 0)?)
     }
 
     /// The tier's background thread: runs after the rebuild until the `Db`
@@ -212,9 +222,9 @@ impl Engine {
         let min_dead = START_DEAD_FILES * FILE_BYTES;
         while !self.stop.load(Ordering::Acquire) {
             self.sweep_data_files();
-            let work = self
-                .merge_queued()
-                .and_then(|m| Ok(m + self.clean_data_files(VICTIM_LIVE_PERCENT, min_dead)?));
+            let work = self.merge_queued().and_then(|m| {
+                Ok(m + self.clean_data_files(VICTIM_LIVE_PERCENT, min_dead, START_DEAD_PERCENT)?)
+            });
             match work {
                 Ok(0) => self.idle(Duration::from_millis(50)),
                 Ok(_) => {}
