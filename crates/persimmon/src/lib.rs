@@ -18,6 +18,8 @@
 //! - `pool`: segments, free space, growth; `log`: per-lane record append.
 //! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
 //! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
+//! - [`tier`]: the SSD tier (MixStore's PM + SSD split): data files of
+//!   value extents, group-commit syncs, the ACS read cache; optional.
 //! - `db`: the [`Db`] API and its write protocol.
 //! - [`size`]: byte sizes as people write and read them (`64M`, `1.5 GiB`),
 //!   shared by the CLI, the server's config and the benchmark.

@@ -16,7 +16,9 @@
 //!   `txn`: optimistic transactions; `expiry`: key deadlines and the
 //!   background expiry;
 //! - `placement`: where the point index lives (PM or DRAM), as a type;
-//!   `tiered`: where a value lives (in its record, or on the SSD tier).
+//!   `tiered`: where a value lives (in its record, or on the SSD tier);
+//!   `patch`: range writes (patches on PM for tiered values);
+//!   `tier_clean`: the tier's background merge and data-file cleaning.
 //!
 //! Write path of a `put` (every persist point in order; see docs/design.md):
 //! 1. take the home bucket's volatile lock (DRAM) with this put's sequence
