@@ -213,21 +213,27 @@ impl Engine {
     /// Reads the extent of external record `off` back from its file and
     /// assembles the value (CRC, bounds, tail, patches); counts its bytes.
     fn check_extent(&self, w: &mut Walk, off: u64, h: &RecordHeader) {
-        let Some(e) = self.extent_at(off) else {
-            w.report.errors.push(format!(
-                "record {off:#x}: external value field does not decode"
-            ));
-            return;
+        let decoded = self
+            .record_field(off, h)
+            .map_err(|e| e.to_string())
+            .and_then(|field| ExternalValue::decode(field).map_err(str::to_string));
+        let ev = match decoded {
+            Ok(ev) => ev,
+            Err(m) => {
+                w.report.errors.push(format!(
+                    "record {off:#x}: external value field does not decode: {m}"
+                ));
+                return;
+            }
         };
-        let verified = self.tier().map_or(
-            Err("the record names an SSD extent but the pool has no tier".to_string()),
-            |t| {
-                let field = self.record_field(off, h).map_err(|e| e.to_string())?;
-                let ev = ExternalValue::decode(field).map_err(str::to_string)?;
-                let bytes = t.read_uncached(&e).map_err(|e| e.to_string())?;
-                ev.assemble(&bytes).map(|_| ()).map_err(str::to_string)
-            },
-        );
+        let e = ev.extent;
+        let verified = match self.tier() {
+            None => Err("the record names an SSD extent but the pool has no tier".to_string()),
+            Some(t) => t
+                .read_uncached(&e)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| ev.assemble(&bytes).map(|_| ()).map_err(str::to_string)),
+        };
         if let Err(m) = verified {
             w.report.errors.push(format!("record {off:#x}: {m}"));
         }

@@ -150,9 +150,7 @@ impl Engine {
                 // The copy is durable (`append` fenced) and byte for byte the
                 // original before any word names it.
                 debug_assert_eq!(pm.slice(at, len).ok(), Some(src));
-                self.publish(f.addr, f.node, f.slot.fingerprint(), at);
-                self.replaced(0, f.addr, Some((at, total)), Some(&f), guard);
-                self.note_deadline(at, &header);
+                self.republish(0, &f, (at, total), &header, guard);
                 Ok(Locked::Done(total))
             })?;
         }

@@ -19,13 +19,10 @@
 //! - A value on PM (or a missing key) takes the ordinary update path: the
 //!   new value may cross the threshold and move to the tier.
 
-use std::borrow::Cow;
-
 use super::write::{Locked, RecordParts};
 use super::{check_key, Engine};
 use crate::error::{Error, Result};
-use crate::index;
-use crate::layout::{MAX_VALUE_BYTES, REC_FLAG_EXTERNAL, REC_FLAG_RMW};
+use crate::layout::{RecordHeader, MAX_VALUE_BYTES, REC_FLAG_EXTERNAL, REC_FLAG_RMW};
 use crate::tier::extent::{ExternalValue, PATCH_HEADER_BYTES};
 use crate::Update;
 
@@ -111,7 +108,6 @@ impl Engine {
             return Ok(Patched::NotExternal);
         }
         let h = self.hash(key);
-        let fp = index::fingerprint(h);
         let (lane_index, lane) = self.lane();
         let seq = lane.next_seq(&self.pool);
         self.with_locked(key, h, seq, |_ctx, found, _free, guard| {
@@ -125,7 +121,7 @@ impl Engine {
             let field = self.record_field(off, &f.header)?;
             let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
             if !head.is_empty() {
-                let extent = self.tier_extent(&ev.extent)?;
+                let extent = self.tier_extent(off, &ev.extent)?;
                 let seen = ev
                     .head(&extent, head.len())
                     .map_err(|d| Error::corruption(off, d))?;
@@ -149,19 +145,21 @@ impl Engine {
                 let mut v = self.assemble_external(off, field)?;
                 splice(&mut v, at as usize, bytes);
                 let s = self.stored_value(&v)?;
-                (Cow::Owned(s.field.into_owned()), s.written)
+                (s.field.into_owned(), s.written)
             } else {
-                (Cow::Owned(ev.with_patch(at, bytes)), None)
+                (ev.with_patch(at, bytes), None)
             };
             let new_len = ev.value_len.max(at + bytes.len() as u32) as u64;
             let flags = REC_FLAG_RMW | REC_FLAG_EXTERNAL;
             let rec = RecordParts::new(key, &stored, flags, seq, deadline);
-            let (at_off, total) = self.write_record(lane, &rec, guard)?;
-            self.publish(f.addr, f.node, fp, at_off);
-            self.replaced(lane_index, f.addr, Some((at_off, total)), Some(&f), guard);
-            if let Some(d) = deadline {
-                self.expiry.note(d, at_off, seq);
-            }
+            let placed = self.write_record(lane, &rec, guard)?;
+            self.republish(
+                lane_index,
+                &f,
+                placed,
+                &RecordHeader::decode(&rec.header),
+                guard,
+            );
             drop(merged); // counted live by `replaced`: no longer in flight
             if pending >= MERGE_PATCH_BYTES || ev.patch_count + 1 >= MERGE_PATCHES {
                 self.queue_merge(key);

@@ -117,10 +117,8 @@ impl Engine {
                 return Ok(Locked::Done(false)); // written meanwhile: keep theirs
             };
             self.cleaner_lane.raise(header.seq);
-            let (at, total) = self.write_record(&self.cleaner_lane, &rec, guard)?;
-            self.publish(f.addr, f.node, f.slot.fingerprint(), at);
-            self.replaced(0, f.addr, Some((at, total)), Some(&f), guard);
-            self.note_deadline(at, &RecordHeader::decode(&rec.header));
+            let placed = self.write_record(&self.cleaner_lane, &rec, guard)?;
+            self.republish(0, &f, placed, &RecordHeader::decode(&rec.header), guard);
             Ok(Locked::Done(true))
         })
     }

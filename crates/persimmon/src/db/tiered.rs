@@ -42,6 +42,17 @@ pub(super) struct StoredValue<'a> {
     pub(super) written: Option<Written>,
 }
 
+impl<'a> StoredValue<'a> {
+    /// `value` wholly in its record.
+    fn in_record(value: &'a [u8]) -> StoredValue<'a> {
+        StoredValue {
+            field: Cow::Borrowed(value),
+            flags: 0,
+            written: None,
+        }
+    }
+}
+
 impl Engine {
     /// The tier, when the pool has one.
     #[inline]
@@ -56,11 +67,7 @@ impl Engine {
             .tier()
             .is_none_or(|t| (value.len() as u64) < t.threshold)
         {
-            return Ok(StoredValue {
-                field: Cow::Borrowed(value),
-                flags: 0,
-                written: None,
-            });
+            return Ok(StoredValue::in_record(value));
         }
         Ok(self
             .stored_values(&[value])?
@@ -72,20 +79,14 @@ impl Engine {
     /// their extents are written first and synced together.
     pub(super) fn stored_values<'a>(&self, values: &[&'a [u8]]) -> Result<Vec<StoredValue<'a>>> {
         let mut out = Vec::with_capacity(values.len());
-        let mut written = Vec::new();
         for &value in values {
             let Some(tier) = self.tier().filter(|t| value.len() as u64 >= t.threshold) else {
-                out.push(StoredValue {
-                    field: Cow::Borrowed(value),
-                    flags: 0,
-                    written: None,
-                });
+                out.push(StoredValue::in_record(value));
                 continue;
             };
             let aligned = value.len() - value.len() % EXTENT_ALIGN as usize;
             let w = tier.write_unsynced(&value[..aligned])?;
             let field = extent::encode(&w.extent, value.len() as u32, &value[aligned..], 0);
-            written.push((w.extent, &value[..aligned]));
             out.push(StoredValue {
                 field: Cow::Owned(field),
                 flags: REC_FLAG_EXTERNAL,
@@ -94,8 +95,10 @@ impl Engine {
         }
         if let Some(tier) = self.tier() {
             tier.make_durable(out.iter().filter_map(|s| s.written.as_ref()))?;
-            for (e, bytes) in written {
-                tier.cache_written(&e, bytes);
+            for (s, value) in out.iter().zip(values) {
+                if let Some(w) = &s.written {
+                    tier.cache_written(&w.extent, &value[..w.extent.bytes as usize]);
+                }
             }
         }
         Ok(out)
@@ -103,21 +106,19 @@ impl Engine {
 
     /// The whole value of an external record whose field is `field`.
     pub(super) fn assemble_external(&self, off: u64, field: &[u8]) -> Result<Vec<u8>> {
-        let tier = self.tier().ok_or_else(|| {
-            Error::corruption(off, "a record names an SSD extent but the pool has no tier")
-        })?;
         let ev = ExternalValue::decode(field).map_err(|d| Error::corruption(off, d))?;
-        let bytes = tier.read_extent(&ev.extent)?;
+        let bytes = self.tier_extent(off, &ev.extent)?;
         ev.assemble(&bytes).map_err(|d| Error::corruption(off, d))
     }
 
-    /// The verified bytes of extent `e` (through the cache).
-    pub(super) fn tier_extent(&self, e: &Extent) -> Result<crate::tier::ExtentBytes> {
+    /// The verified bytes of extent `e`, which the record at `off` names
+    /// (through the cache).
+    pub(super) fn tier_extent(&self, off: u64, e: &Extent) -> Result<crate::tier::ExtentBytes> {
         match self.tier() {
             Some(t) => t.read_extent(e),
             None => Err(Error::corruption(
-                0,
-                "an SSD extent on a pool without a tier",
+                off,
+                "a record names an SSD extent but the pool has no tier",
             )),
         }
     }

@@ -347,6 +347,23 @@ impl Engine {
             .mirror(addr, node, Slot::new(fp, off, true));
     }
 
+    /// Makes record `at` (`total` bytes, header `h`) its key's in place of
+    /// the entry `f` it had (bucket lock held): publish, accounting, and the
+    /// new record's deadline entry, if it has one. What a move (the log
+    /// cleaner, the tier cleaner) and a patch of an existing key share.
+    pub(super) fn republish(
+        &self,
+        lane_index: usize,
+        f: &Found,
+        (at, total): (u64, u64),
+        h: &RecordHeader,
+        guard: &Guard,
+    ) {
+        self.publish(f.addr, f.node, f.slot.fingerprint(), at);
+        self.replaced(lane_index, f.addr, Some((at, total)), Some(f), guard);
+        self.note_deadline(at, h);
+    }
+
     /// Stores record `off` into the pool word `addr` (a slot, or a node's
     /// record word) with the two-phase atomic write.
     #[inline]

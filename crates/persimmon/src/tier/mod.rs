@@ -366,7 +366,7 @@ impl Tier {
         self.files_deleted.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Sealed files with dead bytes, least live first: (file, live, capacity).
+    /// Sealed files, least live first: (file, live bytes, capacity).
     pub fn victims(&self) -> Vec<(u32, u64, u64)> {
         let mut v: Vec<_> = self
             .files
