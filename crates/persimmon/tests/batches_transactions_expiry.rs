@@ -325,3 +325,56 @@ fn a_transaction_reads_its_own_put_of_a_passed_deadline_as_absent() {
     assert_eq!(db.get(b"fresh").unwrap(), None);
     assert_eq!(db.get(b"live").unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+#[test]
+fn versions_change_with_every_write_and_guard_write_if() {
+    let (_d, clock, db) = fresh(1_000_000);
+    assert_eq!(db.version(b"k").unwrap(), None);
+    db.put_with_deadline(b"k", b"v", 1_005_000).unwrap();
+    let seen = db.get_versioned(b"k").unwrap().unwrap();
+    assert_eq!(seen.value, b"v");
+    assert_eq!(seen.deadline, Some(1_005_000));
+    assert_eq!(db.version(b"k").unwrap(), Some(seen.version));
+
+    // The same value written again is another version.
+    db.put(b"k", b"v").unwrap();
+    let again = db.version(b"k").unwrap().unwrap();
+    assert_ne!(again, seen.version);
+
+    // A stale expectation writes nothing; a current one commits.
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"new").put(b"other", b"o");
+    assert!(!db.write_if(&b, &[(b"k", Some(seen.version))]).unwrap());
+    assert_eq!(db.get(b"k").unwrap().unwrap(), b"v");
+    assert_eq!(db.get(b"other").unwrap(), None);
+    assert!(db.write_if(&b, &[(b"k", Some(again))]).unwrap());
+    assert_eq!(db.get(b"other").unwrap().unwrap(), b"o");
+
+    // Expecting absence: fails once the key exists, holds while it does not.
+    let mut c = WriteBatch::new();
+    c.put(b"fresh", b"1");
+    assert!(!db.write_if(&c, &[(b"other", None)]).unwrap());
+    assert!(db.write_if(&c, &[(b"missing", None)]).unwrap());
+
+    // Expiry is a change: the key reads as absent from its deadline on.
+    db.put_with_deadline(b"e", b"x", 1_001_000).unwrap();
+    let before = db.version(b"e").unwrap();
+    assert!(before.is_some());
+    clock.advance(2_000);
+    assert_eq!(db.version(b"e").unwrap(), None);
+    assert!(!db.write_if(&c, &[(b"e", before)]).unwrap());
+
+    // update_with_deadline shows the deadline and keeps it on a plain Put.
+    db.put_with_deadline(b"d", b"1", 1_010_000).unwrap();
+    let seen = db
+        .update_with_deadline(b"d", |v, d| {
+            (Update::Put(b"2".to_vec()), (v.map(<[u8]>::to_vec), d))
+        })
+        .unwrap();
+    assert_eq!(seen, (Some(b"1".to_vec()), Some(1_010_000)));
+    assert_eq!(
+        db.get_versioned(b"d").unwrap().unwrap().deadline,
+        Some(1_010_000)
+    );
+    assert_consistent(&db);
+}

@@ -173,9 +173,13 @@ fn check_limits(ops: &[BatchOp]) -> Result<()> {
     Ok(())
 }
 
-/// Which record a key's word named when a transaction read it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Version {
+/// Which record holds a key's value: every write of the key (a put, a
+/// delete, a new deadline, an expiry) gives it another version, so two reads
+/// that return equal versions saw the same write. Opaque; compare only. (A
+/// move of the record by the log cleaner also changes it: a check against
+/// an old version then fails spuriously, never the other way round.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Version {
     pub(super) offset: u64,
     pub(super) seq: u64,
 }

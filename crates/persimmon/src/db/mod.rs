@@ -94,6 +94,7 @@ mod tiered;
 mod txn;
 mod write;
 
+pub use batch::Version;
 pub use batch::{WriteBatch, MAX_BATCH_BYTES, MAX_BATCH_OPS};
 pub use check::CheckReport;
 pub use expiry::{Ttl, MAX_DEADLINE_MS};
@@ -102,7 +103,7 @@ use placement::IndexPlacement;
 pub use range::{prefix_end, Range, RangeKeys};
 use rebuild::REBUILD_SWEPT;
 pub use stats::Stats;
-pub use txn::{Transaction, DEFAULT_TRANSACTION_ATTEMPTS};
+pub use txn::{Transaction, Versioned, DEFAULT_TRANSACTION_ATTEMPTS};
 pub use write::Update;
 
 /// Lock-holder sequence numbers of the engine's internal work (lane 255).
@@ -282,6 +283,33 @@ impl Db {
         self.engine.transaction(attempts, f)
     }
 
+    /// The value of `key` with its deadline and [`Version`], read together
+    /// from one record (absent or expired: `None`). With
+    /// [`write_if`](Self::write_if) this is an optimistic transaction whose
+    /// reads and writes the caller holds itself (a server's MULTI/EXEC and
+    /// WATCH).
+    pub fn get_versioned(&self, key: &[u8]) -> Result<Option<Versioned>> {
+        self.engine.get_versioned(key)
+    }
+
+    /// The [`Version`] of `key` (absent or expired: `None`).
+    pub fn version(&self, key: &[u8]) -> Result<Option<Version>> {
+        self.engine.version(key)
+    }
+
+    /// Applies `batch` as [`write`](Self::write) does, but only if every key
+    /// of `expected` still has the version given (`None`: absent) — checked
+    /// with the keys' locks held until the batch is published, so the check
+    /// and the writes are one atomic step. Returns `false`, with nothing
+    /// written, when a key changed (a write, a delete or an expiry since).
+    pub fn write_if(
+        &self,
+        batch: &WriteBatch,
+        expected: &[(&[u8], Option<Version>)],
+    ) -> Result<bool> {
+        self.engine.write_if(batch, expected)
+    }
+
     /// Runs one pass of active expiry on the calling thread: deletes every
     /// key whose deadline has passed. Returns how many it deleted. (The
     /// background expiry does this on its own; this is for tests and tools.)
@@ -331,6 +359,16 @@ impl Db {
     /// Deletes `key`; returns whether it existed. Durable when this returns.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.engine.delete(key)
+    }
+
+    /// [`update`](Self::update) whose closure also sees the key's deadline
+    /// (ms of Unix time; `None`: none).
+    pub fn update_with_deadline<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>, Option<u64>) -> (Update, R),
+    ) -> Result<R> {
+        self.engine.update_with_deadline(key, f)
     }
 
     /// Atomic read-modify-write: `f` sees the current value (or `None`) while

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use super::batch::{BatchOp, Commit, ReadCheck, Version};
+use super::batch::{BatchOp, Commit, ReadCheck, Version, WriteBatch};
 use super::{check_key, Engine};
 use crate::error::{Error, Result};
 
@@ -127,7 +127,48 @@ impl<'a> Transaction<'a> {
     }
 }
 
+/// A key's value as one versioned read saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub value: Vec<u8>,
+    /// Ms of Unix time, or `None` for a key without a deadline.
+    pub deadline: Option<u64>,
+    pub version: Version,
+}
+
 impl Engine {
+    /// The value, deadline and version of `key` (absent or expired: `None`),
+    /// all of the one record the read found.
+    pub(super) fn get_versioned(&self, key: &[u8]) -> Result<Option<Versioned>> {
+        self.read_record(key, |offset, h| {
+            Ok(Versioned {
+                value: self.record_value(offset, h)?.into_owned(),
+                deadline: self.record_deadline(offset, h)?,
+                version: Version { offset, seq: h.seq },
+            })
+        })
+    }
+
+    /// The version of `key` (absent or expired: `None`).
+    pub(super) fn version(&self, key: &[u8]) -> Result<Option<Version>> {
+        self.read_record(key, |offset, h| Ok(Version { offset, seq: h.seq }))
+    }
+
+    /// Commits `batch` only if every key in `expected` still has the version
+    /// given (`None`: absent), checked under the keys' locks. Returns whether
+    /// it committed; on `false` nothing was written.
+    pub(super) fn write_if(
+        &self,
+        batch: &WriteBatch,
+        expected: &[(&[u8], Option<Version>)],
+    ) -> Result<bool> {
+        let reads: Vec<ReadCheck> = expected
+            .iter()
+            .map(|&(key, version)| ReadCheck { key, version })
+            .collect();
+        Ok(self.commit_batch(batch.ops(), &reads, true)? == Commit::Done)
+    }
+
     /// Runs `f` in a transaction until it commits without conflict, at most
     /// `attempts` times.
     pub(super) fn transaction<R>(
