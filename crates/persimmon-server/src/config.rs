@@ -22,6 +22,7 @@
 //! client-output-buffer-limit = "512M"
 //! client-output-stall-secs = 60
 //! worker-threads = 2
+//! databases = 16             # SELECT 0..15 (Redis's default)
 //! ```
 //!
 //! Names follow `redis.conf` where Redis has the setting.
@@ -73,6 +74,8 @@ pub struct Config {
     pub limits: Limits,
     /// Tokio worker threads (default 2).
     pub worker_threads: usize,
+    /// Number of databases (`SELECT 0..databases`), 1 to 65536.
+    pub databases: usize,
     /// Test hook: treat loopback peers as remote, to exercise protected
     /// mode without sending traffic to any other address.
     #[doc(hidden)]
@@ -129,6 +132,7 @@ impl Default for Config {
             protected_mode: true,
             limits: Limits::default(),
             worker_threads: 2,
+            databases: 16,
             treat_loopback_as_remote: false,
         }
     }
@@ -168,6 +172,7 @@ struct FileConfig {
     client_output_buffer_limit: Option<Size>,
     client_output_stall_secs: Option<u64>,
     worker_threads: Option<usize>,
+    databases: Option<usize>,
 }
 
 /// A byte count: an integer, or a string such as "64M" (see [`parse_size`]).
@@ -278,6 +283,9 @@ impl Config {
         if let Some(n) = file.worker_threads {
             self.worker_threads = n;
         }
+        if let Some(n) = file.databases {
+            self.databases = n;
+        }
         self.validate()
     }
 
@@ -297,6 +305,12 @@ impl Config {
         }
         if self.limits.output_stall.is_zero() {
             return Err("client-output-stall-secs must be at least 1".into());
+        }
+        if !(1..=crate::dbs::MAX_DATABASES).contains(&self.databases) {
+            return Err(format!(
+                "databases must be between 1 and {}",
+                crate::dbs::MAX_DATABASES
+            ));
         }
         if !(1..=64).contains(&self.worker_threads) {
             return Err("worker-threads must be between 1 and 64".into());

@@ -38,6 +38,7 @@
 mod commands;
 mod config;
 mod conn;
+mod dbs;
 mod glob;
 pub mod protocol;
 mod reply;
@@ -45,6 +46,7 @@ mod scan;
 mod server;
 mod session;
 mod shared;
+mod store;
 mod value;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};

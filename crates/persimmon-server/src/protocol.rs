@@ -256,6 +256,12 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// Arguments `data[r]` for each range `r` (every range within `data`).
+    pub fn new(data: &'a [u8], ranges: &'a [Range<usize>]) -> Args<'a> {
+        debug_assert!(ranges.iter().all(|r| r.end <= data.len()));
+        Args { data, ranges }
+    }
+
     pub fn len(&self) -> usize {
         self.ranges.len()
     }

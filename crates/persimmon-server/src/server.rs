@@ -22,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::Config;
+use crate::dbs::Databases;
 use crate::shared::{ClientInfo, Shared};
 
 /// What the server tells its caller once it listens.
@@ -89,13 +90,14 @@ pub(crate) fn run_with(
         .build()
         .map_err(ServerError::Runtime)?;
     let db = Db::open(&config.pool, options)?;
+    let dbs = Databases::load(&db, config.databases).map_err(|e| ServerError::Config(e.0))?;
     let addr = SocketAddr::new(config.bind, config.port);
     let listener = runtime
         .block_on(async { TcpListener::bind(addr).await })
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().unwrap_or(addr);
     raise_fd_limit(config.limits.maxclients);
-    let shared = Arc::new(Shared::new(db, config, config_file, local_addr));
+    let shared = Arc::new(Shared::new(db, dbs, config, config_file, local_addr));
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)

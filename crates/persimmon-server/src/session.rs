@@ -20,12 +20,13 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use persimmon::{Db, Update, MAX_KEY_BYTES};
+use persimmon::MAX_KEY_BYTES;
 
 use crate::protocol::Args;
 use crate::reply::Reply;
 use crate::shared::{ClientInfo, Shared};
-use crate::value::{Stored, MAX_STRING_BYTES};
+use crate::store::Store;
+use crate::value::MAX_STRING_BYTES;
 
 /// The Redis version whose commands and replies the server follows.
 pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
@@ -68,12 +69,48 @@ pub struct Session {
     pub flow: Flow,
     /// Reused buffer for encoding a value before `put`.
     pub scratch: Vec<u8>,
+    /// The selected database, its keys and the watched keys.
+    pub store: Store,
+    /// Commands queued since `MULTI` (`None`: not in a transaction).
+    pub multi: Option<Multi>,
+}
+
+/// A transaction being queued (`MULTI` ... `EXEC`).
+#[derive(Default)]
+pub struct Multi {
+    pub queued: Vec<Queued>,
+    /// A command failed to queue: `EXEC` will refuse with `EXECABORT`.
+    pub failed: bool,
+}
+
+/// A queued request, owned: its bytes and each argument's range in them.
+pub struct Queued {
+    pub data: Vec<u8>,
+    pub ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl Queued {
+    pub fn of(args: &Args<'_>) -> Queued {
+        let mut data = Vec::new();
+        let mut ranges = Vec::with_capacity(args.len());
+        for arg in args.iter() {
+            ranges.push(data.len()..data.len() + arg.len());
+            data.extend_from_slice(arg);
+        }
+        Queued { data, ranges }
+    }
+
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.data, &self.ranges)
+    }
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>, info: Arc<ClientInfo>, commands: &'static [Spec]) -> Session {
         let authenticated = shared.config.requirepass.is_none();
         Session {
+            store: Store::new(shared.clone()),
+            multi: None,
             shared,
             info,
             commands,
@@ -224,37 +261,6 @@ pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
 /// reads and deletes treat it as missing instead of failing.
 pub fn may_exist(key: &[u8]) -> bool {
     key.len() <= MAX_KEY_BYTES
-}
-
-/// Reads `key` through `f` (in place, no copy). A key longer than the
-/// engine's limit cannot exist: it reads as missing.
-pub fn read<R>(db: &Db, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
-    if !may_exist(key) {
-        return Ok(None);
-    }
-    Ok(db.get_with(key, |v| f(Stored::decode(v)))?)
-}
-
-/// Atomic read-modify-write of `key` (see [`Db::update`]); `f` decides.
-pub fn update<R>(
-    db: &Db,
-    key: &[u8],
-    f: impl FnOnce(Option<Stored<'_>>) -> (Update, R),
-) -> Result<R, Error> {
-    Ok(db.update(key, |old| f(old.map(Stored::decode)))?)
-}
-
-/// [`update`] for a decision that can fail: on `Err` the value stays as it
-/// was and the error is returned.
-pub fn try_update<R>(
-    db: &Db,
-    key: &[u8],
-    f: impl FnOnce(Option<Stored<'_>>) -> Result<(Update, R), Error>,
-) -> Result<R, Error> {
-    update(db, key, |old| match f(old) {
-        Ok((u, r)) => (u, Ok(r)),
-        Err(e) => (Update::Keep, Err(e)),
-    })?
 }
 
 /// Runs `f`, which scans the pool, without stalling the worker's other

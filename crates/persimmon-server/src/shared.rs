@@ -24,11 +24,14 @@ use persimmon::Db;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::dbs::Databases;
 use crate::scan::ScanCache;
 
 /// State every connection shares.
 pub struct Shared {
     pub db: Db,
+    /// The databases and the namespace each uses.
+    pub dbs: Databases,
     pub config: Config,
     pub config_file: Option<PathBuf>,
     pub local_addr: SocketAddr,
@@ -83,6 +86,7 @@ impl Shared {
     /// The state of a server that listens on `local_addr` over `db`.
     pub fn new(
         db: Db,
+        dbs: Databases,
         config: Config,
         config_file: Option<PathBuf>,
         local_addr: SocketAddr,
@@ -90,6 +94,7 @@ impl Shared {
         let (shutdown, _) = watch::channel(false);
         Shared {
             db,
+            dbs,
             config,
             config_file,
             local_addr,

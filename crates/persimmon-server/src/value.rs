@@ -49,6 +49,20 @@ impl<'a> Stored<'a> {
         }
     }
 
+    /// The stored form again: the type tag and the body (a foreign value
+    /// comes back as a tagged string).
+    pub fn encode(&self) -> Vec<u8> {
+        let (tag, body) = match *self {
+            Stored::String(b) => (TAG_STRING, b),
+            Stored::Hash(b) => (TAG_HASH, b),
+            Stored::ZSet(b) => (TAG_ZSET, b),
+        };
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(tag);
+        out.extend_from_slice(body);
+        out
+    }
+
     /// The name `TYPE` replies.
     pub fn type_name(&self) -> &'static str {
         match self {

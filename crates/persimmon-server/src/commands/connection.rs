@@ -146,16 +146,6 @@ fn hello_reply(s: &mut Session) {
     out.array(0);
 }
 
-pub fn select(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    match int_arg(a.get(1))? {
-        0 => {
-            s.out.ok();
-            Ok(())
-        }
-        _ => Err(Error::new("ERR DB index is out of range")),
-    }
-}
-
 pub fn quit(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     s.out.ok();
     s.flow = Flow::Close;

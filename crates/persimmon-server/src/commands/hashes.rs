@@ -7,11 +7,12 @@
 //! (clients take a missing key for an empty hash); a change that would pass
 //! the value limit is refused whole and the stored hash stays as it was.
 
-use persimmon::{Db, Update};
+use persimmon::Update;
 
+use crate::store::Store;
 use crate::protocol::{parse_i64, Args};
 use crate::session::{
-    arity, check_key, int_arg, may_exist, overflow, read, try_update, wrongtype, Error, Session,
+    arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session,
 };
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
@@ -54,7 +55,7 @@ fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
     }
     let key = a.get(1);
     check_key(key)?;
-    try_update(&s.shared.db, key, |old| {
+    s.store.try_update(key, |old| {
         let mut h = open(old)?;
         let mut added = 0;
         let mut i = 2;
@@ -81,7 +82,7 @@ pub fn hmset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, field, value) = (a.get(1), a.get(2), a.get(3));
     check_key(key)?;
-    let added = try_update(&s.shared.db, key, |old| {
+    let added = s.store.try_update(key, |old| {
         let mut h = open(old)?;
         if h.get(field).is_some() {
             return Ok((Update::Keep, false));
@@ -99,7 +100,7 @@ pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.int(0);
         return Ok(());
     }
-    let removed = try_update(&s.shared.db, key, |old| {
+    let removed = s.store.try_update(key, |old| {
         if old.is_none() {
             return Ok((Update::Keep, 0));
         }
@@ -118,7 +119,7 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, field) = (a.get(1), a.get(2));
     let delta = int_arg(a.get(3))?;
     check_key(key)?;
-    let n = try_update(&s.shared.db, key, |old| {
+    let n = s.store.try_update(key, |old| {
         let mut h = open(old)?;
         let current = match h.get(field) {
             None => 0,
@@ -138,11 +139,11 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// Runs `f` over the fields of the hash at `key` in place; `None` when the
 /// key is missing.
 fn with_fields<R>(
-    db: &Db,
+    store: &mut Store,
     key: &[u8],
     f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
 ) -> Result<Option<R>, Error> {
-    read(db, key, |v| match v {
+    store.get(key, |v| match v {
         Stored::Hash(body) => hash_fields(body)
             .map(|fields| f(&fields))
             .map_err(|_| damaged_hash()),
@@ -154,7 +155,7 @@ fn with_fields<R>(
 pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let field = a.get(2);
     let out = &mut s.out;
-    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+    let found = with_fields(&mut s.store, a.get(1), |fields| {
         match fields.iter().find(|(f, _)| *f == field) {
             Some((_, v)) => out.bulk(v),
             None => out.null(),
@@ -169,7 +170,7 @@ pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn hmget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let wanted: Vec<&[u8]> = a.from(2).collect();
     let out = &mut s.out;
-    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+    let found = with_fields(&mut s.store, a.get(1), |fields| {
         let h = HashBuilder::new(fields.to_vec());
         out.array(wanted.len());
         for f in &wanted {
@@ -198,7 +199,7 @@ enum Listing {
 
 fn list(s: &mut Session, a: Args<'_>, what: Listing) -> Result<(), Error> {
     let out = &mut s.out;
-    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+    let found = with_fields(&mut s.store, a.get(1), |fields| {
         match what {
             Listing::Pairs => out.map(fields.len()),
             _ => out.array(fields.len()),
@@ -237,7 +238,7 @@ pub fn hvals(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn hexists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let field = a.get(2);
-    let found = with_fields(&s.shared.db, a.get(1), |fields| {
+    let found = with_fields(&mut s.store, a.get(1), |fields| {
         fields.iter().any(|(f, _)| *f == field)
     })?;
     s.out.int(found.unwrap_or(false) as i64);
@@ -245,14 +246,14 @@ pub fn hexists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn hlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_fields(&s.shared.db, a.get(1), |fields| fields.len())?.unwrap_or(0);
+    let n = with_fields(&mut s.store, a.get(1), |fields| fields.len())?.unwrap_or(0);
     s.out.int(n as i64);
     Ok(())
 }
 
 pub fn hstrlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let field = a.get(2);
-    let n = with_fields(&s.shared.db, a.get(1), |fields| {
+    let n = with_fields(&mut s.store, a.get(1), |fields| {
         fields
             .iter()
             .find(|(f, _)| *f == field)

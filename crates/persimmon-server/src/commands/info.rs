@@ -190,12 +190,17 @@ fn stats_section(out: &mut Lines<'_>, shared: &Shared, stats: &Stats) {
     out.line("cleaned_segments", &stats.cleaned_segments);
 }
 
-/// Like Redis, no line for an empty database.
-fn keyspace_section(out: &mut Lines<'_>, _shared: &Shared, stats: &Stats) {
-    if stats.keys > 0 {
+/// Like Redis, no line for an empty database. (One walk of the pool: the
+/// server keeps no per-database counts.)
+fn keyspace_section(out: &mut Lines<'_>, shared: &Shared, _stats: &Stats) {
+    let counts = shared
+        .dbs
+        .key_counts(&shared.db, || shared.is_stopping())
+        .unwrap_or_default();
+    for (db, keys, expires) in counts {
         out.line(
-            "db0",
-            &format_args!("keys={},expires=0,avg_ttl=0", stats.keys),
+            &format!("db{db}"),
+            &format_args!("keys={keys},expires={expires},avg_ttl=0"),
         );
     }
 }

@@ -1,22 +1,26 @@
-//! Key-space commands: DEL, UNLINK, EXISTS, TYPE, TTL, SCAN, KEYS, FLUSHDB
-//! (and EXPIRE & co., refused: no key expires).
+//! Key-space commands: DEL, UNLINK, EXISTS, TYPE, SCAN, KEYS, and the
+//! database commands SELECT, DBSIZE, FLUSHDB, FLUSHALL, MOVE, SWAPDB.
 //!
-//! KEYS and FLUSHDB walk the whole pool (O(n)); SCAN walks it once per scan
-//! (see `scan.rs`) and answers each call from the snapshot.
+//! KEYS, DBSIZE, FLUSHDB and FLUSHALL walk the database's keys (O(n)); SCAN
+//! walks the pool once per scan (see `scan.rs`) and answers each call from
+//! the snapshot, keeping the selected database's keys.
 //!
-//! Invariants: every walk of the whole pool runs under `blocking` (the
-//! worker's other clients go on) and stops early once the server is
-//! stopping; KEYS never queues a reply past the output limit, it closes the
-//! client instead, as Redis does.
+//! Invariants: every walk runs under `blocking` (the worker's other clients
+//! go on) and stops early once the server is stopping; KEYS never queues a
+//! reply past the output limit, it closes the client instead, as Redis
+//! does. MOVE is one atomic unit (the key is in exactly one database after
+//! a crash); SWAPDB is one durable write of the map record, made while no
+//! other command runs (the dispatch holds the map exclusively).
 
+use crate::dbs::{self, keys_of};
 use crate::glob;
 use crate::protocol::Args;
-use crate::session::{blocking, int_arg, is, may_exist, read, syntax, Error, Flow, Session};
+use crate::session::{blocking, int_arg, is, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut deleted = 0;
     for key in a.from(1) {
-        if may_exist(key) && s.shared.db.delete(key)? {
+        if s.store.delete(key)? {
             deleted += 1;
         }
     }
@@ -27,7 +31,7 @@ pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn exists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut n = 0;
     for key in a.from(1) {
-        if read(&s.shared.db, key, |_| ())?.is_some() {
+        if s.store.exists(key)? {
             n += 1;
         }
     }
@@ -36,24 +40,9 @@ pub fn exists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn type_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let name = read(&s.shared.db, a.get(1), |v| v.type_name())?.unwrap_or("none");
+    let name = s.store.get(a.get(1), |v| v.type_name())?.unwrap_or("none");
     s.out.simple(name);
     Ok(())
-}
-
-/// TTL and PTTL: -1 for every existing key (nothing expires), -2 for a
-/// missing one.
-pub fn ttl(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let exists = read(&s.shared.db, a.get(1), |_| ())?.is_some();
-    s.out.int(if exists { -1 } else { -2 });
-    Ok(())
-}
-
-/// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: refused, there is no expiry.
-pub fn expire(_s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
-    Err(Error::new(
-        "ERR persimmon has no key expiry: EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT are not supported",
-    ))
 }
 
 pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -92,13 +81,14 @@ pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .scan
             .step(&shared.db, || shared.is_stopping(), cursor, count)
     })?;
+    let ns = s.store.namespace();
     let mut shown = Vec::with_capacity(keys.len());
-    for key in &keys {
+    for key in keys.iter().filter_map(|k| dbs::key_in(ns, k)) {
         if pattern.is_some_and(|p| !glob::matches(p, key)) {
             continue;
         }
         if let Some(t) = &type_filter {
-            let name = read(&s.shared.db, key, |v| v.type_name())?;
+            let name = s.store.get(key, |v| v.type_name())?;
             if name.is_none_or(|n| n.as_bytes() != t.as_slice()) {
                 continue;
             }
@@ -117,24 +107,24 @@ pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let pattern = a.get(1);
     let shared = s.shared.clone();
+    let ns = s.store.namespace();
     let limit = shared.config.limits.output_buffer_limit;
     let found = blocking(|| -> Result<Option<Vec<Vec<u8>>>, Error> {
         let mut found = Vec::new();
         let mut bytes = 0usize;
-        for (i, item) in shared.db.iter().enumerate() {
-            if i % 4096 == 0 && shared.is_stopping() {
-                break;
-            }
-            let (key, _) = item?;
-            if glob::matches(pattern, &key) {
+        let mut over = false;
+        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
+            if glob::matches(pattern, key) {
                 bytes += key.len() + 16;
                 if bytes > limit {
-                    return Ok(None);
+                    over = true;
+                    return Ok(false);
                 }
-                found.push(key);
+                found.push(key.to_vec());
             }
-        }
-        Ok(Some(found))
+            Ok(true)
+        })?;
+        Ok((!over).then_some(found))
     })?;
     match found {
         Some(found) => {
@@ -151,25 +141,128 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-pub fn flush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    match a.len() {
-        1 => {}
-        2 if is(a.get(1), "ASYNC") || is(a.get(1), "SYNC") => {}
-        _ => return Err(syntax()),
-    }
+/// The Redis keys of the selected database, walked under `blocking`.
+fn all_keys(s: &Session, ns: u32) -> Result<Vec<Vec<u8>>, Error> {
     let shared = s.shared.clone();
-    blocking(|| -> Result<(), Error> {
-        // Deleting behind the iterator is safe: it copies one bucket at a
-        // time and holds nothing between calls.
-        for (i, item) in shared.db.iter().enumerate() {
-            if i % 4096 == 0 && shared.is_stopping() {
-                break;
-            }
-            let (key, _) = item?;
-            shared.db.delete(&key)?;
+    blocking(|| {
+        let mut keys = Vec::new();
+        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
+            keys.push(key.to_vec());
+            Ok(true)
+        })?;
+        Ok(keys)
+    })
+}
+
+/// FLUSHDB and FLUSHALL's optional ASYNC or SYNC (both delete at once).
+fn flush_mode(a: &Args<'_>) -> Result<(), Error> {
+    match a.len() {
+        1 => Ok(()),
+        2 if is(a.get(1), "ASYNC") || is(a.get(1), "SYNC") => Ok(()),
+        _ => Err(syntax()),
+    }
+}
+
+/// Deletes every key of database `db` (through the running unit inside
+/// EXEC, so the flush is part of its batch).
+fn flush_db(s: &mut Session, db: usize) -> Result<(), Error> {
+    let ns = s.shared.dbs.namespace(db);
+    let keys = all_keys(s, ns)?;
+    s.store.in_db(db, |st| {
+        for key in &keys {
+            st.delete(key)?;
         }
         Ok(())
+    })
+}
+
+pub fn flushdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    flush_mode(&a)?;
+    flush_db(s, s.store.db)?;
+    s.out.ok();
+    Ok(())
+}
+
+pub fn flushall(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    flush_mode(&a)?;
+    for db in 0..s.shared.dbs.count() {
+        flush_db(s, db)?;
+    }
+    s.out.ok();
+    Ok(())
+}
+
+pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    let ns = s.store.namespace();
+    let shared = s.shared.clone();
+    let mut n: i64 = 0;
+    blocking(|| {
+        keys_of(&shared.db, ns, || shared.is_stopping(), |_| {
+            n += 1;
+            Ok(true)
+        })
     })?;
+    n += s.store.unit_count_delta(ns);
+    s.out.int(n.max(0));
+    Ok(())
+}
+
+/// A database index argument: `ERR value is not an integer...` when not a
+/// number, `ERR DB index is out of range` past the last database.
+pub fn db_index(s: &Session, arg: &[u8]) -> Result<usize, Error> {
+    let n = int_arg(arg)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n < s.shared.dbs.count())
+        .ok_or_else(|| Error::new("ERR DB index is out of range"))
+}
+
+pub fn select(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    s.store.db = db_index(s, a.get(1))?;
+    s.out.ok();
+    Ok(())
+}
+
+/// MOVE key db: 1 when the key moved (with its deadline), 0 when it is
+/// missing here or present there.
+pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let key = a.get(1);
+    let to = db_index(s, a.get(2))?;
+    if to == s.store.db {
+        return Err(Error::new("ERR source and destination objects are the same"));
+    }
+    let moved = s.store.atomic(|st| {
+        let Some((value, deadline)) = st.read_ttl(key, |v, d| (v.encode(), d))? else {
+            return Ok(false);
+        };
+        if st.in_db(to, |st| st.exists(key))? {
+            return Ok(false);
+        }
+        st.in_db(to, |st| st.put(key, &value, deadline))?;
+        st.delete(key)?;
+        Ok(true)
+    })?;
+    s.out.int(moved as i64);
+    Ok(())
+}
+
+/// SWAPDB a b: exchanges the two databases' namespaces in the map (one
+/// durable write; every client sees the swap at once).
+pub fn swapdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let index = |arg: &[u8], which: &str| -> Result<usize, Error> {
+        let n = crate::protocol::parse_i64(arg)
+            .ok_or_else(|| Error::new(format!("ERR invalid {which} DB index")))?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n < s.shared.dbs.count())
+            .ok_or_else(|| Error::new("ERR DB index is out of range"))
+    };
+    let (x, y) = (index(a.get(1), "first")?, index(a.get(2), "second")?);
+    if x != y {
+        let record = s.shared.dbs.swapped_record(x, y);
+        s.shared.db.put(dbs::MAP_KEY, &record)?;
+        s.shared.dbs.apply_swap(x, y);
+    }
     s.out.ok();
     Ok(())
 }

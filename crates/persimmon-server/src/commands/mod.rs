@@ -22,12 +22,14 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::protocol::Args;
-use crate::session::{arity, shown, Session, Spec};
+use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
 mod connection;
+mod expire;
 mod hashes;
 mod info;
 mod keys;
+mod multi;
 mod ordered;
 mod server;
 mod strings;
@@ -59,22 +61,25 @@ pub static COMMANDS: &[Spec] = &[
     spec!("echo",           2, ["fast"],                     0,  0, 0, "connection", connection::echo,     "Returns the given string."),
     spec!("hello",         -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
     spec!("auth",          -2, ["no_auth", "fast"],          0,  0, 0, "connection", connection::auth,     "Authenticates the connection."),
-    spec!("select",         2, ["fast"],                     0,  0, 0, "connection", connection::select,   "Changes the selected database (only 0 exists)."),
-    spec!("quit",          -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::quit,     "Closes the connection."),
+    spec!("select",         2, ["fast"],                     0,  0, 0, "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
+    spec!("quit",          -1, ["no_auth", "fast", "multi_control"], 0, 0, 0, "connection", connection::quit, "Closes the connection."),
     spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
     spec!("command",       -1, [],                           0,  0, 0, "server",     server::command,      "Returns details about the commands."),
     spec!("config",        -2, [],                           0,  0, 0, "server",     server::config,       "Reads the server's configuration (CONFIG GET)."),
     spec!("info",          -1, [],                           0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
-    spec!("dbsize",         1, ["readonly", "fast"],         0,  0, 0, "server",     server::dbsize,       "Returns the number of keys."),
+    spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
     spec!("get",            2, ["readonly", "fast"],         1,  1, 1, "string",     strings::get,         "Returns the string value of a key."),
-    spec!("set",           -3, ["write", "denyoom"],         1,  1, 1, "string",     strings::set,         "Sets the string value of a key (NX, XX, GET; no expiry)."),
+    spec!("set",           -3, ["write", "denyoom"],         1,  1, 1, "string",     strings::set,         "Sets the string value of a key (NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL)."),
+    spec!("setex",          4, ["write", "denyoom"],         1,  1, 1, "string",     strings::setex,       "Sets the string value and the time to live (seconds) of a key."),
+    spec!("psetex",         4, ["write", "denyoom"],         1,  1, 1, "string",     strings::psetex,      "Sets the string value and the time to live (milliseconds) of a key."),
+    spec!("getex",         -2, ["write", "fast"],            1,  1, 1, "string",     strings::getex,       "Returns the string value of a key after setting its expiration (EX, PX, EXAT, PXAT, PERSIST)."),
     spec!("setnx",          3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::setnx,       "Sets the string value of a key only when the key does not exist."),
     spec!("getset",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::getset,      "Returns the previous string value of a key after setting it to a new value."),
     spec!("getdel",         2, ["write", "fast"],            1,  1, 1, "string",     strings::getdel,      "Returns the string value of a key after deleting the key."),
     spec!("mget",          -2, ["readonly", "fast"],         1, -1, 1, "string",     strings::mget,        "Returns the string values of one or more keys."),
-    spec!("mset",          -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::mset,        "Sets the string values of one or more keys (each key atomically, not all together)."),
+    spec!("mset",          -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::mset,        "Sets the string values of one or more keys, atomically (one engine batch)."),
     spec!("msetnx",        -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::msetnx,      "Sets the string values of one or more keys only when none of them exists."),
     spec!("incr",           2, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incr,        "Increments the integer value of a key by one."),
     spec!("incrby",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrby,      "Increments the integer value of a key by a number."),
@@ -93,14 +98,26 @@ pub static COMMANDS: &[Spec] = &[
     spec!("krange",        -3, ["readonly"],                 0,  0, 0, "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
     spec!("kprefix",       -2, ["readonly"],                 0,  0, 0, "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
     spec!("keys",           2, ["readonly"],                 0,  0, 0, "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
-    spec!("flushdb",       -1, ["write"],                    0,  0, 0, "server",     keys::flush,          "Deletes every key."),
-    spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flush,          "Deletes every key."),
-    spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::ttl,            "Returns -1 for an existing key (no key expires), -2 for a missing one."),
-    spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::ttl,            "Returns -1 for an existing key (no key expires), -2 for a missing one."),
-    spec!("expire",        -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
-    spec!("pexpire",       -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
-    spec!("expireat",      -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
-    spec!("pexpireat",     -3, ["write", "fast"],            1,  1, 1, "generic",    keys::expire,         "Refused: persimmon has no key expiry."),
+    spec!("flushdb",       -1, ["write"],                    0,  0, 0, "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
+    spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flushall,       "Deletes every key of every database."),
+    spec!("move",           3, ["write", "fast"],            1,  1, 1, "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
+    spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], 0, 0, 0, "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
+    // Expiry.
+    spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::ttl,          "Returns the time to live of a key in seconds (-1: none, -2: no key)."),
+    spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pttl,         "Returns the time to live of a key in milliseconds (-1: none, -2: no key)."),
+    spec!("expiretime",     2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::expiretime,   "Returns the expiration time of a key as a Unix timestamp in seconds."),
+    spec!("pexpiretime",    2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pexpiretime,  "Returns the expiration time of a key as a Unix timestamp in milliseconds."),
+    spec!("expire",        -3, ["write", "fast"],            1,  1, 1, "generic",    expire::expire,       "Sets the time to live of a key in seconds (NX, XX, GT, LT)."),
+    spec!("pexpire",       -3, ["write", "fast"],            1,  1, 1, "generic",    expire::pexpire,      "Sets the time to live of a key in milliseconds (NX, XX, GT, LT)."),
+    spec!("expireat",      -3, ["write", "fast"],            1,  1, 1, "generic",    expire::expireat,     "Sets the expiration time of a key as a Unix timestamp in seconds (NX, XX, GT, LT)."),
+    spec!("pexpireat",     -3, ["write", "fast"],            1,  1, 1, "generic",    expire::pexpireat,    "Sets the expiration time of a key as a Unix timestamp in milliseconds (NX, XX, GT, LT)."),
+    spec!("persist",        2, ["write", "fast"],            1,  1, 1, "generic",    expire::persist,      "Removes the expiration time of a key."),
+    // Transactions.
+    spec!("multi",          1, ["fast", "multi_control"],    0,  0, 0, "transactions", multi::multi,       "Starts a transaction."),
+    spec!("exec",           1, ["multi_control"],            0,  0, 0, "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
+    spec!("discard",        1, ["fast", "multi_control"],    0,  0, 0, "transactions", multi::discard,     "Discards the queued commands."),
+    spec!("watch",         -2, ["fast", "multi_control"],    1, -1, 1, "transactions", multi::watch,       "Makes the next EXEC conditional on the keys not changing."),
+    spec!("unwatch",        1, ["fast"],                     0,  0, 0, "transactions", multi::unwatch,     "Forgets every watched key."),
     // Hashes.
     spec!("hset",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hset,         "Creates or modifies the value of fields in a hash."),
     spec!("hmset",         -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hmset,        "Sets the values of multiple fields (replies OK)."),
@@ -188,29 +205,63 @@ fn unknown_command(args: &Args<'_>) -> String {
     )
 }
 
-/// Runs one request (at least one argument) and queues its reply.
+/// Runs one request (at least one argument) and queues its reply; inside
+/// `MULTI`, queues the request instead (or runs it, for the commands that
+/// steer the transaction).
 pub fn execute(s: &mut Session, args: Args<'_>) {
     s.counters.commands += 1;
-    let name = args.get(0);
-    let Some(index) = lookup(name) else {
-        s.counters.errors += 1;
-        s.out.error(&unknown_command(&args));
-        return;
+    let spec = match checked(s, &args) {
+        Ok(spec) => spec,
+        Err(e) => {
+            if let Some(m) = &mut s.multi {
+                m.failed = true;
+            }
+            s.counters.errors += 1;
+            s.out.error(&e.0);
+            return;
+        }
+    };
+    if let Some(m) = &mut s.multi {
+        if !spec.flags.contains(&"multi_control") {
+            m.queued.push(Queued::of(&args));
+            s.out.simple("QUEUED");
+            return;
+        }
+    }
+    let shared = s.shared.clone();
+    if spec.flags.contains(&"swaps_dbs") {
+        let _map = shared.dbs.exclusive();
+        run(s, spec, args);
+    } else {
+        let _map = shared.dbs.shared();
+        run(s, spec, args);
+    }
+}
+
+/// The row of a request that may run: known, with an allowed argument
+/// count, authenticated (or allowed before), and allowed in a transaction.
+fn checked(s: &mut Session, args: &Args<'_>) -> Result<&'static Spec, Error> {
+    let Some(index) = lookup(args.get(0)) else {
+        return Err(Error::new(unknown_command(args)));
     };
     let spec = &COMMANDS[index];
     s.info
         .last_command
         .store(index + 1, std::sync::atomic::Ordering::Relaxed);
     if !spec.arity_ok(args.len()) {
-        s.counters.errors += 1;
-        s.out.error(&arity(spec.name).0);
-        return;
+        return Err(arity(spec.name));
     }
     if !s.authenticated && !spec.allowed_before_auth() {
-        s.counters.errors += 1;
-        s.out.error("NOAUTH Authentication required.");
-        return;
+        return Err(Error::new("NOAUTH Authentication required."));
     }
+    if s.multi.is_some() && spec.flags.contains(&"no_multi") {
+        return Err(Error::new("ERR Command not allowed inside a transaction"));
+    }
+    Ok(spec)
+}
+
+/// Runs a checked request (the map lock held by the caller).
+fn run(s: &mut Session, spec: &Spec, args: Args<'_>) {
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
@@ -218,6 +269,15 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         s.counters.errors += 1;
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
+    }
+}
+
+/// Runs one queued request of an `EXEC` (checked when it was queued).
+pub(crate) fn run_queued(s: &mut Session, args: Args<'_>) {
+    s.counters.commands += 1;
+    match lookup(args.get(0)) {
+        Some(i) => run(s, &COMMANDS[i], args),
+        None => s.out.error(&unknown_command(&args)),
     }
 }
 

@@ -34,6 +34,7 @@
 
 use std::ops::Bound;
 
+use crate::dbs;
 use crate::protocol::Args;
 use crate::reply::Reply;
 use crate::session::{blocking, int_arg, is, syntax, Error, Session};
@@ -94,17 +95,9 @@ pub fn krange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (start, end) = (a.get(1), a.get(2));
     let o = range_options(&a, 3)?;
     need_ordered_index(s, "KRANGE")?;
-    let lower = if start == b"-" {
-        Bound::Unbounded
-    } else {
-        Bound::Included(start)
-    };
-    let upper = if end == b"+" {
-        Bound::Unbounded
-    } else {
-        Bound::Excluded(end)
-    };
-    reply_range(s, (lower, upper), &o)
+    let lower: &[u8] = if start == b"-" { b"" } else { start };
+    let upper = (end != b"+").then_some(end);
+    reply_range(s, lower, upper, &o)
 }
 
 /// KPREFIX prefix [REV] [LIMIT n] [WITHVALUES]
@@ -113,18 +106,33 @@ pub fn kprefix(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let o = range_options(&a, 2)?;
     need_ordered_index(s, "KPREFIX")?;
     let end = persimmon::prefix_end(prefix);
-    let upper = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-    reply_range(s, (Bound::Included(prefix), upper), &o)
+    reply_range(s, prefix, end.as_deref(), &o)
 }
 
-type Bounds<'k> = (Bound<&'k [u8]>, Bound<&'k [u8]>);
+/// Engine key ranges, in order, and the namespace whose keys they hold.
+struct Bounds {
+    ns: u32,
+    ranges: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
 
 /// A key and, with WITHVALUES, its stored value.
 type Item = persimmon::Result<(Vec<u8>, Option<Vec<u8>>)>;
 
-/// Builds the whole reply for `bounds`, then queues it, or refuses it when
-/// it would pass the output limit.
-fn reply_range(s: &mut Session, bounds: Bounds<'_>, o: &RangeOptions) -> Result<(), Error> {
+/// Builds the whole reply for the selected database's keys from `lower`
+/// (inclusive) to `upper` (exclusive; `None`: no end), then queues it, or
+/// refuses it when it would pass the output limit.
+fn reply_range(
+    s: &mut Session,
+    lower: &[u8],
+    upper: Option<&[u8]>,
+    o: &RangeOptions,
+) -> Result<(), Error> {
+    let ns = s.store.namespace();
+    let mut ranges = dbs::engine_ranges(ns, lower, upper);
+    if o.rev {
+        ranges.reverse();
+    }
+    let bounds = Bounds { ns, ranges };
     let limit = o.limit.unwrap_or(usize::MAX);
     let output_limit = s.shared.config.limits.output_buffer_limit;
     let room = output_limit.saturating_sub(s.out.len());
@@ -133,7 +141,7 @@ fn reply_range(s: &mut Session, bounds: Bounds<'_>, o: &RangeOptions) -> Result<
         resp3: s.out.resp3,
     };
     let shared = s.shared.clone();
-    let mut run = || fill(&shared, bounds, o, limit, room, &mut body);
+    let mut run = || fill(&shared, &bounds, o, limit, room, &mut body);
     let keys = if limit <= INLINE_KEYS {
         run()?
     } else {
@@ -154,30 +162,27 @@ fn reply_range(s: &mut Session, bounds: Bounds<'_>, o: &RangeOptions) -> Result<
 /// keys, or `None` as soon as `body` grows past `room` bytes.
 fn fill(
     shared: &Shared,
-    bounds: Bounds<'_>,
+    bounds: &Bounds,
     o: &RangeOptions,
     limit: usize,
     room: usize,
     body: &mut Reply,
 ) -> Result<Option<usize>, Error> {
-    let db = &shared.db;
-    let items: Box<dyn Iterator<Item = Item> + '_> = if o.values {
-        let range = db
-            .range::<[u8]>(bounds)?
-            .map(|r| r.map(|(k, v)| (k, Some(v))));
-        if o.rev {
-            Box::new(range.rev())
-        } else {
-            Box::new(range)
-        }
-    } else {
-        let keys = db.range_keys::<[u8]>(bounds)?.map(|r| r.map(|k| (k, None)));
-        if o.rev {
-            Box::new(keys.rev())
-        } else {
-            Box::new(keys)
-        }
-    };
+    let mut items: Box<dyn Iterator<Item = Item> + '_> = Box::new(std::iter::empty());
+    for (lo, hi) in &bounds.ranges {
+        let range = (
+            Bound::Included(lo.as_slice()),
+            hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        items = Box::new(items.chain(range_items(&shared.db, range, o)?));
+    }
+    let ns = bounds.ns;
+    let items = items.map(move |r| {
+        r.map(|(k, v)| {
+            let key = dbs::key_in(ns, &k).map(<[u8]>::to_vec).unwrap_or_default();
+            (key, v)
+        })
+    });
     let mut keys = 0;
     for item in items.take(limit) {
         if keys % 4096 == 4095 && shared.is_stopping() {
@@ -198,4 +203,27 @@ fn fill(
         }
     }
     Ok(Some(keys))
+}
+
+/// The keys (and, with WITHVALUES, values) of one engine key range.
+fn range_items<'d>(
+    db: &'d persimmon::Db,
+    range: (Bound<&[u8]>, Bound<&[u8]>),
+    o: &RangeOptions,
+) -> Result<Box<dyn Iterator<Item = Item> + 'd>, Error> {
+    Ok(if o.values {
+        let range = db.range::<[u8]>(range)?.map(|r| r.map(|(k, v)| (k, Some(v))));
+        if o.rev {
+            Box::new(range.rev())
+        } else {
+            Box::new(range)
+        }
+    } else {
+        let keys = db.range_keys::<[u8]>(range)?.map(|r| r.map(|k| (k, None)));
+        if o.rev {
+            Box::new(keys.rev())
+        } else {
+            Box::new(keys)
+        }
+    })
 }

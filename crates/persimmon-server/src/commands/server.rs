@@ -16,7 +16,7 @@ use crate::glob;
 use crate::protocol::Args;
 use crate::reply::Reply;
 use crate::session::{
-    arity, blocking, exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
+    arity, exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session, Spec,
 };
 use crate::shared::Shared;
 
@@ -250,18 +250,6 @@ pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     } else {
         return Err(unknown_subcommand("config", sub));
     }
-    Ok(())
-}
-
-/// The key count, waiting (off the async workers) when the pool was just
-/// reopened after a crash and is still being counted.
-fn key_count(shared: &Shared) -> u64 {
-    blocking(|| shared.db.len())
-}
-
-pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
-    let n = key_count(&s.shared);
-    s.out.int(n as i64);
     Ok(())
 }
 

@@ -12,10 +12,12 @@
 use persimmon::Update;
 
 use crate::protocol::{parse_i64, Args};
+use super::expire;
 use crate::session::{
-    arity, check_key, int_arg, is, may_exist, not_integer, overflow, read, syntax, too_large,
-    try_update, update, wrongtype, Error, Session,
+    arity, check_key, int_arg, is, may_exist, not_integer, overflow, syntax, too_large, wrongtype,
+    Error, Session,
 };
+use crate::store::Store;
 use crate::value::{self, Stored, MAX_STRING_BYTES};
 
 fn check_len(len: usize) -> Result<(), Error> {
@@ -27,7 +29,7 @@ fn check_len(len: usize) -> Result<(), Error> {
 
 pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let out = &mut s.out;
-    let found = read(&s.shared.db, a.get(1), |v| match v {
+    let found = s.store.get(a.get(1), |v| match v {
         Stored::String(body) => {
             out.bulk(body);
             Ok(())
@@ -49,42 +51,28 @@ pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, body) = (a.get(1), a.get(2));
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    for opt in a.from(3) {
-        if is(opt, "NX") && !xx {
-            nx = true;
-        } else if is(opt, "XX") && !nx {
-            xx = true;
-        } else if is(opt, "GET") {
-            get = true;
-        } else if is(opt, "KEEPTTL") {
-            // No key has a time to live, so there is none to keep.
-        } else if ["EX", "PX", "EXAT", "PXAT"].iter().any(|o| is(opt, o)) {
-            return Err(Error::new(
-                "ERR persimmon has no key expiry: SET EX/PX/EXAT/PXAT are not supported",
-            ));
-        } else {
-            return Err(syntax());
-        }
-    }
+    let opts = SetOptions::parse(&a)?;
+    let deadline = opts
+        .expiry
+        .map(|(unit, arg)| expire::deadline_of(arg, unit, s.store.now_ms(), "set"))
+        .transpose()?;
     check_key(key)?;
     check_len(body.len())?;
-    let db = &s.shared.db;
-    if !(nx || xx || get) {
+    if !(opts.nx || opts.xx || opts.get || opts.keep_ttl) {
         value::string_into(body, &mut s.scratch);
-        db.put(key, &s.scratch)?;
+        s.store.put(key, &s.scratch, deadline)?;
         s.out.ok();
         return Ok(());
     }
     let out = &mut s.out;
-    update(db, key, |old| {
-        if get && matches!(old, Some(Stored::Hash(_) | Stored::ZSet(_))) {
+    s.store.update(key, |old| {
+        if opts.get && matches!(old, Some(Stored::Hash(_) | Stored::ZSet(_))) {
             return (Update::Keep, Err(wrongtype()));
         }
         let exists = old.is_some();
         // NX writes only a new key, XX only an existing one.
-        let write = (!nx || !exists) && (!xx || exists);
-        if get {
+        let write = (!opts.nx || !exists) && (!opts.xx || exists);
+        if opts.get {
             match old {
                 Some(Stored::String(prev)) => out.bulk(prev),
                 _ => out.null(),
@@ -94,19 +82,124 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         } else {
             out.null();
         }
-        if write {
-            (Update::Put(value::string(body)), Ok(()))
-        } else {
-            (Update::Keep, Ok(()))
+        if !write {
+            return (Update::Keep, Ok(()));
+        }
+        let value = value::string(body);
+        match opts.keep_ttl {
+            true => (Update::Put(value), Ok(())),
+            false => (Update::PutExpiring { value, deadline }, Ok(())),
         }
     })?
+}
+
+/// SET's options, checked for the combinations Redis refuses.
+#[derive(Default)]
+struct SetOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    expiry: Option<(expire::Unit, &'a [u8])>,
+}
+
+impl<'a> SetOptions<'a> {
+    fn parse(a: &Args<'a>) -> Result<SetOptions<'a>, Error> {
+        let mut o = SetOptions::default();
+        let mut i = 3;
+        while i < a.len() {
+            let opt = a.get(i);
+            let next = (i + 1 < a.len()).then(|| a.get(i + 1));
+            let timed = o.keep_ttl || o.expiry.is_some();
+            if is(opt, "NX") && !o.xx {
+                o.nx = true;
+            } else if is(opt, "XX") && !o.nx {
+                o.xx = true;
+            } else if is(opt, "GET") {
+                o.get = true;
+            } else if is(opt, "KEEPTTL") && o.expiry.is_none() {
+                o.keep_ttl = true;
+            } else if let (Some(unit), false, Some(arg)) = (expire::Unit::named(opt), timed, next) {
+                o.expiry = Some((unit, arg));
+                i += 1;
+            } else {
+                return Err(syntax());
+            }
+            i += 1;
+        }
+        Ok(o)
+    }
+}
+
+/// SETEX and PSETEX: SET with EX or PX.
+fn set_expiring(s: &mut Session, a: &Args<'_>, unit: expire::Unit, name: &str) -> Result<(), Error> {
+    let (key, body) = (a.get(1), a.get(3));
+    let deadline = expire::deadline_of(a.get(2), unit, s.store.now_ms(), name)?;
+    check_key(key)?;
+    check_len(body.len())?;
+    value::string_into(body, &mut s.scratch);
+    s.store.put(key, &s.scratch, Some(deadline))?;
+    s.out.ok();
+    Ok(())
+}
+
+pub fn setex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    set_expiring(s, &a, expire::Unit::Ex, "setex")
+}
+
+pub fn psetex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    set_expiring(s, &a, expire::Unit::Px, "psetex")
+}
+
+/// GETEX key [EX|PX|EXAT|PXAT time | PERSIST].
+pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let key = a.get(1);
+    let (mut expiry, mut persist) = (None, false);
+    let mut i = 2;
+    while i < a.len() {
+        let (opt, next) = (a.get(i), (i + 1 < a.len()).then(|| a.get(i + 1)));
+        let timed = persist || expiry.is_some();
+        if is(opt, "PERSIST") && !timed {
+            persist = true;
+        } else if let (Some(unit), false, Some(arg)) = (expire::Unit::named(opt), timed, next) {
+            expiry = Some((unit, arg));
+            i += 1;
+        } else {
+            return Err(syntax());
+        }
+        i += 1;
+    }
+    let now = s.store.now_ms();
+    if expiry.is_none() && !persist {
+        return get(s, a);
+    }
+    let out = &mut s.out;
+    let found = s.store.update_ttl(key, |old, _| {
+        let body = match old {
+            None => return (Update::Keep, Ok(None)),
+            Some(Stored::String(body)) => body,
+            Some(_) => return (Update::Keep, Err(wrongtype())),
+        };
+        let deadline = match expiry.map(|(u, arg)| expire::deadline_of(arg, u, now, "getex")) {
+            Some(Err(e)) => return (Update::Keep, Err(e)),
+            Some(Ok(d)) => Some(d),
+            None => None,
+        };
+        out.bulk(body);
+        let value = value::string(body);
+        (Update::PutExpiring { value, deadline }, Ok(Some(())))
+    })?;
+    if found?.is_none() {
+        s.out.null();
+    }
+    Ok(())
 }
 
 pub fn setnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, body) = (a.get(1), a.get(2));
     check_key(key)?;
     check_len(body.len())?;
-    let created = update(&s.shared.db, key, |old| match old {
+    let created = s.store.update(key, |old| match old {
         Some(_) => (Update::Keep, false),
         None => (Update::Put(value::string(body)), true),
     })?;
@@ -119,7 +212,7 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     check_len(body.len())?;
     let out = &mut s.out;
-    update(&s.shared.db, key, |old| match old {
+    s.store.update(key, |old| match old {
         Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
         Some(Stored::String(prev)) => {
             out.bulk(prev);
@@ -139,7 +232,7 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return Ok(());
     }
     let out = &mut s.out;
-    update(&s.shared.db, key, |old| match old {
+    s.store.update(key, |old| match old {
         Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
         Some(Stored::String(prev)) => {
             out.bulk(prev);
@@ -156,7 +249,7 @@ pub fn mget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.out.array(a.len() - 1);
     for key in a.from(1) {
         let out = &mut s.out;
-        let found = read(&s.shared.db, key, |v| match v {
+        let found = s.store.get(key, |v| match v {
             Stored::String(body) => out.bulk(body),
             // MGET answers nil for a key of another type, like Redis.
             Stored::Hash(_) | Stored::ZSet(_) => out.null(),
@@ -189,16 +282,13 @@ fn check_pairs(a: &Args<'_>, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Puts MSET-style key/value pairs, one engine put each.
+/// Puts MSET-style key/value pairs, all or none (one engine batch).
 fn put_pairs(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    let db = &s.shared.db;
-    let mut i = 1;
-    while i < a.len() {
-        value::string_into(a.get(i + 1), &mut s.scratch);
-        db.put(a.get(i), &s.scratch)?;
-        i += 2;
-    }
-    Ok(())
+    let pairs: Vec<(&[u8], Vec<u8>)> = (1..a.len())
+        .step_by(2)
+        .map(|i| (a.get(i), value::string(a.get(i + 1))))
+        .collect();
+    s.store.put_many(&pairs)
 }
 
 pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -208,26 +298,28 @@ pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
+/// MSETNX: the check that no key exists and the puts are one atomic unit.
 pub fn msetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_pairs(&a, "msetnx")?;
-    let db = &s.shared.db;
-    let mut i = 1;
-    while i < a.len() {
-        if db.contains(a.get(i))? {
-            s.out.int(0);
-            return Ok(());
+    let set = s.store.atomic(|st| {
+        for i in (1..a.len()).step_by(2) {
+            if st.exists(a.get(i))? {
+                return Ok(false);
+            }
         }
-        i += 2;
-    }
-    put_pairs(s, &a)?;
-    s.out.int(1);
+        for i in (1..a.len()).step_by(2) {
+            st.put(a.get(i), &value::string(a.get(i + 1)), None)?;
+        }
+        Ok(true)
+    })?;
+    s.out.int(set as i64);
     Ok(())
 }
 
 /// INCRBY and friends: the integer in the string, plus `delta`, atomically.
 fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
     check_key(key)?;
-    let n = try_update(&s.shared.db, key, |old| {
+    let n = s.store.try_update(key, |old| {
         let current = match old {
             None => 0,
             Some(Stored::String(body)) => parse_i64(body).ok_or_else(not_integer)?,
@@ -265,15 +357,12 @@ pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     // A range write on the engine: on the SSD tier, a patch on PM merged
     // into the value's extent later (no rewrite of a large value).
-    let fast = s
-        .shared
-        .db
-        .write_range_after(key, &[value::TAG_STRING], None, tail)?;
+    let fast = s.store.write_range_after(key, &[value::TAG_STRING], None, tail)?;
     let len = match fast {
         Some(n) => n as usize - 1,
         // Not a tagged string: a hash or sorted set (WRONGTYPE), or a value
         // written outside the server, rewritten tagged.
-        None => rewrite_string(&s.shared.db, key, None, tail)?,
+        None => rewrite_string(&mut s.store, key, None, tail)?,
     };
     s.out.int(len as i64);
     Ok(())
@@ -282,12 +371,12 @@ pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// APPEND (`at: None`) or SETRANGE of a value that is not a tagged string:
 /// the whole value rewritten with the tag (a foreign value is a string).
 fn rewrite_string(
-    db: &persimmon::Db,
+    store: &mut Store,
     key: &[u8],
     at: Option<usize>,
     patch: &[u8],
 ) -> Result<usize, Error> {
-    try_update(db, key, |old| {
+    store.try_update(key, |old| {
         let prev: &[u8] = match old {
             None => b"",
             Some(Stored::String(body)) => body,
@@ -306,7 +395,7 @@ fn rewrite_string(
 }
 
 pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let len = read(&s.shared.db, a.get(1), |v| match v {
+    let len = s.store.get(a.get(1), |v| match v {
         Stored::String(body) => Ok(body.len()),
         Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
     })?
@@ -339,7 +428,7 @@ pub fn getrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let start = int_arg(a.get(2))?;
     let end = int_arg(a.get(3))?;
     let out = &mut s.out;
-    let found = read(&s.shared.db, a.get(1), |v| match v {
+    let found = s.store.get(a.get(1), |v| match v {
         Stored::String(body) => {
             match range(body.len(), start, end) {
                 Some((from, to)) => out.bulk(&body[from..=to]),
@@ -372,10 +461,9 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         )));
     }
     check_key(key)?;
-    let db = &s.shared.db;
     let len = if patch.is_empty() {
         // Nothing to write: the length, without creating the key.
-        read(db, key, |v| match v {
+        s.store.get(key, |v| match v {
             Stored::String(body) => Ok(body.len()),
             Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
         })?
@@ -383,9 +471,9 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .unwrap_or(0)
     } else {
         let at = 1 + offset; // past the type tag
-        match db.write_range_after(key, &[value::TAG_STRING], Some(at), patch)? {
+        match s.store.write_range_after(key, &[value::TAG_STRING], Some(at), patch)? {
             Some(n) => n as usize - 1,
-            None => rewrite_string(db, key, Some(offset as usize), patch)?,
+            None => rewrite_string(&mut s.store, key, Some(offset as usize), patch)?,
         }
     };
     s.out.int(len as i64);

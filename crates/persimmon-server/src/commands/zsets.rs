@@ -11,11 +11,12 @@
 
 use std::collections::HashMap;
 
-use persimmon::{Db, Update};
+use persimmon::Update;
 
+use crate::store::Store;
 use crate::protocol::Args;
 use crate::session::{
-    check_key, int_arg, is, may_exist, read, syntax, try_update, wrongtype, Error, Session,
+    check_key, int_arg, is, may_exist, syntax, wrongtype, Error, Session,
 };
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
@@ -181,7 +182,7 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         i += 2;
     }
     check_key(key)?;
-    let (added, changed, incr_result) = try_update(&s.shared.db, key, |old| {
+    let (added, changed, incr_result) = s.store.try_update(key, |old| {
         match zadd_merge(&open(old)?, &changes, &o)? {
             (outcome, None) => Ok((Update::Keep, outcome)),
             (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
@@ -204,7 +205,7 @@ pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.int(0);
         return Ok(());
     }
-    let removed = try_update(&s.shared.db, key, |old| {
+    let removed = s.store.try_update(key, |old| {
         let mut entries = open(old)?;
         let before = entries.len();
         let gone: std::collections::HashSet<&[u8]> = a.from(2).collect();
@@ -220,10 +221,10 @@ pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 /// Runs `f` over the entries of the sorted set at `key` (empty if missing).
-fn with_entries<R>(db: &Db, key: &[u8], f: impl FnOnce(&[(f64, &[u8])]) -> R) -> Result<R, Error> {
+fn with_entries<R>(store: &mut Store, key: &[u8], f: impl FnOnce(&[(f64, &[u8])]) -> R) -> Result<R, Error> {
     // Called once: on the stored entries, or on none for a missing key.
     let mut f = Some(f);
-    let found = read(db, key, |v| match v {
+    let found = store.get(key, |v| match v {
         Stored::ZSet(body) => match zset_entries(body) {
             Ok(e) => Ok(f.take().map(|f| f(&e))),
             Err(_) => Err(damaged()),
@@ -240,14 +241,14 @@ fn with_entries<R>(db: &Db, key: &[u8], f: impl FnOnce(&[(f64, &[u8])]) -> R) ->
 }
 
 pub fn zcard(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_entries(&s.shared.db, a.get(1), |e| e.len())?;
+    let n = with_entries(&mut s.store, a.get(1), |e| e.len())?;
     s.out.int(n as i64);
     Ok(())
 }
 
 pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let member = a.get(2);
-    let score = with_entries(&s.shared.db, a.get(1), |e| {
+    let score = with_entries(&mut s.store, a.get(1), |e| {
         e.iter().find(|(_, m)| *m == member).map(|(sc, _)| *sc)
     })?;
     match score {
@@ -306,7 +307,7 @@ pub fn zrangebyscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             return Err(syntax());
         }
     }
-    let picked: Vec<(f64, Vec<u8>)> = with_entries(&s.shared.db, a.get(1), |e| {
+    let picked: Vec<(f64, Vec<u8>)> = with_entries(&mut s.store, a.get(1), |e| {
         let inside = e.iter().filter(|(sc, _)| {
             (if min_open { *sc > min } else { *sc >= min })
                 && (if max_open { *sc < max } else { *sc <= max })
@@ -345,7 +346,7 @@ pub fn zrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             ))
         }
     };
-    let picked: Vec<(f64, Vec<u8>)> = with_entries(&s.shared.db, a.get(1), |e| {
+    let picked: Vec<(f64, Vec<u8>)> = with_entries(&mut s.store, a.get(1), |e| {
         let len = e.len() as i64;
         let from = if start < 0 {
             (len + start).max(0)

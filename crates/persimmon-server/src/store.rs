@@ -1,0 +1,443 @@
+//! Where a command's reads and writes go: the client's selected database,
+//! either straight to the pool or, inside an atomic unit (an `EXEC`, or a
+//! multi-key command such as `MSET`, `RENAME`, `MOVE`), into an *overlay*
+//! that commits as one crash-atomic engine batch.
+//!
+//! Handlers name Redis keys; the store turns them into engine keys of the
+//! selected database's namespace (`dbs`).
+//!
+//! Invariants:
+//! - Outside an atomic unit every call is one engine call: atomic, durable
+//!   on return.
+//! - Inside one, reads see the pool as of their first read of each key plus
+//!   the unit's own writes; nothing reaches the pool until `commit`, which
+//!   writes every change in one batch only if every key the unit *read*
+//!   (and every watched key) still has the version it had — else nothing is
+//!   written and the unit runs again from the start. So a unit is
+//!   serializable and all-or-nothing, across a crash too.
+//! - A value whose deadline has passed reads as absent, in the pool (the
+//!   engine) and in the overlay alike.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use persimmon::{Ttl, Update, Version, WriteBatch};
+
+use crate::dbs;
+use crate::session::{may_exist, Error};
+use crate::shared::Shared;
+use crate::value::Stored;
+
+/// How many times an atomic unit runs before it gives up on conflicts.
+pub const ATOMIC_ATTEMPTS: u32 = 64;
+
+/// A value and its deadline (ms of Unix time; `None`: none).
+pub type Entry = (Vec<u8>, Option<u64>);
+
+/// One key an atomic unit touched.
+struct Touched {
+    /// The key's version in the pool when the unit first touched it.
+    base: Option<Version>,
+    /// Whether the unit's decisions depend on the key's value (checked at
+    /// commit) or only overwrite it.
+    read: bool,
+    /// The key as the unit sees it now.
+    now: Option<Entry>,
+    dirty: bool,
+}
+
+/// A watched key: database, Redis key, version when `WATCH` ran.
+pub struct Watched {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub version: Option<Version>,
+}
+
+/// A client's view of the key space.
+pub struct Store {
+    shared: Arc<Shared>,
+    /// The selected database.
+    pub db: usize,
+    overlay: Option<HashMap<Vec<u8>, Touched>>,
+    pub watched: Vec<Watched>,
+}
+
+impl Store {
+    pub fn new(shared: Arc<Shared>) -> Store {
+        Store {
+            shared,
+            db: 0,
+            overlay: None,
+            watched: Vec::new(),
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.shared.db.now_ms()
+    }
+
+    /// The namespace of the selected database.
+    pub fn namespace(&self) -> u32 {
+        self.shared.dbs.namespace(self.db)
+    }
+
+    /// The engine key of `key` in the selected database.
+    pub fn engine_key<'k>(&self, key: &'k [u8]) -> Cow<'k, [u8]> {
+        let ns = self.namespace();
+        if ns == 0 && key.first() != Some(&0xFF) {
+            Cow::Borrowed(key)
+        } else {
+            Cow::Owned(dbs::engine_key(ns, key))
+        }
+    }
+
+    /// Runs `f` with database `db` selected, then selects the current one
+    /// again.
+    pub fn in_db<R>(&mut self, db: usize, f: impl FnOnce(&mut Store) -> R) -> R {
+        let saved = std::mem::replace(&mut self.db, db);
+        let r = f(self);
+        self.db = saved;
+        r
+    }
+
+    /// Reads `key` through `f` (in place when outside a unit).
+    pub fn read<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+        self.read_ttl(key, |v, _| f(v))
+    }
+
+    /// Reads `key` and its deadline through `f`.
+    pub fn read_ttl<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Stored<'_>, Option<u64>) -> R,
+    ) -> Result<Option<R>, Error> {
+        let ek = self.engine_key(key);
+        if !may_exist(&ek) {
+            return Ok(None);
+        }
+        if self.overlay.is_none() {
+            // Only a caller that wants the deadline pays for the copy.
+            return Ok(self
+                .shared
+                .db
+                .get_versioned(&ek)?
+                .map(|e| f(Stored::decode(&e.value), e.deadline)));
+        }
+        let now = self.now_ms();
+        let t = self.touch(&ek, true)?;
+        Ok(live(&t.now, now).map(|(v, d)| f(Stored::decode(v), *d)))
+    }
+
+    /// [`read_ttl`](Self::read_ttl) without the deadline and, outside a
+    /// unit, without a copy of the value.
+    pub fn get<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+        if self.overlay.is_some() {
+            return self.read(key, f);
+        }
+        let ek = self.engine_key(key);
+        if !may_exist(&ek) {
+            return Ok(None);
+        }
+        Ok(self.shared.db.get_with(&ek, |v| f(Stored::decode(v)))?)
+    }
+
+    /// Atomic read-modify-write of `key`; `f` sees the value and its
+    /// deadline and decides (a plain `Update::Put` keeps the deadline).
+    pub fn update_ttl<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Option<Stored<'_>>, Option<u64>) -> (Update, R),
+    ) -> Result<R, Error> {
+        let ek = self.engine_key(key).into_owned();
+        if self.overlay.is_none() {
+            crate::session::check_key(&ek)?;
+            return Ok(self
+                .shared
+                .db
+                .update_with_deadline(&ek, |v, d| f(v.map(Stored::decode), d))?);
+        }
+        crate::session::check_key(&ek)?;
+        let now = self.now_ms();
+        let t = self.touch(&ek, true)?;
+        let current = live(&t.now, now).cloned();
+        let (decision, r) = f(
+            current.as_ref().map(|(v, _)| Stored::decode(v)),
+            current.as_ref().and_then(|(_, d)| *d),
+        );
+        let next = match decision {
+            Update::Keep => return Ok(r),
+            Update::Put(v) => Some((v, current.and_then(|(_, d)| d))),
+            Update::PutExpiring { value, deadline } => Some((value, deadline)),
+            Update::Delete => None,
+        };
+        t.now = next.filter(|(_, d)| d.is_none_or(|d| d > now));
+        t.dirty = true;
+        Ok(r)
+    }
+
+    /// [`update_ttl`](Self::update_ttl) for a decision that ignores the
+    /// deadline.
+    pub fn update<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Option<Stored<'_>>) -> (Update, R),
+    ) -> Result<R, Error> {
+        self.update_ttl(key, |v, _| f(v))
+    }
+
+    /// [`update`](Self::update) for a decision that can fail: on `Err` the
+    /// value stays as it was.
+    pub fn try_update<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Option<Stored<'_>>) -> Result<(Update, R), Error>,
+    ) -> Result<R, Error> {
+        self.update(key, |old| match f(old) {
+            Ok((u, r)) => (u, Ok(r)),
+            Err(e) => (Update::Keep, Err(e)),
+        })?
+    }
+
+    /// Stores `value` (already encoded) under `key` with `deadline`,
+    /// replacing whatever was there and its deadline.
+    pub fn put(&mut self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<(), Error> {
+        let ek = self.engine_key(key).into_owned();
+        crate::session::check_key(&ek)?;
+        if self.overlay.is_none() {
+            match deadline {
+                None => self.shared.db.put(&ek, value)?,
+                Some(d) => self.shared.db.put_with_deadline(&ek, value, d)?,
+            }
+            return Ok(());
+        }
+        let now = self.now_ms();
+        let t = self.touch(&ek, false)?;
+        t.now = Some((value.to_vec(), deadline)).filter(|(_, d)| d.is_none_or(|d| d > now));
+        t.dirty = true;
+        Ok(())
+    }
+
+    /// Stores every (key, encoded value) pair without a deadline, all or
+    /// none: one engine batch (no reads) outside a unit.
+    pub fn put_many(&mut self, pairs: &[(&[u8], Vec<u8>)]) -> Result<(), Error> {
+        if self.overlay.is_some() {
+            for (key, value) in pairs {
+                self.put(key, value, None)?;
+            }
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        for (key, value) in pairs {
+            let ek = self.engine_key(key);
+            crate::session::check_key(&ek)?;
+            batch.put(&ek, value);
+        }
+        Ok(self.shared.db.write(&batch)?)
+    }
+
+    /// The engine's range write ([`persimmon::Db::write_range_after`]) on
+    /// `key`, outside a unit; `None` when the value does not start with
+    /// `head` — and always inside a unit, where the caller rewrites the
+    /// value through [`update`](Self::update) instead.
+    pub fn write_range_after(
+        &mut self,
+        key: &[u8],
+        head: &[u8],
+        at: Option<u64>,
+        bytes: &[u8],
+    ) -> Result<Option<u64>, Error> {
+        if self.overlay.is_some() {
+            return Ok(None);
+        }
+        let ek = self.engine_key(key);
+        crate::session::check_key(&ek)?;
+        Ok(self.shared.db.write_range_after(&ek, head, at, bytes)?)
+    }
+
+    /// Deletes `key`; returns whether it was present.
+    pub fn delete(&mut self, key: &[u8]) -> Result<bool, Error> {
+        let ek = self.engine_key(key).into_owned();
+        if !may_exist(&ek) {
+            return Ok(false);
+        }
+        if self.overlay.is_none() {
+            return Ok(self.shared.db.delete(&ek)?);
+        }
+        let now = self.now_ms();
+        let t = self.touch(&ek, true)?;
+        let was = live(&t.now, now).is_some();
+        t.now = None;
+        t.dirty = true;
+        Ok(was)
+    }
+
+    /// Sets (`Some`; one already passed deletes the key) or removes
+    /// (`None`) the deadline of `key`, keeping its value. Returns whether the
+    /// key was present (`None`: whether it had a deadline to remove).
+    pub fn set_deadline(&mut self, key: &[u8], deadline: Option<u64>) -> Result<bool, Error> {
+        if self.overlay.is_none() {
+            let ek = self.engine_key(key);
+            if !may_exist(&ek) {
+                return Ok(false);
+            }
+            return Ok(match deadline {
+                Some(d) => self.shared.db.expire_at(&ek, d)?,
+                None => self.shared.db.persist(&ek)?,
+            });
+        }
+        self.update_ttl(key, |old, current| match old {
+            Some(v) if deadline.is_some() || current.is_some() => (
+                Update::PutExpiring {
+                    value: v.encode(),
+                    deadline,
+                },
+                true,
+            ),
+            _ => (Update::Keep, false),
+        })
+    }
+
+    /// Whether `key` is present.
+    pub fn exists(&mut self, key: &[u8]) -> Result<bool, Error> {
+        Ok(self.get(key, |_| ())?.is_some())
+    }
+
+    /// The time to live of `key`.
+    pub fn ttl(&mut self, key: &[u8]) -> Result<Ttl, Error> {
+        if self.overlay.is_none() {
+            let ek = self.engine_key(key);
+            if !may_exist(&ek) {
+                return Ok(Ttl::Missing);
+            }
+            return Ok(self.shared.db.ttl(&ek)?);
+        }
+        let now = self.now_ms();
+        Ok(match self.read_ttl(key, |_, d| d)? {
+            None => Ttl::Missing,
+            Some(None) => Ttl::Persistent,
+            Some(Some(at_ms)) => Ttl::Expires {
+                at_ms,
+                remaining_ms: at_ms.saturating_sub(now),
+            },
+        })
+    }
+
+    /// The version of `key` in database `db` now (for `WATCH`; the pool's,
+    /// not a unit's).
+    pub fn version_in(&self, db: usize, key: &[u8]) -> Result<Option<Version>, Error> {
+        let ek = dbs::engine_key(self.shared.dbs.namespace(db), key);
+        if !may_exist(&ek) {
+            return Ok(None);
+        }
+        Ok(self.shared.db.version(&ek)?)
+    }
+
+    /// How the keys a running unit changed in namespace `ns` change its
+    /// key count (+1 created, -1 deleted).
+    pub fn unit_count_delta(&self, ns: u32) -> i64 {
+        let now = self.now_ms();
+        self.overlay.as_ref().map_or(0, |o| {
+            o.iter()
+                .filter(|(k, t)| t.dirty && dbs::key_in(ns, k).is_some())
+                .map(|(_, t)| live(&t.now, now).is_some() as i64 - t.base.is_some() as i64)
+                .sum()
+        })
+    }
+
+    /// Runs `f` as one atomic unit (see the module header): again from the
+    /// start after a conflict, at most [`ATOMIC_ATTEMPTS`] times. Inside a
+    /// running unit (an `EXEC`) `f` just runs: the outer commit covers it.
+    pub fn atomic<R>(&mut self, mut f: impl FnMut(&mut Store) -> Result<R, Error>) -> Result<R, Error> {
+        if self.overlay.is_some() {
+            return f(self);
+        }
+        for _ in 0..ATOMIC_ATTEMPTS {
+            self.begin();
+            let r = f(self);
+            match r {
+                Ok(r) => {
+                    if self.commit(&[])? {
+                        return Ok(r);
+                    }
+                }
+                Err(e) => {
+                    self.abort();
+                    return Err(e);
+                }
+            }
+        }
+        Err(conflict())
+    }
+
+    /// Starts an atomic unit.
+    pub fn begin(&mut self) {
+        debug_assert!(self.overlay.is_none(), "units do not nest");
+        self.overlay = Some(HashMap::new());
+    }
+
+    /// Drops a running unit's changes.
+    pub fn abort(&mut self) {
+        self.overlay = None;
+    }
+
+    /// Ends the running unit: writes its changes as one batch if every key
+    /// it read, and every key of `expected`, still has its version. Returns
+    /// whether it did; the unit has ended either way.
+    pub fn commit(&mut self, expected: &[(Vec<u8>, Option<Version>)]) -> Result<bool, Error> {
+        let touched = self.overlay.take().expect("a unit is running");
+        let mut batch = WriteBatch::new();
+        let mut checks: Vec<(&[u8], Option<Version>)> = expected
+            .iter()
+            .map(|(k, v)| (k.as_slice(), *v))
+            .collect();
+        for (key, t) in &touched {
+            if t.read {
+                checks.push((key, t.base));
+            }
+            if !t.dirty {
+                continue;
+            }
+            match &t.now {
+                Some((v, Some(d))) => batch.put_with_deadline(key, v, *d),
+                Some((v, None)) => batch.put(key, v),
+                None => batch.delete(key),
+            };
+        }
+        if batch.is_empty() && checks.is_empty() {
+            return Ok(true);
+        }
+        Ok(self.shared.db.write_if(&batch, &checks)?)
+    }
+
+    /// The unit's entry for engine key `ek`, read from the pool on first
+    /// touch. `read`: the unit depends on the value.
+    fn touch(&mut self, ek: &[u8], read: bool) -> Result<&mut Touched, Error> {
+        let overlay = self.overlay.as_mut().expect("a unit is running");
+        if !overlay.contains_key(ek) {
+            let seen = self.shared.db.get_versioned(ek)?;
+            let t = Touched {
+                base: seen.as_ref().map(|s| s.version),
+                read: false,
+                now: seen.map(|s| (s.value, s.deadline)),
+                dirty: false,
+            };
+            overlay.insert(ek.to_vec(), t);
+        }
+        let t = overlay.get_mut(ek).expect("just inserted");
+        t.read |= read;
+        Ok(t)
+    }
+}
+
+/// `entry` unless its deadline has passed.
+fn live(entry: &Option<Entry>, now: u64) -> Option<&Entry> {
+    entry.as_ref().filter(|(_, d)| d.is_none_or(|d| d > now))
+}
+
+/// An atomic unit that kept meeting concurrent writers.
+pub fn conflict() -> Error {
+    Error::new(format!(
+        "ERR the keys of this command kept changing under it: gave up after {ATOMIC_ATTEMPTS} attempts, nothing was written"
+    ))
+}
