@@ -332,3 +332,8 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.lib_ver),
     );
 }
+
+pub fn tmp_function(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.ok();
+    Ok(())
+}

@@ -102,6 +102,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flushall,       "Deletes every key of every database."),
     spec!("move",           3, ["write", "fast"],            1,  1, 1, "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
     spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], 0, 0, 0, "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
+    spec!("function",      -2, [],                           0,  0, 0, "server",     connection::tmp_function, "TEMP"),
     // Expiry.
     spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::ttl,          "Returns the time to live of a key in seconds (-1: none, -2: no key)."),
     spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pttl,         "Returns the time to live of a key in milliseconds (-1: none, -2: no key)."),
