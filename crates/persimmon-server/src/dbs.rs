@@ -33,7 +33,6 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-
 use persimmon::Db;
 
 /// The engine key of the map record.
@@ -68,7 +67,11 @@ impl Databases {
         // namespaces (their own number, unless a swap took it).
         let mut next = map.iter().copied().max().map_or(0, |m| m + 1);
         for i in map.len()..count {
-            let ns = if map.contains(&(i as u32)) { next } else { i as u32 };
+            let ns = if map.contains(&(i as u32)) {
+                next
+            } else {
+                i as u32
+            };
             next = next.max(ns + 1);
             map.push(ns);
         }
@@ -160,7 +163,7 @@ pub fn keys_of(
     let mut seen = 0usize;
     let mut visit = |engine_key: &[u8]| -> Result<bool, persimmon::Error> {
         seen += 1;
-        if seen % 4096 == 0 && stop() {
+        if seen.is_multiple_of(4096) && stop() {
             return Ok(false);
         }
         match key_in(ns, engine_key) {
@@ -350,19 +353,37 @@ mod tests {
 
     #[test]
     fn ranges_cover_exactly_the_namespace_keys_in_order() {
-        let ks: Vec<&[u8]> = vec![b"", b"a", b"b", b"zz", &[0xFE, 9], &[0xFF], &[0xFF, 7], &[0xFF, 0xFF]];
+        let ks: Vec<&[u8]> = vec![
+            b"",
+            b"a",
+            b"b",
+            b"zz",
+            &[0xFE, 9],
+            &[0xFF],
+            &[0xFF, 7],
+            &[0xFF, 0xFF],
+        ];
         for ns in [0u32, 1, 200] {
-            for (start, end) in [(&b""[..], None), (&b"b"[..], Some(&[0xFF, 1][..])), (&[0xFF][..], None), (&b"a"[..], Some(&b"zz"[..]))] {
+            for (start, end) in [
+                (&b""[..], None),
+                (&b"b"[..], Some(&[0xFF, 1][..])),
+                (&[0xFF][..], None),
+                (&b"a"[..], Some(&b"zz"[..])),
+            ] {
                 let ranges = engine_ranges(ns, start, end);
                 for k in &ks {
                     let e = engine_key(ns, k);
                     let wanted = *k >= start && end.is_none_or(|x| *k < x);
-                    let inside = ranges.iter().any(|(lo, hi)| e >= *lo && hi.as_ref().is_none_or(|h| e < *h));
+                    let inside = ranges
+                        .iter()
+                        .any(|(lo, hi)| e >= *lo && hi.as_ref().is_none_or(|h| e < *h));
                     assert_eq!(inside, wanted, "ns {ns} key {k:?} range {start:?}..{end:?}");
                 }
                 // Another namespace's keys fall in none of them.
                 let other = engine_key(ns + 1, b"a");
-                assert!(!ranges.iter().any(|(lo, hi)| other >= *lo && hi.as_ref().is_none_or(|h| other < *h)));
+                assert!(!ranges
+                    .iter()
+                    .any(|(lo, hi)| other >= *lo && hi.as_ref().is_none_or(|h| other < *h)));
             }
         }
     }

@@ -102,7 +102,11 @@ impl Store {
     }
 
     /// Reads `key` through `f` (in place when outside a unit).
-    pub fn read<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+    pub fn read<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Stored<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
         self.read_ttl(key, |v, _| f(v))
     }
 
@@ -131,7 +135,11 @@ impl Store {
 
     /// [`read_ttl`](Self::read_ttl) without the deadline and, outside a
     /// unit, without a copy of the value.
-    pub fn get<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+    pub fn get<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Stored<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
         if self.overlay.is_some() {
             return self.read(key, f);
         }
@@ -348,7 +356,10 @@ impl Store {
     /// Runs `f` as one atomic unit (see the module header): again from the
     /// start after a conflict, at most [`ATOMIC_ATTEMPTS`] times. Inside a
     /// running unit (an `EXEC`) `f` just runs: the outer commit covers it.
-    pub fn atomic<R>(&mut self, mut f: impl FnMut(&mut Store) -> Result<R, Error>) -> Result<R, Error> {
+    pub fn atomic<R>(
+        &mut self,
+        mut f: impl FnMut(&mut Store) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         if self.overlay.is_some() {
             return f(self);
         }
@@ -387,10 +398,8 @@ impl Store {
     pub fn commit(&mut self, expected: &[(Vec<u8>, Option<Version>)]) -> Result<bool, Error> {
         let touched = self.overlay.take().expect("a unit is running");
         let mut batch = WriteBatch::new();
-        let mut checks: Vec<(&[u8], Option<Version>)> = expected
-            .iter()
-            .map(|(k, v)| (k.as_slice(), *v))
-            .collect();
+        let mut checks: Vec<(&[u8], Option<Version>)> =
+            expected.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
         for (key, t) in &touched {
             if t.read {
                 checks.push((key, t.base));

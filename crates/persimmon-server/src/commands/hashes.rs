@@ -9,11 +9,9 @@
 
 use persimmon::Update;
 
-use crate::store::Store;
 use crate::protocol::{parse_i64, Args};
-use crate::session::{
-    arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session,
-};
+use crate::session::{arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session};
+use crate::store::Store;
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
 fn damaged_hash() -> Error {
@@ -143,13 +141,14 @@ fn with_fields<R>(
     key: &[u8],
     f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
 ) -> Result<Option<R>, Error> {
-    store.get(key, |v| match v {
-        Stored::Hash(body) => hash_fields(body)
-            .map(|fields| f(&fields))
-            .map_err(|_| damaged_hash()),
-        Stored::String(_) | Stored::ZSet(_) => Err(wrongtype()),
-    })?
-    .transpose()
+    store
+        .get(key, |v| match v {
+            Stored::Hash(body) => hash_fields(body)
+                .map(|fields| f(&fields))
+                .map_err(|_| damaged_hash()),
+            Stored::String(_) | Stored::ZSet(_) => Err(wrongtype()),
+        })?
+        .transpose()
 }
 
 pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

@@ -113,17 +113,22 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let mut found = Vec::new();
         let mut bytes = 0usize;
         let mut over = false;
-        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
-            if glob::matches(pattern, key) {
-                bytes += key.len() + 16;
-                if bytes > limit {
-                    over = true;
-                    return Ok(false);
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |key| {
+                if glob::matches(pattern, key) {
+                    bytes += key.len() + 16;
+                    if bytes > limit {
+                        over = true;
+                        return Ok(false);
+                    }
+                    found.push(key.to_vec());
                 }
-                found.push(key.to_vec());
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            },
+        )?;
         Ok((!over).then_some(found))
     })?;
     match found {
@@ -146,10 +151,15 @@ fn all_keys(s: &Session, ns: u32) -> Result<Vec<Vec<u8>>, Error> {
     let shared = s.shared.clone();
     blocking(|| {
         let mut keys = Vec::new();
-        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
-            keys.push(key.to_vec());
-            Ok(true)
-        })?;
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |key| {
+                keys.push(key.to_vec());
+                Ok(true)
+            },
+        )?;
         Ok(keys)
     })
 }
@@ -197,10 +207,15 @@ pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let shared = s.shared.clone();
     let mut n: i64 = 0;
     blocking(|| {
-        keys_of(&shared.db, ns, || shared.is_stopping(), |_| {
-            n += 1;
-            Ok(true)
-        })
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |_| {
+                n += 1;
+                Ok(true)
+            },
+        )
     })?;
     n += s.store.unit_count_delta(ns);
     s.out.int(n.max(0));
@@ -229,7 +244,9 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
     let to = db_index(s, a.get(2))?;
     if to == s.store.db {
-        return Err(Error::new("ERR source and destination objects are the same"));
+        return Err(Error::new(
+            "ERR source and destination objects are the same",
+        ));
     }
     let moved = s.store.atomic(|st| {
         let Some((value, deadline)) = st.read_ttl(key, |v, d| (v.encode(), d))? else {

@@ -212,7 +212,9 @@ fn range_items<'d>(
     o: &RangeOptions,
 ) -> Result<Box<dyn Iterator<Item = Item> + 'd>, Error> {
     Ok(if o.values {
-        let range = db.range::<[u8]>(range)?.map(|r| r.map(|(k, v)| (k, Some(v))));
+        let range = db
+            .range::<[u8]>(range)?
+            .map(|r| r.map(|(k, v)| (k, Some(v))));
         if o.rev {
             Box::new(range.rev())
         } else {

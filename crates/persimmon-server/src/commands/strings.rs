@@ -11,8 +11,8 @@
 
 use persimmon::Update;
 
-use crate::protocol::{parse_i64, Args};
 use super::expire;
+use crate::protocol::{parse_i64, Args};
 use crate::session::{
     arity, check_key, int_arg, is, may_exist, not_integer, overflow, syntax, too_large, wrongtype,
     Error, Session,
@@ -132,7 +132,12 @@ impl<'a> SetOptions<'a> {
 }
 
 /// SETEX and PSETEX: SET with EX or PX.
-fn set_expiring(s: &mut Session, a: &Args<'_>, unit: expire::Unit, name: &str) -> Result<(), Error> {
+fn set_expiring(
+    s: &mut Session,
+    a: &Args<'_>,
+    unit: expire::Unit,
+    name: &str,
+) -> Result<(), Error> {
     let (key, body) = (a.get(1), a.get(3));
     let deadline = expire::deadline_of(a.get(2), unit, s.store.now_ms(), name)?;
     check_key(key)?;
@@ -357,7 +362,9 @@ pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     // A range write on the engine: on the SSD tier, a patch on PM merged
     // into the value's extent later (no rewrite of a large value).
-    let fast = s.store.write_range_after(key, &[value::TAG_STRING], None, tail)?;
+    let fast = s
+        .store
+        .write_range_after(key, &[value::TAG_STRING], None, tail)?;
     let len = match fast {
         Some(n) => n as usize - 1,
         // Not a tagged string: a hash or sorted set (WRONGTYPE), or a value
@@ -395,12 +402,14 @@ fn rewrite_string(
 }
 
 pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let len = s.store.get(a.get(1), |v| match v {
-        Stored::String(body) => Ok(body.len()),
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
-    })?
-    .transpose()?
-    .unwrap_or(0);
+    let len = s
+        .store
+        .get(a.get(1), |v| match v {
+            Stored::String(body) => Ok(body.len()),
+            Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        })?
+        .transpose()?
+        .unwrap_or(0);
     s.out.int(len as i64);
     Ok(())
 }
@@ -463,15 +472,19 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     let len = if patch.is_empty() {
         // Nothing to write: the length, without creating the key.
-        s.store.get(key, |v| match v {
-            Stored::String(body) => Ok(body.len()),
-            Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
-        })?
-        .transpose()?
-        .unwrap_or(0)
+        s.store
+            .get(key, |v| match v {
+                Stored::String(body) => Ok(body.len()),
+                Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+            })?
+            .transpose()?
+            .unwrap_or(0)
     } else {
         let at = 1 + offset; // past the type tag
-        match s.store.write_range_after(key, &[value::TAG_STRING], Some(at), patch)? {
+        match s
+            .store
+            .write_range_after(key, &[value::TAG_STRING], Some(at), patch)?
+        {
             Some(n) => n as usize - 1,
             None => rewrite_string(&mut s.store, key, Some(offset as usize), patch)?,
         }
