@@ -22,10 +22,11 @@
 //! (`u32 LE`).
 //!
 //! Invariants:
-//! - Every command runs holding the map lock: shared for a plain command,
-//!   exclusive for one that changes the map (`SWAPDB`, or an `EXEC` that
-//!   holds one). So no command sees a database half-swapped, and a command
-//!   never writes through a mapping that a swap has already replaced.
+//! - Every command runs holding the map lock: shared for a plain command
+//!   (one piece of the lock, its worker thread's), exclusive for `SWAPDB`
+//!   (every piece; `SWAPDB` is refused inside `MULTI`). So no command sees a
+//!   database half-swapped, and a command never writes through a mapping
+//!   that a swap has already replaced.
 //! - The map in DRAM changes only after its record is durable; the two
 //!   namespaces a swap exchanges stay distinct (the map is a permutation
 //!   of distinct namespaces).
@@ -44,7 +45,37 @@ pub const MAX_DATABASES: usize = 1 << 16;
 /// The databases of a server: how many, and which namespace each uses.
 pub struct Databases {
     map: Vec<AtomicU32>,
-    lock: RwLock<()>,
+    lock: MapLock,
+}
+
+/// How many pieces the map lock has: a command takes the piece of its
+/// worker thread, so the workers do not share a lock word on every command.
+const LOCK_SHARDS: usize = 16;
+
+/// A reader-writer lock in pieces: shared = one piece (the calling
+/// thread's), exclusive = every piece, in order. A holder of one piece
+/// never waits for another, so the order makes deadlock impossible.
+struct MapLock {
+    shards: Box<[Padded]>,
+}
+
+/// One piece on its own cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Padded(RwLock<()>);
+
+/// The map held exclusively: every piece.
+pub struct Exclusive<'a> {
+    _held: Vec<RwLockWriteGuard<'a, ()>>,
+}
+
+fn my_shard() -> usize {
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LOCK_SHARDS;
+    }
+    SHARD.with(|s| *s)
 }
 
 /// A map record that does not parse (the pool was written by something
@@ -77,7 +108,9 @@ impl Databases {
         }
         Ok(Databases {
             map: map.into_iter().map(AtomicU32::new).collect(),
-            lock: RwLock::new(()),
+            lock: MapLock {
+                shards: (0..LOCK_SHARDS).map(|_| Padded::default()).collect(),
+            },
         })
     }
 
@@ -93,12 +126,20 @@ impl Databases {
 
     /// Holds the map for a command that reads through it.
     pub fn shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.lock.read().unwrap_or_else(|e| e.into_inner())
+        let piece = &self.lock.shards[my_shard()].0;
+        piece.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds the map for a command that may change it.
-    pub fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
-        self.lock.write().unwrap_or_else(|e| e.into_inner())
+    /// Holds the map for a command that may change it: no other command
+    /// runs until the guard goes.
+    pub fn exclusive(&self) -> Exclusive<'_> {
+        let held = self
+            .lock
+            .shards
+            .iter()
+            .map(|p| p.0.write().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        Exclusive { _held: held }
     }
 
     /// The map record after swapping databases `a` and `b`.

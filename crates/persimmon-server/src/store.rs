@@ -157,7 +157,7 @@ impl Store {
         key: &[u8],
         f: impl FnOnce(Option<Stored<'_>>, Option<u64>) -> (Update, R),
     ) -> Result<R, Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         if self.overlay.is_none() {
             crate::session::check_key(&ek)?;
             return Ok(self
@@ -210,7 +210,7 @@ impl Store {
     /// Stores `value` (already encoded) under `key` with `deadline`,
     /// replacing whatever was there and its deadline.
     pub fn put(&mut self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<(), Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         crate::session::check_key(&ek)?;
         if self.overlay.is_none() {
             match deadline {
@@ -265,7 +265,7 @@ impl Store {
 
     /// Deletes `key`; returns whether it was present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool, Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         if !may_exist(&ek) {
             return Ok(false);
         }

@@ -229,14 +229,15 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
             return;
         }
     }
-    let shared = s.shared.clone();
+    let map = s.map.take().expect("the map is back between commands");
     if spec.flags.contains(&"swaps_dbs") {
-        let _map = shared.dbs.exclusive();
+        let _held = map.exclusive();
         run(s, spec, args);
     } else {
-        let _map = shared.dbs.shared();
+        let _held = map.shared();
         run(s, spec, args);
     }
+    s.map = Some(map);
 }
 
 /// The row of a request that may run: known, with an allowed argument
