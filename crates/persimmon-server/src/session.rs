@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use persimmon::MAX_KEY_BYTES;
 
+use crate::dbs::Databases;
 use crate::protocol::Args;
 use crate::reply::Reply;
-use crate::dbs::Databases;
 use crate::shared::{ClientInfo, Shared};
 use crate::store::Store;
 use crate::value::MAX_STRING_BYTES;
