@@ -101,15 +101,6 @@ impl Store {
         r
     }
 
-    /// Reads `key` through `f` (in place when outside a unit).
-    pub fn read<R>(
-        &mut self,
-        key: &[u8],
-        f: impl FnOnce(Stored<'_>) -> R,
-    ) -> Result<Option<R>, Error> {
-        self.read_ttl(key, |v, _| f(v))
-    }
-
     /// Reads `key` and its deadline through `f`.
     pub fn read_ttl<R>(
         &mut self,

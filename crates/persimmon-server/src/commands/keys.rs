@@ -18,12 +18,19 @@ use crate::protocol::Args;
 use crate::session::{blocking, int_arg, is, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let mut deleted = 0;
-    for key in a.from(1) {
-        if s.store.delete(key)? {
-            deleted += 1;
-        }
-    }
+    // Several keys go as one atomic unit (all deleted, or none after a
+    // crash), as Redis deletes them in one step.
+    let deleted = if a.len() == 2 {
+        s.store.delete(a.get(1))? as i64
+    } else {
+        s.store.atomic(|st| {
+            let mut deleted = 0;
+            for key in a.from(1) {
+                deleted += st.delete(key)? as i64;
+            }
+            Ok(deleted)
+        })?
+    };
     s.out.int(deleted);
     Ok(())
 }

@@ -10,9 +10,12 @@
 //! - A failed command's reply is its error alone: whatever the handler
 //!   queued before failing is dropped (an engine error after the update
 //!   closure ran).
-//! - Multi-key commands (MSET, MSETNX, DEL of several keys) are a sequence
-//!   of single-key operations: each one atomic and durable, the whole not
-//!   (the engine has no multi-key transaction).
+//! - Multi-key writes (MSET, MSETNX, DEL of several keys, MOVE, and the
+//!   commands in an EXEC) are one atomic unit of the store: one crash-atomic
+//!   engine batch (see `store.rs`). Multi-key reads (MGET, EXISTS) read key
+//!   by key, each read atomic.
+//! - Inside `MULTI` every command but the `multi_control` rows is queued;
+//!   every command runs holding the database map (see `dbs.rs`).
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
