@@ -124,15 +124,15 @@ impl Store {
         Ok(live(&t.now, now).map(|(v, d)| f(Stored::decode(v), *d)))
     }
 
-    /// [`read_ttl`](Self::read_ttl) without the deadline and, outside a
-    /// unit, without a copy of the value.
+    /// Reads `key` through `f`: [`read_ttl`](Self::read_ttl) without the
+    /// deadline and, outside a unit, in place (no copy of the value).
     pub fn get<R>(
         &mut self,
         key: &[u8],
         f: impl FnOnce(Stored<'_>) -> R,
     ) -> Result<Option<R>, Error> {
         if self.overlay.is_some() {
-            return self.read(key, f);
+            return self.read_ttl(key, |v, _| f(v));
         }
         let ek = self.engine_key(key);
         if !may_exist(&ek) {
