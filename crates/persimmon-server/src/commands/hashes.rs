@@ -25,7 +25,7 @@ fn open<'a>(old: Option<Stored<'a>>) -> Result<HashBuilder<'a>, Error> {
         Some(Stored::Hash(body)) => Ok(HashBuilder::new(
             hash_fields(body).map_err(|_| damaged_hash())?,
         )),
-        Some(Stored::String(_) | Stored::ZSet(_)) => Err(wrongtype()),
+        Some(_) => Err(wrongtype()),
     }
 }
 
@@ -146,7 +146,7 @@ fn with_fields<R>(
             Stored::Hash(body) => hash_fields(body)
                 .map(|fields| f(&fields))
                 .map_err(|_| damaged_hash()),
-            Stored::String(_) | Stored::ZSet(_) => Err(wrongtype()),
+            _ => Err(wrongtype()),
         })?
         .transpose()
 }

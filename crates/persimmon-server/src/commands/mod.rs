@@ -32,9 +32,11 @@ mod expire;
 mod hashes;
 mod info;
 mod keys;
+mod lists;
 mod multi;
 mod ordered;
 mod server;
+mod sets;
 mod strings;
 mod zsets;
 
@@ -143,6 +145,27 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
     spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
     spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    // Lists and sets, whole-value (issue 16; issue 17 replaces the storage).
+    spec!("lpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
+    spec!("rpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpush,         "Appends elements to a list."),
+    spec!("lpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpushx,        "Prepends elements to a list only when the list exists."),
+    spec!("rpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpushx,        "Appends elements to a list only when the list exists."),
+    spec!("lpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::lpop,          "Removes and returns the first element(s) of a list (and the key with its last element)."),
+    spec!("rpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::rpop,          "Removes and returns the last element(s) of a list (and the key with its last element)."),
+    spec!("llen",           2, ["readonly", "fast"],         1,  1, 1, "list",       lists::llen,          "Returns the length of a list."),
+    spec!("lrange",         4, ["readonly"],                 1,  1, 1, "list",       lists::lrange,        "Returns a range of elements of a list by index."),
+    spec!("lindex",         3, ["readonly"],                 1,  1, 1, "list",       lists::lindex,        "Returns the element of a list at an index."),
+    spec!("lset",           4, ["write", "denyoom"],         1,  1, 1, "list",       lists::lset,          "Sets the element of a list at an index."),
+    spec!("lrem",           4, ["write"],                    1,  1, 1, "list",       lists::lrem,          "Removes matching elements from a list (count: from the head, from the tail when negative, all when 0)."),
+    spec!("ltrim",          4, ["write"],                    1,  1, 1, "list",       lists::ltrim,         "Keeps only a range of elements of a list."),
+    spec!("sadd",          -3, ["write", "denyoom", "fast"], 1,  1, 1, "set",        sets::sadd,           "Adds members to a set."),
+    spec!("srem",          -3, ["write", "fast"],            1,  1, 1, "set",        sets::srem,           "Removes members from a set (and the key with its last member)."),
+    spec!("smembers",       2, ["readonly"],                 1,  1, 1, "set",        sets::smembers,       "Returns every member of a set."),
+    spec!("sismember",      3, ["readonly", "fast"],         1,  1, 1, "set",        sets::sismember,      "Determines whether a member belongs to a set."),
+    spec!("smismember",    -3, ["readonly", "fast"],         1,  1, 1, "set",        sets::smismember,     "Determines whether each of several members belongs to a set."),
+    spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
+    spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
+    spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
 ];
 
 /// Longest command name, for the lookup buffer.

@@ -194,7 +194,7 @@ fn fill(
             match Stored::decode(&value) {
                 Stored::String(text) => body.bulk(text),
                 // As MGET: nil for a key of another type.
-                Stored::Hash(_) | Stored::ZSet(_) => body.null(),
+                _ => body.null(),
             }
         }
         keys += 1;

@@ -34,7 +34,7 @@ pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             out.bulk(body);
             Ok(())
         }
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        _ => Err(wrongtype()),
     })?;
     match found {
         Some(r) => {
@@ -66,7 +66,7 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let out = &mut s.out;
     s.store.update(key, |old| {
-        if opts.get && matches!(old, Some(Stored::Hash(_) | Stored::ZSet(_))) {
+        if opts.get && matches!(old, Some(v) if !matches!(v, Stored::String(_))) {
             return (Update::Keep, Err(wrongtype()));
         }
         let exists = old.is_some();
@@ -218,7 +218,9 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_len(body.len())?;
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+            (Update::Keep, Err(wrongtype()))
+        }
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Put(value::string(body)), Ok(()))
@@ -238,7 +240,9 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+            (Update::Keep, Err(wrongtype()))
+        }
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Delete, Ok(()))
@@ -257,7 +261,7 @@ pub fn mget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let found = s.store.get(key, |v| match v {
             Stored::String(body) => out.bulk(body),
             // MGET answers nil for a key of another type, like Redis.
-            Stored::Hash(_) | Stored::ZSet(_) => out.null(),
+            _ => out.null(),
         })?;
         if found.is_none() {
             s.out.null();
@@ -328,7 +332,7 @@ fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
         let current = match old {
             None => 0,
             Some(Stored::String(body)) => parse_i64(body).ok_or_else(not_integer)?,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
+            Some(_) => return Err(wrongtype()),
         };
         let n = current.checked_add(delta).ok_or_else(overflow)?;
         Ok((Update::Put(value::string(n.to_string().as_bytes())), n))
@@ -387,7 +391,7 @@ fn rewrite_string(
         let prev: &[u8] = match old {
             None => b"",
             Some(Stored::String(body)) => body,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
+            Some(_) => return Err(wrongtype()),
         };
         let at = at.unwrap_or(prev.len());
         let len = prev.len().max(at + patch.len());
@@ -406,7 +410,7 @@ pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .store
         .get(a.get(1), |v| match v {
             Stored::String(body) => Ok(body.len()),
-            Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+            _ => Err(wrongtype()),
         })?
         .transpose()?
         .unwrap_or(0);
@@ -445,7 +449,7 @@ pub fn getrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             }
             Ok(())
         }
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        _ => Err(wrongtype()),
     })?;
     match found {
         Some(r) => r,
@@ -475,7 +479,7 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.store
             .get(key, |v| match v {
                 Stored::String(body) => Ok(body.len()),
-                Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+                _ => Err(wrongtype()),
             })?
             .transpose()?
             .unwrap_or(0)
