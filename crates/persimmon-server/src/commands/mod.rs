@@ -10,6 +10,10 @@
 //! - A failed command's reply is its error alone: whatever the handler
 //!   queued before failing is dropped (an engine error after the update
 //!   closure ran).
+//! - Every request is counted for `INFO commandstats` as Redis counts it:
+//!   a call (whether it replied an error, and for some calls the time,
+//!   see `cmdstats`) when the handler ran, a refusal when arity or
+//!   authentication stopped it.
 //! - Multi-key commands (MSET, MSETNX, DEL of several keys) are a sequence
 //!   of single-key operations: each one atomic and durable, the whole not
 //!   (the engine has no multi-key transaction).
@@ -20,14 +24,18 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use crate::protocol::Args;
 use crate::session::{arity, shown, Session, Spec};
 
+mod command;
+mod config;
 mod connection;
 mod hashes;
 mod info;
 mod keys;
+mod memory;
 mod ordered;
 mod server;
 mod strings;
@@ -62,9 +70,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("select",         2, ["fast"],                     0,  0, 0, "connection", connection::select,   "Changes the selected database (only 0 exists)."),
     spec!("quit",          -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::quit,     "Closes the connection."),
     spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
-    spec!("command",       -1, [],                           0,  0, 0, "server",     server::command,      "Returns details about the commands."),
-    spec!("config",        -2, [],                           0,  0, 0, "server",     server::config,       "Reads the server's configuration (CONFIG GET)."),
-    spec!("info",          -1, [],                           0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
+    spec!("command",       -1, ["loading", "stale"],         0,  0, 0, "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
+    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT)."),
+    spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly", "fast"],         0,  0, 0, "server",     server::dbsize,       "Returns the number of keys."),
     spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
@@ -122,6 +130,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
     spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
     spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    // Server (issue 16).
+    spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+    spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
+    spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
+    spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
+    spec!("save",           1, ["admin", "noscript"],        0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
+    spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
+    spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
+    spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
 ];
 
 /// Longest command name, for the lookup buffer.
@@ -188,12 +205,13 @@ fn unknown_command(args: &Args<'_>) -> String {
     )
 }
 
-/// Runs one request (at least one argument) and queues its reply.
+/// Runs one request (at least one argument) and queues its reply, and
+/// counts it as Redis does (`INFO commandstats`): a call (whether it
+/// failed; its time when `Tally::times` picks it), or a refusal before
+/// the handler ran.
 pub fn execute(s: &mut Session, args: Args<'_>) {
-    s.counters.commands += 1;
     let name = args.get(0);
     let Some(index) = lookup(name) else {
-        s.counters.errors += 1;
         s.out.error(&unknown_command(&args));
         return;
     };
@@ -202,23 +220,27 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         .last_command
         .store(index + 1, std::sync::atomic::Ordering::Relaxed);
     if !spec.arity_ok(args.len()) {
-        s.counters.errors += 1;
+        s.tally.rejected(index);
         s.out.error(&arity(spec.name).0);
         return;
     }
-    if !s.authenticated && !spec.allowed_before_auth() {
-        s.counters.errors += 1;
+    if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
+        s.tally.rejected(index);
         s.out.error("NOAUTH Authentication required.");
         return;
     }
+    let errors = s.out.errors.seen();
+    let started = s.tally.times(index).then(Instant::now);
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
     if let Err(e) = (spec.handler)(s, args) {
-        s.counters.errors += 1;
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
     }
+    let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
+    s.counters.commands += 1;
+    s.tally.called(index, nanos, s.out.errors.seen() != errors);
 }
 
 #[cfg(test)]
