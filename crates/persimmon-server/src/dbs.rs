@@ -44,7 +44,11 @@ pub const MAX_DATABASES: usize = 1 << 16;
 
 /// The databases of a server: how many, and which namespace each uses.
 pub struct Databases {
+    /// The namespace of each database the map record names, and of each
+    /// configured one (more than `count` when the record was written with
+    /// a larger `databases` setting: kept, so a later SWAPDB keeps them).
     map: Vec<AtomicU32>,
+    count: usize,
     lock: MapLock,
 }
 
@@ -96,18 +100,21 @@ impl Databases {
         };
         // Databases the record does not cover get the next unused
         // namespaces (their own number, unless a swap took it).
+        let mut used: std::collections::HashSet<u32> = map.iter().copied().collect();
         let mut next = map.iter().copied().max().map_or(0, |m| m + 1);
         for i in map.len()..count {
-            let ns = if map.contains(&(i as u32)) {
+            let ns = if used.contains(&(i as u32)) {
                 next
             } else {
                 i as u32
             };
             next = next.max(ns + 1);
+            used.insert(ns);
             map.push(ns);
         }
         Ok(Databases {
             map: map.into_iter().map(AtomicU32::new).collect(),
+            count,
             lock: MapLock {
                 shards: (0..LOCK_SHARDS).map(|_| Padded::default()).collect(),
             },
@@ -116,7 +123,7 @@ impl Databases {
 
     /// How many databases there are (`SELECT` takes `0..count`).
     pub fn count(&self) -> usize {
-        self.map.len()
+        self.count
     }
 
     /// The namespace database `db` uses (`db < count`).
@@ -144,7 +151,7 @@ impl Databases {
 
     /// The map record after swapping databases `a` and `b`.
     pub fn swapped_record(&self, a: usize, b: usize) -> Vec<u8> {
-        let mut map: Vec<u32> = (0..self.count()).map(|i| self.namespace(i)).collect();
+        let mut map: Vec<u32> = (0..self.map.len()).map(|i| self.namespace(i)).collect();
         map.swap(a, b);
         encode_map(&map)
     }
@@ -317,6 +324,11 @@ pub fn split(engine_key: &[u8]) -> Option<(u32, &[u8])> {
             for (i, &b) in rest.iter().enumerate().take(5) {
                 ns |= u64::from(b & 0x7F) << (7 * i);
                 if b & 0x80 == 0 {
+                    // Only the shortest encoding names a namespace (a last
+                    // byte of 0 after others is a longer spelling).
+                    if b == 0 && i > 0 {
+                        return None;
+                    }
                     return u32::try_from(ns).ok().map(|ns| (ns, &rest[i + 1..]));
                 }
             }
@@ -388,6 +400,8 @@ mod tests {
             }
         }
         assert_eq!(split(MAP_KEY), None);
+        // A longer spelling of a namespace is no key.
+        assert_eq!(split(&[0xFF, 0x81, 0x00, b'k']), None);
         // A varint that never ends is no key.
         assert_eq!(split(&[0xFF, 0x80, 0x80, 0x80, 0x80, 0x80, 1]), None);
     }

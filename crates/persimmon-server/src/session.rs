@@ -80,6 +80,11 @@ pub struct Session {
     pub store: Store,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
+    /// EXEC kept conflicting with other clients: the dispatch runs it again
+    /// holding the database map exclusively (no other command runs).
+    pub exec_escalate: bool,
+    /// This EXEC runs holding the map exclusively.
+    pub exec_exclusive: bool,
     /// The database map, whose lock every command holds; taken out of the
     /// session while a command runs (so holding its lock borrows nothing
     /// of the session), put back after.
@@ -124,6 +129,8 @@ impl Session {
             store: Store::new(shared.clone()),
             map: Some(shared.dbs.clone()),
             multi: None,
+            exec_escalate: false,
+            exec_exclusive: false,
             shared,
             info,
             commands,

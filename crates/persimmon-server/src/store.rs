@@ -60,6 +60,9 @@ pub struct Store {
     /// The selected database.
     pub db: usize,
     overlay: Option<HashMap<Vec<u8>, Touched>>,
+    /// Since the last [`mark`](Self::mark): each change of the overlay, with
+    /// the key's state before it (for [`roll_back`](Self::roll_back)).
+    undo: Vec<(Vec<u8>, Option<Entry>, bool)>,
     pub watched: Vec<Watched>,
 }
 
@@ -69,6 +72,7 @@ impl Store {
             shared,
             db: 0,
             overlay: None,
+            undo: Vec::new(),
             watched: Vec::new(),
         }
     }
@@ -170,8 +174,7 @@ impl Store {
             Update::PutExpiring { value, deadline } => Some((value, deadline)),
             Update::Delete => None,
         };
-        t.now = next.filter(|(_, d)| d.is_none_or(|d| d > now));
-        t.dirty = true;
+        self.change(&ek, next.filter(|(_, d)| d.is_none_or(|d| d > now)));
         Ok(r)
     }
 
@@ -211,9 +214,9 @@ impl Store {
             return Ok(());
         }
         let now = self.now_ms();
-        let t = self.touch(&ek, false)?;
-        t.now = Some((value.to_vec(), deadline)).filter(|(_, d)| d.is_none_or(|d| d > now));
-        t.dirty = true;
+        self.touch(&ek, false)?;
+        let next = Some((value.to_vec(), deadline)).filter(|(_, d)| d.is_none_or(|d| d > now));
+        self.change(&ek, next);
         Ok(())
     }
 
@@ -266,8 +269,7 @@ impl Store {
         let now = self.now_ms();
         let t = self.touch(&ek, true)?;
         let was = live(&t.now, now).is_some();
-        t.now = None;
-        t.dirty = true;
+        self.change(&ek, None);
         Ok(was)
     }
 
@@ -376,11 +378,55 @@ impl Store {
     pub fn begin(&mut self) {
         debug_assert!(self.overlay.is_none(), "units do not nest");
         self.overlay = Some(HashMap::new());
+        self.undo.clear();
     }
 
     /// Drops a running unit's changes.
     pub fn abort(&mut self) {
         self.overlay = None;
+        self.undo.clear();
+    }
+
+    /// Inside a unit: from here on, remember how to undo each change (one
+    /// command of an EXEC starts).
+    pub fn mark(&mut self) {
+        self.undo.clear();
+    }
+
+    /// Inside a unit: undoes every change since [`mark`](Self::mark) (the
+    /// command failed: as in Redis, it fails alone, having written nothing).
+    pub fn roll_back(&mut self) {
+        let Some(overlay) = self.overlay.as_mut() else {
+            return;
+        };
+        while let Some((key, now, dirty)) = self.undo.pop() {
+            if let Some(t) = overlay.get_mut(&key) {
+                t.now = now;
+                t.dirty = dirty;
+            }
+        }
+    }
+
+    /// Sets what the running unit sees of engine key `ek` (touched
+    /// already), remembering the state before for [`roll_back`](Self::roll_back).
+    fn change(&mut self, ek: &[u8], next: Option<Entry>) {
+        let overlay = self.overlay.as_mut().expect("a unit is running");
+        let t = overlay.get_mut(ek).expect("touched before it changes");
+        let before = std::mem::replace(&mut t.now, next);
+        self.undo.push((ek.to_vec(), before, t.dirty));
+        t.dirty = true;
+    }
+
+    /// The Redis keys of namespace `ns` that the running unit holds live
+    /// (written or read by it), which a walk of the pool may not show.
+    pub fn unit_keys(&self, ns: u32) -> Vec<Vec<u8>> {
+        let now = self.now_ms();
+        self.overlay.as_ref().map_or(Vec::new(), |o| {
+            o.iter()
+                .filter(|(_, t)| live(&t.now, now).is_some())
+                .filter_map(|(k, _)| dbs::key_in(ns, k).map(<[u8]>::to_vec))
+                .collect()
+        })
     }
 
     /// Ends the running unit: writes its changes as one batch if every key
@@ -388,6 +434,7 @@ impl Store {
     /// whether it did; the unit has ended either way.
     pub fn commit(&mut self, expected: &[(Vec<u8>, Option<Version>)]) -> Result<bool, Error> {
         let touched = self.overlay.take().expect("a unit is running");
+        self.undo.clear();
         let mut batch = WriteBatch::new();
         let mut checks: Vec<(&[u8], Option<Version>)> =
             expected.iter().map(|(k, v)| (k.as_slice(), *v)).collect();

@@ -486,3 +486,155 @@ fn the_databases_setting_bounds_select() {
     );
     assert!(err(&mut c, &["SELECT", "one"]).contains("not an integer"));
 }
+
+#[test]
+fn inside_exec_flushdb_sees_the_transactions_writes_and_a_failed_command_writes_nothing() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    cmd(&mut c, &["SET", "old", "1"]).unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["SET", "new", "1"]).unwrap();
+    cmd(&mut c, &["FLUSHDB"]).unwrap();
+    cmd(&mut c, &["DBSIZE"]).unwrap();
+    assert_eq!(
+        cmd(&mut c, &["EXEC"]).unwrap(),
+        Value::Array(vec![Value::Okay, Value::Okay, Value::Int(0)])
+    );
+    assert_eq!(int(&mut c, &["EXISTS", "old", "new"]), 0);
+    // In database 9 a key of the engine's full length is too long once the
+    // namespace prefix is added: MSET fails on it after writing `a` in the
+    // transaction, and that write is undone with the failed command.
+    let long = "k".repeat(persimmon::MAX_KEY_BYTES);
+    cmd(&mut c, &["SELECT", "9"]).unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["MSET", "a", "1", &long, "2"]).unwrap();
+    cmd(&mut c, &["SET", "b", "1"]).unwrap();
+    let mut raw = server.raw();
+    let q = |r: &mut common::Raw, args: &[&str]| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        r.command(&args)
+    };
+    q(&mut raw, &["SELECT", "9"]);
+    q(&mut raw, &["MULTI"]);
+    q(&mut raw, &["MSET", "a", "1", &long, "2"]);
+    q(&mut raw, &["SET", "b", "1"]);
+    let Resp::Array(items) = q(&mut raw, &["EXEC"]) else {
+        panic!("no array")
+    };
+    assert!(
+        matches!(&items[0], Resp::Error(e) if e.contains("key is")),
+        "{:?}",
+        items[0]
+    );
+    assert_eq!(items[1], Resp::Simple("OK".into()));
+    cmd(&mut c, &["DISCARD"]).unwrap();
+    assert_eq!(cmd(&mut c, &["GET", "a"]).unwrap(), Value::Nil);
+    assert_eq!(cmd(&mut c, &["GET", "b"]).unwrap(), bulk("1"));
+}
+
+#[test]
+fn an_exec_against_a_hot_key_is_not_starved() {
+    let server = TestServer::start();
+    let addr = server.url();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut c = redis::Client::open(addr).unwrap().get_connection().unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                cmd(&mut c, &["INCR", "hot"]).unwrap();
+            }
+        })
+    };
+    let mut c = server.client();
+    for _ in 0..200 {
+        cmd(&mut c, &["MULTI"]).unwrap();
+        cmd(&mut c, &["INCR", "hot"]).unwrap();
+        cmd(&mut c, &["GET", "hot"]).unwrap();
+        let Value::Array(v) = cmd(&mut c, &["EXEC"]).unwrap() else {
+            panic!()
+        };
+        // The GET sees the INCR just before it, not a later one.
+        let Value::Int(n) = v[0] else { panic!("{v:?}") };
+        assert_eq!(v[1], bulk(&n.to_string()));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}
+
+#[test]
+fn repeated_options_and_swapdb_index_checks_follow_redis() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    cmd(&mut c, &["SET", "k", "v", "EX", "10", "EX", "200"]).unwrap();
+    assert!((199..=200).contains(&int(&mut c, &["TTL", "k"])));
+    assert_eq!(
+        cmd(&mut c, &["GETEX", "k", "PERSIST", "PERSIST"]).unwrap(),
+        bulk("v")
+    );
+    assert_eq!(int(&mut c, &["TTL", "k"]), -1);
+    assert_eq!(
+        err(&mut c, &["GETEX", "k", "PERSIST", "EX", "5"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "100", "x"]),
+        "ERR invalid second DB index"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "99999999999", "1"]),
+        "ERR invalid first DB index"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "100", "1"]),
+        "ERR DB index is out of range"
+    );
+    // GETEX PERSIST of a key without a deadline writes nothing: a watcher
+    // of the key still gets its EXEC through.
+    cmd(&mut c, &["WATCH", "k"]).unwrap();
+    let mut other = server.client();
+    cmd(&mut other, &["GETEX", "k", "PERSIST"]).unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["PING"]).unwrap();
+    assert_eq!(
+        cmd(&mut c, &["EXEC"]).unwrap(),
+        Value::Array(vec![Value::SimpleString("PONG".into())])
+    );
+}
+
+#[test]
+fn the_database_map_outlives_a_smaller_databases_setting() {
+    let mut server = TestServer::start();
+    let mut c = server.client();
+    cmd(&mut c, &["SELECT", "9"]).unwrap();
+    cmd(&mut c, &["SET", "nine", "9"]).unwrap();
+    cmd(&mut c, &["SWAPDB", "9", "1"]).unwrap();
+    server.stop();
+    let pool = server.pool.clone();
+    {
+        let small = persimmon_server::ServerHandle::start(persimmon_server::Config {
+            pool: pool.clone(),
+            port: 0,
+            databases: 4,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = redis::Client::open(format!("redis://{}", small.addr))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        assert_eq!(
+            err(&mut c, &["SELECT", "9"]),
+            "ERR DB index is out of range"
+        );
+        cmd(&mut c, &["SELECT", "1"]).unwrap();
+        assert_eq!(cmd(&mut c, &["GET", "nine"]).unwrap(), bulk("9"));
+        cmd(&mut c, &["SWAPDB", "0", "1"]).unwrap();
+        small.shutdown().unwrap();
+    }
+    let mut c = server.restart();
+    cmd(&mut c, &["SELECT", "0"]).unwrap();
+    assert_eq!(cmd(&mut c, &["GET", "nine"]).unwrap(), bulk("9"));
+    cmd(&mut c, &["SELECT", "9"]).unwrap();
+    assert_eq!(int(&mut c, &["DBSIZE"]), 0);
+}

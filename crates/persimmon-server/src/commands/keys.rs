@@ -20,8 +20,14 @@ use crate::session::{blocking, int_arg, is, syntax, Error, Flow, Session};
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     // Several keys go as one atomic unit (all deleted, or none after a
     // crash), as Redis deletes them in one step.
-    let deleted = if a.len() == 2 {
-        s.store.delete(a.get(1))? as i64
+    let deleted = if a.len() == 2 || a.len() > persimmon::MAX_BATCH_OPS {
+        // One key; or more than one engine batch holds: key by key, each
+        // delete atomic, the whole not.
+        let mut deleted = 0;
+        for key in a.from(1) {
+            deleted += s.store.delete(key)? as i64;
+        }
+        deleted
     } else {
         s.store.atomic(|st| {
             let mut deleted = 0;
@@ -184,7 +190,9 @@ fn flush_mode(a: &Args<'_>) -> Result<(), Error> {
 /// EXEC, so the flush is part of its batch).
 fn flush_db(s: &mut Session, db: usize) -> Result<(), Error> {
     let ns = s.shared.dbs.namespace(db);
-    let keys = all_keys(s, ns)?;
+    let mut keys = all_keys(s, ns)?;
+    // Inside EXEC: keys the transaction itself wrote are not in the pool yet.
+    keys.extend(s.store.unit_keys(ns));
     s.store.in_db(db, |st| {
         for key in &keys {
             st.delete(key)?;
@@ -273,15 +281,20 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// SWAPDB a b: exchanges the two databases' namespaces in the map (one
 /// durable write; every client sees the swap at once).
 pub fn swapdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let index = |arg: &[u8], which: &str| -> Result<usize, Error> {
-        let n = crate::protocol::parse_i64(arg)
-            .ok_or_else(|| Error::new(format!("ERR invalid {which} DB index")))?;
+    // Both are parsed (as Redis's 32-bit ints) before either is checked.
+    let parse = |arg: &[u8], which: &str| {
+        crate::protocol::parse_i64(arg)
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or_else(|| Error::new(format!("ERR invalid {which} DB index")))
+    };
+    let (x, y) = (parse(a.get(1), "first")?, parse(a.get(2), "second")?);
+    let in_range = |n: i32| {
         usize::try_from(n)
             .ok()
             .filter(|&n| n < s.shared.dbs.count())
             .ok_or_else(|| Error::new("ERR DB index is out of range"))
     };
-    let (x, y) = (index(a.get(1), "first")?, index(a.get(2), "second")?);
+    let (x, y) = (in_range(x)?, in_range(y)?);
     if x != y {
         let record = s.shared.dbs.swapped_record(x, y);
         s.shared.db.put(dbs::MAP_KEY, &record)?;

@@ -280,8 +280,17 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         let _held = map.exclusive();
         run(s, index, args);
     } else {
-        let _held = map.shared();
-        run(s, index, args);
+        {
+            let _held = map.shared();
+            run(s, index, args);
+        }
+        if std::mem::take(&mut s.exec_escalate) {
+            // An EXEC that kept losing to other writers: again, alone.
+            let _held = map.exclusive();
+            s.exec_exclusive = true;
+            run(s, index, args);
+            s.exec_exclusive = false;
+        }
     }
     s.map = Some(map);
 }
@@ -311,27 +320,39 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
 }
 
 /// Runs a checked request (the map lock held by the caller) and counts it.
-fn run(s: &mut Session, index: usize, args: Args<'_>) {
+/// Returns whether the handler failed.
+fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
     let spec = &COMMANDS[index];
     let errors = s.out.errors.seen();
     let started = s.tally.times(index).then(Instant::now);
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
-    if let Err(e) = (spec.handler)(s, args) {
+    let result = (spec.handler)(s, args);
+    let failed = result.is_err();
+    if let Err(e) = result {
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
     }
     let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
     s.counters.commands += 1;
     s.tally.called(index, nanos, s.out.errors.seen() != errors);
+    failed
 }
 
-/// Runs one queued request of an `EXEC` (checked when it was queued).
+/// Runs one queued request of an `EXEC` (checked when it was queued) in
+/// the running unit; a request that fails leaves nothing in it.
 pub(crate) fn run_queued(s: &mut Session, args: Args<'_>) {
-    match lookup(args.get(0)) {
+    s.store.mark();
+    let failed = match lookup(args.get(0)) {
         Some(index) => run(s, index, args),
-        None => s.out.error(&unknown_command(&args)),
+        None => {
+            s.out.error(&unknown_command(&args));
+            true
+        }
+    };
+    if failed {
+        s.store.roll_back();
     }
 }
 

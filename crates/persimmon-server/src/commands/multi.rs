@@ -20,6 +20,10 @@
 //!   key when checked, so `SWAPDB` and `FLUSHDB` touch it as in Redis.
 //! - After `EXEC` or `DISCARD` (whatever the outcome) nothing is watched and
 //!   the client is out of the transaction.
+//! - No starvation: after a few conflicts an `EXEC` runs again holding the
+//!   database map exclusively, so no other client's command runs meanwhile.
+//! - A failed command inside `EXEC` is rolled back in the unit (its
+//!   changes undone) before the next one runs.
 
 use crate::protocol::Args;
 use crate::session::{Error, Multi, Session};
@@ -80,7 +84,11 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         ));
     }
     let selected = s.store.db;
-    for _ in 0..ATOMIC_ATTEMPTS {
+    let attempts = match s.exec_exclusive {
+        true => ATOMIC_ATTEMPTS,
+        false => SHARED_ATTEMPTS,
+    };
+    for _ in 0..attempts {
         if watched_changed(s, &watched)? {
             s.out.null_array();
             return Ok(());
@@ -92,15 +100,35 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
             super::run_queued(s, q.args());
         }
         let expected = watched_versions(s, &watched);
-        if s.store.commit(&expected)? {
-            return Ok(());
+        let committed = s.store.commit(&expected);
+        if !matches!(committed, Ok(true)) {
+            // Nothing was written: the reply and the selected database go
+            // back to what they were before EXEC.
+            s.out.buf.truncate(mark);
+            s.store.db = selected;
         }
-        // Someone changed a key the commands read: run them again.
-        s.out.buf.truncate(mark);
-        s.store.db = selected;
+        match committed {
+            Ok(true) => return Ok(()),
+            Err(e) => return Err(e),
+            // Someone changed a key the commands read: run them again.
+            Ok(false) => {}
+        }
+    }
+    if !s.exec_exclusive {
+        // Run again with every other command held off (the dispatch sees
+        // the flag); the transaction is as it was.
+        s.multi = Some(multi);
+        s.store.watched = watched;
+        s.exec_escalate = true;
+        return Ok(());
     }
     Err(conflict())
 }
+
+/// Attempts an EXEC makes alongside other commands before it runs again
+/// alone (holding the database map exclusively), where only the engine's
+/// own background work (expiry, the cleaner's moves) can still conflict.
+const SHARED_ATTEMPTS: u32 = 8;
 
 /// The engine key and `WATCH`-time version of each watched key, as the map
 /// resolves them now.

@@ -110,7 +110,10 @@ impl<'a> SetOptions<'a> {
         while i < a.len() {
             let opt = a.get(i);
             let next = (i + 1 < a.len()).then(|| a.get(i + 1));
-            let timed = o.keep_ttl || o.expiry.is_some();
+            // Another kind of expiry than one given already is refused; the
+            // same kind again replaces it, as in Redis.
+            let unit = expire::Unit::named(opt);
+            let timed = o.keep_ttl || o.expiry.is_some_and(|(u, _)| Some(u) != unit);
             if is(opt, "NX") && !o.xx {
                 o.nx = true;
             } else if is(opt, "XX") && !o.nx {
@@ -119,7 +122,7 @@ impl<'a> SetOptions<'a> {
                 o.get = true;
             } else if is(opt, "KEEPTTL") && o.expiry.is_none() {
                 o.keep_ttl = true;
-            } else if let (Some(unit), false, Some(arg)) = (expire::Unit::named(opt), timed, next) {
+            } else if let (Some(unit), false, Some(arg)) = (unit, timed, next) {
                 o.expiry = Some((unit, arg));
                 i += 1;
             } else {
@@ -163,10 +166,14 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut i = 2;
     while i < a.len() {
         let (opt, next) = (a.get(i), (i + 1 < a.len()).then(|| a.get(i + 1)));
-        let timed = persist || expiry.is_some();
-        if is(opt, "PERSIST") && !timed {
+        let unit = expire::Unit::named(opt);
+        if is(opt, "PERSIST") && expiry.is_none() {
             persist = true;
-        } else if let (Some(unit), false, Some(arg)) = (expire::Unit::named(opt), timed, next) {
+        } else if let (Some(unit), false, Some(arg)) = (
+            unit,
+            persist || expiry.is_some_and(|(u, _)| Some(u) != unit),
+            next,
+        ) {
             expiry = Some((unit, arg));
             i += 1;
         } else {
@@ -179,7 +186,7 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return get(s, a);
     }
     let out = &mut s.out;
-    let found = s.store.update_ttl(key, |old, _| {
+    let found = s.store.update_ttl(key, |old, current| {
         let body = match old {
             None => return (Update::Keep, Ok(None)),
             Some(Stored::String(body)) => body,
@@ -191,6 +198,10 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             None => None,
         };
         out.bulk(body);
+        if deadline.is_none() && current.is_none() {
+            // PERSIST of a key without a deadline changes nothing.
+            return (Update::Keep, Ok(Some(())));
+        }
         let value = value::string(body);
         (Update::PutExpiring { value, deadline }, Ok(Some(())))
     })?;
