@@ -27,7 +27,8 @@
 //!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts.
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
-//!   `scan`: SCAN cursors; `glob`: MATCH patterns.
+//!   `scan`: SCAN cursors; `glob`: MATCH patterns; `longdouble`: the x87
+//!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in.
 //!
 //! Durability: every command that writes returns only after the engine's
 //! call returned, and the engine's writes are durable on return, so every
@@ -42,6 +43,7 @@ mod config;
 mod conn;
 mod dbs;
 mod glob;
+mod longdouble;
 pub mod protocol;
 mod reply;
 mod scan;

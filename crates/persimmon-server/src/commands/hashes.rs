@@ -6,9 +6,12 @@
 //! Invariants: a hash loses its key with its last field, as in Redis
 //! (clients take a missing key for an empty hash); a change that would pass
 //! the value limit is refused whole and the stored hash stays as it was.
+//! HINCRBYFLOAT adds in x87 extended precision (`longdouble`), as Redis
+//! does on x86-64. (HRANDFIELD and HSCAN: `hash_walk`.)
 
 use persimmon::Update;
 
+use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
 use crate::session::{arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session};
 use crate::store::Store;
@@ -136,7 +139,7 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// Runs `f` over the fields of the hash at `key` in place; `None` when the
 /// key is missing.
-fn with_fields<R>(
+pub(super) fn with_fields<R>(
     store: &mut Store,
     key: &[u8],
     f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
@@ -260,5 +263,35 @@ pub fn hstrlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     })?
     .unwrap_or(0);
     s.out.int(n as i64);
+    Ok(())
+}
+
+/// HINCRBYFLOAT: the number in the field plus the increment, added in x87
+/// extended precision and written as Redis writes it (`longdouble`).
+pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (key, field) = (a.get(1), a.get(2));
+    let incr =
+        LongDouble::parse(a.get(3)).ok_or_else(|| Error::new("ERR value is not a valid float"))?;
+    if !incr.is_finite() {
+        return Err(Error::new("ERR value is NaN or Infinity"));
+    }
+    check_key(key)?;
+    let text = s.store.try_update(key, |old| {
+        let mut h = open(old)?;
+        let current = match h.get(field) {
+            None => LongDouble::ZERO,
+            Some(v) => {
+                LongDouble::parse(v).ok_or_else(|| Error::new("ERR hash value is not a float"))?
+            }
+        };
+        let sum = current
+            .add(incr)
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| Error::new("ERR increment would produce NaN or Infinity"))?;
+        let text = sum.human().into_bytes();
+        h.set(field, &text);
+        Ok((store(&h)?, text))
+    })?;
+    s.out.bulk(&text);
     Ok(())
 }

@@ -32,13 +32,16 @@ use std::time::Instant;
 use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
+mod bits;
 mod command;
 mod config;
 mod connection;
 mod expire;
+mod hash_walk;
 mod hashes;
 mod info;
 mod keys;
+mod lcs;
 mod lists;
 mod memory;
 mod multi;
@@ -182,6 +185,18 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
     spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
     spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
+    // Strings and bits (issue 16).
+    spec!("incrbyfloat",    3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrbyfloat, "Increments the floating point value of a key by a number (x87 extended precision, as Redis on x86-64)."),
+    spec!("substr",         4, ["readonly"],                 1,  1, 1, "string",     strings::getrange,    "Returns a substring of the string stored at a key (the old name of GETRANGE)."),
+    spec!("lcs",           -3, ["readonly"],                 1,  2, 1, "string",     lcs::lcs,             "Finds the longest common subsequence of two strings (LEN, IDX, MINMATCHLEN, WITHMATCHLEN)."),
+    spec!("setbit",         4, ["write", "denyoom"],         1,  1, 1, "bitmap",     bits::setbit,         "Sets or clears the bit at an offset of a string value; returns the previous bit."),
+    spec!("getbit",         3, ["readonly", "fast"],         1,  1, 1, "bitmap",     bits::getbit,         "Returns the bit at an offset of a string value."),
+    spec!("bitcount",      -2, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitcount,       "Counts the set bits in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitpos",        -3, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
+    spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
+    spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
+    spec!("hscan",         -3, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; all in one call, cursor 0)."),
 ];
 
 /// Longest command name, for the lookup buffer.

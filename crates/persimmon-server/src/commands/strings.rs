@@ -12,6 +12,7 @@
 use persimmon::Update;
 
 use super::expire;
+use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
 use crate::session::{
     arity, check_key, int_arg, is, may_exist, not_integer, overflow, syntax, too_large, wrongtype,
@@ -370,6 +371,33 @@ pub fn decrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .checked_neg()
         .ok_or_else(|| Error::new("ERR decrement would overflow"))?;
     incr_by(s, a.get(1), delta)
+}
+
+fn not_float() -> Error {
+    Error::new("ERR value is not a valid float")
+}
+
+/// INCRBYFLOAT: the number in the string plus the increment, added in
+/// x87 extended precision and written as Redis writes it (`longdouble`).
+pub fn incrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let key = a.get(1);
+    check_key(key)?;
+    let text = s.store.try_update(key, |old| {
+        let current = match old {
+            None => LongDouble::ZERO,
+            Some(Stored::String(body)) => LongDouble::parse(body).ok_or_else(not_float)?,
+            Some(_) => return Err(wrongtype()),
+        };
+        let incr = LongDouble::parse(a.get(2)).ok_or_else(not_float)?;
+        let sum = current
+            .add(incr)
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| Error::new("ERR increment would produce NaN or Infinity"))?;
+        let text = sum.human();
+        Ok((Update::Put(value::string(text.as_bytes())), text))
+    })?;
+    s.out.bulk(text.as_bytes());
+    Ok(())
 }
 
 pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
