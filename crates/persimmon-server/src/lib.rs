@@ -27,7 +27,8 @@
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `rdb`: Redis's
-//!   `DUMP`/`RESTORE` payload format.
+//!   `DUMP`/`RESTORE` payload format; `encoding`: the encoding Redis would
+//!   give a value (`OBJECT ENCODING`, reporting only) and its thresholds.
 //!
 //! Durability: every command that writes returns only after the engine's
 //! call returned, and the engine's writes are durable on return, so every
@@ -40,9 +41,9 @@ mod commands;
 mod config;
 mod conn;
 mod dbs;
+mod encoding;
 mod glob;
 pub mod protocol;
-#[allow(dead_code)] // wired to DUMP/RESTORE later
 mod rdb;
 mod reply;
 mod scan;

@@ -1,6 +1,7 @@
 //! State the whole server shares: the open pool, the configuration, the
 //! counters for `INFO`, the registry of connected clients (`CLIENT LIST`),
-//! the SCAN snapshots and the shutdown signal.
+//! the SCAN snapshots, the encoding thresholds `OBJECT ENCODING` reports
+//! by, and the shutdown signal.
 //!
 //! Invariants:
 //! - `Shared` owns the `Db`: the pool closes when the last `Arc<Shared>`
@@ -25,6 +26,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::dbs::Databases;
+use crate::encoding::Encodings;
 use crate::scan::ScanCache;
 
 /// State every connection shares.
@@ -41,6 +43,8 @@ pub struct Shared {
     pub connected: AtomicUsize,
     next_client_id: AtomicU64,
     pub scan: ScanCache,
+    /// The listpack thresholds (`OBJECT ENCODING`; `CONFIG SET` changes them).
+    pub encodings: Encodings,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -104,6 +108,7 @@ impl Shared {
             connected: AtomicUsize::new(0),
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
+            encodings: Encodings::default(),
             stopping: AtomicBool::new(false),
             shutdown,
         }

@@ -25,12 +25,16 @@ use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
 mod connection;
+mod dump;
 mod expire;
 mod hashes;
 mod info;
 mod keys;
 mod multi;
+mod object;
 mod ordered;
+mod randomkey;
+mod rename;
 mod server;
 mod strings;
 mod zsets;
@@ -140,6 +144,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
     spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
     spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    // Keyspace (issue 16).
+    spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
+    spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
+    spec!("copy",          -3, ["write", "denyoom"],         1,  2, 1, "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
+    spec!("randomkey",      1, ["readonly"],                 0,  0, 0, "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
+    spec!("touch",         -2, ["readonly", "fast"],         1, -1, 1, "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
+    spec!("object",        -2, [],                           0,  0, 0, "generic",    object::object,       "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
+    spec!("dump",           2, ["readonly"],                 1,  1, 1, "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
+    spec!("restore",       -4, ["write", "denyoom"],         1,  1, 1, "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
 ];
 
 /// Longest command name, for the lookup buffer.
