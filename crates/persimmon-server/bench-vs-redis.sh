@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# redis-benchmark GET and SET against `persimmon serve` and `redis-server`
-# on the same machine in the same run:
+# redis-benchmark (SET, GET, INCR, MSET) and a MULTI/EXEC rate against
+# `persimmon serve` and `redis-server` on the same machine in the same run:
 #   persimmon serve     pool on /dev/shm (every write durable when acknowledged)
 #   redis (no persist)  --save '' --appendonly no
 #   redis (AOF always)  --appendonly yes --appendfsync always, dir on /dev/shm
-# each with -P 1 and -P 16, 50 clients. Prints every raw `-q` line and a
-# Markdown table (for BENCHMARKS.md). The servers take turns for each -P,
+# each with -P 1 and -P 16, 50 clients, then the MULTI/EXEC rate
+# (examples/multi_exec_rate.rs: MULTI, INCR, SET, EXEC per round trip, 50
+# clients, MULTI_SECONDS each). Prints every raw line and Markdown tables (for
+# BENCHMARKS.md). The servers take turns for each -P,
 # so drift in machine load hits all of them alike; REPEAT runs the whole
 # round several times (the table shows the median).
 #
 #   bash crates/persimmon-server/bench-vs-redis.sh
 # Environment: PERSIMMON_BIN (default target/release/persimmon, built when
 # missing), N (requests per test, default 200000), REPEAT (default 3),
+# TESTS (redis-benchmark -t, default set,get,incr,mset), MULTI_SECONDS (MULTI/EXEC
+# run length, default 5; 0 skips it),
 # KEYSPACE (redis-benchmark -r: random keys out of this many; default none,
 # i.e. redis-benchmark's single key).
 set -euo pipefail
@@ -21,6 +25,8 @@ BIN=${PERSIMMON_BIN:-target/release/persimmon}
 N=${N:-200000}
 REPEAT=${REPEAT:-3}
 KEYSPACE=${KEYSPACE:-}
+TESTS=${TESTS:-set,get,incr,mset}
+SECONDS_MULTI=${MULTI_SECONDS:-5}
 random_keys=${KEYSPACE:+-r $KEYSPACE}
 P_PERSIMMON=6479
 P_REDIS=6380
@@ -30,6 +36,10 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
   apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
 [ -x "$BIN" ] || cargo build --release --bin persimmon
+MULTI_BIN=${CARGO_TARGET_DIR:-target}/release/examples/multi_exec_rate
+if [ "$SECONDS_MULTI" != 0 ]; then
+  cargo build --release -q -p persimmon-server --example multi_exec_rate
+fi
 
 dir=$(mktemp -d /dev/shm/persimmon-vs-redis.XXXXXX)
 pids=()
@@ -71,28 +81,52 @@ results="$dir/results.tsv"
 for round in $(seq "$REPEAT"); do
   for P in 1 16; do
     for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
-      cmd="redis-benchmark -p $port -t set,get -n $N -c 50 -P $P $random_keys -q"
+      cmd="redis-benchmark -p $port -t $TESTS -n $N -c 50 -P $P $random_keys -q"
       echo "# round $round: $(name_of $port): $cmd"
       $cmd 2>&1 | tr '\r' '\n' | grep "requests per second" | while read -r line; do
         echo "$line"
         test_name=${line%%:*}
+        test_name=${test_name%% (*}
         rps=$(echo "$line" | awk '{print $2}')
         printf '%s\t%s\t%s\t%s\n' "$port" "$P" "$test_name" "$rps" >>"$results"
       done
     done
   done
+  if [ "$SECONDS_MULTI" != 0 ]; then
+    for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+      echo "# round $round: $(name_of $port): multi_exec_rate $port 50 $SECONDS_MULTI"
+      line=$("$MULTI_BIN" "$port" 50 "$SECONDS_MULTI")
+      echo "$line"
+      printf '%s\t1\tMULTI/EXEC\t%s\n' "$port" "$(echo "$line" | awk '{print $2}')" >>"$results"
+    done
+  fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+rate() {
+  awk -F'\t' -v p="$1" -v q="$2" -v t="$3" '$1==p && $2==q && $3==t {print $4}' "$results" | median
+}
+tests_upper=$(echo "$TESTS" | tr a-z A-Z | tr , ' ')
 echo
-echo "| server | -P | SET req/s | GET req/s |"
-echo "|---|---|---|---|"
+header="| server | -P |"; rule="|---|---|"
+for t in $tests_upper; do header="$header $t req/s |"; rule="$rule---|"; done
+echo "$header"; echo "$rule"
 for P in 1 16; do
   for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
-    set_rps=$(awk -F'\t' -v p=$port -v q=$P '$1==p && $2==q && $3=="SET" {print $4}' "$results" | median)
-    get_rps=$(awk -F'\t' -v p=$port -v q=$P '$1==p && $2==q && $3=="GET" {print $4}' "$results" | median)
-    printf '| %s | %s | %.0f | %.0f |\n' "$(name_of $port)" "$P" "$set_rps" "$get_rps"
+    row="| $(name_of $port) | $P |"
+    for t in $tests_upper; do
+      row="$row $(printf "%.0f" "$(rate $port $P "$t")") |"
+    done
+    echo "$row"
   done
 done
+if [ "$SECONDS_MULTI" != 0 ]; then
+  echo
+  echo "| server | MULTI/EXEC transactions/s (MULTI, INCR, SET, EXEC per round trip, 50 clients) |"
+  echo "|---|---|"
+  for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+    printf '| %s | %.0f |\n' "$(name_of $port)" "$(rate $port 1 MULTI/EXEC)"
+  done
+fi
 redis-cli -p $P_PERSIMMON SHUTDOWN >/dev/null 2>&1 || true

@@ -3,7 +3,10 @@
 # release server on a /dev/shm pool, checks replies with redis-cli, runs
 # redis-benchmark (which must report no error), stops the server with
 # `redis-cli SHUTDOWN` and checks the pool. The pool is created with the
-# ordered index, so KRANGE and KPREFIX are checked too. Fails on any error.
+# ordered index, so KRANGE and KPREFIX are checked too. On the way it kills
+# the server with SIGKILL in the middle of a stream of MULTI/EXEC transfers
+# between two keys, restarts it and checks that no transfer is half-applied
+# (EXEC is one crash-atomic batch). Fails on any error.
 #
 # Called from .ci/run:   bash crates/persimmon-server/ci-smoke.sh
 # Environment: PERSIMMON_BIN (default target/release/persimmon, built when
@@ -30,14 +33,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" serve --pool "$dir/smoke.pool" --port "$PORT" --ordered-index >"$dir/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do
-  grep -q "listening on" "$dir/serve.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.log"; echo "ci-smoke: server exited"; exit 1; }
-  sleep 0.1
-done
-grep "listening on" "$dir/serve.log" || { cat "$dir/serve.log"; echo "ci-smoke: no listening line"; exit 1; }
+start_server() {
+  "$BIN" serve --pool "$dir/smoke.pool" --port "$PORT" --ordered-index >"$dir/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do
+    grep -q "listening on" "$dir/serve.log" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.log"; echo "ci-smoke: server exited"; exit 1; }
+    sleep 0.1
+  done
+  grep "listening on" "$dir/serve.log" || { cat "$dir/serve.log"; echo "ci-smoke: no listening line"; exit 1; }
+}
+start_server
 
 cli() { redis-cli -p "$PORT" "$@"; }
 expect() { # expect WANT CMD...: the reply of redis-cli CMD must be WANT
@@ -72,6 +78,33 @@ echo "ok: INFO persistence -> durability:process-crash"
 # "key value" lines).
 cli -3 HELLO 3 | grep -qx "proto 3" || { echo "ci-smoke: HELLO 3: $(cli -3 HELLO 3)"; exit 1; }
 expect "$(printf 'name Ada\nborn 1815')" -3 HGETALL user:1
+
+# Expiry, databases, transactions.
+expect OK SET session:1 token EX 100
+expect 100 TTL session:1
+expect OK SELECT 9
+printf 'SELECT 9\nSET nine 9\nMULTI\nINCR nine\nEXEC\n' | cli >/dev/null
+expect 10 -n 9 GET nine
+expect OK SWAPDB 0 9
+expect 10 GET nine
+expect OK SWAPDB 0 9
+expect "" GET nine
+# SIGKILL in the middle of MULTI/EXEC transfers: afterwards every transfer
+# is whole (a + b unchanged) and some were acknowledged.
+expect OK MSET acct:a 1000000 acct:b 0
+for _ in $(seq 20000); do printf 'MULTI\nDECRBY acct:a 5\nINCRBY acct:b 5\nEXEC\n'; done >"$dir/transfers.txt"
+cli <"$dir/transfers.txt" >/dev/null 2>&1 &
+writer=$!
+sleep 1
+kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+wait "$writer" 2>/dev/null || true
+start_server
+a=$(cli GET acct:a); b=$(cli GET acct:b)
+if [ $((a + b)) -ne 1000000 ] || [ $((b % 5)) -ne 0 ] || [ "$b" -le 0 ]; then
+  echo "ci-smoke: after SIGKILL a=$a b=$b: a transfer was half-applied (or none acknowledged)"; exit 1
+fi
+echo "ok: SIGKILL during MULTI/EXEC transfers: a=$a b=$b, sum kept"
+expect 10 -n 9 GET nine
 
 out=$(redis-benchmark -p "$PORT" -t set,get,incr,mset -n "$BENCH_N" -P 16 -q 2>&1 | tr '\r' '\n' | grep -v '^ *$' | grep -v 'rps=' || true)
 echo "$out"

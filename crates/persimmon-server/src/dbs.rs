@@ -22,17 +22,17 @@
 //! (`u32 LE`).
 //!
 //! Invariants:
-//! - Every command runs holding the map lock: shared for a plain command,
-//!   exclusive for one that changes the map (`SWAPDB`, or an `EXEC` that
-//!   holds one). So no command sees a database half-swapped, and a command
-//!   never writes through a mapping that a swap has already replaced.
+//! - Every command runs holding the map lock: shared for a plain command
+//!   (one piece of the lock, its worker thread's), exclusive for `SWAPDB`
+//!   (every piece; `SWAPDB` is refused inside `MULTI`). So no command sees a
+//!   database half-swapped, and a command never writes through a mapping
+//!   that a swap has already replaced.
 //! - The map in DRAM changes only after its record is durable; the two
 //!   namespaces a swap exchanges stay distinct (the map is a permutation
 //!   of distinct namespaces).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-
 
 use persimmon::Db;
 
@@ -45,7 +45,37 @@ pub const MAX_DATABASES: usize = 1 << 16;
 /// The databases of a server: how many, and which namespace each uses.
 pub struct Databases {
     map: Vec<AtomicU32>,
-    lock: RwLock<()>,
+    lock: MapLock,
+}
+
+/// How many pieces the map lock has: a command takes the piece of its
+/// worker thread, so the workers do not share a lock word on every command.
+const LOCK_SHARDS: usize = 16;
+
+/// A reader-writer lock in pieces: shared = one piece (the calling
+/// thread's), exclusive = every piece, in order. A holder of one piece
+/// never waits for another, so the order makes deadlock impossible.
+struct MapLock {
+    shards: Box<[Padded]>,
+}
+
+/// One piece on its own cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Padded(RwLock<()>);
+
+/// The map held exclusively: every piece.
+pub struct Exclusive<'a> {
+    _held: Vec<RwLockWriteGuard<'a, ()>>,
+}
+
+fn my_shard() -> usize {
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LOCK_SHARDS;
+    }
+    SHARD.with(|s| *s)
 }
 
 /// A map record that does not parse (the pool was written by something
@@ -68,13 +98,19 @@ impl Databases {
         // namespaces (their own number, unless a swap took it).
         let mut next = map.iter().copied().max().map_or(0, |m| m + 1);
         for i in map.len()..count {
-            let ns = if map.contains(&(i as u32)) { next } else { i as u32 };
+            let ns = if map.contains(&(i as u32)) {
+                next
+            } else {
+                i as u32
+            };
             next = next.max(ns + 1);
             map.push(ns);
         }
         Ok(Databases {
             map: map.into_iter().map(AtomicU32::new).collect(),
-            lock: RwLock::new(()),
+            lock: MapLock {
+                shards: (0..LOCK_SHARDS).map(|_| Padded::default()).collect(),
+            },
         })
     }
 
@@ -90,12 +126,20 @@ impl Databases {
 
     /// Holds the map for a command that reads through it.
     pub fn shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.lock.read().unwrap_or_else(|e| e.into_inner())
+        let piece = &self.lock.shards[my_shard()].0;
+        piece.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds the map for a command that may change it.
-    pub fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
-        self.lock.write().unwrap_or_else(|e| e.into_inner())
+    /// Holds the map for a command that may change it: no other command
+    /// runs until the guard goes.
+    pub fn exclusive(&self) -> Exclusive<'_> {
+        let held = self
+            .lock
+            .shards
+            .iter()
+            .map(|p| p.0.write().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        Exclusive { _held: held }
     }
 
     /// The map record after swapping databases `a` and `b`.
@@ -160,7 +204,7 @@ pub fn keys_of(
     let mut seen = 0usize;
     let mut visit = |engine_key: &[u8]| -> Result<bool, persimmon::Error> {
         seen += 1;
-        if seen % 4096 == 0 && stop() {
+        if seen.is_multiple_of(4096) && stop() {
             return Ok(false);
         }
         match key_in(ns, engine_key) {
@@ -350,19 +394,37 @@ mod tests {
 
     #[test]
     fn ranges_cover_exactly_the_namespace_keys_in_order() {
-        let ks: Vec<&[u8]> = vec![b"", b"a", b"b", b"zz", &[0xFE, 9], &[0xFF], &[0xFF, 7], &[0xFF, 0xFF]];
+        let ks: Vec<&[u8]> = vec![
+            b"",
+            b"a",
+            b"b",
+            b"zz",
+            &[0xFE, 9],
+            &[0xFF],
+            &[0xFF, 7],
+            &[0xFF, 0xFF],
+        ];
         for ns in [0u32, 1, 200] {
-            for (start, end) in [(&b""[..], None), (&b"b"[..], Some(&[0xFF, 1][..])), (&[0xFF][..], None), (&b"a"[..], Some(&b"zz"[..]))] {
+            for (start, end) in [
+                (&b""[..], None),
+                (&b"b"[..], Some(&[0xFF, 1][..])),
+                (&[0xFF][..], None),
+                (&b"a"[..], Some(&b"zz"[..])),
+            ] {
                 let ranges = engine_ranges(ns, start, end);
                 for k in &ks {
                     let e = engine_key(ns, k);
                     let wanted = *k >= start && end.is_none_or(|x| *k < x);
-                    let inside = ranges.iter().any(|(lo, hi)| e >= *lo && hi.as_ref().is_none_or(|h| e < *h));
+                    let inside = ranges
+                        .iter()
+                        .any(|(lo, hi)| e >= *lo && hi.as_ref().is_none_or(|h| e < *h));
                     assert_eq!(inside, wanted, "ns {ns} key {k:?} range {start:?}..{end:?}");
                 }
                 // Another namespace's keys fall in none of them.
                 let other = engine_key(ns + 1, b"a");
-                assert!(!ranges.iter().any(|(lo, hi)| other >= *lo && hi.as_ref().is_none_or(|h| other < *h)));
+                assert!(!ranges
+                    .iter()
+                    .any(|(lo, hi)| other >= *lo && hi.as_ref().is_none_or(|h| other < *h)));
             }
         }
     }

@@ -13,7 +13,10 @@
 //!   fields and every field and value is at most `hash-max-listpack-value`
 //!   bytes, else `hashtable`;
 //! - a sorted set is `listpack` under `zset-max-listpack-entries` and
-//!   `zset-max-listpack-value` (members), else `skiplist`.
+//!   `zset-max-listpack-value` (members), else `skiplist`;
+//! - a list is `quicklist` (Redis 7.0 stores every list so);
+//! - a set is `intset` while it has at most `set-max-intset-entries`
+//!   members and every one is an integer (`string2ll`), else `hashtable`.
 //!
 //! Where Redis's encoding depends on history rather than contents (a
 //! string made by `APPEND` is `raw` however short; a hash that outgrew the
@@ -28,7 +31,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::protocol::parse_i64;
-use crate::value::{hash_fields, zset_entries, Stored};
+use crate::value::{hash_fields, items, zset_entries, Stored};
 
 /// Longest string Redis keeps in one allocation with its header.
 const EMBSTR_MAX_BYTES: usize = 44;
@@ -38,12 +41,14 @@ const SHARED_INTEGERS: i64 = 10_000;
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 /// The thresholds under which Redis keeps a small hash or sorted set as a
-/// listpack (Redis 7.0's defaults: 128 entries, 64 bytes).
+/// listpack (Redis 7.0's defaults: 128 entries, 64 bytes) and a small set
+/// of integers as an intset (512 members).
 pub struct Encodings {
     pub hash_max_listpack_entries: AtomicU64,
     pub hash_max_listpack_value: AtomicU64,
     pub zset_max_listpack_entries: AtomicU64,
     pub zset_max_listpack_value: AtomicU64,
+    pub set_max_intset_entries: AtomicU64,
 }
 
 impl Default for Encodings {
@@ -53,6 +58,7 @@ impl Default for Encodings {
             hash_max_listpack_value: AtomicU64::new(64),
             zset_max_listpack_entries: AtomicU64::new(128),
             zset_max_listpack_value: AtomicU64::new(64),
+            set_max_intset_entries: AtomicU64::new(512),
         }
     }
 }
@@ -75,6 +81,7 @@ impl Encodings {
                 &self.zset_max_listpack_entries
             }
             "zset-max-listpack-value" | "zset-max-ziplist-value" => &self.zset_max_listpack_value,
+            "set-max-intset-entries" => &self.set_max_intset_entries,
             _ => return None,
         })
     }
@@ -114,6 +121,20 @@ impl Encodings {
                     "skiplist"
                 }
             }
+            Stored::List(body) => {
+                items(body).map_err(|_| Damaged)?;
+                "quicklist"
+            }
+            Stored::Set(body) => {
+                let members = items(body).map_err(|_| Damaged)?;
+                let small = members.len() as u64 <= load(&self.set_max_intset_entries)
+                    && members.iter().all(|m| parse_i64(m).is_some());
+                if small {
+                    "intset"
+                } else {
+                    "hashtable"
+                }
+            }
         })
     }
 }
@@ -143,7 +164,7 @@ pub fn refcount(value: Stored<'_>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{zset_encode, HashBuilder};
+    use crate::value::{list_encode, zset_encode, HashBuilder, SetBuilder};
 
     #[test]
     fn strings_follow_redis_rules() {
@@ -185,6 +206,27 @@ mod tests {
         let z = zset_encode(&[(1.0, &long[..])]);
         assert_eq!(enc.encoding(Stored::decode(&z)), Ok("skiplist"));
         assert_eq!(enc.encoding(Stored::Hash(b"xx")), Err(Damaged));
+        let set = |members: &[&[u8]]| {
+            let mut b = SetBuilder::new();
+            for m in members {
+                b.add(m);
+            }
+            b.encode()
+        };
+        assert_eq!(
+            enc.encoding(Stored::decode(&set(&[b"1", b"-2"]))),
+            Ok("intset")
+        );
+        assert_eq!(
+            enc.encoding(Stored::decode(&set(&[b"1", b"x"]))),
+            Ok("hashtable")
+        );
+        assert_eq!(
+            enc.encoding(Stored::decode(&set(&[b"-0"]))),
+            Ok("hashtable")
+        );
+        let list = list_encode(&[b"a"]);
+        assert_eq!(enc.encoding(Stored::decode(&list)), Ok("quicklist"));
         assert!(enc.named("list-max-listpack-size").is_none());
     }
 }

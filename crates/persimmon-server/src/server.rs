@@ -97,7 +97,13 @@ pub(crate) fn run_with(
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().unwrap_or(addr);
     raise_fd_limit(config.limits.maxclients);
-    let shared = Arc::new(Shared::new(db, dbs, config, config_file, local_addr));
+    let shared = Arc::new(Shared::new(
+        db,
+        Arc::new(dbs),
+        config,
+        config_file,
+        local_addr,
+    ));
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)

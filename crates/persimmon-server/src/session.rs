@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use persimmon::MAX_KEY_BYTES;
 
+use crate::dbs::Databases;
 use crate::protocol::Args;
 use crate::reply::Reply;
 use crate::shared::{ClientInfo, Shared};
@@ -73,6 +74,10 @@ pub struct Session {
     pub store: Store,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
+    /// The database map, whose lock every command holds; taken out of the
+    /// session while a command runs (so holding its lock borrows nothing
+    /// of the session), put back after.
+    pub map: Option<Arc<Databases>>,
 }
 
 /// A transaction being queued (`MULTI` ... `EXEC`).
@@ -110,6 +115,7 @@ impl Session {
         let authenticated = shared.config.requirepass.is_none();
         Session {
             store: Store::new(shared.clone()),
+            map: Some(shared.dbs.clone()),
             multi: None,
             shared,
             info,

@@ -33,7 +33,7 @@ use crate::scan::ScanCache;
 pub struct Shared {
     pub db: Db,
     /// The databases and the namespace each uses.
-    pub dbs: Databases,
+    pub dbs: Arc<Databases>,
     pub config: Config,
     pub config_file: Option<PathBuf>,
     pub local_addr: SocketAddr,
@@ -90,7 +90,7 @@ impl Shared {
     /// The state of a server that listens on `local_addr` over `db`.
     pub fn new(
         db: Db,
-        dbs: Databases,
+        dbs: Arc<Databases>,
         config: Config,
         config_file: Option<PathBuf>,
         local_addr: SocketAddr,

@@ -101,11 +101,6 @@ impl Store {
         r
     }
 
-    /// Reads `key` through `f` (in place when outside a unit).
-    pub fn read<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
-        self.read_ttl(key, |v, _| f(v))
-    }
-
     /// Reads `key` and its deadline through `f`.
     pub fn read_ttl<R>(
         &mut self,
@@ -129,11 +124,15 @@ impl Store {
         Ok(live(&t.now, now).map(|(v, d)| f(Stored::decode(v), *d)))
     }
 
-    /// [`read_ttl`](Self::read_ttl) without the deadline and, outside a
-    /// unit, without a copy of the value.
-    pub fn get<R>(&mut self, key: &[u8], f: impl FnOnce(Stored<'_>) -> R) -> Result<Option<R>, Error> {
+    /// Reads `key` through `f`: [`read_ttl`](Self::read_ttl) without the
+    /// deadline and, outside a unit, in place (no copy of the value).
+    pub fn get<R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(Stored<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
         if self.overlay.is_some() {
-            return self.read(key, f);
+            return self.read_ttl(key, |v, _| f(v));
         }
         let ek = self.engine_key(key);
         if !may_exist(&ek) {
@@ -149,7 +148,7 @@ impl Store {
         key: &[u8],
         f: impl FnOnce(Option<Stored<'_>>, Option<u64>) -> (Update, R),
     ) -> Result<R, Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         if self.overlay.is_none() {
             crate::session::check_key(&ek)?;
             return Ok(self
@@ -202,7 +201,7 @@ impl Store {
     /// Stores `value` (already encoded) under `key` with `deadline`,
     /// replacing whatever was there and its deadline.
     pub fn put(&mut self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<(), Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         crate::session::check_key(&ek)?;
         if self.overlay.is_none() {
             match deadline {
@@ -257,7 +256,7 @@ impl Store {
 
     /// Deletes `key`; returns whether it was present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool, Error> {
-        let ek = self.engine_key(key).into_owned();
+        let ek = self.engine_key(key);
         if !may_exist(&ek) {
             return Ok(false);
         }
@@ -348,7 +347,10 @@ impl Store {
     /// Runs `f` as one atomic unit (see the module header): again from the
     /// start after a conflict, at most [`ATOMIC_ATTEMPTS`] times. Inside a
     /// running unit (an `EXEC`) `f` just runs: the outer commit covers it.
-    pub fn atomic<R>(&mut self, mut f: impl FnMut(&mut Store) -> Result<R, Error>) -> Result<R, Error> {
+    pub fn atomic<R>(
+        &mut self,
+        mut f: impl FnMut(&mut Store) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         if self.overlay.is_some() {
             return f(self);
         }
@@ -387,10 +389,8 @@ impl Store {
     pub fn commit(&mut self, expected: &[(Vec<u8>, Option<Version>)]) -> Result<bool, Error> {
         let touched = self.overlay.take().expect("a unit is running");
         let mut batch = WriteBatch::new();
-        let mut checks: Vec<(&[u8], Option<Version>)> = expected
-            .iter()
-            .map(|(k, v)| (k.as_slice(), *v))
-            .collect();
+        let mut checks: Vec<(&[u8], Option<Version>)> =
+            expected.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
         for (key, t) in &touched {
             if t.read {
                 checks.push((key, t.base));

@@ -6,29 +6,38 @@
 //! | `0x01` | string | the string's bytes |
 //! | `0x02` | hash | `count: u32 LE`, then `count` times `field_len: u32 LE, field, value_len: u32 LE, value` (insertion order, fields unique) |
 //! | `0x03` | sorted set | `count: u32 LE`, then `count` times `score: f64 LE, member_len: u32 LE, member`, sorted by (score, member), members unique, no NaN |
+//! | `0x04` | list | `count: u32 LE`, then `count` times `len: u32 LE, element`, head first |
+//! | `0x05` | set | `count: u32 LE`, then `count` times `len: u32 LE, member` (members unique, in no promised order) |
 //!
-//! A value whose first byte is neither tag (or an empty value) was written
-//! outside the server (`persimmon put`, `persimmon load`, the Rust API) and is
-//! served as a string made of the whole value, so plain text loaded through
-//! the CLI reads back unchanged. (A foreign value starting with byte 0x01,
-//! 0x02 or 0x03 is read through the tag; the server itself always writes a
-//! tag.)
+//! A value whose first byte is none of these tags (or an empty value) was
+//! written outside the server (`persimmon put`, `persimmon load`, the Rust
+//! API) and is served as a string made of the whole value, so plain text
+//! loaded through the CLI reads back unchanged. (A foreign value starting
+//! with a byte from 0x01 to 0x05 is read through the tag; the server itself
+//! always writes a tag.)
 //!
-//! A hash or sorted set is rewritten whole by every command that changes
-//! it: fine for small ones (a YCSB record, YCSB's `_indices` set at its
-//! default 1000 records), O(size) per write for large ones.
+//! A hash, sorted set, list or set is rewritten whole by every command that
+//! changes it: fine for small ones (a YCSB record, YCSB's `_indices` set at
+//! its default 1000 records, the short lists and sets of Redis's test
+//! suite), O(size) per write for large ones — an `RPUSH` onto a list of a
+//! million elements copies the million. Issue 17 replaces this for lists
+//! and sets with one record per element.
 //!
-//! Invariants: the server writes a value only through [`string`] and
-//! [`HashBuilder`]; a body is never longer than [`MAX_STRING_BYTES`] (the
-//! engine's 64 MiB value limit less the tag). Decoding never trusts the
-//! lengths inside a stored hash: a body that does not parse exactly is
-//! reported as damaged, never indexed out of bounds.
+//! Invariants: the server writes a value only through [`string`],
+//! [`HashBuilder`], [`zset_encode`], [`list_encode`] and [`SetBuilder`]; a
+//! body is never longer than [`MAX_STRING_BYTES`] (the engine's 64 MiB value
+//! limit less the tag). Decoding never trusts the lengths inside a stored
+//! body: one that does not parse exactly is reported as damaged, never
+//! indexed out of bounds.
 
 pub const TAG_STRING: u8 = 0x01;
 pub const TAG_HASH: u8 = 0x02;
 pub const TAG_ZSET: u8 = 0x03;
+pub const TAG_LIST: u8 = 0x04;
+pub const TAG_SET: u8 = 0x05;
 
-/// Longest string (or encoded hash body) the server can store.
+/// Longest string (or encoded hash, sorted set, list or set body) the
+/// server can store.
 pub const MAX_STRING_BYTES: usize = persimmon::MAX_VALUE_BYTES - 1;
 
 /// A stored value, decoded just enough to know its type.
@@ -37,6 +46,8 @@ pub enum Stored<'a> {
     String(&'a [u8]),
     Hash(&'a [u8]),
     ZSet(&'a [u8]),
+    List(&'a [u8]),
+    Set(&'a [u8]),
 }
 
 impl<'a> Stored<'a> {
@@ -45,6 +56,8 @@ impl<'a> Stored<'a> {
             Some((&TAG_STRING, body)) => Stored::String(body),
             Some((&TAG_HASH, body)) => Stored::Hash(body),
             Some((&TAG_ZSET, body)) => Stored::ZSet(body),
+            Some((&TAG_LIST, body)) => Stored::List(body),
+            Some((&TAG_SET, body)) => Stored::Set(body),
             _ => Stored::String(value),
         }
     }
@@ -56,6 +69,8 @@ impl<'a> Stored<'a> {
             Stored::String(b) => (TAG_STRING, b),
             Stored::Hash(b) => (TAG_HASH, b),
             Stored::ZSet(b) => (TAG_ZSET, b),
+            Stored::List(b) => (TAG_LIST, b),
+            Stored::Set(b) => (TAG_SET, b),
         };
         let mut out = Vec::with_capacity(body.len() + 1);
         out.push(tag);
@@ -69,6 +84,8 @@ impl<'a> Stored<'a> {
             Stored::String(_) => "string",
             Stored::Hash(_) => "hash",
             Stored::ZSet(_) => "zset",
+            Stored::List(_) => "list",
+            Stored::Set(_) => "set",
         }
     }
 }
@@ -318,6 +335,178 @@ pub fn zset_encode(entries: &[(f64, &[u8])]) -> Vec<u8> {
     out
 }
 
+/// A stored list or set body that does not parse (or a set body with a
+/// member twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DamagedItems;
+
+/// The elements of a stored list body, head first (or the members of a
+/// stored set body, unchecked for repeats: see [`SetBuilder::open`]). A
+/// count of 0 is damage too: the server deletes a list or set with its last
+/// item, so every stored one has at least one.
+pub fn items(body: &[u8]) -> Result<Vec<&[u8]>, DamagedItems> {
+    let mut reader = Reader(body);
+    let count = reader.u32().map_err(|_| DamagedItems)? as usize;
+    // Each item takes at least 4 bytes: a count larger than that is damage.
+    if count == 0 || count > body.len() / 4 {
+        return Err(DamagedItems);
+    }
+    let mut items = Vec::with_capacity(count);
+    for _ in 0..count {
+        items.push(reader.bytes().map_err(|_| DamagedItems)?);
+    }
+    if !reader.0.is_empty() {
+        return Err(DamagedItems);
+    }
+    Ok(items)
+}
+
+/// Bytes `items` take encoded as a list or a set (tag included).
+pub fn items_encoded_len(items: &[&[u8]]) -> usize {
+    1 + 4 + items.iter().map(|i| 4 + i.len()).sum::<usize>()
+}
+
+fn items_encode(tag: u8, items: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(items_encoded_len(items));
+    out.push(tag);
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for item in items {
+        out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+        out.extend_from_slice(item);
+    }
+    out
+}
+
+/// Encodes a list, head first (the caller checked
+/// [`items_encoded_len`] against the limit).
+pub fn list_encode(elements: &[&[u8]]) -> Vec<u8> {
+    items_encode(TAG_LIST, elements)
+}
+
+/// A set being read or edited (never empty when read from a stored body):
+/// its members in a vector (so a random member
+/// is one index away), plus an index of them once the set grows. Removing a
+/// member moves the last one into its place, so the stored order is
+/// insertion order only until the first removal.
+pub struct SetBuilder<'a> {
+    members: Vec<&'a [u8]>,
+    index: Option<std::collections::HashMap<&'a [u8], usize>>,
+}
+
+const INDEX_FROM_MEMBERS: usize = 32;
+
+impl<'a> SetBuilder<'a> {
+    /// An empty set.
+    pub fn new() -> SetBuilder<'a> {
+        SetBuilder {
+            members: Vec::new(),
+            index: None,
+        }
+    }
+
+    /// The set of a stored body; damaged if it does not parse or holds a
+    /// member twice.
+    pub fn open(body: &'a [u8]) -> Result<SetBuilder<'a>, DamagedItems> {
+        let members = items(body)?;
+        let mut set = SetBuilder::new();
+        set.members.reserve(members.len());
+        for m in members {
+            if !set.add(m) {
+                return Err(DamagedItems);
+            }
+        }
+        Ok(set)
+    }
+
+    fn maybe_index(&mut self) {
+        if self.index.is_none() && self.members.len() >= INDEX_FROM_MEMBERS {
+            let index = self
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (*m, i))
+                .collect();
+            self.index = Some(index);
+        }
+    }
+
+    fn position(&self, member: &[u8]) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(member).copied(),
+            None => self.members.iter().position(|m| *m == member),
+        }
+    }
+
+    pub fn contains(&self, member: &[u8]) -> bool {
+        self.position(member).is_some()
+    }
+
+    /// Adds `member`; returns whether it is new.
+    pub fn add(&mut self, member: &'a [u8]) -> bool {
+        if self.contains(member) {
+            return false;
+        }
+        if let Some(index) = &mut self.index {
+            index.insert(member, self.members.len());
+        }
+        self.members.push(member);
+        self.maybe_index();
+        true
+    }
+
+    /// Removes `member`; returns whether it was there.
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        match self.position(member) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes and returns the member at `i` (< `len`); the last member
+    /// takes its place.
+    pub fn remove_at(&mut self, i: usize) -> &'a [u8] {
+        let member = self.members.swap_remove(i);
+        if let Some(index) = &mut self.index {
+            index.remove(member);
+            if let Some(moved) = self.members.get(i) {
+                index.insert(moved, i);
+            }
+        }
+        member
+    }
+
+    pub fn members(&self) -> &[&'a [u8]] {
+        &self.members
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Bytes the encoded value (tag included) takes.
+    pub fn encoded_len(&self) -> usize {
+        items_encoded_len(&self.members)
+    }
+
+    /// The stored value: tag, count, members.
+    pub fn encode(&self) -> Vec<u8> {
+        items_encode(TAG_SET, &self.members)
+    }
+}
+
+impl Default for SetBuilder<'_> {
+    fn default() -> Self {
+        SetBuilder::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,6 +573,57 @@ mod tests {
         let mut nan = enc.clone();
         nan[5..13].copy_from_slice(&f64::NAN.to_le_bytes());
         assert_eq!(zset_entries(&nan[1..]), Err(DamagedZSet));
+    }
+
+    #[test]
+    fn list_round_trip_and_damage() {
+        let elements: Vec<&[u8]> = vec![b"a", b"", b"a", b"long element"];
+        let enc = list_encode(&elements);
+        assert_eq!(enc.len(), items_encoded_len(&elements));
+        let Stored::List(body) = Stored::decode(&enc) else {
+            panic!("not a list")
+        };
+        assert_eq!(Stored::decode(&enc).type_name(), "list");
+        assert_eq!(Stored::decode(&enc).encode(), enc);
+        assert_eq!(items(body).unwrap(), elements);
+        assert_eq!(items(&body[..body.len() - 1]), Err(DamagedItems));
+        assert_eq!(items(b""), Err(DamagedItems));
+        assert_eq!(items(&[255, 255, 255, 255]), Err(DamagedItems));
+        assert_eq!(items(&[1, 0, 0, 0, 9, 0, 0, 0]), Err(DamagedItems));
+        assert_eq!(items(&[0, 0, 0, 0, 0]), Err(DamagedItems));
+        assert_eq!(items(&[0, 0, 0, 0]), Err(DamagedItems));
+        assert_eq!(items(&[1, 0, 0, 0, 0, 0, 0, 0]).unwrap(), vec![&b""[..]]);
+    }
+
+    #[test]
+    fn sets_keep_members_unique_small_and_large() {
+        let names: Vec<Vec<u8>> = (0..100).map(|i| format!("m{i}").into_bytes()).collect();
+        let mut set = SetBuilder::new();
+        for n in &names {
+            assert!(set.add(n));
+            assert!(!set.add(n));
+        }
+        for n in names.iter().step_by(3) {
+            assert!(set.remove(n));
+            assert!(!set.remove(n));
+        }
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(set.contains(n), i % 3 != 0, "{i}");
+        }
+        let taken = set.remove_at(0);
+        assert!(!set.contains(taken));
+        let enc = set.encode();
+        assert_eq!(enc.len(), set.encoded_len());
+        let Stored::Set(body) = Stored::decode(&enc) else {
+            panic!("not a set")
+        };
+        assert_eq!(Stored::decode(&enc).type_name(), "set");
+        let again = SetBuilder::open(body).unwrap();
+        assert_eq!(again.members(), set.members());
+        assert!(again.members().iter().all(|m| again.contains(m)));
+        // A member stored twice is damage.
+        let twice = items_encode(TAG_SET, &[b"x", b"y", b"x"]);
+        assert_eq!(SetBuilder::open(&twice[1..]).err(), Some(DamagedItems));
     }
 
     #[test]

@@ -159,6 +159,18 @@ fn copy_duplicates_values_ttls_and_crosses_databases() {
     assert_eq!(int(&mut con, &["COPY", "z", "z2"]), 1);
     assert_eq!(hash(&mut con, "h2"), hash(&mut con, "h"));
     assert_eq!(zrange(&mut con, "z2"), vec!["a", "1.5", "b", "2"]);
+    ok(&mut con, &["RPUSH", "l", "x", "y"]);
+    ok(&mut con, &["SADD", "set", "m"]);
+    assert_eq!(int(&mut con, &["COPY", "l", "l2"]), 1);
+    assert_eq!(int(&mut con, &["COPY", "set", "set2"]), 1);
+    let l2: Vec<String> = redis::cmd("LRANGE")
+        .arg("l2")
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(l2, vec!["x", "y"]);
+    assert_eq!(int(&mut con, &["SISMEMBER", "set2", "m"]), 1);
     // Missing source.
     assert_eq!(int(&mut con, &["COPY", "nokey", "x"]), 0);
     assert_eq!(int(&mut con, &["EXISTS", "x"]), 0);
@@ -315,6 +327,21 @@ fn object_encoding_follows_redis_thresholds() {
         Some("skiplist")
     );
     assert_eq!(ok(&mut con, &["OBJECT", "ENCODING", "nokey"]), Value::Nil);
+    ok(&mut con, &["RPUSH", "l", "a", "1"]);
+    assert_eq!(
+        bulk(&mut con, &["OBJECT", "ENCODING", "l"]).as_deref(),
+        Some("quicklist")
+    );
+    ok(&mut con, &["SADD", "set", "1", "-2", "300"]);
+    assert_eq!(
+        bulk(&mut con, &["OBJECT", "ENCODING", "set"]).as_deref(),
+        Some("intset")
+    );
+    ok(&mut con, &["SADD", "set", "x"]);
+    assert_eq!(
+        bulk(&mut con, &["OBJECT", "ENCODING", "set"]).as_deref(),
+        Some("hashtable")
+    );
 }
 
 #[test]
@@ -413,6 +440,10 @@ fn restore_reads_what_redis_dumped_and_dump_writes_what_redis_writes() {
         Some(unhex(REDIS_INT))
     );
     assert_eq!(bulk_bytes(&mut con, &[b"DUMP", b"nokey"]), None);
+    // Lists and sets are refused until the codec carries them.
+    let mut raw = server.raw();
+    ok(&mut con, &["RPUSH", "l", "x"]);
+    assert!(err(&mut raw, &["DUMP", "l"]).starts_with("ERR persimmon cannot DUMP a list yet"));
 }
 
 #[test]

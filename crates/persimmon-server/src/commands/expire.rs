@@ -153,7 +153,13 @@ fn expire_when(a: &Args<'_>, seconds: bool, base: i64, command: &str) -> Result<
     Ok(when + base)
 }
 
-fn expire_generic(s: &mut Session, a: &Args<'_>, seconds: bool, relative: bool, command: &str) -> Result<(), Error> {
+fn expire_generic(
+    s: &mut Session,
+    a: &Args<'_>,
+    seconds: bool,
+    relative: bool,
+    command: &str,
+) -> Result<(), Error> {
     let cond = Conditions::parse(a)?;
     let now = s.store.now_ms() as i64;
     let when = expire_when(a, seconds, if relative { now } else { 0 }, command)?;
@@ -165,7 +171,13 @@ fn expire_generic(s: &mut Session, a: &Args<'_>, seconds: bool, relative: bool, 
         s.store.update_ttl(key, |old, current| match old {
             Some(v) if cond.allow(current, when) => {
                 let deadline = Some(clamp(when));
-                (Update::PutExpiring { value: v.encode(), deadline }, true)
+                (
+                    Update::PutExpiring {
+                        value: v.encode(),
+                        deadline,
+                    },
+                    true,
+                )
             }
             _ => (Update::Keep, false),
         })?

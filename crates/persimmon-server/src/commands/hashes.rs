@@ -9,11 +9,9 @@
 
 use persimmon::Update;
 
-use crate::store::Store;
 use crate::protocol::{parse_i64, Args};
-use crate::session::{
-    arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session,
-};
+use crate::session::{arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session};
+use crate::store::Store;
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
 fn damaged_hash() -> Error {
@@ -27,7 +25,7 @@ fn open<'a>(old: Option<Stored<'a>>) -> Result<HashBuilder<'a>, Error> {
         Some(Stored::Hash(body)) => Ok(HashBuilder::new(
             hash_fields(body).map_err(|_| damaged_hash())?,
         )),
-        Some(Stored::String(_) | Stored::ZSet(_)) => Err(wrongtype()),
+        Some(_) => Err(wrongtype()),
     }
 }
 
@@ -143,13 +141,14 @@ fn with_fields<R>(
     key: &[u8],
     f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
 ) -> Result<Option<R>, Error> {
-    store.get(key, |v| match v {
-        Stored::Hash(body) => hash_fields(body)
-            .map(|fields| f(&fields))
-            .map_err(|_| damaged_hash()),
-        Stored::String(_) | Stored::ZSet(_) => Err(wrongtype()),
-    })?
-    .transpose()
+    store
+        .get(key, |v| match v {
+            Stored::Hash(body) => hash_fields(body)
+                .map(|fields| f(&fields))
+                .map_err(|_| damaged_hash()),
+            _ => Err(wrongtype()),
+        })?
+        .transpose()
 }
 
 pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

@@ -18,12 +18,19 @@ use crate::protocol::Args;
 use crate::session::{blocking, int_arg, is, syntax, Error, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let mut deleted = 0;
-    for key in a.from(1) {
-        if s.store.delete(key)? {
-            deleted += 1;
-        }
-    }
+    // Several keys go as one atomic unit (all deleted, or none after a
+    // crash), as Redis deletes them in one step.
+    let deleted = if a.len() == 2 {
+        s.store.delete(a.get(1))? as i64
+    } else {
+        s.store.atomic(|st| {
+            let mut deleted = 0;
+            for key in a.from(1) {
+                deleted += st.delete(key)? as i64;
+            }
+            Ok(deleted)
+        })?
+    };
     s.out.int(deleted);
     Ok(())
 }
@@ -113,17 +120,22 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let mut found = Vec::new();
         let mut bytes = 0usize;
         let mut over = false;
-        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
-            if glob::matches(pattern, key) {
-                bytes += key.len() + 16;
-                if bytes > limit {
-                    over = true;
-                    return Ok(false);
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |key| {
+                if glob::matches(pattern, key) {
+                    bytes += key.len() + 16;
+                    if bytes > limit {
+                        over = true;
+                        return Ok(false);
+                    }
+                    found.push(key.to_vec());
                 }
-                found.push(key.to_vec());
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            },
+        )?;
         Ok((!over).then_some(found))
     })?;
     match found {
@@ -146,10 +158,15 @@ fn all_keys(s: &Session, ns: u32) -> Result<Vec<Vec<u8>>, Error> {
     let shared = s.shared.clone();
     blocking(|| {
         let mut keys = Vec::new();
-        keys_of(&shared.db, ns, || shared.is_stopping(), |key| {
-            keys.push(key.to_vec());
-            Ok(true)
-        })?;
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |key| {
+                keys.push(key.to_vec());
+                Ok(true)
+            },
+        )?;
         Ok(keys)
     })
 }
@@ -197,10 +214,15 @@ pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let shared = s.shared.clone();
     let mut n: i64 = 0;
     blocking(|| {
-        keys_of(&shared.db, ns, || shared.is_stopping(), |_| {
-            n += 1;
-            Ok(true)
-        })
+        keys_of(
+            &shared.db,
+            ns,
+            || shared.is_stopping(),
+            |_| {
+                n += 1;
+                Ok(true)
+            },
+        )
     })?;
     n += s.store.unit_count_delta(ns);
     s.out.int(n.max(0));
@@ -229,7 +251,9 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
     let to = db_index(s, a.get(2))?;
     if to == s.store.db {
-        return Err(Error::new("ERR source and destination objects are the same"));
+        return Err(Error::new(
+            "ERR source and destination objects are the same",
+        ));
     }
     let moved = s.store.atomic(|st| {
         let Some((value, deadline)) = st.read_ttl(key, |v, d| (v.encode(), d))? else {

@@ -10,9 +10,12 @@
 //! - A failed command's reply is its error alone: whatever the handler
 //!   queued before failing is dropped (an engine error after the update
 //!   closure ran).
-//! - Multi-key commands (MSET, MSETNX, DEL of several keys) are a sequence
-//!   of single-key operations: each one atomic and durable, the whole not
-//!   (the engine has no multi-key transaction).
+//! - Multi-key writes (MSET, MSETNX, DEL of several keys, MOVE, and the
+//!   commands in an EXEC) are one atomic unit of the store: one crash-atomic
+//!   engine batch (see `store.rs`). Multi-key reads (MGET, EXISTS) read key
+//!   by key, each read atomic.
+//! - Inside `MULTI` every command but the `multi_control` rows is queued;
+//!   every command runs holding the database map (see `dbs.rs`).
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -30,12 +33,14 @@ mod expire;
 mod hashes;
 mod info;
 mod keys;
+mod lists;
 mod multi;
 mod object;
 mod ordered;
 mod randomkey;
 mod rename;
 mod server;
+mod sets;
 mod strings;
 mod zsets;
 
@@ -144,6 +149,27 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
     spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
     spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    // Lists and sets, whole-value (issue 16; issue 17 replaces the storage).
+    spec!("lpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
+    spec!("rpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpush,         "Appends elements to a list."),
+    spec!("lpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpushx,        "Prepends elements to a list only when the list exists."),
+    spec!("rpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpushx,        "Appends elements to a list only when the list exists."),
+    spec!("lpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::lpop,          "Removes and returns the first element(s) of a list (and the key with its last element)."),
+    spec!("rpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::rpop,          "Removes and returns the last element(s) of a list (and the key with its last element)."),
+    spec!("llen",           2, ["readonly", "fast"],         1,  1, 1, "list",       lists::llen,          "Returns the length of a list."),
+    spec!("lrange",         4, ["readonly"],                 1,  1, 1, "list",       lists::lrange,        "Returns a range of elements of a list by index."),
+    spec!("lindex",         3, ["readonly"],                 1,  1, 1, "list",       lists::lindex,        "Returns the element of a list at an index."),
+    spec!("lset",           4, ["write", "denyoom"],         1,  1, 1, "list",       lists::lset,          "Sets the element of a list at an index."),
+    spec!("lrem",           4, ["write"],                    1,  1, 1, "list",       lists::lrem,          "Removes matching elements from a list (count: from the head, from the tail when negative, all when 0)."),
+    spec!("ltrim",          4, ["write"],                    1,  1, 1, "list",       lists::ltrim,         "Keeps only a range of elements of a list."),
+    spec!("sadd",          -3, ["write", "denyoom", "fast"], 1,  1, 1, "set",        sets::sadd,           "Adds members to a set."),
+    spec!("srem",          -3, ["write", "fast"],            1,  1, 1, "set",        sets::srem,           "Removes members from a set (and the key with its last member)."),
+    spec!("smembers",       2, ["readonly"],                 1,  1, 1, "set",        sets::smembers,       "Returns every member of a set."),
+    spec!("sismember",      3, ["readonly", "fast"],         1,  1, 1, "set",        sets::sismember,      "Determines whether a member belongs to a set."),
+    spec!("smismember",    -3, ["readonly", "fast"],         1,  1, 1, "set",        sets::smismember,     "Determines whether each of several members belongs to a set."),
+    spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
+    spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
+    spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
     // Keyspace (issue 16).
     spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
     spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
@@ -242,14 +268,15 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
             return;
         }
     }
-    let shared = s.shared.clone();
+    let map = s.map.take().expect("the map is back between commands");
     if spec.flags.contains(&"swaps_dbs") {
-        let _map = shared.dbs.exclusive();
+        let _held = map.exclusive();
         run(s, spec, args);
     } else {
-        let _map = shared.dbs.shared();
+        let _held = map.shared();
         run(s, spec, args);
     }
+    s.map = Some(map);
 }
 
 /// The row of a request that may run: known, with an allowed argument

@@ -80,10 +80,7 @@ pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 fn damaged(v: Stored<'_>) -> Error {
     Error::new(format!(
         "ERR the {} stored at this key is damaged (it does not decode)",
-        match v {
-            Stored::Hash(_) => "hash",
-            _ => "sorted set",
-        }
+        v.type_name()
     ))
 }
 

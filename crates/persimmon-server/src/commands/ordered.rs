@@ -194,7 +194,7 @@ fn fill(
             match Stored::decode(&value) {
                 Stored::String(text) => body.bulk(text),
                 // As MGET: nil for a key of another type.
-                Stored::Hash(_) | Stored::ZSet(_) => body.null(),
+                _ => body.null(),
             }
         }
         keys += 1;
@@ -212,7 +212,9 @@ fn range_items<'d>(
     o: &RangeOptions,
 ) -> Result<Box<dyn Iterator<Item = Item> + 'd>, Error> {
     Ok(if o.values {
-        let range = db.range::<[u8]>(range)?.map(|r| r.map(|(k, v)| (k, Some(v))));
+        let range = db
+            .range::<[u8]>(range)?
+            .map(|r| r.map(|(k, v)| (k, Some(v))));
         if o.rev {
             Box::new(range.rev())
         } else {

@@ -36,6 +36,8 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
         "string" => "@string",
         "hash" => "@hash",
         "sorted_set" => "@sortedset",
+        "list" => "@list",
+        "set" => "@set",
         "generic" => "@keyspace",
         "connection" => "@connection",
         _ => "@admin",

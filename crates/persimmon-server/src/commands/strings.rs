@@ -11,8 +11,8 @@
 
 use persimmon::Update;
 
-use crate::protocol::{parse_i64, Args};
 use super::expire;
+use crate::protocol::{parse_i64, Args};
 use crate::session::{
     arity, check_key, int_arg, is, may_exist, not_integer, overflow, syntax, too_large, wrongtype,
     Error, Session,
@@ -34,7 +34,7 @@ pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             out.bulk(body);
             Ok(())
         }
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        _ => Err(wrongtype()),
     })?;
     match found {
         Some(r) => {
@@ -66,7 +66,7 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let out = &mut s.out;
     s.store.update(key, |old| {
-        if opts.get && matches!(old, Some(Stored::Hash(_) | Stored::ZSet(_))) {
+        if opts.get && matches!(old, Some(v) if !matches!(v, Stored::String(_))) {
             return (Update::Keep, Err(wrongtype()));
         }
         let exists = old.is_some();
@@ -132,7 +132,12 @@ impl<'a> SetOptions<'a> {
 }
 
 /// SETEX and PSETEX: SET with EX or PX.
-fn set_expiring(s: &mut Session, a: &Args<'_>, unit: expire::Unit, name: &str) -> Result<(), Error> {
+fn set_expiring(
+    s: &mut Session,
+    a: &Args<'_>,
+    unit: expire::Unit,
+    name: &str,
+) -> Result<(), Error> {
     let (key, body) = (a.get(1), a.get(3));
     let deadline = expire::deadline_of(a.get(2), unit, s.store.now_ms(), name)?;
     check_key(key)?;
@@ -213,7 +218,9 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_len(body.len())?;
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+            (Update::Keep, Err(wrongtype()))
+        }
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Put(value::string(body)), Ok(()))
@@ -233,7 +240,9 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_)) => (Update::Keep, Err(wrongtype())),
+        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+            (Update::Keep, Err(wrongtype()))
+        }
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Delete, Ok(()))
@@ -252,7 +261,7 @@ pub fn mget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let found = s.store.get(key, |v| match v {
             Stored::String(body) => out.bulk(body),
             // MGET answers nil for a key of another type, like Redis.
-            Stored::Hash(_) | Stored::ZSet(_) => out.null(),
+            _ => out.null(),
         })?;
         if found.is_none() {
             s.out.null();
@@ -323,7 +332,7 @@ fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
         let current = match old {
             None => 0,
             Some(Stored::String(body)) => parse_i64(body).ok_or_else(not_integer)?,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
+            Some(_) => return Err(wrongtype()),
         };
         let n = current.checked_add(delta).ok_or_else(overflow)?;
         Ok((Update::Put(value::string(n.to_string().as_bytes())), n))
@@ -357,7 +366,9 @@ pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     // A range write on the engine: on the SSD tier, a patch on PM merged
     // into the value's extent later (no rewrite of a large value).
-    let fast = s.store.write_range_after(key, &[value::TAG_STRING], None, tail)?;
+    let fast = s
+        .store
+        .write_range_after(key, &[value::TAG_STRING], None, tail)?;
     let len = match fast {
         Some(n) => n as usize - 1,
         // Not a tagged string: a hash or sorted set (WRONGTYPE), or a value
@@ -380,7 +391,7 @@ fn rewrite_string(
         let prev: &[u8] = match old {
             None => b"",
             Some(Stored::String(body)) => body,
-            Some(Stored::Hash(_) | Stored::ZSet(_)) => return Err(wrongtype()),
+            Some(_) => return Err(wrongtype()),
         };
         let at = at.unwrap_or(prev.len());
         let len = prev.len().max(at + patch.len());
@@ -395,12 +406,14 @@ fn rewrite_string(
 }
 
 pub fn strlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let len = s.store.get(a.get(1), |v| match v {
-        Stored::String(body) => Ok(body.len()),
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
-    })?
-    .transpose()?
-    .unwrap_or(0);
+    let len = s
+        .store
+        .get(a.get(1), |v| match v {
+            Stored::String(body) => Ok(body.len()),
+            _ => Err(wrongtype()),
+        })?
+        .transpose()?
+        .unwrap_or(0);
     s.out.int(len as i64);
     Ok(())
 }
@@ -436,7 +449,7 @@ pub fn getrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             }
             Ok(())
         }
-        Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
+        _ => Err(wrongtype()),
     })?;
     match found {
         Some(r) => r,
@@ -463,15 +476,19 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     let len = if patch.is_empty() {
         // Nothing to write: the length, without creating the key.
-        s.store.get(key, |v| match v {
-            Stored::String(body) => Ok(body.len()),
-            Stored::Hash(_) | Stored::ZSet(_) => Err(wrongtype()),
-        })?
-        .transpose()?
-        .unwrap_or(0)
+        s.store
+            .get(key, |v| match v {
+                Stored::String(body) => Ok(body.len()),
+                _ => Err(wrongtype()),
+            })?
+            .transpose()?
+            .unwrap_or(0)
     } else {
         let at = 1 + offset; // past the type tag
-        match s.store.write_range_after(key, &[value::TAG_STRING], Some(at), patch)? {
+        match s
+            .store
+            .write_range_after(key, &[value::TAG_STRING], Some(at), patch)?
+        {
             Some(n) => n as usize - 1,
             None => rewrite_string(&mut s.store, key, Some(offset as usize), patch)?,
         }

@@ -13,11 +13,9 @@ use std::collections::HashMap;
 
 use persimmon::Update;
 
-use crate::store::Store;
 use crate::protocol::Args;
-use crate::session::{
-    check_key, int_arg, is, may_exist, syntax, wrongtype, Error, Session,
-};
+use crate::session::{check_key, int_arg, is, may_exist, syntax, wrongtype, Error, Session};
+use crate::store::Store;
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
 };
@@ -182,12 +180,12 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         i += 2;
     }
     check_key(key)?;
-    let (added, changed, incr_result) = s.store.try_update(key, |old| {
-        match zadd_merge(&open(old)?, &changes, &o)? {
-            (outcome, None) => Ok((Update::Keep, outcome)),
-            (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
-        }
-    })?;
+    let (added, changed, incr_result) =
+        s.store
+            .try_update(key, |old| match zadd_merge(&open(old)?, &changes, &o)? {
+                (outcome, None) => Ok((Update::Keep, outcome)),
+                (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
+            })?;
     if o.incr {
         match incr_result {
             Some(x) => s.out.double(x, &score_text(x)),
@@ -221,18 +219,23 @@ pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 /// Runs `f` over the entries of the sorted set at `key` (empty if missing).
-fn with_entries<R>(store: &mut Store, key: &[u8], f: impl FnOnce(&[(f64, &[u8])]) -> R) -> Result<R, Error> {
+fn with_entries<R>(
+    store: &mut Store,
+    key: &[u8],
+    f: impl FnOnce(&[(f64, &[u8])]) -> R,
+) -> Result<R, Error> {
     // Called once: on the stored entries, or on none for a missing key.
     let mut f = Some(f);
-    let found = store.get(key, |v| match v {
-        Stored::ZSet(body) => match zset_entries(body) {
-            Ok(e) => Ok(f.take().map(|f| f(&e))),
-            Err(_) => Err(damaged()),
-        },
-        _ => Err(wrongtype()),
-    })?
-    .transpose()?
-    .flatten();
+    let found = store
+        .get(key, |v| match v {
+            Stored::ZSet(body) => match zset_entries(body) {
+                Ok(e) => Ok(f.take().map(|f| f(&e))),
+                Err(_) => Err(damaged()),
+            },
+            _ => Err(wrongtype()),
+        })?
+        .transpose()?
+        .flatten();
     match (found, f) {
         (Some(r), _) => Ok(r),
         (None, Some(f)) => Ok(f(&[])),
