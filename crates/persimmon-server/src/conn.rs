@@ -29,6 +29,7 @@ use tokio::net::TcpStream;
 use crate::commands::{execute, COMMANDS};
 use crate::protocol::{ParseLimits, Progress, RequestParser};
 use crate::session::{Flow, Session};
+use crate::settings::Limits;
 use crate::shared::{ClientInfo, Shared};
 
 /// Replies queued past this are written before the batch goes on.
@@ -82,6 +83,7 @@ impl Connection {
                 Ok(n) => n,
             };
             self.session.counters.net_in += n as u64;
+            self.session.counters.reads += 1;
             let flow = self.process().await?;
             match flow {
                 Flow::Continue => self.flush().await?,
@@ -126,21 +128,23 @@ impl Connection {
         }
     }
 
-    fn limits(&self) -> ParseLimits {
-        let l = &self.session.shared.config.limits;
+    fn parse_limits(&self, limits: &Limits) -> ParseLimits {
         ParseLimits {
-            max_bulk_bytes: l.proto_max_bulk_len,
+            max_bulk_bytes: limits.proto_max_bulk_len,
             max_args: i32::MAX as usize,
-            unauthenticated: !self.session.authenticated,
+            unauthenticated: !self.session.authenticated
+                && self.session.shared.settings.password_required(),
         }
     }
 
-    /// Executes every complete request in the input buffer.
+    /// Executes every complete request in the input buffer. The limits are
+    /// read once for the batch (`CONFIG SET` applies from the next one).
     async fn process(&mut self) -> Result<Flow, Closed> {
+        let limits = self.session.shared.settings.limits();
         let mut consumed = 0;
         let flow = loop {
-            let limits = self.limits();
-            let progress = self.parser.parse(&self.input[consumed..], &limits);
+            let parse_limits = self.parse_limits(&limits);
+            let progress = self.parser.parse(&self.input[consumed..], &parse_limits);
             match progress {
                 Err(e) => {
                     self.session
@@ -155,7 +159,7 @@ impl Connection {
                     self.need = need;
                     let pending = self.input.len() - consumed
                         + self.parser.args_len() * std::mem::size_of::<std::ops::Range<usize>>();
-                    if pending > self.session.shared.config.limits.query_buffer_limit {
+                    if pending > limits.query_buffer_limit {
                         self.session
                             .shared
                             .stats
@@ -180,9 +184,7 @@ impl Connection {
                     if flow != Flow::Continue {
                         break flow;
                     }
-                    if self.session.out.len()
-                        > self.session.shared.config.limits.output_buffer_limit
-                    {
+                    if self.session.out.len() > limits.output_buffer_limit {
                         break Flow::OutputLimit;
                     }
                     if self.session.out.len() >= FLUSH_BYTES {
@@ -217,7 +219,7 @@ impl Connection {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => return Err(Closed),
         }
-        let stall = self.session.shared.config.limits.output_stall;
+        let stall = self.session.shared.settings.output_stall();
         while written < buf.len() {
             match tokio::time::timeout(stall, self.stream.write(&buf[written..])).await {
                 Ok(Ok(n)) if n > 0 => written += n,
@@ -226,6 +228,7 @@ impl Connection {
             }
         }
         self.session.counters.net_out += written as u64;
+        self.session.counters.writes += 1;
         buf.clear();
         if buf.capacity() > KEEP_BUFFER_BYTES {
             *buf = Vec::with_capacity(READ_BYTES);

@@ -23,14 +23,13 @@
 //! listpack stays a hash table after shrinking) the report follows the
 //! contents.
 //!
-//! Invariants: the thresholds live here and only here ([`Encodings`], one
-//! per server in `Shared`); `CONFIG SET` changes them through
-//! [`Encodings::named`], and every report reads them afresh. They are
-//! relaxed atomics: a report racing a `CONFIG SET` may use either value.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! Invariants: the thresholds have one home, the run-time settings
+//! (`settings.rs`: `CONFIG SET hash-max-listpack-entries` and the rest,
+//! Redis 7.0's defaults until then); every report reads them afresh
+//! ([`Thresholds::of`]), so a `CONFIG SET` shows in the next report.
 
 use crate::protocol::parse_i64;
+use crate::settings::Settings;
 use crate::value::{hash_fields, items, zset_entries, Stored};
 
 /// Longest string Redis keeps in one allocation with its header.
@@ -41,63 +40,70 @@ const SHARED_INTEGERS: i64 = 10_000;
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 /// The thresholds under which Redis keeps a small hash or sorted set as a
-/// listpack (Redis 7.0's defaults: 128 entries, 64 bytes) and a small set
-/// of integers as an intset (512 members).
-pub struct Encodings {
-    pub hash_max_listpack_entries: AtomicU64,
-    pub hash_max_listpack_value: AtomicU64,
-    pub zset_max_listpack_entries: AtomicU64,
-    pub zset_max_listpack_value: AtomicU64,
-    pub set_max_intset_entries: AtomicU64,
+/// listpack and a small set of integers as an intset.
+#[derive(Clone, Copy, Debug)]
+pub struct Thresholds {
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
 }
 
-impl Default for Encodings {
-    fn default() -> Encodings {
-        Encodings {
-            hash_max_listpack_entries: AtomicU64::new(128),
-            hash_max_listpack_value: AtomicU64::new(64),
-            zset_max_listpack_entries: AtomicU64::new(128),
-            zset_max_listpack_value: AtomicU64::new(64),
-            set_max_intset_entries: AtomicU64::new(512),
+impl Default for Thresholds {
+    /// Redis 7.0's compiled-in defaults.
+    fn default() -> Thresholds {
+        Thresholds {
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            set_max_intset_entries: 512,
         }
     }
 }
 
-/// A stored hash or sorted set that does not decode.
+/// A stored hash, sorted set, list or set that does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Damaged;
 
-impl Encodings {
-    /// The threshold a configuration parameter names (any case), Redis 7.0's
-    /// older `ziplist` names included.
-    #[allow(dead_code)] // until CONFIG SET (another branch) calls it
-    pub fn named(&self, name: &str) -> Option<&AtomicU64> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
-                &self.hash_max_listpack_entries
+impl Thresholds {
+    /// The thresholds the settings hold now (a value that does not read as
+    /// a number keeps Redis's default; `CONFIG SET` never stores one).
+    pub fn of(settings: &Settings) -> Thresholds {
+        let mut t = Thresholds::default();
+        for (name, field) in [
+            (
+                "hash-max-listpack-entries",
+                &mut t.hash_max_listpack_entries,
+            ),
+            ("hash-max-listpack-value", &mut t.hash_max_listpack_value),
+            (
+                "zset-max-listpack-entries",
+                &mut t.zset_max_listpack_entries,
+            ),
+            ("zset-max-listpack-value", &mut t.zset_max_listpack_value),
+            ("set-max-intset-entries", &mut t.set_max_intset_entries),
+        ] {
+            let value = settings.value(name).unwrap_or_default();
+            if let Some(n) = std::str::from_utf8(&value)
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                *field = n;
             }
-            "hash-max-listpack-value" | "hash-max-ziplist-value" => &self.hash_max_listpack_value,
-            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
-                &self.zset_max_listpack_entries
-            }
-            "zset-max-listpack-value" | "zset-max-ziplist-value" => &self.zset_max_listpack_value,
-            "set-max-intset-entries" => &self.set_max_intset_entries,
-            _ => return None,
-        })
+        }
+        t
     }
 
     /// The encoding Redis would report for `value`.
     pub fn encoding(&self, value: Stored<'_>) -> Result<&'static str, Damaged> {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Ok(match value {
             Stored::String(s) => string_encoding(s),
             Stored::Hash(body) => {
                 let fields = hash_fields(body).map_err(|_| Damaged)?;
-                let (entries, max) = (
-                    load(&self.hash_max_listpack_entries),
-                    load(&self.hash_max_listpack_value),
-                );
-                let small = fields.len() as u64 <= entries
+                let max = self.hash_max_listpack_value;
+                let small = fields.len() as u64 <= self.hash_max_listpack_entries
                     && fields
                         .iter()
                         .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
@@ -109,12 +115,10 @@ impl Encodings {
             }
             Stored::ZSet(body) => {
                 let members = zset_entries(body).map_err(|_| Damaged)?;
-                let (entries, max) = (
-                    load(&self.zset_max_listpack_entries),
-                    load(&self.zset_max_listpack_value),
-                );
-                let small = members.len() as u64 <= entries
-                    && members.iter().all(|(_, m)| m.len() as u64 <= max);
+                let small = members.len() as u64 <= self.zset_max_listpack_entries
+                    && members
+                        .iter()
+                        .all(|(_, m)| m.len() as u64 <= self.zset_max_listpack_value);
                 if small {
                     "listpack"
                 } else {
@@ -127,7 +131,7 @@ impl Encodings {
             }
             Stored::Set(body) => {
                 let members = items(body).map_err(|_| Damaged)?;
-                let small = members.len() as u64 <= load(&self.set_max_intset_entries)
+                let small = members.len() as u64 <= self.set_max_intset_entries
                     && members.iter().all(|m| parse_i64(m).is_some());
                 if small {
                     "intset"
@@ -188,7 +192,7 @@ mod tests {
 
     #[test]
     fn containers_follow_the_thresholds() {
-        let enc = Encodings::default();
+        let mut enc = Thresholds::default();
         let long = [b'v'; 65];
         let h =
             |pairs: &[(&'static [u8], &'static [u8])]| HashBuilder::new(pairs.to_vec()).encode();
@@ -197,9 +201,7 @@ mod tests {
         let mut b = HashBuilder::new(vec![(&b"f"[..], &long[..])]);
         b.set(b"g", b"w");
         assert_eq!(enc.encoding(Stored::decode(&b.encode())), Ok("hashtable"));
-        enc.named("HASH-MAX-ZIPLIST-ENTRIES")
-            .unwrap()
-            .store(0, Ordering::Relaxed);
+        enc.hash_max_listpack_entries = 0;
         assert_eq!(enc.encoding(Stored::decode(&small)), Ok("hashtable"));
         let z = zset_encode(&[(1.0, &b"a"[..])]);
         assert_eq!(enc.encoding(Stored::decode(&z)), Ok("listpack"));
@@ -227,6 +229,5 @@ mod tests {
         );
         let list = list_encode(&[b"a"]);
         assert_eq!(enc.encoding(Stored::decode(&list)), Ok("quicklist"));
-        assert!(enc.named("list-max-listpack-size").is_none());
     }
 }

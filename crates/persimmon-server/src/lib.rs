@@ -23,7 +23,8 @@
 //! - `session`: what a handler works with: the client's session, the error
 //!   type, argument helpers, the engine calls every handler makes alike.
 //! - `shared`: the state every connection shares (the pool, the config,
-//!   counters, the client registry).
+//!   counters, the client registry); `settings`: the run-time settings
+//!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts.
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `rdb`: Redis's
@@ -37,6 +38,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cmdstats;
 mod commands;
 mod config;
 mod conn;
@@ -49,6 +51,7 @@ mod reply;
 mod scan;
 mod server;
 mod session;
+mod settings;
 mod shared;
 mod store;
 mod value;

@@ -6,12 +6,20 @@
 //! map is a flat array of key, value, ... and a verbatim string is a bulk
 //! string. Error lines never contain CR or LF (they are replaced by blanks),
 //! so a message built from client input cannot break the framing.
+//!
+//! Every error reply is counted here, by its code (`INFO errorstats`), so
+//! no error path can be missed: a command failed exactly when the count
+//! grew while it ran.
+
+use crate::cmdstats::ErrorTally;
 
 /// An output buffer plus the protocol version replies are written in.
 #[derive(Debug)]
 pub struct Reply {
     pub buf: Vec<u8>,
     pub resp3: bool,
+    /// The error replies written since the connection last published them.
+    pub errors: ErrorTally,
 }
 
 impl Reply {
@@ -19,6 +27,7 @@ impl Reply {
         Reply {
             buf: Vec::with_capacity(16 << 10),
             resp3: false,
+            errors: ErrorTally::default(),
         }
     }
 
@@ -76,6 +85,7 @@ impl Reply {
 
     /// `-message`; the message starts with its code (`ERR`, `WRONGTYPE`, ...).
     pub fn error(&mut self, message: &str) {
+        self.errors.count(message);
         self.line(b'-', message.as_bytes());
     }
 
@@ -183,6 +193,7 @@ mod tests {
             r.buf,
             b"+OK\r\n:-42\r\n:-9223372036854775808\r\n$4\r\na\r\nb\r\n$-1\r\n*2\r\n-ERR bad  thing\r\n"
         );
+        assert_eq!(r.errors.seen(), 1);
         let mut r = Reply::new();
         r.resp3 = true;
         r.null();

@@ -9,7 +9,9 @@
 //!   half), then the last `Arc<Shared>` goes and the `Db` with it.
 //! - A rejected connection (protected mode, `maxclients`) gets its one error
 //!   line and is closed; it never reaches the command loop and is not counted
-//!   as connected.
+//!   as connected. Both limits are the run-time settings (`CONFIG SET`
+//!   changes them for the connections accepted after it); the open-file
+//!   limit is raised for `maxclients` only at startup.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -206,11 +208,11 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         .total_connections_received
         .fetch_add(1, Ordering::Relaxed);
     let _ = stream.set_nodelay(true);
-    let config = &shared.config;
+    let settings = &shared.settings;
     let loopback = peer.ip().is_loopback()
         || matches!(peer.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()));
-    let remote = !loopback || config.treat_loopback_as_remote;
-    if config.protected_mode && config.requirepass.is_none() && remote {
+    let remote = !loopback || shared.config.treat_loopback_as_remote;
+    if settings.protected_mode() && !settings.password_required() && remote {
         shared
             .stats
             .rejected_connections
@@ -221,7 +223,7 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     // Count this client before checking, so two racing accepts cannot both
     // take the last place.
     let connected = shared.connected.fetch_add(1, Ordering::AcqRel) + 1;
-    if connected > config.limits.maxclients {
+    if connected > settings.maxclients() {
         shared.connected.fetch_sub(1, Ordering::AcqRel);
         shared
             .stats

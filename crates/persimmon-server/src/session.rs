@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use persimmon::MAX_KEY_BYTES;
 
+use crate::cmdstats::Tally;
 use crate::dbs::Databases;
 use crate::protocol::Args;
 use crate::reply::Reply;
@@ -46,15 +47,18 @@ pub enum Flow {
 
 /// Per-connection counts, added to the server's now and then (the
 /// server's are shared by every connection: updating them per command would
-/// make the workers fight over their cache lines).
+/// make the workers fight over their cache lines). Error replies are
+/// counted by the reply writer (`Reply::errors`), per command by `tally`.
 #[derive(Default, Debug)]
 pub struct Counters {
     pub commands: u64,
-    pub errors: u64,
     pub hits: u64,
     pub misses: u64,
     pub net_in: u64,
     pub net_out: u64,
+    /// Socket reads and writes.
+    pub reads: u64,
+    pub writes: u64,
 }
 
 /// A client's state as the commands see it.
@@ -67,6 +71,8 @@ pub struct Session {
     pub out: Reply,
     pub authenticated: bool,
     pub counters: Counters,
+    /// Calls, time, refusals and failures per command (`INFO commandstats`).
+    pub tally: Tally,
     pub flow: Flow,
     /// Reused buffer for encoding a value before `put`.
     pub scratch: Vec<u8>,
@@ -112,7 +118,8 @@ impl Queued {
 
 impl Session {
     pub fn new(shared: Arc<Shared>, info: Arc<ClientInfo>, commands: &'static [Spec]) -> Session {
-        let authenticated = shared.config.requirepass.is_none();
+        let authenticated = !shared.settings.password_required();
+        let tally = shared.command_stats.tally(commands.len());
         Session {
             store: Store::new(shared.clone()),
             map: Some(shared.dbs.clone()),
@@ -123,22 +130,31 @@ impl Session {
             out: Reply::new(),
             authenticated,
             counters: Counters::default(),
+            tally,
             flow: Flow::Continue,
             scratch: Vec::new(),
         }
     }
 
-    /// Adds this connection's counts to the server's.
+    /// Adds this connection's counts to the server's (or drops them, when
+    /// `CONFIG RESETSTAT` ran since they were gathered).
     pub fn publish_counters(&mut self) {
-        let st = &self.shared.stats;
+        let published = self
+            .shared
+            .command_stats
+            .publish(&mut self.tally, &mut self.out.errors);
         let c = std::mem::take(&mut self.counters);
+        let Some(errors) = published else { return };
+        let st = &self.shared.stats;
         for (counter, n) in [
             (&st.total_commands_processed, c.commands),
-            (&st.total_error_replies, c.errors),
+            (&st.total_error_replies, errors),
             (&st.keyspace_hits, c.hits),
             (&st.keyspace_misses, c.misses),
             (&st.net_input_bytes, c.net_in),
             (&st.net_output_bytes, c.net_out),
+            (&st.reads_processed, c.reads),
+            (&st.writes_processed, c.writes),
         ] {
             if n > 0 {
                 counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
@@ -149,7 +165,7 @@ impl Session {
     /// Whether the reply being built has grown past the output limit; if so
     /// the connection is closed after this command.
     pub fn output_over_limit(&mut self) -> bool {
-        if self.out.len() > self.shared.config.limits.output_buffer_limit {
+        if self.out.len() > self.shared.settings.output_buffer_limit() {
             self.flow = Flow::OutputLimit;
             true
         } else {

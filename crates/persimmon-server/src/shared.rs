@@ -1,7 +1,7 @@
-//! State the whole server shares: the open pool, the configuration, the
-//! counters for `INFO`, the registry of connected clients (`CLIENT LIST`),
-//! the SCAN snapshots, the encoding thresholds `OBJECT ENCODING` reports
-//! by, and the shutdown signal.
+//! State the whole server shares: the open pool, the configuration (fixed
+//! at startup) and the run-time settings (`CONFIG SET`), the counters for
+//! `INFO`, the registry of connected clients (`CLIENT LIST`), the SCAN
+//! snapshots and the shutdown signal.
 //!
 //! Invariants:
 //! - `Shared` owns the `Db`: the pool closes when the last `Arc<Shared>`
@@ -13,38 +13,46 @@
 //!   fight over these cache lines on every command.
 //! - `stopping` goes from false to true once and never back; long scans
 //!   poll it so that shutdown does not wait for them.
+//! - The limits, `requirepass` and `protected-mode` in `config` are the
+//!   startup values only: what the server applies now is in `settings`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use persimmon::Db;
 use tokio::sync::watch;
 
+use crate::cmdstats::CommandStats;
 use crate::config::Config;
 use crate::dbs::Databases;
-use crate::encoding::Encodings;
 use crate::scan::ScanCache;
+use crate::settings::Settings;
 
 /// State every connection shares.
 pub struct Shared {
     pub db: Db,
     /// The databases and the namespace each uses.
     pub dbs: Arc<Databases>,
+    /// The configuration the server started with.
     pub config: Config,
+    /// What `CONFIG GET` shows and `CONFIG SET` changes.
+    pub settings: Settings,
     pub config_file: Option<PathBuf>,
     pub local_addr: SocketAddr,
     pub started: Instant,
+    /// 40 hex digits, new at every start (`run_id`, `master_replid`).
+    pub run_id: String,
     pub stats: ServerStats,
+    /// Per-command and per-error counts (`INFO commandstats`, `errorstats`).
+    pub command_stats: CommandStats,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
     pub connected: AtomicUsize,
     next_client_id: AtomicU64,
     pub scan: ScanCache,
-    /// The listpack thresholds (`OBJECT ENCODING`; `CONFIG SET` changes them).
-    pub encodings: Encodings,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -65,6 +73,38 @@ pub struct ServerStats {
     pub protocol_errors: AtomicU64,
     pub query_buffer_limit_disconnections: AtomicU64,
     pub output_buffer_limit_disconnections: AtomicU64,
+    /// Reads from and writes to client sockets.
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
+    /// Unix time in seconds of the last SAVE or BGSAVE (the start before
+    /// any), for `LASTSAVE`; and how many there were.
+    pub last_save: AtomicU64,
+    pub saves: AtomicU64,
+    pub aof_rewrites: AtomicU64,
+    /// Largest `used_memory` INFO has reported.
+    pub used_memory_peak: AtomicU64,
+}
+
+impl ServerStats {
+    /// The counters `CONFIG RESETSTAT` zeroes (as Redis: not the time of
+    /// the last save, nor the memory peak).
+    pub fn resettable(&self) -> [&AtomicU64; 13] {
+        [
+            &self.total_connections_received,
+            &self.rejected_connections,
+            &self.total_commands_processed,
+            &self.total_error_replies,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.protocol_errors,
+            &self.query_buffer_limit_disconnections,
+            &self.output_buffer_limit_disconnections,
+            &self.reads_processed,
+            &self.writes_processed,
+        ]
+    }
 }
 
 /// What `CLIENT LIST` shows about a connection.
@@ -96,19 +136,34 @@ impl Shared {
         local_addr: SocketAddr,
     ) -> Shared {
         let (shutdown, _) = watch::channel(false);
+        let facts = [
+            ("port", local_addr.port().to_string()),
+            ("durability", db.durability().name().to_string()),
+            (
+                "ordered-index",
+                if db.has_ordered_index() { "yes" } else { "no" }.to_string(),
+            ),
+            ("point-index", db.point_index().name().to_string()),
+        ];
+        let settings = Settings::new(&config, &facts);
+        let started_unix = unix_time().as_secs();
+        let stats = ServerStats::default();
+        stats.last_save.store(started_unix, Ordering::Relaxed);
         Shared {
             db,
             dbs,
             config,
+            settings,
             config_file,
             local_addr,
             started: Instant::now(),
-            stats: ServerStats::default(),
+            run_id: run_id(&local_addr),
+            stats,
+            command_stats: CommandStats::default(),
             clients: Mutex::new(BTreeMap::new()),
             connected: AtomicUsize::new(0),
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
-            encodings: Encodings::default(),
             stopping: AtomicBool::new(false),
             shutdown,
         }
@@ -137,6 +192,26 @@ impl Shared {
     pub fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
+}
+
+/// Time since the Unix epoch (zero if the clock is before it).
+pub fn unix_time() -> std::time::Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// 40 hex digits that differ from one start to the next (not a secret).
+fn run_id(addr: &SocketAddr) -> String {
+    let seed = format!(
+        "{}:{}:{addr}:{:?}",
+        std::process::id(),
+        unix_time().as_nanos(),
+        Instant::now()
+    );
+    let a = xxhash_rust::xxh3::xxh3_128(seed.as_bytes());
+    let b = xxhash_rust::xxh3::xxh3_64_with_seed(seed.as_bytes(), 16);
+    format!("{a:032x}{:08x}", b as u32)
 }
 
 impl ClientInfo {

@@ -65,17 +65,26 @@ impl<'a> Stored<'a> {
     /// The stored form again: the type tag and the body (a foreign value
     /// comes back as a tagged string).
     pub fn encode(&self) -> Vec<u8> {
-        let (tag, body) = match *self {
+        let (tag, body) = self.tagged();
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(tag);
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// The length of [`encode`](Self::encode)'s bytes, without them.
+    pub fn encoded_len(&self) -> usize {
+        self.tagged().1.len() + 1
+    }
+
+    fn tagged(&self) -> (u8, &'a [u8]) {
+        match *self {
             Stored::String(b) => (TAG_STRING, b),
             Stored::Hash(b) => (TAG_HASH, b),
             Stored::ZSet(b) => (TAG_ZSET, b),
             Stored::List(b) => (TAG_LIST, b),
             Stored::Set(b) => (TAG_SET, b),
-        };
-        let mut out = Vec::with_capacity(body.len() + 1);
-        out.push(tag);
-        out.extend_from_slice(body);
-        out
+        }
     }
 
     /// The name `TYPE` replies.

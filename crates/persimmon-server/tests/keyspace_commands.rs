@@ -304,17 +304,33 @@ fn object_encoding_follows_redis_thresholds() {
         bulk(&mut con, &["OBJECT", "ENCODING", "h"]).as_deref(),
         Some("hashtable")
     );
-    for i in 0..128 {
+    // Redis 7.0's defaults: 512 hash fields, 128 sorted-set members.
+    for i in 0..512 {
         ok(&mut con, &["HSET", "many", &format!("f{i}"), "v"]);
     }
     assert_eq!(
         bulk(&mut con, &["OBJECT", "ENCODING", "many"]).as_deref(),
         Some("listpack")
     );
-    ok(&mut con, &["HSET", "many", "f128", "v"]);
+    ok(&mut con, &["HSET", "many", "f512", "v"]);
     assert_eq!(
         bulk(&mut con, &["OBJECT", "ENCODING", "many"]).as_deref(),
         Some("hashtable")
+    );
+    for i in 0..128 {
+        ok(
+            &mut con,
+            &["ZADD", "zmany", &i.to_string(), &format!("m{i}")],
+        );
+    }
+    assert_eq!(
+        bulk(&mut con, &["OBJECT", "ENCODING", "zmany"]).as_deref(),
+        Some("listpack")
+    );
+    ok(&mut con, &["ZADD", "zmany", "0", "one-more"]);
+    assert_eq!(
+        bulk(&mut con, &["OBJECT", "ENCODING", "zmany"]).as_deref(),
+        Some("skiplist")
     );
     ok(&mut con, &["ZADD", "z", "1", "a"]);
     assert_eq!(
@@ -342,6 +358,53 @@ fn object_encoding_follows_redis_thresholds() {
         bulk(&mut con, &["OBJECT", "ENCODING", "set"]).as_deref(),
         Some("hashtable")
     );
+}
+
+#[test]
+fn object_encoding_follows_config_set() {
+    let server = TestServer::start();
+    let mut con = server.client();
+    let enc = |con: &mut redis::Connection, key: &str| bulk(con, &["OBJECT", "ENCODING", key]);
+    ok(&mut con, &["HSET", "h", "f", "v"]);
+    ok(&mut con, &["ZADD", "z", "1", "abc"]);
+    ok(&mut con, &["SADD", "s", "1", "2", "3"]);
+    ok(
+        &mut con,
+        &["CONFIG", "SET", "hash-max-ziplist-entries", "0"],
+    );
+    assert_eq!(enc(&mut con, "h").as_deref(), Some("hashtable"));
+    ok(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "hash-max-ziplist-entries",
+            "1",
+            "hash-max-listpack-value",
+            "0",
+        ],
+    );
+    assert_eq!(enc(&mut con, "h").as_deref(), Some("hashtable"));
+    ok(&mut con, &["CONFIG", "SET", "hash-max-listpack-value", "1"]);
+    assert_eq!(enc(&mut con, "h").as_deref(), Some("listpack"));
+    assert_eq!(enc(&mut con, "z").as_deref(), Some("listpack"));
+    ok(&mut con, &["CONFIG", "SET", "zset-max-listpack-value", "2"]);
+    assert_eq!(enc(&mut con, "z").as_deref(), Some("skiplist"));
+    ok(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "zset-max-listpack-value",
+            "64",
+            "zset-max-ziplist-entries",
+            "0",
+        ],
+    );
+    assert_eq!(enc(&mut con, "z").as_deref(), Some("skiplist"));
+    assert_eq!(enc(&mut con, "s").as_deref(), Some("intset"));
+    ok(&mut con, &["CONFIG", "SET", "set-max-intset-entries", "2"]);
+    assert_eq!(enc(&mut con, "s").as_deref(), Some("hashtable"));
 }
 
 #[test]

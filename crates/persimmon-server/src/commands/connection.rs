@@ -36,11 +36,10 @@ fn password_ok(s: &Session, user: Option<&[u8]>, password: &[u8]) -> bool {
     if user.is_some_and(|u| u != b"default") {
         return false;
     }
-    match &s.shared.config.requirepass {
+    match s.shared.settings.requirepass() {
         // The default user has no password: any password is accepted.
         None => true,
         Some(expected) => {
-            let expected = expected.as_bytes();
             let mut diff = (expected.len() != password.len()) as u8;
             for (i, &e) in expected.iter().enumerate() {
                 diff |= e ^ password.get(i).copied().unwrap_or(!e);
@@ -58,7 +57,7 @@ pub fn auth(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         3 => (Some(a.get(1)), a.get(2)),
         _ => return Err(syntax()),
     };
-    if user.is_none() && s.shared.config.requirepass.is_none() {
+    if user.is_none() && !s.shared.settings.password_required() {
         return Err(Error::new(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
@@ -331,9 +330,4 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.lib_name),
         text_of(&c.lib_ver),
     );
-}
-
-pub fn tmp_function(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
-    s.out.ok();
-    Ok(())
 }

@@ -115,7 +115,7 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let pattern = a.get(1);
     let shared = s.shared.clone();
     let ns = s.store.namespace();
-    let limit = shared.config.limits.output_buffer_limit;
+    let limit = shared.settings.output_buffer_limit();
     let found = blocking(|| -> Result<Option<Vec<Vec<u8>>>, Error> {
         let mut found = Vec::new();
         let mut bytes = 0usize;

@@ -16,6 +16,10 @@
 //!   by key, each read atomic.
 //! - Inside `MULTI` every command but the `multi_control` rows is queued;
 //!   every command runs holding the database map (see `dbs.rs`).
+//! - Every request is counted for `INFO commandstats` as Redis counts it:
+//!   a call (whether it replied an error, and for some calls the time,
+//!   see `cmdstats`) when the handler ran, a refusal when arity or
+//!   authentication stopped it.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -23,10 +27,13 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
+mod command;
+mod config;
 mod connection;
 mod dump;
 mod expire;
@@ -34,6 +41,7 @@ mod hashes;
 mod info;
 mod keys;
 mod lists;
+mod memory;
 mod multi;
 mod object;
 mod ordered;
@@ -73,9 +81,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("select",         2, ["fast"],                     0,  0, 0, "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], 0, 0, 0, "connection", connection::quit, "Closes the connection."),
     spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
-    spec!("command",       -1, [],                           0,  0, 0, "server",     server::command,      "Returns details about the commands."),
-    spec!("config",        -2, [],                           0,  0, 0, "server",     server::config,       "Reads the server's configuration (CONFIG GET)."),
-    spec!("info",          -1, [],                           0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
+    spec!("command",       -1, ["loading", "stale"],         0,  0, 0, "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
+    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT)."),
+    spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
@@ -111,7 +119,6 @@ pub static COMMANDS: &[Spec] = &[
     spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flushall,       "Deletes every key of every database."),
     spec!("move",           3, ["write", "fast"],            1,  1, 1, "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
     spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], 0, 0, 0, "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
-    spec!("function",      -2, [],                           0,  0, 0, "server",     connection::tmp_function, "TEMP"),
     // Expiry.
     spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::ttl,          "Returns the time to live of a key in seconds (-1: none, -2: no key)."),
     spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pttl,         "Returns the time to live of a key in milliseconds (-1: none, -2: no key)."),
@@ -170,6 +177,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
     spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
     spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
+    // Server (issue 16).
+    spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+    spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
+    spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
+    spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
+    spec!("save",           1, ["admin", "noscript"],        0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
+    spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
+    spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
+    spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
     // Keyspace (issue 16).
     spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
     spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
@@ -247,20 +263,24 @@ fn unknown_command(args: &Args<'_>) -> String {
 
 /// Runs one request (at least one argument) and queues its reply; inside
 /// `MULTI`, queues the request instead (or runs it, for the commands that
-/// steer the transaction).
+/// steer the transaction). Counts it as Redis does (`INFO commandstats`):
+/// a call when the handler ran (whether it failed; its time when
+/// `Tally::times` picks it), a refusal when a check stopped it.
 pub fn execute(s: &mut Session, args: Args<'_>) {
-    s.counters.commands += 1;
-    let spec = match checked(s, &args) {
-        Ok(spec) => spec,
-        Err(e) => {
+    let index = match checked(s, &args) {
+        Ok(index) => index,
+        Err((index, e)) => {
+            if let Some(index) = index {
+                s.tally.rejected(index);
+            }
             if let Some(m) = &mut s.multi {
                 m.failed = true;
             }
-            s.counters.errors += 1;
             s.out.error(&e.0);
             return;
         }
     };
+    let spec = &COMMANDS[index];
     if let Some(m) = &mut s.multi {
         if !spec.flags.contains(&"multi_control") {
             m.queued.push(Queued::of(&args));
@@ -271,53 +291,59 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
     let map = s.map.take().expect("the map is back between commands");
     if spec.flags.contains(&"swaps_dbs") {
         let _held = map.exclusive();
-        run(s, spec, args);
+        run(s, index, args);
     } else {
         let _held = map.shared();
-        run(s, spec, args);
+        run(s, index, args);
     }
     s.map = Some(map);
 }
 
 /// The row of a request that may run: known, with an allowed argument
 /// count, authenticated (or allowed before), and allowed in a transaction.
-fn checked(s: &mut Session, args: &Args<'_>) -> Result<&'static Spec, Error> {
+/// A refusal names the row when there is one.
+fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Error)> {
     let Some(index) = lookup(args.get(0)) else {
-        return Err(Error::new(unknown_command(args)));
+        return Err((None, Error::new(unknown_command(args))));
     };
     let spec = &COMMANDS[index];
     s.info
         .last_command
         .store(index + 1, std::sync::atomic::Ordering::Relaxed);
+    let refuse = |e: Error| Err((Some(index), e));
     if !spec.arity_ok(args.len()) {
-        return Err(arity(spec.name));
+        return refuse(arity(spec.name));
     }
-    if !s.authenticated && !spec.allowed_before_auth() {
-        return Err(Error::new("NOAUTH Authentication required."));
+    if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
+        return refuse(Error::new("NOAUTH Authentication required."));
     }
     if s.multi.is_some() && spec.flags.contains(&"no_multi") {
-        return Err(Error::new("ERR Command not allowed inside a transaction"));
+        return refuse(Error::new("ERR Command not allowed inside a transaction"));
     }
-    Ok(spec)
+    Ok(index)
 }
 
-/// Runs a checked request (the map lock held by the caller).
-fn run(s: &mut Session, spec: &Spec, args: Args<'_>) {
+/// Runs a checked request (the map lock held by the caller) and counts it.
+fn run(s: &mut Session, index: usize, args: Args<'_>) {
+    let spec = &COMMANDS[index];
+    let errors = s.out.errors.seen();
+    let started = s.tally.times(index).then(Instant::now);
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
     if let Err(e) = (spec.handler)(s, args) {
-        s.counters.errors += 1;
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
     }
+    let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
+    s.counters.commands += 1;
+    s.tally.called(index, nanos, s.out.errors.seen() != errors);
 }
 
 /// Runs one queued request of an `EXEC` (checked when it was queued).
 pub(crate) fn run_queued(s: &mut Session, args: Args<'_>) {
-    s.counters.commands += 1;
     match lookup(args.get(0)) {
-        Some(i) => run(s, &COMMANDS[i], args),
+        Some(index) => run(s, index, args),
         None => s.out.error(&unknown_command(&args)),
     }
 }

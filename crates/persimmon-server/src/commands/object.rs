@@ -15,7 +15,7 @@
 //! writes; a missing key is a null reply, before any other check, as in
 //! Redis.
 
-use crate::encoding;
+use crate::encoding::{self, Thresholds};
 use crate::protocol::Args;
 use crate::session::{exact_arity, is, unknown_subcommand, Error, Session};
 use crate::value::Stored;
@@ -60,10 +60,10 @@ pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .find(|n| is(sub, n))
         .ok_or_else(|| unknown_subcommand("object", sub))?;
     exact_arity(&a, 3, &format!("object|{name}"))?;
-    let shared = s.shared.clone();
+    let thresholds = Thresholds::of(&s.shared.settings);
     let about = s.store.get(a.get(2), |v| -> Result<About, Error> {
         Ok(match name {
-            "encoding" => About::Text(shared.encodings.encoding(v).map_err(|_| damaged(v))?),
+            "encoding" => About::Text(thresholds.encoding(v).map_err(|_| damaged(v))?),
             "refcount" => About::Int(encoding::refcount(v)),
             "idletime" => About::Int(0),
             _ => return Err(Error::new(NO_LFU)),

@@ -134,11 +134,12 @@ fn reply_range(
     }
     let bounds = Bounds { ns, ranges };
     let limit = o.limit.unwrap_or(usize::MAX);
-    let output_limit = s.shared.config.limits.output_buffer_limit;
+    let output_limit = s.shared.settings.output_buffer_limit();
     let room = output_limit.saturating_sub(s.out.len());
     let mut body = Reply {
         buf: Vec::new(),
         resp3: s.out.resp3,
+        errors: Default::default(),
     };
     let shared = s.shared.clone();
     let mut run = || fill(&shared, &bounds, o, limit, room, &mut body);

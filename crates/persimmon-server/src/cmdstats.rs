@@ -1,0 +1,313 @@
+//! Per-command and per-error counts, for `INFO commandstats` and `INFO
+//! errorstats`: a connection's own tally, and the server's totals it is
+//! added to now and then (as the other `INFO` counters are).
+//!
+//! What is counted is what Redis counts:
+//! - `calls` and `usec`: commands that ran (their handler was called),
+//!   whether they succeeded or not; `usec` is the time in the handler.
+//!   Reading the clock costs about as much as a cached GET's whole
+//!   handler, so a connection times one call in `TIME_EVERY` of each
+//!   command (always the first since it last published, so a rarely used
+//!   command is timed every time) and `usec` is the timed calls' time
+//!   scaled to all calls.
+//! - `rejected_calls`: commands refused before they ran (wrong number of
+//!   arguments, `NOAUTH`); an unknown command has no row to count it in.
+//! - `failed_calls`: commands that ran and replied with an error.
+//! - `errorstat_<CODE>`: every error reply, by its first word (`ERR`,
+//!   `WRONGTYPE`, ...), including those of unknown commands and protocol
+//!   errors.
+//!
+//! Invariants:
+//! - Counting a command is a few additions to the connection's own memory;
+//!   the shared totals are touched only when a connection publishes (once
+//!   per many batches, and before it runs INFO), under one lock.
+//! - `CONFIG RESETSTAT` starts a new epoch: a connection whose tally was
+//!   gathered in an earlier epoch drops it instead of publishing it, so a
+//!   reset is not undone by counts that were pending when it happened.
+//! - At most `MAX_ERROR_CODES` distinct codes are kept (they come from the
+//!   server's own texts, so there are far fewer); more are still counted in
+//!   the total of error replies.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Most distinct error codes the totals keep.
+const MAX_ERROR_CODES: usize = 128;
+
+/// One call in this many of each command is timed (a power of two).
+pub const TIME_EVERY: u64 = 8;
+
+/// How often one command ran, failed, or was refused, and its time.
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandCounts {
+    pub calls: u64,
+    /// Calls that were timed, and their nanoseconds in the handler.
+    pub timed: u64,
+    pub timed_nanos: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+impl CommandCounts {
+    fn add(&mut self, other: &CommandCounts) {
+        self.calls += other.calls;
+        self.timed += other.timed;
+        self.timed_nanos += other.timed_nanos;
+        self.rejected += other.rejected;
+        self.failed += other.failed;
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.calls == 0 && self.rejected == 0 && self.failed == 0
+    }
+
+    /// Microseconds in the handler, all calls together (the timed calls'
+    /// time scaled to every call).
+    pub fn usec(&self) -> f64 {
+        if self.timed == 0 {
+            return 0.0;
+        }
+        self.timed_nanos as f64 / 1000.0 * self.calls as f64 / self.timed as f64
+    }
+}
+
+/// A connection's counts per command table row since it last published.
+#[derive(Debug)]
+pub struct Tally {
+    rows: Vec<CommandCounts>,
+    dirty: bool,
+    epoch: u64,
+}
+
+impl Tally {
+    /// Whether the next call of row `row` is to be timed.
+    #[inline]
+    pub fn times(&self, row: usize) -> bool {
+        self.rows
+            .get(row)
+            .is_some_and(|c| c.calls % TIME_EVERY == 0)
+    }
+
+    /// Row `row` ran (for `nanos`, if it was timed); `failed` if it
+    /// replied with an error.
+    #[inline]
+    pub fn called(&mut self, row: usize, nanos: Option<u64>, failed: bool) {
+        if let Some(c) = self.rows.get_mut(row) {
+            c.calls += 1;
+            if let Some(nanos) = nanos {
+                c.timed += 1;
+                c.timed_nanos += nanos;
+            }
+            c.failed += failed as u64;
+            self.dirty = true;
+        }
+    }
+
+    /// Row `row` was refused before it ran.
+    pub fn rejected(&mut self, row: usize) {
+        if let Some(c) = self.rows.get_mut(row) {
+            c.rejected += 1;
+            self.dirty = true;
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.dirty {
+            self.rows.fill(CommandCounts::default());
+            self.dirty = false;
+        }
+    }
+}
+
+/// Error replies written on one connection: how many ever (to tell
+/// whether a command failed), and those not yet published, by code.
+#[derive(Default, Debug)]
+pub struct ErrorTally {
+    seen: u64,
+    unpublished: u64,
+    by_code: Vec<(Box<str>, u64)>,
+}
+
+impl ErrorTally {
+    /// Counts one error reply (`message` starts with its code).
+    pub fn count(&mut self, message: &str) {
+        self.seen += 1;
+        self.unpublished += 1;
+        let code = error_code(message);
+        match self.by_code.iter_mut().find(|(c, _)| &**c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.by_code.push((code.into(), 1)),
+        }
+    }
+
+    /// Error replies written on this connection so far (a command failed
+    /// if this grew while it ran).
+    #[inline]
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    fn clear(&mut self) {
+        self.unpublished = 0;
+        self.by_code.clear();
+    }
+}
+
+/// An error's code as Redis takes it: its first word when that ends within
+/// the first 32 bytes, else `ERR`.
+fn error_code(message: &str) -> &str {
+    let head = &message.as_bytes()[..message.len().min(31)];
+    match head.iter().position(|&b| b == b' ') {
+        Some(end) if end > 0 => &message[..end],
+        _ => "ERR",
+    }
+}
+
+/// The server's totals.
+#[derive(Default)]
+pub struct CommandStats {
+    totals: Mutex<Totals>,
+    epoch: AtomicU64,
+}
+
+#[derive(Default)]
+struct Totals {
+    rows: Vec<CommandCounts>,
+    errors: BTreeMap<String, u64>,
+}
+
+impl CommandStats {
+    /// A new connection's tally, for a table of `commands` rows.
+    pub fn tally(&self, commands: usize) -> Tally {
+        Tally {
+            rows: vec![CommandCounts::default(); commands],
+            dirty: false,
+            epoch: self.epoch.load(Ordering::Acquire),
+        }
+    }
+
+    /// Adds a connection's tallies to the totals and clears them, and
+    /// returns how many error replies they held (for
+    /// `total_error_replies`). Tallies from before the last reset are
+    /// dropped: `None` (the caller drops its other pending counts too).
+    pub fn publish(&self, tally: &mut Tally, errors: &mut ErrorTally) -> Option<u64> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if tally.epoch != epoch {
+            tally.epoch = epoch;
+            tally.clear();
+            errors.clear();
+            return None;
+        }
+        let error_replies = errors.unpublished;
+        if !tally.dirty && error_replies == 0 {
+            return Some(0);
+        }
+        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        if tally.dirty {
+            if totals.rows.len() < tally.rows.len() {
+                totals
+                    .rows
+                    .resize(tally.rows.len(), CommandCounts::default());
+            }
+            for (total, mine) in totals.rows.iter_mut().zip(&tally.rows) {
+                total.add(mine);
+            }
+        }
+        for (code, n) in errors.by_code.drain(..) {
+            if let Some(count) = totals.errors.get_mut(&*code) {
+                *count += n;
+            } else if totals.errors.len() < MAX_ERROR_CODES {
+                totals.errors.insert(code.into(), n);
+            }
+        }
+        drop(totals);
+        tally.clear();
+        errors.clear();
+        Some(error_replies)
+    }
+
+    /// Zeroes the totals and starts a new epoch (`CONFIG RESETSTAT`); the
+    /// caller's own tallies are cleared and join the new epoch.
+    pub fn reset(&self, tally: &mut Tally, errors: &mut ErrorTally) {
+        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        totals.rows.clear();
+        totals.errors.clear();
+        tally.epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        tally.clear();
+        errors.clear();
+    }
+
+    /// The counts of every table row (rows never counted may be missing).
+    pub fn commands(&self) -> Vec<CommandCounts> {
+        self.totals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .rows
+            .clone()
+    }
+
+    /// Error replies by code, in byte order of the codes.
+    pub fn errors(&self) -> Vec<(String, u64)> {
+        let totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        totals.errors.iter().map(|(c, n)| (c.clone(), *n)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_are_the_first_word() {
+        assert_eq!(error_code("ERR syntax error"), "ERR");
+        assert_eq!(error_code("WRONGTYPE Operation against"), "WRONGTYPE");
+        assert_eq!(error_code("NOAUTH Authentication required."), "NOAUTH");
+        assert_eq!(error_code("NOSPACEATALLINTHISMESSAGE"), "ERR");
+        assert_eq!(error_code(" leading blank"), "ERR");
+        assert_eq!(error_code(&format!("{} x", "A".repeat(40))), "ERR");
+    }
+
+    #[test]
+    fn publish_adds_and_reset_drops_what_was_pending() {
+        let stats = CommandStats::default();
+        let (mut a, mut ea) = (stats.tally(3), ErrorTally::default());
+        let (mut b, mut eb) = (stats.tally(3), ErrorTally::default());
+        assert!(a.times(1));
+        a.called(1, Some(1000), false);
+        assert!(!a.times(1));
+        a.called(1, None, true);
+        ea.count("ERR x");
+        b.rejected(2);
+        assert_eq!(stats.publish(&mut a, &mut ea), Some(1));
+        assert_eq!(stats.publish(&mut a, &mut ea), Some(0));
+        assert_eq!(ea.seen(), 1);
+        let rows = stats.commands();
+        assert_eq!(
+            rows[1],
+            CommandCounts {
+                calls: 2,
+                timed: 1,
+                timed_nanos: 1000,
+                rejected: 0,
+                failed: 1
+            }
+        );
+        assert_eq!(rows[1].usec(), 2.0);
+        assert_eq!(stats.errors(), vec![("ERR".to_string(), 1)]);
+        // b's pending count predates the reset: dropped.
+        stats.reset(&mut a, &mut ea);
+        assert_eq!(stats.publish(&mut b, &mut eb), None);
+        assert!(stats.commands().iter().all(CommandCounts::is_zero));
+        b.rejected(2);
+        eb.count("WRONGTYPE y");
+        assert_eq!(stats.publish(&mut b, &mut eb), Some(1));
+        assert_eq!(stats.commands()[2].rejected, 1);
+        assert_eq!(stats.errors(), vec![("WRONGTYPE".to_string(), 1)]);
+        // A connection that starts after the reset publishes normally.
+        let (mut c, mut ec) = (stats.tally(3), ErrorTally::default());
+        c.called(0, None, false);
+        assert_eq!(stats.publish(&mut c, &mut ec), Some(0));
+        assert_eq!(stats.commands()[0].calls, 1);
+    }
+}

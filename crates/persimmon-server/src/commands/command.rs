@@ -1,0 +1,326 @@
+//! COMMAND: what the command table says about each command, in Redis 7's
+//! shapes (COMMAND, COUNT, INFO, DOCS, LIST [FILTERBY], GETKEYS, HELP).
+//!
+//! Invariants:
+//! - Everything here is read from the table through `Session::commands`
+//!   (the table sits above the handlers; importing it would close a loop),
+//!   so every row, present and future, appears in every reply.
+//! - Keys (GETKEYS) come from a row's first key, last key and step alone,
+//!   as Redis's legacy key ranges do; a command whose keys depend on its
+//!   arguments' values would need more, and the table has none.
+
+use crate::glob;
+use crate::protocol::Args;
+use crate::reply::Reply;
+use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Error, Session, Spec};
+
+/// Flags of the table that steer the dispatch and are not Redis's (not
+/// shown by COMMAND).
+const INTERNAL_FLAGS: [&str; 2] = ["multi_control", "swaps_dbs"];
+
+/// The Redis version that added a command, for COMMAND DOCS (`None` for
+/// Persimmon's own commands).
+fn since(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ping" | "echo" | "auth" | "select" | "quit" | "info" | "dbsize" | "shutdown" | "get"
+        | "set" | "setnx" | "getset" | "mget" | "incr" | "incrby" | "decr" | "decrby" | "del"
+        | "exists" | "type" | "keys" | "flushdb" | "flushall" | "ttl" | "expire" | "lastsave"
+        | "save" | "bgsave" | "bgrewriteaof" | "randomkey" | "rename" | "renamenx" | "move"
+        | "substr" => "1.0.0",
+        "zrangebyscore" => "1.0.5",
+        "mset" | "msetnx" => "1.0.1",
+        "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
+        | "zremrangebyscore" | "expireat" | "multi" | "exec" => "1.2.0",
+        "config" | "append" | "hset" | "hmset" | "hsetnx" | "hget" | "hmget" | "hgetall"
+        | "hdel" | "hexists" | "hlen" | "hkeys" | "hvals" | "hincrby" | "setex" | "discard"
+        | "zcount" | "zrank" | "zrevrank" | "zremrangebyrank" | "zunionstore" | "zinterstore" => {
+            "2.0.0"
+        }
+        "strlen" | "setrange" | "watch" | "unwatch" | "persist" | "zrevrangebyscore" => "2.2.0",
+        "object" => "2.2.3",
+        "client" | "getrange" => "2.4.0",
+        "pttl" | "pexpire" | "pexpireat" | "psetex" | "incrbyfloat" | "hincrbyfloat" | "time"
+        | "dump" | "restore" => "2.6.0",
+        "scan" | "hscan" | "zscan" | "zrangebylex" | "zlexcount" => "2.8.0",
+        "command" => "2.8.13",
+        "wait" => "3.0.0",
+        "hstrlen" => "3.2.0",
+        "unlink" | "memory" | "swapdb" => "4.0.0",
+        "hello" => "6.0.0",
+        "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" => "6.2.0",
+        "function" | "expiretime" | "pexpiretime" | "lcs" => "7.0.0",
+        _ => return None,
+    })
+}
+
+/// Redis's name of a command group (`sorted-set`, not `sorted_set`).
+fn group(spec: &Spec) -> String {
+    spec.group.replace('_', "-")
+}
+
+/// A command's ACL categories, as Redis derives them from its flags and
+/// group.
+fn categories(spec: &Spec) -> Vec<&'static str> {
+    let flag = |f: &str| spec.flags.contains(&f);
+    let mut out = Vec::new();
+    if flag("admin") {
+        out.push("@admin");
+    }
+    if flag("write") {
+        out.push("@write");
+    }
+    if flag("readonly") {
+        out.push("@read");
+    }
+    let group = match spec.group {
+        "string" => Some("@string"),
+        "hash" => Some("@hash"),
+        "sorted_set" | "sorted-set" => Some("@sortedset"),
+        "list" => Some("@list"),
+        "set" => Some("@set"),
+        "generic" => Some("@keyspace"),
+        "connection" => Some("@connection"),
+        "transactions" => Some("@transaction"),
+        "scripting" => Some("@scripting"),
+        _ => None,
+    };
+    out.extend(group);
+    out.push(if flag("fast") { "@fast" } else { "@slow" });
+    if flag("admin") {
+        out.push("@dangerous");
+    }
+    out
+}
+
+/// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
+fn command_entry(out: &mut Reply, spec: &Spec) {
+    out.array(10);
+    out.bulk(spec.name.as_bytes());
+    out.int(spec.arity as i64);
+    let flags: Vec<&str> = spec
+        .flags
+        .iter()
+        .copied()
+        .filter(|f| !INTERNAL_FLAGS.contains(f))
+        .collect();
+    out.set(flags.len());
+    for f in flags {
+        out.simple(f);
+    }
+    out.int(spec.first_key as i64);
+    out.int(spec.last_key as i64);
+    out.int(spec.step as i64);
+    let categories = categories(spec);
+    out.set(categories.len());
+    for c in categories {
+        out.simple(c);
+    }
+    out.array(0); // tips
+    out.array(0); // key specs
+    out.array(0); // subcommands
+}
+
+/// Writes one command's `COMMAND DOCS` map (summary, since, group).
+fn docs_entry(out: &mut Reply, spec: &Spec) {
+    let since = since(spec.name);
+    out.map(2 + since.is_some() as usize);
+    out.bulk(b"summary");
+    out.bulk(spec.summary.as_bytes());
+    if let Some(since) = since {
+        out.bulk(b"since");
+        out.bulk(since.as_bytes());
+    }
+    out.bulk(b"group");
+    out.bulk(group(spec).as_bytes());
+}
+
+const COMMAND_HELP: [&str; 17] = [
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Describe every command (as INFO does).",
+    "COUNT",
+    "    How many commands the server has.",
+    "LIST [FILTERBY (MODULE <name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    The names of the commands, all or those the filter keeps.",
+    "INFO [<command-name> ...]",
+    "    Arity, flags, key positions and categories of the named commands (all without names).",
+    "DOCS [<command-name> ...]",
+    "    Summary, version and group of the named commands (all without names).",
+    "GETKEYS <full-command>",
+    "    The keys the given command (name and arguments) would use.",
+    "HELP",
+    "    Print this help.",
+    "",
+    "Commands are named in any case; unknown names give nil (INFO) or nothing (DOCS).",
+];
+
+pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
+    if a.len() == 1 {
+        s.out.array(commands.len());
+        for spec in commands {
+            command_entry(&mut s.out, spec);
+        }
+        return Ok(());
+    }
+    let sub = a.get(1);
+    if is(sub, "COUNT") {
+        exact_arity(&a, 2, "command|count")?;
+        s.out.int(commands.len() as i64);
+    } else if is(sub, "INFO") {
+        command_info(s, &a);
+    } else if is(sub, "DOCS") {
+        command_docs(s, &a);
+    } else if is(sub, "LIST") {
+        command_list(s, &a)?;
+    } else if is(sub, "GETKEYS") {
+        command_getkeys(s, &a)?;
+    } else if is(sub, "HELP") {
+        exact_arity(&a, 2, "command|help")?;
+        s.out.simple_lines(&COMMAND_HELP);
+    } else {
+        return Err(unknown_subcommand("command", sub));
+    }
+    Ok(())
+}
+
+/// COMMAND INFO [name ...]: every command without names; a null entry for
+/// a name the table does not have.
+fn command_info(s: &mut Session, a: &Args<'_>) {
+    let specs: Vec<Option<&Spec>> = if a.len() == 2 {
+        s.commands.iter().map(Some).collect()
+    } else {
+        a.from(2).map(|n| s.command_named(n)).collect()
+    };
+    s.out.array(specs.len());
+    for spec in specs {
+        match spec {
+            Some(spec) => command_entry(&mut s.out, spec),
+            None => s.out.null_array(),
+        }
+    }
+}
+
+/// COMMAND DOCS [name ...]: every command without names; names the table
+/// does not have are left out.
+fn command_docs(s: &mut Session, a: &Args<'_>) {
+    let specs: Vec<&Spec> = if a.len() == 2 {
+        s.commands.iter().collect()
+    } else {
+        a.from(2).filter_map(|n| s.command_named(n)).collect()
+    };
+    s.out.map(specs.len());
+    for spec in specs {
+        s.out.bulk(spec.name.as_bytes());
+        docs_entry(&mut s.out, spec);
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
+fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    let keep: Box<dyn Fn(&Spec) -> bool> = match a.len() {
+        2 => Box::new(|_| true),
+        5 if is(a.get(2), "FILTERBY") => {
+            let arg = a.get(4).to_ascii_lowercase();
+            match a.get(3) {
+                t if is(t, "MODULE") => Box::new(|_| false),
+                t if is(t, "ACLCAT") => {
+                    let wanted = format!("@{}", String::from_utf8_lossy(&arg));
+                    Box::new(move |spec| categories(spec).contains(&wanted.as_str()))
+                }
+                t if is(t, "PATTERN") => {
+                    Box::new(move |spec| glob::matches(&arg, spec.name.as_bytes()))
+                }
+                _ => return Err(syntax()),
+            }
+        }
+        _ => return Err(syntax()),
+    };
+    let names: Vec<&str> = s
+        .commands
+        .iter()
+        .filter(|spec| keep(spec))
+        .map(|spec| spec.name)
+        .collect();
+    s.out.array(names.len());
+    for name in names {
+        s.out.bulk(name.as_bytes());
+    }
+    Ok(())
+}
+
+/// The argument positions of a request's keys (`argc` arguments, the name
+/// included), from the row's first key, last key and step; `None` when
+/// the arguments do not reach them.
+fn key_positions(spec: &Spec, argc: usize) -> Option<Vec<usize>> {
+    let first = spec.first_key as i64;
+    let last = match spec.last_key as i64 {
+        l if l < 0 => argc as i64 + l,
+        l => l,
+    };
+    let step = (spec.step as i64).max(1);
+    if first < 1 || last < first || last >= argc as i64 {
+        return None;
+    }
+    Some(
+        (first..=last)
+            .step_by(step as usize)
+            .map(|i| i as usize)
+            .collect(),
+    )
+}
+
+/// COMMAND GETKEYS name arg ...: the keys of that request.
+fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    if a.len() < 4 {
+        return Err(arity("command|getkeys"));
+    }
+    let Some(spec) = s.command_named(a.get(2)) else {
+        return Err(Error::new("ERR Invalid command specified"));
+    };
+    if spec.first_key == 0 {
+        return Err(Error::new("ERR The command has no key arguments"));
+    }
+    let argc = a.len() - 2;
+    if !spec.arity_ok(argc) {
+        return Err(Error::new(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let positions = key_positions(spec, argc)
+        .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
+    s.out.array(positions.len());
+    for p in positions {
+        s.out.bulk(a.get(p + 2));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(first: i32, last: i32, step: i32) -> Spec {
+        Spec {
+            name: "x",
+            arity: -2,
+            flags: &[],
+            first_key: first,
+            last_key: last,
+            step,
+            group: "generic",
+            summary: "",
+            handler: |_, _| Ok(()),
+        }
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_and_step() {
+        assert_eq!(key_positions(&spec(1, 1, 1), 3), Some(vec![1]));
+        assert_eq!(key_positions(&spec(1, -1, 1), 4), Some(vec![1, 2, 3]));
+        assert_eq!(key_positions(&spec(1, -1, 2), 5), Some(vec![1, 3]));
+        assert_eq!(key_positions(&spec(1, -1, 2), 4), Some(vec![1, 3]));
+        assert_eq!(key_positions(&spec(1, 1, 1), 1), None);
+        assert_eq!(key_positions(&spec(0, 0, 0), 3), None);
+    }
+}

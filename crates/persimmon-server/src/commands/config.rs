@@ -1,0 +1,107 @@
+//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP over the run-time settings
+//! (`settings.rs` says which parameters are live, accepted with no
+//! effect, or fixed).
+//!
+//! Invariants:
+//! - CONFIG SET changes all the pairs it is given or none, with Redis's
+//!   error texts (`settings::Settings::set`).
+//! - CONFIG REWRITE is refused: the server's config file is TOML with
+//!   Persimmon's own keys, not a `redis.conf`, and the server does not
+//!   rewrite a file a person wrote; changes made by CONFIG SET last until
+//!   the server stops.
+//! - CONFIG RESETSTAT zeroes what Redis zeroes: the `INFO stats` counters,
+//!   `commandstats` and `errorstats` (not the gauges: clients, memory).
+
+use std::sync::atomic::Ordering;
+
+use crate::protocol::Args;
+use crate::session::{
+    arity, exact_arity, is, syntax, unknown_subcommand, Counters, Error, Session,
+};
+
+const CONFIG_HELP: [&str; 11] = [
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern> [<pattern> ...]",
+    "    The parameters whose names match the glob-like patterns, with their values.",
+    "SET <directive> <value> [<directive> <value> ...]",
+    "    Change the parameters; all of them or, if one is refused, none.",
+    "RESETSTAT",
+    "    Zero the statistics INFO reports (stats, commandstats, errorstats).",
+    "REWRITE",
+    "    Refused: persimmon's config file is TOML; edit it by hand.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if is(sub, "GET") {
+        config_get(s, &a)?;
+    } else if is(sub, "SET") {
+        config_set(s, &a)?;
+    } else if is(sub, "RESETSTAT") {
+        exact_arity(&a, 2, "config|resetstat")?;
+        reset_stats(s);
+        s.out.ok();
+    } else if is(sub, "REWRITE") {
+        exact_arity(&a, 2, "config|rewrite")?;
+        return Err(match &s.shared.config_file {
+            None => Error::new("ERR The server is running without a config file"),
+            Some(path) => Error::new(format!(
+                "ERR CONFIG REWRITE is not supported: {} is persimmon's TOML config file; \
+                 edit it by hand (CONFIG SET changes last until the server stops)",
+                path.display()
+            )),
+        });
+    } else if is(sub, "HELP") {
+        exact_arity(&a, 2, "config|help")?;
+        s.out.simple_lines(&CONFIG_HELP);
+    } else {
+        return Err(unknown_subcommand("config", sub));
+    }
+    Ok(())
+}
+
+/// CONFIG GET pattern ...: a map of the matching parameters.
+fn config_get(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    if a.len() < 3 {
+        return Err(arity("config|get"));
+    }
+    let patterns: Vec<&[u8]> = a.from(2).collect();
+    let hits = s.shared.settings.get(&patterns);
+    s.out.map(hits.len());
+    for (name, value) in hits {
+        s.out.bulk(&name);
+        s.out.bulk(&value);
+    }
+    Ok(())
+}
+
+/// CONFIG SET name value [name value ...].
+fn config_set(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    if a.len() < 4 {
+        return Err(arity("config|set"));
+    }
+    if a.len() % 2 == 1 {
+        return Err(syntax());
+    }
+    let args: Vec<&[u8]> = a.from(2).collect();
+    let pairs: Vec<(&[u8], &[u8])> = args.chunks(2).map(|p| (p[0], p[1])).collect();
+    s.shared
+        .settings
+        .set(&pairs)
+        .map_err(|e| Error::new(format!("ERR {e}")))?;
+    s.out.ok();
+    Ok(())
+}
+
+/// Zeroes the server's statistics and this connection's pending counts
+/// (other connections' pending counts are dropped when they publish).
+fn reset_stats(s: &mut Session) {
+    for counter in s.shared.stats.resettable() {
+        counter.store(0, Ordering::Relaxed);
+    }
+    s.counters = Counters::default();
+    let shared = s.shared.clone();
+    shared.command_stats.reset(&mut s.tally, &mut s.out.errors);
+}

@@ -1,0 +1,743 @@
+//! The run-time settings: every parameter `CONFIG GET` shows and `CONFIG
+//! SET` may change, with Redis's names, value syntax and error texts, and
+//! the limits that take effect at once (atomics the connections read).
+//!
+//! Parameters come in four kinds of access:
+//! - *Live*, applied at once: `maxclients` (new connections),
+//!   `proto-max-bulk-len`, `client-query-buffer-limit`,
+//!   `client-output-buffer-limit` (its `normal` class: the hard limit;
+//!   0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
+//!   (new connections and AUTH; connections already in stay in, as in Redis),
+//!   `protected-mode` (new connections).
+//! - *Accepted with no effect*: Redis settings that clients and Redis's
+//!   own test suite set, checked as Redis checks them and reported back by
+//!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
+//!   thresholds (`hash-max-listpack-entries`/`-value`,
+//!   `zset-max-listpack-entries`/`-value`, their `ziplist` aliases,
+//!   `set-max-intset-entries`: only `OBJECT ENCODING` reads them, to report
+//!   the encoding Redis would use, see `encoding.rs`), `list-max-listpack-size`,
+//!   `list-compress-depth`, `stream-node-max-bytes`/`-entries`,
+//!   `hll-sparse-max-bytes`), the `lazyfree-*` switches, persistence
+//!   (`save`, `appendonly`, `appendfsync`: every write is durable before
+//!   its reply anyway), `maxmemory` and its policy and samples, `timeout`,
+//!   `tcp-keepalive`, `hz`, `dynamic-hz`, `activerehashing`,
+//!   `active-expire-effort`, `latency-tracking` and its percentiles,
+//!   `latency-monitor-threshold`, the `slowlog-*` settings,
+//!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the
+//!   replication settings (`min-replicas-*`, `replica-*`, `repl-*`).
+//! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
+//!   own settings): `can't set immutable config`.
+//! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
+//!
+//! Invariants:
+//! - `CONFIG SET` is all or nothing: every pair is checked before any is
+//!   applied, under the one lock that also guards the values, so no reader
+//!   sees half of a SET and two SETs never interleave.
+//! - A value is stored in its normal form (`1mb` is `1048576`, `YES` is
+//!   `yes`), so `CONFIG GET` shows what the server runs with.
+//! - The live limits are relaxed atomics: connections read them once per
+//!   batch of requests (or per accepted connection), never under the lock.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::config::Config;
+
+/// How a parameter's value is written.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// `yes` or `no`.
+    Bool,
+    /// An integer within the bounds.
+    Int(i64, i64),
+    /// A byte count (`64`, `1kb`, `2mb`, `1g`) within the bounds.
+    Memory(u64, u64),
+    /// One of the names.
+    Enum(&'static [&'static str]),
+    /// Any bytes.
+    Text,
+    /// `save`: pairs of seconds (at least 1) and changes (at least 0).
+    Save,
+    /// `client-output-buffer-limit`: `class hard soft seconds` groups.
+    OutputLimit,
+    /// `latency-tracking-info-percentiles`: numbers from 0 to 100.
+    Percentiles,
+}
+
+/// What setting a parameter does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Live,
+    NoEffect,
+    Immutable,
+    Protected,
+}
+
+/// One parameter: its name, Redis's older name for it, syntax, access and
+/// default.
+struct Param {
+    name: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    access: Access,
+    default: &'static str,
+}
+
+const fn param(name: &'static str, kind: Kind, access: Access, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: None,
+        kind,
+        access,
+        default,
+    }
+}
+
+const fn aliased(
+    name: &'static str,
+    alias: &'static str,
+    kind: Kind,
+    access: Access,
+    default: &'static str,
+) -> Param {
+    Param {
+        name,
+        alias: Some(alias),
+        kind,
+        access,
+        default,
+    }
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const LONG_MAX: i64 = i64::MAX;
+const BOOL: Kind = Kind::Bool;
+const TEXT: Kind = Kind::Text;
+use Access::{Immutable, Live, NoEffect, Protected};
+
+const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
+const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
+
+/// Every parameter, in the order `CONFIG GET *` lists them. Defaults that
+/// depend on the startup configuration are filled in by [`Settings::new`].
+#[rustfmt::skip]
+static PARAMS: &[Param] = &[
+    // Connections and limits (live).
+    param("bind",                              TEXT,                          Immutable, ""),
+    param("port",                              Kind::Int(0, 65535),           Immutable, ""),
+    param("protected-mode",                    BOOL,                          Live,      ""),
+    param("requirepass",                       TEXT,                          Live,      ""),
+    param("maxclients",                        Kind::Int(1, u32::MAX as i64), Live,      ""),
+    param("proto-max-bulk-len",                Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
+    param("client-query-buffer-limit",         Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
+    param("client-output-buffer-limit",        Kind::OutputLimit,             Live,      ""),
+    param("client-output-stall-secs",          Kind::Int(1, INT_MAX),         Live,      ""),
+    param("timeout",                           Kind::Int(0, INT_MAX),         NoEffect,  "0"),
+    param("tcp-keepalive",                     Kind::Int(0, INT_MAX),         NoEffect,  "300"),
+    param("databases",                         Kind::Int(1, INT_MAX),         Immutable, "1"),
+    // Persistence: every write is durable before its reply; there is no
+    // RDB snapshot or AOF to configure.
+    param("save",                              Kind::Save,                    NoEffect,  ""),
+    param("appendonly",                        BOOL,                          NoEffect,  "no"),
+    param("appendfsync",                       Kind::Enum(APPENDFSYNC),       NoEffect,  "no"),
+    param("dir",                               TEXT,                          Protected, ""),
+    // Memory.
+    param("maxmemory",                         Kind::Memory(0, u64::MAX),     NoEffect,  "0"),
+    param("maxmemory-policy",                  Kind::Enum(MAXMEMORY_POLICIES), NoEffect, "noeviction"),
+    param("maxmemory-samples",                 Kind::Int(1, INT_MAX),         NoEffect,  "5"),
+    param("lazyfree-lazy-eviction",            BOOL,                          NoEffect,  "no"),
+    param("lazyfree-lazy-expire",              BOOL,                          NoEffect,  "no"),
+    param("lazyfree-lazy-server-del",          BOOL,                          NoEffect,  "no"),
+    param("lazyfree-lazy-user-del",            BOOL,                          NoEffect,  "no"),
+    param("lazyfree-lazy-user-flush",          BOOL,                          NoEffect,  "no"),
+    // Encodings (Persimmon stores every value as one record).
+    aliased("hash-max-listpack-entries", "hash-max-ziplist-entries", Kind::Int(0, LONG_MAX), NoEffect, "512"),
+    aliased("hash-max-listpack-value",   "hash-max-ziplist-value",   Kind::Memory(0, LONG_MAX as u64), NoEffect, "64"),
+    param("set-max-intset-entries",            Kind::Int(0, LONG_MAX),        NoEffect,  "512"),
+    aliased("zset-max-listpack-entries", "zset-max-ziplist-entries", Kind::Int(0, LONG_MAX), NoEffect, "128"),
+    aliased("zset-max-listpack-value",   "zset-max-ziplist-value",   Kind::Memory(0, LONG_MAX as u64), NoEffect, "64"),
+    aliased("list-max-listpack-size",    "list-max-ziplist-size",    Kind::Int(i32::MIN as i64, INT_MAX), NoEffect, "-2"),
+    param("list-compress-depth",               Kind::Int(0, INT_MAX),         NoEffect,  "0"),
+    param("stream-node-max-bytes",             Kind::Memory(0, LONG_MAX as u64), NoEffect, "4096"),
+    param("stream-node-max-entries",           Kind::Int(0, LONG_MAX),        NoEffect,  "100"),
+    param("hll-sparse-max-bytes",              Kind::Memory(0, LONG_MAX as u64), NoEffect, "3000"),
+    // Background work, latency and logging.
+    param("hz",                                Kind::Int(0, INT_MAX),         NoEffect,  "10"),
+    param("dynamic-hz",                        BOOL,                          NoEffect,  "yes"),
+    param("activerehashing",                   BOOL,                          NoEffect,  "yes"),
+    param("active-expire-effort",              Kind::Int(1, 10),              NoEffect,  "1"),
+    aliased("busy-reply-threshold", "lua-time-limit", Kind::Int(0, LONG_MAX), NoEffect, "5000"),
+    param("latency-tracking",                  BOOL,                          NoEffect,  "yes"),
+    param("latency-tracking-info-percentiles", Kind::Percentiles,             NoEffect,  "50 99 99.9"),
+    param("latency-monitor-threshold",         Kind::Int(0, LONG_MAX),        NoEffect,  "0"),
+    param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       NoEffect,  "10000"),
+    param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
+    param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
+    // Replication (there are no replicas).
+    aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), NoEffect, "0"),
+    aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), NoEffect, "10"),
+    aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, NoEffect, "yes"),
+    aliased("replica-read-only",     "slave-read-only",     BOOL,                  NoEffect, "yes"),
+    aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), NoEffect, "10"),
+    param("repl-timeout",                      Kind::Int(1, INT_MAX),         NoEffect,  "60"),
+    param("repl-backlog-size",                 Kind::Memory(1, LONG_MAX as u64), NoEffect, "1048576"),
+    // The pool's own settings (Persimmon's; fixed when the server starts).
+    param("pool",                              TEXT,                          Immutable, ""),
+    param("durability",                        TEXT,                          Immutable, ""),
+    param("ordered-index",                     BOOL,                          Immutable, ""),
+    param("point-index",                       TEXT,                          Immutable, ""),
+    param("worker-threads",                    Kind::Int(1, 64),              Immutable, ""),
+];
+
+/// The limits a connection applies, as one batch of requests reads them.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub proto_max_bulk_len: usize,
+    pub query_buffer_limit: usize,
+    pub output_buffer_limit: usize,
+}
+
+/// The settings every connection shares.
+pub struct Settings {
+    maxclients: AtomicUsize,
+    proto_max_bulk_len: AtomicUsize,
+    query_buffer_limit: AtomicUsize,
+    output_buffer_limit: AtomicUsize,
+    output_stall_secs: AtomicU64,
+    protected_mode: AtomicBool,
+    password_required: AtomicBool,
+    requirepass: Mutex<Option<Arc<[u8]>>>,
+    /// The value of every parameter (by index into `PARAMS`), in normal
+    /// form; its lock also makes a `CONFIG SET` one step.
+    values: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Redis's default limits of the classes Persimmon does not have.
+const OTHER_CLASSES: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// A limit of 0 means none (as in Redis).
+fn limit(n: u64) -> usize {
+    if n == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Settings {
+    /// The settings of a server started with `config`. `facts` gives the
+    /// values only known once the pool is open and the port bound
+    /// (`port`, `durability`, ...), by parameter name.
+    pub fn new(config: &Config, facts: &[(&str, String)]) -> Settings {
+        let l = &config.limits;
+        let pool_dir = config
+            .pool
+            .parent()
+            .map(|p| p.display().to_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| ".".into());
+        let startup: Vec<(&str, String)> = vec![
+            ("bind", config.bind.to_string()),
+            ("port", config.port.to_string()),
+            ("protected-mode", yes_no(config.protected_mode).into()),
+            (
+                "requirepass",
+                config.requirepass.clone().unwrap_or_default(),
+            ),
+            ("maxclients", l.maxclients.to_string()),
+            ("proto-max-bulk-len", l.proto_max_bulk_len.to_string()),
+            (
+                "client-query-buffer-limit",
+                l.query_buffer_limit.to_string(),
+            ),
+            (
+                "client-output-buffer-limit",
+                format!("normal {} 0 0 {OTHER_CLASSES}", l.output_buffer_limit),
+            ),
+            (
+                "client-output-stall-secs",
+                l.output_stall.as_secs().to_string(),
+            ),
+            ("dir", pool_dir),
+            ("pool", config.pool.display().to_string()),
+            ("ordered-index", yes_no(config.ordered_index).into()),
+            ("point-index", config.point_index.name().into()),
+            ("worker-threads", config.worker_threads.to_string()),
+        ];
+        let mut values: Vec<Vec<u8>> = PARAMS.iter().map(|p| p.default.into()).collect();
+        for (name, value) in startup.iter().chain(facts) {
+            if let Some(i) = index_of(name.as_bytes()) {
+                values[i] = value.clone().into_bytes();
+            }
+        }
+        let password = config.requirepass.as_ref().map(|p| p.as_bytes().into());
+        Settings {
+            maxclients: AtomicUsize::new(l.maxclients),
+            proto_max_bulk_len: AtomicUsize::new(l.proto_max_bulk_len),
+            query_buffer_limit: AtomicUsize::new(l.query_buffer_limit),
+            output_buffer_limit: AtomicUsize::new(l.output_buffer_limit),
+            output_stall_secs: AtomicU64::new(l.output_stall.as_secs()),
+            protected_mode: AtomicBool::new(config.protected_mode),
+            password_required: AtomicBool::new(config.requirepass.is_some()),
+            requirepass: Mutex::new(password),
+            values: Mutex::new(values),
+        }
+    }
+
+    pub fn maxclients(&self) -> usize {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+
+    pub fn protected_mode(&self) -> bool {
+        self.protected_mode.load(Ordering::Relaxed)
+    }
+
+    /// Whether the default user has a password (clients must authenticate).
+    pub fn password_required(&self) -> bool {
+        self.password_required.load(Ordering::Relaxed)
+    }
+
+    /// The default user's password, if it has one.
+    pub fn requirepass(&self) -> Option<Arc<[u8]>> {
+        lock(&self.requirepass).clone()
+    }
+
+    /// The connection limits now (read once per batch of requests).
+    pub fn limits(&self) -> Limits {
+        Limits {
+            proto_max_bulk_len: self.proto_max_bulk_len.load(Ordering::Relaxed),
+            query_buffer_limit: self.query_buffer_limit.load(Ordering::Relaxed),
+            output_buffer_limit: self.output_buffer_limit.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn output_buffer_limit(&self) -> usize {
+        self.output_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    pub fn output_stall(&self) -> Duration {
+        Duration::from_secs(self.output_stall_secs.load(Ordering::Relaxed))
+    }
+
+    /// The value of parameter `name` (its canonical name), as `CONFIG GET`
+    /// shows it.
+    pub fn value(&self, name: &str) -> Option<Vec<u8>> {
+        let i = index_of(name.as_bytes())?;
+        Some(lock(&self.values)[i].clone())
+    }
+
+    /// `CONFIG GET pattern ...`: the matching parameters and their values.
+    /// A name without glob characters is looked up as given (any case,
+    /// aliases too) and shown as given; a pattern matches the names and
+    /// aliases, as Redis does.
+    pub fn get(&self, patterns: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let values = lock(&self.values);
+        let mut hits: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut add = |shown: &[u8], i: usize| {
+            if !hits.iter().any(|(name, _)| name == shown) {
+                hits.push((shown.to_vec(), values[i].clone()));
+            }
+        };
+        for pattern in patterns {
+            if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                if let Some(i) = index_of(pattern) {
+                    add(pattern, i);
+                }
+                continue;
+            }
+            let pattern = pattern.to_ascii_lowercase();
+            for (i, p) in PARAMS.iter().enumerate() {
+                for name in std::iter::once(p.name).chain(p.alias) {
+                    if crate::glob::matches(&pattern, name.as_bytes()) {
+                        add(name.as_bytes(), i);
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    /// `CONFIG SET name value ...`: all pairs or none. The error is Redis's
+    /// text (without the `ERR ` code).
+    pub fn set(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let mut values = lock(&self.values);
+        let found = find_params(pairs)?;
+        let mut parsed = Vec::with_capacity(pairs.len());
+        for (&i, &(_, value)) in found.iter().zip(pairs) {
+            let p = &PARAMS[i];
+            let normal = normalize(p.kind, value, &values[i]).map_err(|reason| {
+                format!(
+                    "CONFIG SET failed (possibly related to argument '{}') - {reason}",
+                    p.name
+                )
+            })?;
+            parsed.push((i, normal));
+        }
+        for (i, normal) in parsed {
+            if PARAMS[i].access == Live {
+                self.apply(PARAMS[i].name, &normal);
+            }
+            values[i] = normal;
+        }
+        Ok(())
+    }
+
+    /// Makes a live parameter's new (checked, normal) value take effect.
+    fn apply(&self, name: &str, value: &[u8]) {
+        let number = || {
+            std::str::from_utf8(value)
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        match name {
+            "maxclients" => self.maxclients.store(limit(number()), Ordering::Relaxed),
+            "proto-max-bulk-len" => self
+                .proto_max_bulk_len
+                .store(limit(number()), Ordering::Relaxed),
+            "client-query-buffer-limit" => self
+                .query_buffer_limit
+                .store(limit(number()), Ordering::Relaxed),
+            "client-output-buffer-limit" => {
+                let normal = output_classes(value)
+                    .ok()
+                    .and_then(|c| c.into_iter().find(|(class, ..)| class == "normal"))
+                    .map_or(usize::MAX, |(_, hard, ..)| limit(hard));
+                self.output_buffer_limit.store(normal, Ordering::Relaxed);
+            }
+            "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
+            "protected-mode" => self
+                .protected_mode
+                .store(value == b"yes", Ordering::Relaxed),
+            "requirepass" => {
+                let password = (!value.is_empty()).then(|| Arc::from(value));
+                self.password_required
+                    .store(password.is_some(), Ordering::Relaxed);
+                *lock(&self.requirepass) = password;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The parameter named `name` (any case; its alias too).
+fn index_of(name: &[u8]) -> Option<usize> {
+    PARAMS.iter().position(|p| {
+        std::iter::once(p.name)
+            .chain(p.alias)
+            .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+    })
+}
+
+/// The parameters a `CONFIG SET` names, or Redis's error for the first
+/// name that cannot be set (unknown, immutable, protected, or given twice).
+fn find_params(pairs: &[(&[u8], &[u8])]) -> Result<Vec<usize>, String> {
+    let mut found: Vec<usize> = Vec::with_capacity(pairs.len());
+    for &(name, _) in pairs {
+        let shown = String::from_utf8_lossy(name);
+        let Some(i) = index_of(name) else {
+            return Err(format!(
+                "Unknown option or number of arguments for CONFIG SET - '{shown}'"
+            ));
+        };
+        let refused = |reason: &str| {
+            format!("CONFIG SET failed (possibly related to argument '{shown}') - {reason}")
+        };
+        match PARAMS[i].access {
+            Immutable => return Err(refused("can't set immutable config")),
+            Protected => return Err(refused("can't set protected config")),
+            Live | NoEffect => {}
+        }
+        if found.contains(&i) {
+            return Err(refused("duplicate parameter"));
+        }
+        found.push(i);
+    }
+    Ok(found)
+}
+
+/// Checks `value` as a `kind` value and returns its normal form; `old` is
+/// the current value (a partial `client-output-buffer-limit` keeps the
+/// classes it does not name).
+fn normalize(kind: Kind, value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
+    let text = || std::str::from_utf8(value).map_err(|_| "argument is not valid text".to_string());
+    Ok(match kind {
+        Kind::Bool => {
+            let t = text().map_err(|_| "argument must be 'yes' or 'no'".to_string())?;
+            if t.eq_ignore_ascii_case("yes") {
+                b"yes".to_vec()
+            } else if t.eq_ignore_ascii_case("no") {
+                b"no".to_vec()
+            } else {
+                return Err("argument must be 'yes' or 'no'".into());
+            }
+        }
+        Kind::Int(min, max) => {
+            let n = crate::protocol::parse_i64(value)
+                .ok_or("argument couldn't be parsed into an integer")?;
+            if n < min || n > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            n.to_string().into_bytes()
+        }
+        Kind::Memory(min, max) => {
+            let n = parse_memory(value).ok_or("argument must be a memory value")?;
+            if n < min || n > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            n.to_string().into_bytes()
+        }
+        Kind::Enum(names) => {
+            let found = text()
+                .ok()
+                .and_then(|t| names.iter().find(|n| n.eq_ignore_ascii_case(t.trim())));
+            match found {
+                Some(n) => n.as_bytes().to_vec(),
+                None => {
+                    return Err(format!(
+                        "argument(s) must be one of the following: {}",
+                        names.join(", ")
+                    ))
+                }
+            }
+        }
+        Kind::Text => value.to_vec(),
+        Kind::Save => normalize_save(value)?,
+        Kind::OutputLimit => normalize_output_limit(value, old)?,
+        Kind::Percentiles => normalize_percentiles(value)?,
+    })
+}
+
+/// A byte count as Redis writes one: digits and an optional unit, `b`,
+/// `k` (1000), `kb` (1024), `m`, `mb`, `g`, `gb` (any case).
+pub fn parse_memory(value: &[u8]) -> Option<u64> {
+    let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let unit = value[digits..].to_ascii_lowercase();
+    let scale: u64 = match unit.as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    let n: u64 = std::str::from_utf8(&value[..digits]).ok()?.parse().ok()?;
+    n.checked_mul(scale)
+}
+
+fn words(value: &[u8]) -> Result<Vec<&str>, String> {
+    std::str::from_utf8(value)
+        .map(|t| t.split_ascii_whitespace().collect())
+        .map_err(|_| "argument is not valid text".to_string())
+}
+
+fn normalize_save(value: &[u8]) -> Result<Vec<u8>, String> {
+    const INVALID: &str = "Invalid save parameters";
+    let words = words(value).map_err(|_| INVALID.to_string())?;
+    if words.len() % 2 == 1 {
+        return Err(INVALID.into());
+    }
+    let mut out = Vec::with_capacity(words.len());
+    for (j, w) in words.iter().enumerate() {
+        let n: i64 = w.parse().map_err(|_| INVALID.to_string())?;
+        if (j % 2 == 0 && n < 1) || n < 0 {
+            return Err(INVALID.into());
+        }
+        out.push(n.to_string());
+    }
+    Ok(out.join(" ").into_bytes())
+}
+
+/// The groups of a `client-output-buffer-limit` value: (class, hard, soft,
+/// seconds), `replica` spelled `slave` as Redis shows it.
+fn output_classes(value: &[u8]) -> Result<Vec<(String, u64, u64, u64)>, String> {
+    let words = words(value)?;
+    if words.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut classes = Vec::new();
+    for group in words.chunks(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => "normal",
+            "replica" | "slave" => "slave",
+            "pubsub" => "pubsub",
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let hard = parse_memory(group[1].as_bytes());
+        let soft = parse_memory(group[2].as_bytes());
+        let secs = group[3].parse::<u64>().ok();
+        let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+            return Err(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.".into(),
+            );
+        };
+        classes.push((class.to_string(), hard, soft, secs));
+    }
+    Ok(classes)
+}
+
+/// The classes `value` names replace those of `old`; the others stay.
+fn normalize_output_limit(value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
+    let new = output_classes(value)?;
+    let mut all = output_classes(old).unwrap_or_default();
+    for class in new {
+        match all.iter_mut().find(|c| c.0 == class.0) {
+            Some(slot) => *slot = class,
+            None => all.push(class),
+        }
+    }
+    let text: Vec<String> = all
+        .iter()
+        .map(|(class, hard, soft, secs)| format!("{class} {hard} {soft} {secs}"))
+        .collect();
+    Ok(text.join(" ").into_bytes())
+}
+
+fn normalize_percentiles(value: &[u8]) -> Result<Vec<u8>, String> {
+    let words = words(value)?;
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        let p: f64 = w
+            .parse()
+            .ok()
+            .filter(|p: &f64| p.is_finite())
+            .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        out.push(p.to_string());
+    }
+    Ok(out.join(" ").into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings::new(&Config::default(), &[("port", "7000".into())])
+    }
+
+    fn get(s: &Settings, name: &str) -> String {
+        String::from_utf8(s.value(name).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn names_are_unique_and_defaults_are_valid() {
+        let mut seen = std::collections::HashSet::new();
+        for p in PARAMS {
+            for n in std::iter::once(p.name).chain(p.alias) {
+                assert!(seen.insert(n), "{n} twice");
+                assert_eq!(n, n.to_ascii_lowercase());
+            }
+            if p.access == NoEffect {
+                assert_eq!(
+                    normalize(p.kind, p.default.as_bytes(), b"").unwrap(),
+                    p.default.as_bytes(),
+                    "{}",
+                    p.name
+                );
+            }
+        }
+        let s = settings();
+        assert_eq!(get(&s, "port"), "7000");
+        assert_eq!(get(&s, "maxclients"), "10000");
+    }
+
+    #[test]
+    fn memory_values_follow_redis() {
+        assert_eq!(parse_memory(b"1"), Some(1));
+        assert_eq!(parse_memory(b"1k"), Some(1000));
+        assert_eq!(parse_memory(b"1KB"), Some(1024));
+        assert_eq!(parse_memory(b"2mb"), Some(2 << 20));
+        assert_eq!(parse_memory(b"3g"), Some(3_000_000_000));
+        for bad in [&b""[..], b"-1", b"x", b"1x", b"1.5mb", b"kb", b" 1"] {
+            assert_eq!(parse_memory(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_memory(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn set_is_all_or_nothing() {
+        let s = settings();
+        let e = s
+            .set(&[(b"maxclients", b"5"), (b"maxmemory", b"bla")])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+        );
+        assert_eq!(s.maxclients(), 10_000);
+        s.set(&[(b"maxclients", b"5"), (b"MAXMEMORY", b"1mb")])
+            .unwrap();
+        assert_eq!(s.maxclients(), 5);
+        assert_eq!(get(&s, "maxmemory"), "1048576");
+    }
+
+    #[test]
+    fn output_limit_keeps_the_classes_it_does_not_name() {
+        let s = settings();
+        s.set(&[(b"client-output-buffer-limit", b"pubsub 1mb 2mb 3")])
+            .unwrap();
+        assert_eq!(
+            get(&s, "client-output-buffer-limit"),
+            format!(
+                "normal {} 0 0 slave 268435456 67108864 60 pubsub 1048576 2097152 3",
+                512 << 20
+            )
+        );
+        assert_eq!(s.output_buffer_limit(), 512 << 20);
+        s.set(&[(b"client-output-buffer-limit", b"normal 0 0 0")])
+            .unwrap();
+        assert_eq!(s.output_buffer_limit(), usize::MAX);
+    }
+
+    #[test]
+    fn requirepass_is_live_and_binary() {
+        let s = settings();
+        assert!(!s.password_required());
+        s.set(&[(b"requirepass", b"abc\x00def")]).unwrap();
+        assert!(s.password_required());
+        assert_eq!(s.requirepass().as_deref(), Some(&b"abc\x00def"[..]));
+        s.set(&[(b"requirepass", b"")]).unwrap();
+        assert!(!s.password_required());
+        assert_eq!(s.requirepass(), None);
+    }
+}
