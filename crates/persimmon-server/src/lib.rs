@@ -28,7 +28,10 @@
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `longdouble`: the x87
-//!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in.
+//!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in; `rdb`:
+//!   Redis's `DUMP`/`RESTORE` payload format; `encoding`: the encoding Redis
+//!   would give a value (`OBJECT ENCODING`, reporting only) and its
+//!   thresholds.
 //!
 //! Durability: every command that writes returns only after the engine's
 //! call returned, and the engine's writes are durable on return, so every
@@ -42,9 +45,11 @@ mod commands;
 mod config;
 mod conn;
 mod dbs;
+mod encoding;
 mod glob;
 mod longdouble;
 pub mod protocol;
+mod rdb;
 mod reply;
 mod scan;
 mod server;

@@ -11,10 +11,11 @@
 //!   `protected-mode` (new connections).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
 //!   own test suite set, checked as Redis checks them and reported back by
-//!   `CONFIG GET`, but nothing in Persimmon reads them: the encoding
+//!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
 //!   thresholds (`hash-max-listpack-entries`/`-value`,
 //!   `zset-max-listpack-entries`/`-value`, their `ziplist` aliases,
-//!   `set-max-intset-entries`, `list-max-listpack-size`,
+//!   `set-max-intset-entries`: only `OBJECT ENCODING` reads them, to report
+//!   the encoding Redis would use, see `encoding.rs`), `list-max-listpack-size`,
 //!   `list-compress-depth`, `stream-node-max-bytes`/`-entries`,
 //!   `hll-sparse-max-bytes`), the `lazyfree-*` switches, persistence
 //!   (`save`, `appendonly`, `appendfsync`: every write is durable before

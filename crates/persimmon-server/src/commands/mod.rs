@@ -36,6 +36,7 @@ mod bits;
 mod command;
 mod config;
 mod connection;
+mod dump;
 mod expire;
 mod hash_walk;
 mod hashes;
@@ -45,7 +46,10 @@ mod lcs;
 mod lists;
 mod memory;
 mod multi;
+mod object;
 mod ordered;
+mod randomkey;
+mod rename;
 mod server;
 mod sets;
 mod strings;
@@ -197,6 +201,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
     spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
     spec!("hscan",         -3, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; all in one call, cursor 0)."),
+    // Keyspace (issue 16).
+    spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
+    spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
+    spec!("copy",          -3, ["write", "denyoom"],         1,  2, 1, "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
+    spec!("randomkey",      1, ["readonly"],                 0,  0, 0, "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
+    spec!("touch",         -2, ["readonly", "fast"],         1, -1, 1, "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
+    spec!("object",        -2, [],                           0,  0, 0, "generic",    object::object,       "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
+    spec!("dump",           2, ["readonly"],                 1,  1, 1, "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
+    spec!("restore",       -4, ["write", "denyoom"],         1,  1, 1, "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
 ];
 
 /// Longest command name, for the lookup buffer.

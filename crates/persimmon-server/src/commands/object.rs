@@ -1,0 +1,95 @@
+//! What Redis keeps about a key besides its value, as far as Persimmon
+//! can tell: OBJECT (ENCODING, REFCOUNT, IDLETIME, FREQ, HELP) and TOUCH.
+//!
+//! - ENCODING and REFCOUNT report what Redis would show for the value's
+//!   contents (`encoding.rs`; reporting only, Persimmon stores values its
+//!   own way).
+//! - IDLETIME is always 0: Persimmon records neither when a key was last
+//!   read nor when it was last written, so it cannot tell an idle key
+//!   from a busy one.
+//! - FREQ replies Redis's error for a server without an LFU
+//!   `maxmemory-policy` (Persimmon has no eviction policy at all).
+//! - TOUCH counts the keys that exist; there is no access time to update.
+//!
+//! Invariants: every subcommand reads the key through the store and never
+//! writes; a missing key is a null reply, before any other check, as in
+//! Redis.
+
+use crate::encoding::{self, Thresholds};
+use crate::protocol::Args;
+use crate::session::{exact_arity, is, unknown_subcommand, Error, Session};
+use crate::value::Stored;
+
+const OBJECT_HELP: [&str; 15] = [
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+const NO_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+Please note that when switching between policies at runtime LRU and LFU data will take some time \
+to adjust.";
+
+/// What an OBJECT subcommand replies about an existing key.
+enum About {
+    Text(&'static str),
+    Int(i64),
+}
+
+pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if is(sub, "HELP") {
+        exact_arity(&a, 2, "object|help")?;
+        s.out.simple_lines(&OBJECT_HELP);
+        return Ok(());
+    }
+    let name = ["encoding", "refcount", "idletime", "freq"]
+        .into_iter()
+        .find(|n| is(sub, n))
+        .ok_or_else(|| unknown_subcommand("object", sub))?;
+    exact_arity(&a, 3, &format!("object|{name}"))?;
+    let thresholds = Thresholds::of(&s.shared.settings);
+    let about = s.store.get(a.get(2), |v| -> Result<About, Error> {
+        Ok(match name {
+            "encoding" => About::Text(thresholds.encoding(v).map_err(|_| damaged(v))?),
+            "refcount" => About::Int(encoding::refcount(v)),
+            "idletime" => About::Int(0),
+            _ => return Err(Error::new(NO_LFU)),
+        })
+    })?;
+    match about.transpose()? {
+        None => s.out.null(),
+        Some(About::Text(t)) => s.out.bulk(t.as_bytes()),
+        Some(About::Int(n)) => s.out.int(n),
+    }
+    Ok(())
+}
+
+fn damaged(v: Stored<'_>) -> Error {
+    Error::new(format!(
+        "ERR the {} stored at this key is damaged (it does not decode)",
+        v.type_name()
+    ))
+}
+
+/// TOUCH key [key ...]: how many of the keys exist.
+pub fn touch(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let mut n = 0;
+    for key in a.from(1) {
+        n += s.store.exists(key)? as i64;
+    }
+    s.out.int(n);
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! Commands that give one key's value to another key: RENAME, RENAMENX
+//! (the source goes) and COPY (it stays; the copy may go to another
+//! database).
+//!
+//! Invariants: each command is one atomic unit (`Store::atomic`), so after
+//! a crash either all of its writes happened or none; inside the unit every
+//! decision (missing source, existing destination) is made before the
+//! first write. The destination takes the source's deadline, or none when
+//! the source has none (never the deadline the destination had).
+
+use super::keys::db_index;
+use crate::protocol::Args;
+use crate::session::{int_arg, is, syntax, Error, Session};
+
+fn no_such_key() -> Error {
+    Error::new("ERR no such key")
+}
+
+/// RENAME key newkey: OK, or `ERR no such key`.
+pub fn rename(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    rename_generic(s, &a, false)?;
+    s.out.ok();
+    Ok(())
+}
+
+/// RENAMENX key newkey: 1 when renamed, 0 when newkey exists.
+pub fn renamenx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let renamed = rename_generic(s, &a, true)?;
+    s.out.int(renamed as i64);
+    Ok(())
+}
+
+/// Moves `a[1]`'s value and deadline to `a[2]`; with `nx` only when `a[2]`
+/// is missing. Returns whether it renamed (the same key: a no-op that
+/// counts as renamed for RENAME, not for RENAMENX, as in Redis).
+fn rename_generic(s: &mut Session, a: &Args<'_>, nx: bool) -> Result<bool, Error> {
+    let (from, to) = (a.get(1), a.get(2));
+    s.store.atomic(|st| {
+        let Some((value, deadline)) = st.read_ttl(from, |v, d| (v.encode(), d))? else {
+            return Err(no_such_key());
+        };
+        if from == to {
+            return Ok(!nx);
+        }
+        if nx && st.exists(to)? {
+            return Ok(false);
+        }
+        st.put(to, &value, deadline)?;
+        st.delete(from)?;
+        Ok(true)
+    })
+}
+
+/// COPY's options: the destination database and REPLACE.
+struct CopyOptions {
+    db: usize,
+    replace: bool,
+}
+
+fn copy_options(s: &Session, a: &Args<'_>) -> Result<CopyOptions, Error> {
+    let mut o = CopyOptions {
+        db: s.store.db,
+        replace: false,
+    };
+    let mut i = 3;
+    while i < a.len() {
+        if is(a.get(i), "REPLACE") {
+            o.replace = true;
+        } else if is(a.get(i), "DB") && i + 1 < a.len() {
+            i += 1;
+            o.db = copy_db(s, a.get(i))?;
+        } else {
+            return Err(syntax());
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// COPY's DB argument: an integer in C `int` range (Redis's wording when
+/// not), then a database.
+fn copy_db(s: &Session, arg: &[u8]) -> Result<usize, Error> {
+    let n = int_arg(arg)?;
+    if i32::try_from(n).is_err() {
+        return Err(Error::new(format!(
+            "ERR value is out of range, value must between {} and {}",
+            i32::MIN,
+            i32::MAX
+        )));
+    }
+    db_index(s, arg)
+}
+
+/// COPY source destination [DB n] [REPLACE]: 1 when copied, 0 when the
+/// source is missing or the destination exists (without REPLACE).
+pub fn copy(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (from, to) = (a.get(1), a.get(2));
+    let o = copy_options(s, &a)?;
+    if o.db == s.store.db && from == to {
+        return Err(Error::new(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let copied = s.store.atomic(|st| {
+        let Some((value, deadline)) = st.read_ttl(from, |v, d| (v.encode(), d))? else {
+            return Ok(false);
+        };
+        st.in_db(o.db, |st| {
+            if !o.replace && st.exists(to)? {
+                return Ok(false);
+            }
+            st.put(to, &value, deadline)?;
+            Ok(true)
+        })
+    })?;
+    s.out.int(copied as i64);
+    Ok(())
+}
