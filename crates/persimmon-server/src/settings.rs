@@ -3,7 +3,13 @@
 //! the limits that take effect at once (atomics the connections read).
 //!
 //! Parameters come in four kinds of access:
-//! - *Live*, applied at once: `maxclients` (new connections),
+//! - *Live*, applied at once: `maxmemory` (write commands that may grow the
+//!   data — Redis's `denyoom` ones — are refused with `OOM` while the
+//!   memory in use, as `INFO memory`'s `used_memory` counts it, is above it;
+//!   Persimmon evicts nothing, whatever `maxmemory-policy` says),
+//!   `min-replicas-to-write` and `min-replicas-max-lag` (with both above 0,
+//!   write commands are refused with `NOREPLICAS`: this server has no
+//!   replicas yet), `maxclients` (new connections),
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`,
 //!   `client-output-buffer-limit` (its `normal` class: the hard limit;
 //!   0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
@@ -19,12 +25,12 @@
 //!   `list-compress-depth`, `stream-node-max-bytes`/`-entries`,
 //!   `hll-sparse-max-bytes`), the `lazyfree-*` switches, persistence
 //!   (`save`, `appendonly`, `appendfsync`: every write is durable before
-//!   its reply anyway), `maxmemory` and its policy and samples, `timeout`,
+//!   its reply anyway), `maxmemory-policy` and `maxmemory-samples`, `timeout`,
 //!   `tcp-keepalive`, `hz`, `dynamic-hz`, `activerehashing`,
 //!   `active-expire-effort`, `latency-tracking` and its percentiles,
 //!   `latency-monitor-threshold`, the `slowlog-*` settings,
 //!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the
-//!   replication settings (`min-replicas-*`, `replica-*`, `repl-*`).
+//!   replication settings (`replica-*`, `repl-*`).
 //! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
 //!   own settings): `can't set immutable config`.
 //! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
@@ -153,7 +159,7 @@ static PARAMS: &[Param] = &[
     param("appendfsync",                       Kind::Enum(APPENDFSYNC),       NoEffect,  "no"),
     param("dir",                               TEXT,                          Protected, ""),
     // Memory.
-    param("maxmemory",                         Kind::Memory(0, u64::MAX),     NoEffect,  "0"),
+    param("maxmemory",                         Kind::Memory(0, u64::MAX),     Live,      "0"),
     param("maxmemory-policy",                  Kind::Enum(MAXMEMORY_POLICIES), NoEffect, "noeviction"),
     param("maxmemory-samples",                 Kind::Int(1, INT_MAX),         NoEffect,  "5"),
     param("lazyfree-lazy-eviction",            BOOL,                          NoEffect,  "no"),
@@ -185,8 +191,8 @@ static PARAMS: &[Param] = &[
     param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
     param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
     // Replication (there are no replicas).
-    aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), NoEffect, "0"),
-    aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), NoEffect, "10"),
+    aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), Live, "0"),
+    aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), Live, "10"),
     aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, NoEffect, "yes"),
     aliased("replica-read-only",     "slave-read-only",     BOOL,                  NoEffect, "yes"),
     aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), NoEffect, "10"),
@@ -217,6 +223,9 @@ pub struct Settings {
     output_stall_secs: AtomicU64,
     protected_mode: AtomicBool,
     password_required: AtomicBool,
+    maxmemory: AtomicU64,
+    min_replicas_to_write: AtomicU64,
+    min_replicas_max_lag: AtomicU64,
     requirepass: Mutex<Option<Arc<[u8]>>>,
     /// The value of every parameter (by index into `PARAMS`), in normal
     /// form; its lock also makes a `CONFIG SET` one step.
@@ -302,6 +311,9 @@ impl Settings {
             output_stall_secs: AtomicU64::new(l.output_stall.as_secs()),
             protected_mode: AtomicBool::new(config.protected_mode),
             password_required: AtomicBool::new(config.requirepass.is_some()),
+            maxmemory: AtomicU64::new(0),
+            min_replicas_to_write: AtomicU64::new(0),
+            min_replicas_max_lag: AtomicU64::new(10),
             requirepass: Mutex::new(password),
             values: Mutex::new(values),
         }
@@ -332,6 +344,20 @@ impl Settings {
             query_buffer_limit: self.query_buffer_limit.load(Ordering::Relaxed),
             output_buffer_limit: self.output_buffer_limit.load(Ordering::Relaxed),
         }
+    }
+
+    /// The `maxmemory` cap in bytes (0: none).
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// Whether writes must be refused for want of replicas: Redis refuses
+    /// them while fewer than `min-replicas-to-write` replicas (lagging at
+    /// most `min-replicas-max-lag`, when that is not 0) are connected, and
+    /// this server has no replicas.
+    pub fn needs_replicas(&self) -> bool {
+        self.min_replicas_to_write.load(Ordering::Relaxed) > 0
+            && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
     }
 
     pub fn output_buffer_limit(&self) -> usize {
@@ -429,6 +455,11 @@ impl Settings {
                 self.output_buffer_limit.store(normal, Ordering::Relaxed);
             }
             "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
+            "maxmemory" => self.maxmemory.store(number(), Ordering::Relaxed),
+            "min-replicas-to-write" => self
+                .min_replicas_to_write
+                .store(number(), Ordering::Relaxed),
+            "min-replicas-max-lag" => self.min_replicas_max_lag.store(number(), Ordering::Relaxed),
             "protected-mode" => self
                 .protected_mode
                 .store(value == b"yes", Ordering::Relaxed),

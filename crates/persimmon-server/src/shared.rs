@@ -83,6 +83,10 @@ pub struct ServerStats {
     pub aof_rewrites: AtomicU64,
     /// Largest `used_memory` INFO has reported.
     pub used_memory_peak: AtomicU64,
+    /// `used_memory` as the `maxmemory` check last read it, and when
+    /// (ms since start + 1; 0: never).
+    pub used_memory_seen: AtomicU64,
+    pub used_memory_seen_at: AtomicU64,
 }
 
 impl ServerStats {

@@ -638,3 +638,50 @@ fn the_database_map_outlives_a_smaller_databases_setting() {
     cmd(&mut c, &["SELECT", "9"]).unwrap();
     assert_eq!(int(&mut c, &["DBSIZE"]), 0);
 }
+
+#[test]
+fn maxmemory_and_min_replicas_refuse_writes_as_redis_does() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut admin = server.client();
+    cmd(&mut c, &["SET", "x", "1"]).unwrap();
+    cmd(&mut admin, &["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    assert_eq!(err(&mut c, &["SET", "y", "1"]), oom);
+    assert_eq!(cmd(&mut c, &["GET", "x"]).unwrap(), bulk("1"));
+    assert_eq!(int(&mut c, &["DEL", "x"]), 1); // DEL frees: allowed
+                                               // Queued while over: the transaction is refused; EXEC while over with a
+                                               // queued write: refused whole, naming the cause.
+    cmd(&mut c, &["MULTI"]).unwrap();
+    assert_eq!(err(&mut c, &["SET", "y", "1"]), oom);
+    assert!(err(&mut c, &["EXEC"])
+        .starts_with("EXECABORT Transaction discarded because of previous errors"));
+    cmd(&mut admin, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["SET", "y", "1"]).unwrap();
+    cmd(&mut c, &["GET", "y"]).unwrap();
+    cmd(&mut admin, &["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+    std::thread::sleep(Duration::from_millis(120)); // past the 100 ms reading
+    assert_eq!(
+        err(&mut c, &["EXEC"]),
+        format!("EXECABORT Transaction discarded because of: {oom}")
+    );
+    cmd(&mut admin, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    assert_eq!(cmd(&mut c, &["GET", "y"]).unwrap(), Value::Nil);
+    // No replicas: with min-replicas-to-write set, writes are refused.
+    cmd(&mut admin, &["CONFIG", "SET", "min-replicas-to-write", "2"]).unwrap();
+    assert_eq!(
+        err(&mut c, &["SET", "y", "1"]),
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    assert_eq!(cmd(&mut c, &["GET", "y"]).unwrap(), Value::Nil);
+    cmd(&mut admin, &["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["INCR", "y"]).unwrap();
+    cmd(&mut admin, &["CONFIG", "SET", "min-replicas-to-write", "2"]).unwrap();
+    assert!(
+        err(&mut c, &["EXEC"]).contains("EXECABORT Transaction discarded because of: NOREPLICAS")
+    );
+    cmd(&mut admin, &["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap();
+    assert_eq!(cmd(&mut c, &["GET", "y"]).unwrap(), Value::Nil);
+}

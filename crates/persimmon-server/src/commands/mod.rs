@@ -344,7 +344,61 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     if s.multi.is_some() && spec.flags.contains(&"no_multi") {
         return refuse(Error::new("ERR Command not allowed inside a transaction"));
     }
+    if let Some(e) = refused_by_settings(s, spec) {
+        return refuse(e);
+    }
     Ok(index)
+}
+
+/// Redis's refusals that depend on settings: `NOREPLICAS` for a write
+/// while `min-replicas-to-write` asks for replicas (this server has none),
+/// `OOM` for a command that may grow the data while the memory in use is
+/// above `maxmemory`.
+pub(crate) fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
+    if spec.flags.contains(&"write") && s.shared.settings.needs_replicas() {
+        return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
+    }
+    if spec.flags.contains(&"denyoom") && over_maxmemory(s) {
+        return Some(Error::new(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+    }
+    None
+}
+
+/// Whether `used_memory` (INFO's figure, read at most every 100 ms) is
+/// above `maxmemory` (0: no cap).
+fn over_maxmemory(s: &Session) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let max = s.shared.settings.maxmemory();
+    if max == 0 {
+        return false;
+    }
+    let st = &s.shared.stats;
+    let now = s.shared.now_ms() + 1;
+    let seen_at = st.used_memory_seen_at.load(Relaxed);
+    if seen_at == 0 || now.saturating_sub(seen_at) >= 100 {
+        let stats = crate::session::blocking(|| s.shared.db.stats());
+        st.used_memory_seen
+            .store(stats.used_bytes + stats.dram_index_bytes, Relaxed);
+        st.used_memory_seen_at.store(now, Relaxed);
+    }
+    st.used_memory_seen.load(Relaxed) > max
+}
+
+/// The error that ends an `EXEC` whose queued commands the settings now
+/// refuse (Redis checks the whole transaction when EXEC arrives), if any.
+pub(crate) fn exec_refused(s: &Session, queued: &[crate::session::Queued]) -> Option<Error> {
+    queued
+        .iter()
+        .filter_map(|q| lookup(q.args().get(0)))
+        .find_map(|i| refused_by_settings(s, &COMMANDS[i]))
+        .map(|e| {
+            let text = e.0.trim_start_matches('-').to_string();
+            Error::new(format!(
+                "EXECABORT Transaction discarded because of: {text}"
+            ))
+        })
 }
 
 /// Runs a checked request (the map lock held by the caller) and counts it.

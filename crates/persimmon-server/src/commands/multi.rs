@@ -83,6 +83,9 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
+    if let Some(e) = super::exec_refused(s, &multi.queued) {
+        return Err(e);
+    }
     let selected = s.store.db;
     let attempts = match s.exec_exclusive {
         true => ATOMIC_ATTEMPTS,
