@@ -252,7 +252,8 @@ it is missing (with --ordered-index: with the ordered index that KRANGE and KPRE
 --point-index dram as well: with its point index in DRAM, rebuilt after every start). \
 Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
 until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
-durable before its reply is sent.\n\n\
+durable before its reply is sent, an EXEC as one crash-atomic batch; key deadlines \
+(EXPIRE, SET EX) survive a restart.\n\n\
 Security as in Redis: binds to loopback by default; without a password, clients from other \
 addresses are refused (protected mode); with --requirepass every command but AUTH, HELLO and \
 QUIT needs authentication first.",
@@ -261,7 +262,11 @@ pool = \"/dev/shm/app.pool\"   pool-size = \"64M\"   pool-max = \"64G\"   ordere
 point-index = \"pm\"  (or \"dram\": needs ordered-index = true)\n  \
 bind = \"127.0.0.1\"   port = 6479   requirepass = \"...\"   protected-mode = true\n  \
 maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit = \"1G\"\n  \
-client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2"
+client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2\n  \
+databases = 16  (SELECT 0..15; database 0 holds the pool's plain keys)\n  \
+data-dir = \"/data/tier\"   tier-threshold = \"4K\"   cache-bytes = \"2G\"\n\n\
+Redis commands: COMMAND DOCS lists every one with its summary; docs/redis-suite.md has \
+what Redis 7.0.15's own test suite passes."
     )]
     Serve(ServeArgs),
 }
