@@ -45,6 +45,7 @@ mod multi;
 mod ordered;
 mod server;
 mod sets;
+mod sort;
 mod strings;
 mod zsets;
 
@@ -182,6 +183,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
     spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
     spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
+    // SORT (issue 16).
+    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
 ];
 
 /// Longest command name, for the lookup buffer.
