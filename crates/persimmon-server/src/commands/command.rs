@@ -6,8 +6,8 @@
 //!   (the table sits above the handlers; importing it would close a loop),
 //!   so every row, present and future, appears in every reply.
 //! - Keys (GETKEYS) come from a row's first key, last key and step alone,
-//!   as Redis's legacy key ranges do; a command whose keys depend on its
-//!   arguments' values would need more, and the table has none.
+//!   as Redis's legacy key ranges do, except for SORT and SORT_RO, whose
+//!   STORE destination can be anywhere (`movablekeys`): their room finds it.
 
 use crate::glob;
 use crate::protocol::Args;
@@ -26,7 +26,7 @@ fn since(name: &str) -> Option<&'static str> {
         | "set" | "setnx" | "getset" | "mget" | "incr" | "incrby" | "decr" | "decrby" | "del"
         | "exists" | "type" | "keys" | "flushdb" | "flushall" | "ttl" | "expire" | "lastsave"
         | "save" | "bgsave" | "bgrewriteaof" | "randomkey" | "rename" | "renamenx" | "move"
-        | "substr" => "1.0.0",
+        | "substr" | "sort" => "1.0.0",
         "zrangebyscore" => "1.0.5",
         "mset" | "msetnx" => "1.0.1",
         "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
@@ -48,7 +48,7 @@ fn since(name: &str) -> Option<&'static str> {
         "unlink" | "memory" | "swapdb" => "4.0.0",
         "hello" => "6.0.0",
         "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" => "6.2.0",
-        "function" | "expiretime" | "pexpiretime" | "lcs" => "7.0.0",
+        "function" | "expiretime" | "pexpiretime" | "lcs" | "sort_ro" => "7.0.0",
         _ => return None,
     })
 }
@@ -287,8 +287,11 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let positions = key_positions(spec, argc)
-        .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
+    let positions = match spec.name {
+        "sort" | "sort_ro" => Some(super::sort::key_positions(&a.from(2).collect::<Vec<_>>())),
+        _ => key_positions(spec, argc),
+    }
+    .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
     s.out.array(positions.len());
     for p in positions {
         s.out.bulk(a.get(p + 2));

@@ -40,7 +40,7 @@ fn open<'a>(old: Option<Stored<'a>>) -> Result<Vec<&'a [u8]>, Error> {
 
 /// What to store for `elements`: the list, or a delete when it is empty;
 /// the error when it would pass the value limit.
-fn store(elements: &[&[u8]]) -> Result<Update, Error> {
+pub(super) fn store(elements: &[&[u8]]) -> Result<Update, Error> {
     let len = items_encoded_len(elements);
     if len - 1 > MAX_STRING_BYTES {
         return Err(Error::new(format!(

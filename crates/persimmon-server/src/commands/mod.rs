@@ -52,6 +52,7 @@ mod randomkey;
 mod rename;
 mod server;
 mod sets;
+mod sort;
 mod strings;
 mod zsets;
 
@@ -210,6 +211,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("object",        -2, [],                           0,  0, 0, "generic",    object::object,       "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
     spec!("dump",           2, ["readonly"],                 1,  1, 1, "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         1,  1, 1, "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
+    // SORT (issue 16).
+    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
 ];
 
 /// Longest command name, for the lookup buffer.
