@@ -87,7 +87,7 @@ for round in $(seq "$REPEAT"); do
         echo "$line"
         test_name=${line%%:*}
         test_name=${test_name%% (*}
-        rps=$(echo "$line" | awk '{print $2}')
+        rps=$(echo "${line#*: }" | awk '{print $1}')
         printf '%s\t%s\t%s\t%s\n' "$port" "$P" "$test_name" "$rps" >>"$results"
       done
     done

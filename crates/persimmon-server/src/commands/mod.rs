@@ -308,7 +308,7 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         }
     }
     let map = s.map.take().expect("the map is back between commands");
-    if spec.flags.contains(&"swaps_dbs") {
+    if swaps_dbs(index) {
         let _held = map.exclusive();
         run(s, index, args);
     } else {
@@ -325,6 +325,18 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         }
     }
     s.map = Some(map);
+}
+
+/// Whether row `index` changes the database map (runs holding it
+/// exclusively): found once, then an integer compare per command.
+fn swaps_dbs(index: usize) -> bool {
+    static ROWS: OnceLock<Vec<bool>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .map(|spec| spec.flags.contains(&"swaps_dbs"))
+            .collect()
+    })[index]
 }
 
 /// The row of a request that may run: known, with an allowed argument
@@ -359,10 +371,12 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
 /// `OOM` for a command that may grow the data while the memory in use is
 /// above `maxmemory`.
 pub(crate) fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
-    if spec.flags.contains(&"write") && s.shared.settings.needs_replicas() {
+    // The settings first: two relaxed loads, where the flags are string
+    // compares (this runs for every command).
+    if s.shared.settings.needs_replicas() && spec.flags.contains(&"write") {
         return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
     }
-    if spec.flags.contains(&"denyoom") && over_maxmemory(s) {
+    if s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom") && over_maxmemory(s) {
         return Some(Error::new(
             "OOM command not allowed when used memory > 'maxmemory'.",
         ));
