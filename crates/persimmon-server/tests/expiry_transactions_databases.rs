@@ -685,3 +685,23 @@ fn maxmemory_and_min_replicas_refuse_writes_as_redis_does() {
     cmd(&mut admin, &["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap();
     assert_eq!(cmd(&mut c, &["GET", "y"]).unwrap(), Value::Nil);
 }
+
+#[test]
+fn save_and_shutdown_are_refused_inside_multi() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    for command in ["SAVE", "SHUTDOWN"] {
+        cmd(&mut c, &["MULTI"]).unwrap();
+        cmd(&mut c, &["SET", "foo", "bar"]).unwrap();
+        assert_eq!(
+            err(&mut c, &[command]),
+            "ERR Command not allowed inside a transaction"
+        );
+        assert!(err(&mut c, &["EXEC"]).starts_with("EXECABORT"));
+        assert_eq!(cmd(&mut c, &["GET", "foo"]).unwrap(), Value::Nil);
+    }
+    assert_eq!(
+        cmd(&mut c, &["PING"]).unwrap(),
+        Value::SimpleString("PONG".into())
+    );
+}

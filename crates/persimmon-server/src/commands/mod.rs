@@ -89,7 +89,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT)."),
     spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
-    spec!("shutdown",      -1, ["admin"],                    0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
+    spec!("shutdown",      -1, ["admin", "no_multi"],        0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
     spec!("get",            2, ["readonly", "fast"],         1,  1, 1, "string",     strings::get,         "Returns the string value of a key."),
     spec!("set",           -3, ["write", "denyoom"],         1,  1, 1, "string",     strings::set,         "Sets the string value of a key (NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL)."),
@@ -186,7 +186,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
     spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
-    spec!("save",           1, ["admin", "noscript"],        0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
+    spec!("save",           1, ["admin", "noscript", "no_multi"], 0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
     spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
     spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
     spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
