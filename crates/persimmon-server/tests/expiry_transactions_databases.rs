@@ -6,35 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Resp, TestServer};
-use redis::{RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
-
-fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    match cmd(con, args).unwrap() {
-        Value::Int(n) => n,
-        v => panic!("{args:?} gave {v:?}"),
-    }
-}
+use common::{cmd, err, int, Resp, TestServer};
+use redis::Value;
 
 fn bulk(s: &str) -> Value {
     Value::BulkString(s.as_bytes().to_vec())
-}
-
-/// The error reply of a command that must fail, as Redis words it
-/// (`CODE message`).
-fn err(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(con, args) {
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-    }
 }
 
 fn now_ms() -> i64 {

@@ -8,9 +8,9 @@ mod common;
 use std::collections::HashMap;
 
 use common::{Raw, Resp, TestServer};
-use redis::{RedisResult, Value};
+use redis::Value;
 
-fn cmd(con: &mut redis::Connection, args: &[&[u8]]) -> RedisResult<Value> {
+fn cmd(con: &mut redis::Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
     let mut c = redis::cmd(std::str::from_utf8(args[0]).unwrap());
     for a in &args[1..] {
         c.arg(*a);

@@ -8,23 +8,8 @@ mod common;
 
 use std::collections::{BTreeSet, HashSet};
 
-use common::TestServer;
-use redis::{RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
-
-fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    match cmd(con, args).unwrap() {
-        Value::Int(n) => n,
-        v => panic!("{args:?} gave {v:?}"),
-    }
-}
+use common::{cmd, err, int, TestServer};
+use redis::Value;
 
 /// The strings of a bulk-string, array or set reply (nil: none).
 fn strings(con: &mut redis::Connection, args: &[&str]) -> Vec<String> {
@@ -38,14 +23,6 @@ fn strings(con: &mut redis::Connection, args: &[&str]) -> Vec<String> {
         Value::Nil => vec![],
         Value::Array(items) | Value::Set(items) => items.into_iter().map(text).collect(),
         v => vec![text(v)],
-    }
-}
-
-/// The error reply of a command that must fail (`CODE message`).
-fn err(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(con, args) {
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
     }
 }
 

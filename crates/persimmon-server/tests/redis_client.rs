@@ -6,16 +6,8 @@ mod common;
 
 use std::collections::{BTreeSet, HashMap};
 
-use common::TestServer;
-use redis::{Commands, RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
+use common::{cmd, TestServer};
+use redis::{Commands, Value};
 
 /// The error text of a command that must fail.
 fn err(con: &mut redis::Connection, args: &[&str]) -> String {

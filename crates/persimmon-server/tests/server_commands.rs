@@ -9,16 +9,8 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{encode, Resp, TestServer};
-use redis::{RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
+use common::{cmd, encode, Resp, TestServer};
+use redis::Value;
 
 /// The error text of a command that must fail.
 fn err(con: &mut redis::Connection, args: &[&str]) -> String {

@@ -7,23 +7,8 @@
 
 mod common;
 
-use common::TestServer;
-use redis::{RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
-
-fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    match cmd(con, args).unwrap() {
-        Value::Int(n) => n,
-        v => panic!("{args:?} gave {v:?}"),
-    }
-}
+use common::{cmd, err, int, TestServer};
+use redis::Value;
 
 /// The rows of an array reply (`None`: a nil row).
 fn rows(con: &mut redis::Connection, args: &[&str]) -> Vec<Option<String>> {
@@ -46,14 +31,6 @@ fn strings(con: &mut redis::Connection, args: &[&str]) -> Vec<String> {
         .into_iter()
         .map(|r| r.unwrap_or_else(|| panic!("{args:?}: a nil row")))
         .collect()
-}
-
-/// The error reply of a command that must fail (`CODE message`).
-fn err(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(con, args) {
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-    }
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";

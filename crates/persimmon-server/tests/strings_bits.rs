@@ -8,24 +8,9 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{Resp, TestServer};
+use common::{cmd, err, int, Resp, TestServer};
 use persimmon_server::MAX_STRING_BYTES;
-use redis::{RedisResult, Value};
-
-fn cmd(con: &mut redis::Connection, args: &[&str]) -> RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-}
-
-fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
-    match cmd(con, args).unwrap() {
-        Value::Int(n) => n,
-        v => panic!("{args:?} gave {v:?}"),
-    }
-}
+use redis::Value;
 
 fn text(con: &mut redis::Connection, args: &[&str]) -> String {
     match cmd(con, args).unwrap() {
@@ -44,14 +29,6 @@ fn bytes(con: &mut redis::Connection, key: &str) -> Vec<u8> {
 fn set_bytes(con: &mut redis::Connection, key: &str, value: &[u8]) {
     let v: Value = redis::cmd("SET").arg(key).arg(value).query(con).unwrap();
     assert_eq!(v, Value::Okay);
-}
-
-/// The error reply of a command that must fail (`CODE message`).
-fn err(con: &mut redis::Connection, args: &[&str]) -> String {
-    match cmd(con, args) {
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-    }
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";

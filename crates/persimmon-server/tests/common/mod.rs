@@ -233,3 +233,29 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     }
     out
 }
+
+/// Sends `args` (the command name first) through the `redis` crate.
+pub fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+}
+
+/// The integer reply of a command that must give one.
+pub fn int(con: &mut redis::Connection, args: &[&str]) -> i64 {
+    match cmd(con, args).unwrap() {
+        redis::Value::Int(n) => n,
+        v => panic!("{args:?} gave {v:?}"),
+    }
+}
+
+/// The error reply of a command that must fail, as Redis words it
+/// (`CODE message`).
+pub fn err(con: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(con, args) {
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
+    }
+}
