@@ -146,21 +146,32 @@ impl Store {
     }
 
     /// Atomic read-modify-write of `key`; `f` sees the value and its
-    /// deadline and decides (a plain `Update::Put` keeps the deadline).
+    /// deadline and decides (a plain `Update::Put` keeps the deadline). A
+    /// key too long to exist (its engine key, with the database prefix) is
+    /// missing to `f`; only storing it is refused.
     pub fn update_ttl<R>(
         &mut self,
         key: &[u8],
         f: impl FnOnce(Option<Stored<'_>>, Option<u64>) -> (Update, R),
     ) -> Result<R, Error> {
         let ek = self.engine_key(key);
+        if !may_exist(&ek) {
+            // Too long to exist: it reads as missing, and only a decision to
+            // store it fails (with the engine's key-length error).
+            let (decision, r) = f(None, None);
+            return match decision {
+                Update::Keep | Update::Delete => Ok(r),
+                Update::Put(_) | Update::PutExpiring { .. } => {
+                    crate::session::check_key(&ek).map(|()| r)
+                }
+            };
+        }
         if self.overlay.is_none() {
-            crate::session::check_key(&ek)?;
             return Ok(self
                 .shared
                 .db
                 .update_with_deadline(&ek, |v, d| f(v.map(Stored::decode), d))?);
         }
-        crate::session::check_key(&ek)?;
         let now = self.now_ms();
         let t = self.touch(&ek, true)?;
         let current = live(&t.now, now).cloned();

@@ -681,3 +681,21 @@ fn save_and_shutdown_are_refused_inside_multi() {
         Value::SimpleString("PONG".into())
     );
 }
+
+#[test]
+fn a_key_too_long_with_its_database_prefix_reads_as_missing() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    // The engine's full key length: fits database 0, not database 9 with
+    // its prefix. There it cannot exist: removals find nothing, a write is
+    // refused with the key-length error.
+    let long = "k".repeat(persimmon::MAX_KEY_BYTES);
+    cmd(&mut c, &["SELECT", "9"]).unwrap();
+    assert_eq!(int(&mut c, &["HDEL", &long, "f"]), 0);
+    assert_eq!(int(&mut c, &["ZREM", &long, "m"]), 0);
+    assert_eq!(int(&mut c, &["SREM", &long, "m"]), 0);
+    assert_eq!(cmd(&mut c, &["GETDEL", &long]).unwrap(), Value::Nil);
+    assert_eq!(cmd(&mut c, &["LPOP", &long]).unwrap(), Value::Nil);
+    assert!(err(&mut c, &["HSET", &long, "f", "v"]).contains("key is"));
+    assert!(err(&mut c, &["INCR", &long]).contains("key is"));
+}

@@ -13,7 +13,7 @@ use persimmon::Update;
 
 use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
-use crate::session::{arity, check_key, int_arg, may_exist, overflow, wrongtype, Error, Session};
+use crate::session::{arity, check_key, int_arg, overflow, wrongtype, Error, Session};
 use crate::store::Store;
 use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
 
@@ -97,10 +97,6 @@ pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if !may_exist(key) {
-        s.out.int(0);
-        return Ok(());
-    }
     let removed = s.store.try_update(key, |old| {
         if old.is_none() {
             return Ok((Update::Keep, 0));

@@ -13,7 +13,7 @@
 use persimmon::Update;
 
 use crate::protocol::{parse_i64, Args};
-use crate::session::{arity, check_key, int_arg, may_exist, wrongtype, Error, Session};
+use crate::session::{arity, check_key, int_arg, wrongtype, Error, Session};
 use crate::store::Store;
 use crate::value::{items, items_encoded_len, list_encode, Stored, MAX_STRING_BYTES};
 
@@ -54,19 +54,6 @@ pub(super) fn store(elements: &[&[u8]]) -> Result<Update, Error> {
     } else {
         Update::Put(list_encode(elements))
     })
-}
-
-/// `try_update` for a command that never creates its key: a key too long to
-/// exist is taken as missing.
-pub(super) fn edit<R>(
-    store: &mut Store,
-    key: &[u8],
-    f: impl FnOnce(Option<Stored<'_>>) -> Result<(Update, R), Error>,
-) -> Result<R, Error> {
-    if !may_exist(key) {
-        return f(None).map(|(_, r)| r);
-    }
-    store.try_update(key, f)
 }
 
 /// Runs `f` over the elements of the list at `key` in place; `None` when
@@ -158,7 +145,7 @@ fn pop(s: &mut Session, a: &Args<'_>, head: bool, name: &str) -> Result<(), Erro
         None
     };
     let out = &mut s.out;
-    edit(&mut s.store, a.get(1), |old| {
+    s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             match count {
                 None => out.null(),
@@ -246,7 +233,7 @@ pub fn lindex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn lset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let value = a.get(3);
-    edit(&mut s.store, a.get(1), |old| {
+    s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             return Err(Error::new("ERR no such key"));
         }
@@ -269,7 +256,7 @@ pub fn lrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         0 => u64::MAX,
         n => n,
     };
-    let removed = edit(&mut s.store, a.get(1), |old| {
+    let removed = s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             return Ok((Update::Keep, 0));
         }
@@ -297,7 +284,7 @@ pub fn lrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn ltrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (start, end) = (int_arg(a.get(2))?, int_arg(a.get(3))?);
-    edit(&mut s.store, a.get(1), |old| {
+    s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             return Ok((Update::Keep, ()));
         }

@@ -15,7 +15,7 @@ use std::cell::Cell;
 
 use persimmon::Update;
 
-use super::lists::{edit, positive_arg};
+use super::lists::positive_arg;
 use crate::protocol::Args;
 use crate::session::{check_key, int_arg, syntax, wrongtype, Error, Session};
 use crate::store::Store;
@@ -106,7 +106,7 @@ pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn srem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let removed = edit(&mut s.store, a.get(1), |old| {
+    let removed = s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             return Ok((Update::Keep, 0));
         }
@@ -175,7 +175,7 @@ pub fn spop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         None
     };
     let out = &mut s.out;
-    edit(&mut s.store, a.get(1), |old| {
+    s.store.try_update(a.get(1), |old| {
         if old.is_none() {
             match count {
                 None => out.null(),

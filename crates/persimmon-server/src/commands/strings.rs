@@ -15,8 +15,8 @@ use super::expire;
 use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
 use crate::session::{
-    arity, check_key, int_arg, is, may_exist, not_integer, overflow, syntax, too_large, wrongtype,
-    Error, Session,
+    arity, check_key, int_arg, is, not_integer, overflow, syntax, too_large, wrongtype, Error,
+    Session,
 };
 use crate::store::Store;
 use crate::value::{self, Stored, MAX_STRING_BYTES};
@@ -246,10 +246,6 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if !may_exist(key) {
-        s.out.null();
-        return Ok(());
-    }
     let out = &mut s.out;
     s.store.update(key, |old| match old {
         Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {

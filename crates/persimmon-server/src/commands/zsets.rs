@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use persimmon::Update;
 
 use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, may_exist, syntax, wrongtype, Error, Session};
+use crate::session::{check_key, int_arg, is, syntax, wrongtype, Error, Session};
 use crate::store::Store;
 use crate::value::{
     zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
@@ -199,10 +199,6 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
-    if !may_exist(key) {
-        s.out.int(0);
-        return Ok(());
-    }
     let removed = s.store.try_update(key, |old| {
         let mut entries = open(old)?;
         let before = entries.len();
