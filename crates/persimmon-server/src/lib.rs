@@ -49,6 +49,7 @@ mod encoding;
 mod glob;
 mod longdouble;
 pub mod protocol;
+mod random;
 mod rdb;
 mod reply;
 mod scan;

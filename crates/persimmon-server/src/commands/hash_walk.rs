@@ -14,31 +14,11 @@
 
 use crate::glob;
 use crate::protocol::Args;
+use crate::random;
 use crate::reply::Reply;
 use crate::session::{int_arg, is, syntax, Error, Session};
 
 use super::hashes::with_fields;
-
-/// A random index below `n` (> 0): xorshift64* per thread, seeded from the
-/// standard library's per-process random keys.
-fn random_below(n: usize) -> usize {
-    use std::cell::Cell;
-    use std::hash::BuildHasher;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(
-            std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()) | 1,
-        );
-    }
-    let x = STATE.with(|state| {
-        let mut x = state.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        state.set(x);
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    });
-    ((x as u128 * n as u128) >> 64) as usize
-}
 
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -65,7 +45,7 @@ fn one_random_field(s: &mut Session, key: &[u8]) -> Result<(), Error> {
     let out = &mut s.out;
     let found = with_fields(&mut s.store, key, |fields| match fields.len() {
         0 => out.null(),
-        n => out.bulk(fields[random_below(n)].0),
+        n => out.bulk(fields[random::index_below(n)].0),
     })?;
     if found.is_none() {
         s.out.null();
@@ -124,7 +104,7 @@ fn random_fields(
     };
     if count < 0 {
         for i in 0..picks {
-            emit(out, fields[random_below(n)]);
+            emit(out, fields[random::index_below(n)]);
             if i % 1024 == 1023 && out.len() > limit {
                 return;
             }
@@ -135,7 +115,7 @@ fn random_fields(
     let mut order: Vec<usize> = (0..n).collect();
     if picks < n as u64 {
         for i in 0..picks as usize {
-            let j = i + random_below(n - i);
+            let j = i + random::index_below(n - i);
             order.swap(i, j);
         }
     }

@@ -16,10 +16,9 @@
 //! or one that expired meanwhile is drawn again, a few times at most); a
 //! key only an enclosing EXEC created, not yet in the pool, is never drawn.
 
-use std::hash::BuildHasher;
-
 use crate::dbs::keys_of;
 use crate::protocol::Args;
+use crate::random;
 use crate::session::{blocking, Error, Session};
 use crate::shared::Shared;
 
@@ -48,8 +47,7 @@ fn pick(shared: &Shared, ns: u32) -> Result<Option<Vec<u8>>, Error> {
     if total == 0 {
         return Ok(None);
     }
-    let mut rng = SplitMix(std::collections::hash_map::RandomState::new().hash_one(total));
-    let stop_at = rng.below(total);
+    let stop_at = random::below(total);
     let mut seen = 0u64;
     let mut kept = None;
     keys_of(
@@ -62,46 +60,11 @@ fn pick(shared: &Shared, ns: u32) -> Result<Option<Vec<u8>>, Error> {
                 return Ok(false);
             }
             seen += 1;
-            if rng.below(seen) == 0 {
+            if random::below(seen) == 0 {
                 kept = Some(key.to_vec());
             }
             Ok(true)
         },
     )?;
     Ok(kept)
-}
-
-/// A small, fast generator (SplitMix64), seeded from the standard
-/// library's per-process random keys: enough for picking keys.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform below `n` (`n > 0`; the modulo bias is below 2^-40 for any
-    /// key count a pool can hold).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SplitMix;
-
-    #[test]
-    fn draws_cover_the_range() {
-        let mut rng = SplitMix(7);
-        let mut seen = [0u32; 5];
-        for _ in 0..5000 {
-            seen[rng.below(5) as usize] += 1;
-        }
-        assert!(seen.iter().all(|&n| (800..1200).contains(&n)), "{seen:?}");
-    }
 }

@@ -11,12 +11,11 @@
 //! members; a reply is sent only whole (a negative SRANDMEMBER count too
 //! large for the output limit closes the connection, as in Redis).
 
-use std::cell::Cell;
-
 use persimmon::Update;
 
 use super::lists::positive_arg;
 use crate::protocol::Args;
+use crate::random;
 use crate::session::{check_key, int_arg, syntax, wrongtype, Error, Session};
 use crate::store::Store;
 use crate::value::{SetBuilder, Stored, MAX_STRING_BYTES};
@@ -66,28 +65,6 @@ fn with_set<R>(
             _ => Err(wrongtype()),
         })?
         .transpose()
-}
-
-/// A random number below `n` (> 0): splitmix64 over a per-thread state
-/// seeded from the standard library's random hasher keys. Not for secrets:
-/// it picks members, as Redis's own generator does.
-fn random_below(n: usize) -> usize {
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new({
-            use std::hash::BuildHasher;
-            std::collections::hash_map::RandomState::new().hash_one(0u64)
-        });
-    }
-    let x = STATE.with(|s| {
-        let x = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-        s.set(x);
-        x
-    });
-    let mut z = x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z % n as u64) as usize
 }
 
 pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -190,7 +167,7 @@ pub fn spop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         let n = count.map_or(1, |c| c.min(set.len() as u64) as usize);
         let taken: Vec<&[u8]> = (0..n)
-            .map(|_| set.remove_at(random_below(set.len())))
+            .map(|_| set.remove_at(random::index_below(set.len())))
             .collect();
         match count {
             None => out.bulk(taken[0]),
@@ -215,7 +192,7 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if a.len() == 2 {
         let out = &mut s.out;
         let found = with_set(&mut s.store, a.get(1), |set| {
-            out.bulk(set.members()[random_below(set.len())])
+            out.bulk(set.members()[random::index_below(set.len())])
         })?;
         if found.is_none() {
             s.out.null();
@@ -238,7 +215,7 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             let n = count.unsigned_abs();
             out.array(n as usize);
             for _ in 0..n {
-                out.bulk(members[random_below(members.len())]);
+                out.bulk(members[random::index_below(members.len())]);
                 if out.len() > limit {
                     break;
                 }
@@ -249,7 +226,7 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let n = (count as u64).min(members.len() as u64) as usize;
         let mut picked = members.to_vec();
         for i in 0..n {
-            let j = i + random_below(picked.len() - i);
+            let j = i + random::index_below(picked.len() - i);
             picked.swap(i, j);
         }
         out.array(n);
@@ -262,19 +239,4 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     s.output_over_limit();
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn random_below_stays_in_range_and_varies() {
-        let picks: Vec<usize> = (0..1000).map(|_| random_below(7)).collect();
-        assert!(picks.iter().all(|&p| p < 7));
-        for v in 0..7 {
-            assert!(picks.contains(&v), "{v} never picked");
-        }
-        assert_eq!(random_below(1), 0);
-    }
 }

@@ -1,0 +1,50 @@
+//! Random picks for the commands that choose elements or keys at random
+//! (SPOP, SRANDMEMBER, HRANDFIELD, RANDOMKEY): SplitMix64 over a per-thread
+//! state seeded from the standard library's per-process random keys.
+//!
+//! Invariants: `below(n)` is in `0..n` for every `n > 0`; the modulo bias is
+//! below 2^-40 for any count a pool can hold. Not for secrets: it picks
+//! members, as Redis's own generator does.
+
+use std::cell::Cell;
+use std::hash::BuildHasher;
+
+/// A random number below `n` (`n > 0`).
+pub fn below(n: u64) -> u64 {
+    debug_assert!(n > 0);
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()),
+        );
+    }
+    let x = STATE.with(|s| {
+        let x = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        s.set(x);
+        x
+    });
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    z % n
+}
+
+/// [`below`] for an index.
+pub fn index_below(n: usize) -> usize {
+    below(n as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_stay_in_range_and_cover_it() {
+        let mut seen = [0u32; 5];
+        for _ in 0..5000 {
+            seen[index_below(5)] += 1;
+        }
+        assert!(seen.iter().all(|&n| (800..1200).contains(&n)), "{seen:?}");
+        assert_eq!(below(1), 0);
+    }
+}
