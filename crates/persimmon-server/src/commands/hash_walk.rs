@@ -28,7 +28,7 @@ pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (count, with_values) = count_args(&a)?;
     let found = {
         let out = &mut s.out;
-        let limit = s.shared.config.limits.output_buffer_limit;
+        let limit = s.shared.settings.output_buffer_limit();
         with_fields(&mut s.store, a.get(1), |fields| {
             random_fields(out, fields, count, with_values, limit)
         })?

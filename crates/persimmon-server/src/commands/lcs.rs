@@ -167,7 +167,7 @@ pub fn lcs(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         ));
     };
     let o = Options::parse(&a)?;
-    let table = Table::build(&x, &y, s.shared.config.limits.proto_max_bulk_len)?;
+    let table = Table::build(&x, &y, s.shared.settings.limits().proto_max_bulk_len)?;
     if o.len {
         s.out.int(table.len() as i64);
         return Ok(());

@@ -207,7 +207,7 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             i64::MAX
         )));
     }
-    let limit = s.shared.config.limits.output_buffer_limit;
+    let limit = s.shared.settings.output_buffer_limit();
     let out = &mut s.out;
     let found = with_set(&mut s.store, a.get(1), |set| {
         let members = set.members();
