@@ -286,6 +286,18 @@ pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
     crate::protocol::parse_i64(arg).ok_or_else(not_integer)
 }
 
+/// An integer argument within `min..=max`, with Redis's text when it is
+/// outside (`getRangeLongFromObjectOrReply`).
+pub fn int_arg_within(arg: &[u8], min: i64, max: i64) -> Result<i64, Error> {
+    let n = int_arg(arg)?;
+    if !(min..=max).contains(&n) {
+        return Err(Error::new(format!(
+            "ERR value is out of range, value must between {min} and {max}"
+        )));
+    }
+    Ok(n)
+}
+
 /// Whether `key` can exist: one longer than the engine's limit cannot, so
 /// reads and deletes treat it as missing instead of failing.
 pub fn may_exist(key: &[u8]) -> bool {

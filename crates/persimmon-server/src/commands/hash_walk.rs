@@ -16,7 +16,7 @@ use crate::glob;
 use crate::protocol::Args;
 use crate::random;
 use crate::reply::Reply;
-use crate::session::{int_arg, is, syntax, Error, Session};
+use crate::session::{int_arg, int_arg_within, is, syntax, Error, Session};
 
 use super::hashes::with_fields;
 
@@ -56,14 +56,7 @@ fn one_random_field(s: &mut Session, key: &[u8]) -> Result<(), Error> {
 /// HRANDFIELD's count and WITHVALUES, with Redis's bounds: the count's
 /// magnitude fits a C `long` (and, with values, half of one).
 fn count_args(a: &Args<'_>) -> Result<(i64, bool), Error> {
-    let count = int_arg(a.get(2))?;
-    if count == i64::MIN {
-        return Err(Error::new(format!(
-            "ERR value is out of range, value must between {} and {}",
-            -i64::MAX,
-            i64::MAX
-        )));
-    }
+    let count = int_arg_within(a.get(2), -i64::MAX, i64::MAX)?;
     let with_values = match a.len() {
         3 => false,
         4 if is(a.get(3), "WITHVALUES") => true,

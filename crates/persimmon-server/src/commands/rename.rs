@@ -10,7 +10,7 @@
 
 use super::keys::db_index;
 use crate::protocol::Args;
-use crate::session::{int_arg, is, syntax, Error, Session};
+use crate::session::{int_arg_within, is, syntax, Error, Session};
 
 fn no_such_key() -> Error {
     Error::new("ERR no such key")
@@ -80,14 +80,7 @@ fn copy_options(s: &Session, a: &Args<'_>) -> Result<CopyOptions, Error> {
 /// COPY's DB argument: an integer in C `int` range (Redis's wording when
 /// not), then a database.
 fn copy_db(s: &Session, arg: &[u8]) -> Result<usize, Error> {
-    let n = int_arg(arg)?;
-    if i32::try_from(n).is_err() {
-        return Err(Error::new(format!(
-            "ERR value is out of range, value must between {} and {}",
-            i32::MIN,
-            i32::MAX
-        )));
-    }
+    int_arg_within(arg, i32::MIN.into(), i32::MAX.into())?;
     db_index(s, arg)
 }
 

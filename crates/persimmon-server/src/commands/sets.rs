@@ -16,7 +16,7 @@ use persimmon::Update;
 use super::lists::positive_arg;
 use crate::protocol::Args;
 use crate::random;
-use crate::session::{check_key, int_arg, syntax, wrongtype, Error, Session};
+use crate::session::{check_key, int_arg_within, syntax, wrongtype, Error, Session};
 use crate::store::Store;
 use crate::value::{SetBuilder, Stored, MAX_STRING_BYTES};
 
@@ -199,14 +199,7 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         return Ok(());
     }
-    let count = int_arg(a.get(2))?;
-    if count == i64::MIN {
-        return Err(Error::new(format!(
-            "ERR value is out of range, value must between {} and {}",
-            -i64::MAX,
-            i64::MAX
-        )));
-    }
+    let count = int_arg_within(a.get(2), -i64::MAX, i64::MAX)?;
     let limit = s.shared.settings.output_buffer_limit();
     let out = &mut s.out;
     let found = with_set(&mut s.store, a.get(1), |set| {
