@@ -31,7 +31,8 @@
 //!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in; `rdb`:
 //!   Redis's `DUMP`/`RESTORE` payload format; `encoding`: the encoding Redis
 //!   would give a value (`OBJECT ENCODING`, reporting only) and its
-//!   thresholds.
+//!   thresholds; `random`: the random picks of SPOP, SRANDMEMBER,
+//!   HRANDFIELD and RANDOMKEY.
 //!
 //! Durability: every command that writes returns only after the engine's
 //! call returned, and the engine's writes are durable on return, so every
