@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 mod cmdstats;
+mod coll;
 mod commands;
 mod config;
 mod conn;

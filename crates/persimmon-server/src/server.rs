@@ -106,6 +106,7 @@ pub(crate) fn run_with(
         config_file,
         local_addr,
     ));
+    crate::coll::reclaim::spawn(&shared);
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)

@@ -440,6 +440,46 @@ impl Store {
         })
     }
 
+    /// Inside a unit: `f` of engine key `ek` as the unit sees it (no
+    /// namespace is applied; an expired value reads as absent). `depend`:
+    /// the commit checks the key still has the version read; a key read
+    /// without depending on it and not yet touched is read from the pool in
+    /// place, without a copy in the overlay (`coll` pages, whose meta record
+    /// the unit depends on).
+    pub fn unit_read<R>(
+        &mut self,
+        ek: &[u8],
+        depend: bool,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Error> {
+        let overlay = self.overlay.as_ref().expect("a unit is running");
+        if !depend && !overlay.contains_key(ek) {
+            let mut f = Some(f);
+            let r = self
+                .shared
+                .db
+                .get_with(ek, |v| (f.take().expect("called once"))(Some(v)))?;
+            return Ok(match r {
+                Some(r) => r,
+                None => (f.take().expect("not called"))(None),
+            });
+        }
+        let now = self.now_ms();
+        let t = self.touch(ek, depend)?;
+        Ok(f(live(&t.now, now).map(|(v, _)| v.as_slice())))
+    }
+
+    /// Inside a unit: sets engine key `ek` to `value` (keeping its
+    /// deadline) or deletes it (`None`).
+    pub fn unit_write(&mut self, ek: &[u8], value: Option<Vec<u8>>) -> Result<(), Error> {
+        crate::session::check_key(ek)?;
+        let now = self.now_ms();
+        let t = self.touch(ek, false)?;
+        let deadline = live(&t.now, now).and_then(|(_, d)| *d);
+        self.change(ek, value.map(|v| (v, deadline)));
+        Ok(())
+    }
+
     /// Ends the running unit: writes its changes as one batch if every key
     /// it read, and every key of `expected`, still has its version. Returns
     /// whether it did; the unit has ended either way.

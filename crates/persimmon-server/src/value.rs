@@ -35,6 +35,40 @@ pub const TAG_HASH: u8 = 0x02;
 pub const TAG_ZSET: u8 = 0x03;
 pub const TAG_LIST: u8 = 0x04;
 pub const TAG_SET: u8 = 0x05;
+pub const TAG_COLL_HASH: u8 = 0x06;
+pub const TAG_COLL_ZSET: u8 = 0x07;
+pub const TAG_COLL_LIST: u8 = 0x08;
+pub const TAG_COLL_SET: u8 = 0x09;
+
+/// The four collection types, stored as a meta record and pages
+/// (`coll`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Hash,
+    ZSet,
+    List,
+    Set,
+}
+
+impl Kind {
+    pub fn tag(self) -> u8 {
+        match self {
+            Kind::Hash => TAG_COLL_HASH,
+            Kind::ZSet => TAG_COLL_ZSET,
+            Kind::List => TAG_COLL_LIST,
+            Kind::Set => TAG_COLL_SET,
+        }
+    }
+
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Kind::Hash => "hash",
+            Kind::ZSet => "zset",
+            Kind::List => "list",
+            Kind::Set => "set",
+        }
+    }
+}
 
 /// Longest string (or encoded hash, sorted set, list or set body) the
 /// server can store.
@@ -48,6 +82,9 @@ pub enum Stored<'a> {
     ZSet(&'a [u8]),
     List(&'a [u8]),
     Set(&'a [u8]),
+    /// A collection's meta record (`coll`): its kind and the body after
+    /// the tag.
+    Coll(Kind, &'a [u8]),
 }
 
 impl<'a> Stored<'a> {
@@ -58,6 +95,10 @@ impl<'a> Stored<'a> {
             Some((&TAG_ZSET, body)) => Stored::ZSet(body),
             Some((&TAG_LIST, body)) => Stored::List(body),
             Some((&TAG_SET, body)) => Stored::Set(body),
+            Some((&TAG_COLL_HASH, body)) => Stored::Coll(Kind::Hash, body),
+            Some((&TAG_COLL_ZSET, body)) => Stored::Coll(Kind::ZSet, body),
+            Some((&TAG_COLL_LIST, body)) => Stored::Coll(Kind::List, body),
+            Some((&TAG_COLL_SET, body)) => Stored::Coll(Kind::Set, body),
             _ => Stored::String(value),
         }
     }
@@ -84,6 +125,7 @@ impl<'a> Stored<'a> {
             Stored::ZSet(b) => (TAG_ZSET, b),
             Stored::List(b) => (TAG_LIST, b),
             Stored::Set(b) => (TAG_SET, b),
+            Stored::Coll(k, b) => (k.tag(), b),
         }
     }
 
@@ -95,6 +137,7 @@ impl<'a> Stored<'a> {
             Stored::ZSet(_) => "zset",
             Stored::List(_) => "list",
             Stored::Set(_) => "set",
+            Stored::Coll(k, _) => k.type_name(),
         }
     }
 }

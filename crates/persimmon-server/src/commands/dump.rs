@@ -57,7 +57,7 @@ fn to_rdb(v: Stored<'_>) -> Result<RdbValue, Error> {
                 .map(|(score, m)| (score, m.to_vec()))
                 .collect(),
         ),
-        Stored::List(_) | Stored::Set(_) => {
+        Stored::List(_) | Stored::Set(_) | Stored::Coll(..) => {
             return Err(Error::new(format!(
                 "ERR persimmon cannot DUMP a {} yet: DUMP and RESTORE carry strings, hashes and \
                  sorted sets",

@@ -270,7 +270,11 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         if st.in_db(to, |st| st.exists(key))? {
             return Ok(false);
         }
-        st.in_db(to, |st| st.put(key, &value, deadline))?;
+        st.in_db(to, |st| {
+            st.put(key, &value, deadline)?;
+            let to_ek = st.engine_key(key).into_owned();
+            crate::coll::moved(st, &value, &to_ek)
+        })?;
         st.delete(key)?;
         Ok(true)
     })?;

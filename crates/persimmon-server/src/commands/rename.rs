@@ -46,6 +46,8 @@ fn rename_generic(s: &mut Session, a: &Args<'_>, nx: bool) -> Result<bool, Error
             return Ok(false);
         }
         st.put(to, &value, deadline)?;
+        let to_ek = st.engine_key(to).into_owned();
+        crate::coll::moved(st, &value, &to_ek)?;
         st.delete(from)?;
         Ok(true)
     })

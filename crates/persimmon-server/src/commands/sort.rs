@@ -119,7 +119,7 @@ fn source(st: &mut Store, key: &[u8]) -> Result<(Kind, Vec<Vec<u8>>), Error> {
         Stored::ZSet(body) => zset_entries(body)
             .map(|e| (Kind::ZSet, e.into_iter().map(|(_, m)| m.to_vec()).collect()))
             .map_err(|_| damaged("sorted set")),
-        Stored::String(_) | Stored::Hash(_) => Err(wrongtype()),
+        Stored::String(_) | Stored::Hash(_) | Stored::Coll(..) => Err(wrongtype()),
     })?;
     Ok(found.transpose()?.unwrap_or((Kind::List, Vec::new())))
 }

@@ -230,7 +230,9 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_len(body.len())?;
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+        Some(
+            Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_) | Stored::Coll(..),
+        ) => {
             (Update::Keep, Err(wrongtype()))
         }
         Some(Stored::String(prev)) => {
@@ -248,7 +250,9 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
     let out = &mut s.out;
     s.store.update(key, |old| match old {
-        Some(Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_)) => {
+        Some(
+            Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_) | Stored::Coll(..),
+        ) => {
             (Update::Keep, Err(wrongtype()))
         }
         Some(Stored::String(prev)) => {

@@ -1,0 +1,196 @@
+//! The reclaimer: a background thread that deletes the pages of external
+//! trees whose meta record is gone (DEL, an overwrite, expiry, FLUSHDB,
+//! FLUSHALL) or names another tree, so those commands are O(1) to the
+//! client whatever the collection's size.
+//!
+//! A round walks the registry (`mod.rs`). For each tree it checks, in one
+//! unit, that the meta at the registered key does not name the tree, and
+//! marks the entry *dying* (an empty meta key) — serializable against a
+//! RENAME or MOVE, which rewrite the entry in their own unit. A dying tree
+//! can never be named again, so its pages are then deleted in batches of
+//! [`PAGES_PER_UNIT`], children before parents and the roots last, with the
+//! registry entry in the last batch.
+//!
+//! Invariants: a page is deleted only after every page below it was (so a
+//! crash part way leaves a tree whose remaining pages are all reachable
+//! from the roots still there, and the next round finishes it); a live
+//! collection's pages are never deleted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::{page_key, registry_set, Coll, Kind, PREFIX, EXTERNAL};
+use crate::session::Error;
+use crate::shared::Shared;
+use crate::store::Store;
+use crate::value::Stored;
+
+/// Pages deleted per engine batch.
+const PAGES_PER_UNIT: usize = 2000;
+/// Registry entries examined per unit.
+const ENTRIES_PER_ROUND: usize = 512;
+/// Pause between rounds.
+const PAUSE: Duration = Duration::from_millis(250);
+
+/// Pages deleted since the server started (INFO).
+pub static PAGES_RECLAIMED: AtomicU64 = AtomicU64::new(0);
+/// Trees whose pages were all deleted since the server started (INFO).
+pub static TREES_RECLAIMED: AtomicU64 = AtomicU64::new(0);
+
+/// Starts the reclaimer thread; it ends when the server stops.
+pub fn spawn(shared: &Arc<Shared>) {
+    let weak = Arc::downgrade(shared);
+    let started = std::thread::Builder::new()
+        .name("persimmon-reclaim".into())
+        .spawn(move || run(weak));
+    if let Err(e) = started {
+        eprintln!("persimmon: the collection reclaimer did not start: {e}");
+    }
+}
+
+fn run(weak: Weak<Shared>) {
+    loop {
+        std::thread::sleep(PAUSE);
+        let Some(shared) = weak.upgrade() else { return };
+        if shared.is_stopping() {
+            return;
+        }
+        if let Err(e) = round(&shared) {
+            eprintln!("persimmon: collection reclaimer: {}", e.0);
+        }
+    }
+}
+
+/// One round: every dead tree of the registry found and freed. Returns the
+/// number of trees freed.
+pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
+    let mut st = Store::new(shared.clone());
+    let mut freed = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let batch = registry_entries(&mut st, after.as_deref())?;
+        let Some((last, _)) = batch.last() else { break };
+        after = Some(last.clone());
+        for (id, meta_key) in &batch {
+            if shared.is_stopping() {
+                return Ok(freed);
+            }
+            let id = u64::from_be_bytes(id.as_slice().try_into().map_err(|_| super::page::damaged())?);
+            if meta_key.is_empty() || mark_if_dead(&mut st, id, meta_key)? {
+                free_tree(&mut st, id)?;
+                freed += 1;
+            }
+        }
+        if batch.len() < ENTRIES_PER_ROUND {
+            break;
+        }
+    }
+    Ok(freed)
+}
+
+/// Up to [`ENTRIES_PER_ROUND`] registry entries after key `after`.
+fn registry_entries(st: &mut Store, after: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    st.atomic(|st| {
+        let Some(mut reg) = Coll::open_engine_key(st, PREFIX.to_vec(), Kind::Hash)? else {
+            return Ok(Vec::new());
+        };
+        let from = match after {
+            Some(k) => {
+                let (rank, found) = reg.rank(st, 0, k)?;
+                rank + found as u64
+            }
+            None => 0,
+        };
+        let mut out = Vec::new();
+        reg.walk(st, 0, from, false, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            Ok(out.len() < ENTRIES_PER_ROUND)
+        })?;
+        Ok(out)
+    })
+}
+
+/// Whether tree `id` registered at `meta_key` is dead; if so its entry is
+/// marked dying in the same unit.
+fn mark_if_dead(st: &mut Store, id: u64, meta_key: &[u8]) -> Result<bool, Error> {
+    st.atomic(|st| {
+        let names = st.unit_read(meta_key, true, |v| v.is_some_and(|v| names_tree(v, id)))?;
+        if names {
+            return Ok(false);
+        }
+        registry_set(st, id, Some(b""))?;
+        Ok(true)
+    })
+}
+
+/// Whether a stored value is the meta of external tree `id`.
+pub fn names_tree(value: &[u8], id: u64) -> bool {
+    match Stored::decode(value) {
+        Stored::Coll(_, body) => {
+            body.len() >= 10
+                && body[1] & EXTERNAL != 0
+                && u64::from_le_bytes(body[2..10].try_into().expect("8 bytes")) == id
+        }
+        _ => false,
+    }
+}
+
+/// Deletes every page of dying tree `id`, then its registry entry.
+fn free_tree(st: &mut Store, id: u64) -> Result<(), Error> {
+    let mut order = Vec::new();
+    st.atomic(|st| {
+        order.clear();
+        let mut io = Pages { st, id };
+        for root in [1u64, 2] {
+            if let Some(page) = super::tree::PageIo::load(&mut io, root)? {
+                super::tree::Tree::pages(&mut io, &page, &mut order)?;
+                order.push(root);
+            }
+        }
+        Ok(())
+    })?;
+    let total = order.len();
+    let mut chunks = order.chunks(PAGES_PER_UNIT).peekable();
+    if chunks.peek().is_none() {
+        return st.atomic(|st| registry_set(st, id, None));
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        st.atomic(|st| {
+            for &no in chunk {
+                st.unit_write(&page_key(id, no), None)?;
+            }
+            if last {
+                registry_set(st, id, None)?;
+            }
+            Ok(())
+        })?;
+    }
+    PAGES_RECLAIMED.fetch_add(total as u64, Ordering::Relaxed);
+    TREES_RECLAIMED.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Read-only page access to a dying tree.
+struct Pages<'a> {
+    st: &'a mut Store,
+    id: u64,
+}
+
+impl super::tree::PageIo for Pages<'_> {
+    fn load(&mut self, no: u64) -> Result<Option<super::page::Page>, Error> {
+        self.st
+            .unit_read(&page_key(self.id, no), false, |v| v.map(super::page::Page::decode))?
+            .transpose()
+    }
+    fn save(&mut self, _: u64, _: &super::page::Page) -> Result<(), Error> {
+        unreachable!("the reclaimer only reads and deletes pages")
+    }
+    fn free(&mut self, _: u64) -> Result<(), Error> {
+        unreachable!("the reclaimer deletes pages itself")
+    }
+    fn alloc(&mut self) -> u64 {
+        unreachable!("the reclaimer allocates no page")
+    }
+}

@@ -1,0 +1,598 @@
+//! A counted B+ tree of pages: the structure every large collection is
+//! stored in. Each inner entry keeps the number of entries below it, so
+//! the tree is navigated by key (hashes, sets, sorted sets) or by position
+//! (lists, ranks, random picks) in O(height) page reads, and a run of `k`
+//! entries from any position costs O(height + k / entries per page).
+//!
+//! The root lives in the [`Tree`] value (its owner stores it); every other
+//! page is read and written through a [`PageIo`] by page number.
+//!
+//! Invariants (checked by `check` in the tests after every operation):
+//! - every leaf is at level 0 and all leaves are at the same depth;
+//! - a child's `count` is the number of entries below it;
+//! - in a keyed tree, keys are unique and strictly increasing along the
+//!   leaves, and separators bound them as `page.rs` states;
+//! - no page other than the root is empty; a page is split once its
+//!   encoding passes [`PAGE_MAX`] (unless it holds one entry) and merged
+//!   with a neighbour when both fit in one;
+//! - a root that is a node has at least two children (a single child is
+//!   pulled up into the root).
+
+use super::page::{damaged, Child, Entry, Page};
+use crate::session::Error;
+
+/// A page is split once its encoding is longer than this.
+pub const PAGE_MAX: usize = 4096;
+/// A split aims at pieces of this size.
+const PAGE_TARGET: usize = PAGE_MAX / 2;
+/// A page smaller than this after a removal is merged with a neighbour
+/// when the two fit in one.
+const PAGE_MIN: usize = PAGE_MAX / 4;
+
+/// Where the tree's pages other than the root are kept.
+pub trait PageIo {
+    /// The page numbered `no`; `None` if there is no such page.
+    fn load(&mut self, no: u64) -> Result<Option<Page>, Error>;
+    fn save(&mut self, no: u64, page: &Page) -> Result<(), Error>;
+    fn free(&mut self, no: u64) -> Result<(), Error>;
+    /// A page number not in use.
+    fn alloc(&mut self) -> u64;
+}
+
+fn must_load(io: &mut impl PageIo, no: u64) -> Result<Page, Error> {
+    io.load(no)?.ok_or_else(damaged)
+}
+
+/// Which entry an operation is about.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Key(&'a [u8]),
+    Rank(u64),
+}
+
+/// What an operation does at its entry.
+#[derive(Clone, Copy)]
+enum Op<'a> {
+    /// Keyed: set the key's value, adding the key if absent.
+    Upsert(&'a [u8]),
+    /// Positional: a new entry at the rank (rank = length appends).
+    InsertAt(&'a [u8]),
+    /// Positional: replace the value at the rank.
+    SetAt(&'a [u8]),
+    Remove,
+}
+
+/// What an operation changed.
+struct Done {
+    /// The entry before (for `Upsert`, `SetAt` and `Remove`).
+    old: Option<Entry>,
+    /// Entries added (+1) or removed (-1).
+    delta: i64,
+}
+
+/// A counted B+ tree whose root is held here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub root: Page,
+    /// The root changed since it was loaded or saved.
+    pub root_dirty: bool,
+}
+
+impl Tree {
+    pub fn new(root: Page) -> Tree {
+        Tree {
+            root,
+            root_dirty: false,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.root.count()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let (rank, found) = self.rank(io, key)?;
+        if !found {
+            return Ok(None);
+        }
+        Ok(self.at(io, rank)?.map(|(_, v)| v))
+    }
+
+    /// The number of keys smaller than `key`, and whether `key` is there.
+    pub fn rank(&self, io: &mut impl PageIo, key: &[u8]) -> Result<(u64, bool), Error> {
+        let mut before = 0;
+        let mut page = std::borrow::Cow::Borrowed(&self.root);
+        loop {
+            match page.as_ref() {
+                Page::Leaf(entries) => {
+                    return Ok(match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+                        Ok(i) => (before + i as u64, true),
+                        Err(i) => (before + i as u64, false),
+                    });
+                }
+                Page::Node { children, .. } => {
+                    let i = child_for_key(children, key);
+                    before += children[..i].iter().map(|c| c.count).sum::<u64>();
+                    let next = must_load(io, children[i].page)?;
+                    page = std::borrow::Cow::Owned(next);
+                }
+            }
+        }
+    }
+
+    /// The entry at `rank` (0 first).
+    pub fn at(&self, io: &mut impl PageIo, rank: u64) -> Result<Option<Entry>, Error> {
+        let mut found = None;
+        self.walk(io, rank, false, |k, v| {
+            found = Some((k.to_vec(), v.to_vec()));
+            Ok(false)
+        })?;
+        Ok(found)
+    }
+
+    /// Calls `f` with each entry from `rank` on (towards the end, or with
+    /// `rev` towards the start, `rank` included) until it returns false.
+    pub fn walk(
+        &self,
+        io: &mut impl PageIo,
+        rank: u64,
+        rev: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        if rank >= self.len() {
+            if !rev || self.len() == 0 {
+                return Ok(());
+            }
+            return walk_page(io, &self.root, self.len() - 1, rev, &mut f).map(|_| ());
+        }
+        walk_page(io, &self.root, rank, rev, &mut f).map(|_| ())
+    }
+
+    /// Sets `key` to `value`; returns the value it had.
+    pub fn insert(&mut self, io: &mut impl PageIo, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let done = self.apply(io, Target::Key(key), Op::Upsert(value), key)?;
+        Ok(done.old.map(|(_, v)| v))
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let done = self.apply(io, Target::Key(key), Op::Remove, key)?;
+        Ok(done.old.map(|(_, v)| v))
+    }
+
+    /// Inserts an entry with an empty key at `rank` (≤ len) of a positional
+    /// tree.
+    pub fn insert_at(&mut self, io: &mut impl PageIo, rank: u64, value: &[u8]) -> Result<(), Error> {
+        debug_assert!(rank <= self.len());
+        self.apply(io, Target::Rank(rank), Op::InsertAt(value), b"").map(|_| ())
+    }
+
+    /// Replaces the value at `rank` (< len); returns the old entry.
+    pub fn set_at(&mut self, io: &mut impl PageIo, rank: u64, value: &[u8]) -> Result<Option<Entry>, Error> {
+        Ok(self.apply(io, Target::Rank(rank), Op::SetAt(value), b"")?.old)
+    }
+
+    /// Removes the entry at `rank`; returns it.
+    pub fn remove_at(&mut self, io: &mut impl PageIo, rank: u64) -> Result<Option<Entry>, Error> {
+        if rank >= self.len() {
+            return Ok(None);
+        }
+        Ok(self.apply(io, Target::Rank(rank), Op::Remove, b"")?.old)
+    }
+
+    /// Every page number below the root, children before their parent.
+    /// Pages that are missing (already freed) are skipped with their
+    /// subtrees.
+    pub fn pages(io: &mut impl PageIo, root: &Page, out: &mut Vec<u64>) -> Result<(), Error> {
+        if let Page::Node { children, .. } = root {
+            for c in children {
+                if let Some(child) = io.load(c.page)? {
+                    Tree::pages(io, &child, out)?;
+                    out.push(c.page);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, io: &mut impl PageIo, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Result<Done, Error> {
+        let done = change(io, &mut self.root, target, op, key)?;
+        if done.old.is_none() && done.delta == 0 {
+            return Ok(done);
+        }
+        self.root_dirty = true;
+        if self.root.encoded_len() > PAGE_MAX && self.root.width() > 1 {
+            self.grow(io)?;
+        }
+        while let Page::Node { children, .. } = &self.root {
+            match children.len() {
+                0 => self.root = Page::empty(),
+                1 => {
+                    let only = children[0].page;
+                    self.root = must_load(io, only)?;
+                    io.free(only)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(done)
+    }
+
+    /// The root is too large: its pieces become children of a new root one
+    /// level higher.
+    fn grow(&mut self, io: &mut impl PageIo) -> Result<(), Error> {
+        let level = self.root.level() + 1;
+        let mut pieces = vec![std::mem::replace(&mut self.root, Page::empty())];
+        let rest = pieces[0].split(PAGE_TARGET);
+        pieces.extend(rest);
+        let mut children = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            let page = io.alloc();
+            io.save(page, &piece)?;
+            children.push(Child {
+                key: piece.first_key(),
+                page,
+                count: piece.count(),
+            });
+        }
+        self.root = Page::Node { level, children };
+        Ok(())
+    }
+}
+
+/// The child of a node a key belongs under.
+fn child_for_key(children: &[Child], key: &[u8]) -> usize {
+    children[1..].partition_point(|c| c.key.as_slice() <= key)
+}
+
+/// The child a rank falls in, and the rank within it. `append`: a rank equal
+/// to the count falls in the last child (an insertion at the end).
+fn child_for_rank(children: &[Child], mut rank: u64, append: bool) -> (usize, u64) {
+    for (i, c) in children.iter().enumerate() {
+        if rank < c.count || (append && rank == c.count && i + 1 == children.len()) {
+            return (i, rank);
+        }
+        rank -= c.count;
+    }
+    (children.len().saturating_sub(1), rank)
+}
+
+/// Applies `op` below `page` (which the caller saves).
+fn change(io: &mut impl PageIo, page: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Result<Done, Error> {
+    let children = match page {
+        Page::Leaf(entries) => return Ok(change_leaf(entries, target, op, key)),
+        Page::Node { children, .. } => children,
+    };
+    let (i, local) = match target {
+        Target::Key(k) => (child_for_key(children, k), target),
+        Target::Rank(r) => {
+            let (i, r) = child_for_rank(children, r, matches!(op, Op::InsertAt(_)));
+            (i, Target::Rank(r))
+        }
+    };
+    let mut child = must_load(io, children[i].page)?;
+    let done = change(io, &mut child, local, op, key)?;
+    if done.old.is_none() && done.delta == 0 {
+        return Ok(done);
+    }
+    children[i].count = (children[i].count as i64 + done.delta) as u64;
+    fit_child(io, children, i, child)?;
+    Ok(done)
+}
+
+fn change_leaf(entries: &mut Vec<Entry>, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Done {
+    let (i, found) = match target {
+        Target::Key(k) => match entries.binary_search_by(|(e, _)| e.as_slice().cmp(k)) {
+            Ok(i) => (i, true),
+            Err(i) => (i, false),
+        },
+        Target::Rank(r) => (r as usize, (r as usize) < entries.len()),
+    };
+    let unchanged = Done { old: None, delta: 0 };
+    match op {
+        Op::Upsert(v) if found => {
+            let old = std::mem::replace(&mut entries[i].1, v.to_vec());
+            Done {
+                old: Some((key.to_vec(), old)),
+                delta: 0,
+            }
+        }
+        Op::Upsert(v) | Op::InsertAt(v) => {
+            debug_assert!(i <= entries.len());
+            entries.insert(i, (key.to_vec(), v.to_vec()));
+            Done { old: None, delta: 1 }
+        }
+        Op::SetAt(v) if found => {
+            let old = std::mem::replace(&mut entries[i].1, v.to_vec());
+            Done {
+                old: Some((entries[i].0.clone(), old)),
+                delta: 0,
+            }
+        }
+        Op::Remove if found => Done {
+            old: Some(entries.remove(i)),
+            delta: -1,
+        },
+        Op::SetAt(_) | Op::Remove => unchanged,
+    }
+}
+
+/// Stores child `i` of a node after it changed: frees it when empty, splits
+/// it when too large, merges it with a neighbour when small.
+fn fit_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, child: Page) -> Result<(), Error> {
+    if child.width() == 0 {
+        io.free(children[i].page)?;
+        children.remove(i);
+        return Ok(());
+    }
+    let len = child.encoded_len();
+    if len > PAGE_MAX && child.width() > 1 {
+        return split_child(io, children, i, child);
+    }
+    if len < PAGE_MIN && children.len() > 1 {
+        let (left, right) = if i + 1 < children.len() { (i, i + 1) } else { (i - 1, i) };
+        let other = must_load(io, children[if left == i { right } else { left }].page)?;
+        if other.encoded_len() + len <= PAGE_MAX * 3 / 4 {
+            let (mut a, b) = if left == i { (child, other) } else { (other, child) };
+            a.absorb(b);
+            children[left].count += children[right].count;
+            io.save(children[left].page, &a)?;
+            io.free(children[right].page)?;
+            children.remove(right);
+            return Ok(());
+        }
+    }
+    io.save(children[i].page, &child)
+}
+
+fn split_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, mut child: Page) -> Result<(), Error> {
+    let rest = child.split(PAGE_TARGET);
+    children[i].count = child.count();
+    io.save(children[i].page, &child)?;
+    for (j, piece) in rest.into_iter().enumerate() {
+        let page = io.alloc();
+        io.save(page, &piece)?;
+        children.insert(
+            i + 1 + j,
+            Child {
+                key: piece.first_key(),
+                page,
+                count: piece.count(),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// [`Tree::walk`] below `page`, from local `rank`; false once `f` stopped.
+fn walk_page(
+    io: &mut impl PageIo,
+    page: &Page,
+    rank: u64,
+    rev: bool,
+    f: &mut impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
+) -> Result<bool, Error> {
+    match page {
+        Page::Leaf(entries) => {
+            let r = rank as usize;
+            if rev {
+                for (k, v) in entries[..=r.min(entries.len() - 1)].iter().rev() {
+                    if !f(k, v)? {
+                        return Ok(false);
+                    }
+                }
+            } else {
+                for (k, v) in entries.iter().skip(r) {
+                    if !f(k, v)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        }
+        Page::Node { children, .. } => {
+            let (start, local) = child_for_rank(children, rank, false);
+            let order: Box<dyn Iterator<Item = usize>> = if rev {
+                Box::new((0..=start).rev())
+            } else {
+                Box::new(start..children.len())
+            };
+            for i in order {
+                let from = if i == start {
+                    local
+                } else if rev {
+                    children[i].count.saturating_sub(1)
+                } else {
+                    0
+                };
+                let child = must_load(io, children[i].page)?;
+                if !walk_page(io, &child, from, rev, f)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Pages in a map, for tests.
+    #[derive(Default)]
+    pub struct MemPages {
+        pub pages: HashMap<u64, Vec<u8>>,
+        next: u64,
+    }
+
+    impl PageIo for MemPages {
+        fn load(&mut self, no: u64) -> Result<Option<Page>, Error> {
+            self.pages.get(&no).map(|b| Page::decode(b)).transpose()
+        }
+        fn save(&mut self, no: u64, page: &Page) -> Result<(), Error> {
+            self.pages.insert(no, page.encode());
+            Ok(())
+        }
+        fn free(&mut self, no: u64) -> Result<(), Error> {
+            assert!(self.pages.remove(&no).is_some(), "freed page {no} twice");
+            Ok(())
+        }
+        fn alloc(&mut self) -> u64 {
+            self.next += 1;
+            self.next
+        }
+    }
+
+    /// Checks the invariants of the module header; returns the entries.
+    pub fn check(io: &mut MemPages, tree: &Tree, keyed: bool) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let mut leaf_depths = Vec::new();
+        check_page(io, &tree.root, 0, &mut out, &mut leaf_depths);
+        assert!(leaf_depths.windows(2).all(|w| w[0] == w[1]), "leaves at one depth");
+        if let Page::Node { children, .. } = &tree.root {
+            assert!(children.len() >= 2, "a node root has two children or more");
+        }
+        if keyed {
+            assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "keys strictly increase");
+        }
+        let mut reachable = Vec::new();
+        Tree::pages(io, &tree.root, &mut reachable).unwrap();
+        assert_eq!(reachable.len(), io.pages.len(), "no page leaks");
+        out
+    }
+
+    fn check_page(io: &mut MemPages, page: &Page, depth: usize, out: &mut Vec<Entry>, leaves: &mut Vec<usize>) {
+        match page {
+            Page::Leaf(e) => {
+                leaves.push(depth);
+                out.extend(e.iter().cloned());
+            }
+            Page::Node { level, children } => {
+                for (i, c) in children.iter().enumerate() {
+                    let child = io.load(c.page).unwrap().expect("child page present");
+                    assert_eq!(child.level() + 1, *level);
+                    assert_eq!(child.count(), c.count, "counts match");
+                    assert!(child.width() > 0, "no empty page below the root");
+                    let before = out.len();
+                    if i > 0 && !c.key.is_empty() {
+                        // The first separator is never compared.
+                        if let Some(last) = out.last() {
+                            assert!(last.0.as_slice() < c.key.as_slice(), "separator above the left");
+                        }
+                    }
+                    check_page(io, &child, depth + 1, out, leaves);
+                    if let (true, Some(first)) = (i > 0, out.get(before)) {
+                        assert!(c.key.as_slice() <= first.0.as_slice() || c.key.is_empty());
+                    }
+                }
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum KeyedOp {
+        Insert(u16, u16),
+        Remove(u16),
+    }
+
+    fn keyed_op() -> impl Strategy<Value = KeyedOp> {
+        prop_oneof![
+            3 => (0..2000u16, 0..300u16).prop_map(|(k, v)| KeyedOp::Insert(k, v)),
+            1 => (0..2000u16).prop_map(KeyedOp::Remove),
+        ]
+    }
+
+    fn key(k: u16) -> Vec<u8> {
+        format!("key:{k:05}").into_bytes()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn a_keyed_tree_behaves_as_a_sorted_map(ops in proptest::collection::vec(keyed_op(), 1..1500)) {
+            let mut io = MemPages::default();
+            let mut tree = Tree::new(Page::empty());
+            let mut model = BTreeMap::new();
+            for op in &ops {
+                match *op {
+                    KeyedOp::Insert(k, v) => {
+                        let value = vec![v as u8; v as usize];
+                        let old = tree.insert(&mut io, &key(k), &value).unwrap();
+                        prop_assert_eq!(old, model.insert(key(k), value));
+                    }
+                    KeyedOp::Remove(k) => {
+                        prop_assert_eq!(tree.remove(&mut io, &key(k)).unwrap(), model.remove(&key(k)));
+                    }
+                }
+            }
+            let entries = check(&mut io, &tree, true);
+            let expect: Vec<Entry> = model.clone().into_iter().collect();
+            prop_assert_eq!(&entries, &expect);
+            prop_assert_eq!(tree.len(), model.len() as u64);
+            for (i, (k, v)) in expect.iter().enumerate().step_by(37) {
+                prop_assert_eq!(tree.rank(&mut io, k).unwrap(), (i as u64, true));
+                let got = tree.get(&mut io, k).unwrap();
+                prop_assert_eq!(got.as_ref(), Some(v));
+                prop_assert_eq!(tree.at(&mut io, i as u64).unwrap(), Some((k.clone(), v.clone())));
+                let mut back = Vec::new();
+                tree.walk(&mut io, i as u64, true, |k, _| { back.push(k.to_vec()); Ok(back.len() < 50) }).unwrap();
+                let want: Vec<Vec<u8>> = expect[..=i].iter().rev().take(50).map(|(k, _)| k.clone()).collect();
+                prop_assert_eq!(back, want);
+            }
+        }
+
+        #[test]
+        fn a_positional_tree_behaves_as_a_vector(ops in proptest::collection::vec((0..4u8, any::<u32>(), 0..200u16), 1..1500)) {
+            let mut io = MemPages::default();
+            let mut tree = Tree::new(Page::empty());
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for &(kind, at, size) in &ops {
+                let value = vec![size as u8; size as usize];
+                match kind {
+                    0 | 1 => {
+                        let at = at as usize % (model.len() + 1);
+                        tree.insert_at(&mut io, at as u64, &value).unwrap();
+                        model.insert(at, value);
+                    }
+                    2 if !model.is_empty() => {
+                        let at = at as usize % model.len();
+                        let old = tree.set_at(&mut io, at as u64, &value).unwrap();
+                        prop_assert_eq!(old.map(|e| e.1), Some(std::mem::replace(&mut model[at], value)));
+                    }
+                    _ if !model.is_empty() => {
+                        let at = at as usize % model.len();
+                        let old = tree.remove_at(&mut io, at as u64).unwrap();
+                        prop_assert_eq!(old.map(|e| e.1), Some(model.remove(at)));
+                    }
+                    _ => {}
+                }
+            }
+            let entries: Vec<Vec<u8>> = check(&mut io, &tree, false).into_iter().map(|e| e.1).collect();
+            prop_assert_eq!(&entries, &model);
+        }
+    }
+
+    #[test]
+    fn a_million_entries_stay_shallow_and_free_every_page() {
+        let mut io = MemPages::default();
+        let mut tree = Tree::new(Page::empty());
+        for i in 0..200_000u32 {
+            tree.insert(&mut io, &i.to_be_bytes(), b"v").unwrap();
+        }
+        assert!(tree.root.level() <= 3, "height {}", tree.root.level());
+        let mut pages = Vec::new();
+        Tree::pages(&mut io, &tree.root, &mut pages).unwrap();
+        assert_eq!(pages.len(), io.pages.len());
+        for i in 0..200_000u32 {
+            tree.remove(&mut io, &i.to_be_bytes()).unwrap();
+        }
+        assert_eq!(tree.len(), 0);
+        assert!(io.pages.is_empty(), "{} pages left", io.pages.len());
+    }
+}

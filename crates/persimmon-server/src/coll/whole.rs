@@ -1,0 +1,84 @@
+//! A collection read or written whole: for the commands that are O(size)
+//! in Redis too (DUMP, RESTORE, COPY, SORT, OBJECT ENCODING).
+//!
+//! Invariant: `write` always creates a new tree id (a copy never shares
+//! pages with its source).
+
+use super::{split_score_key, Coll, Kind};
+use crate::session::Error;
+use crate::store::Store;
+
+/// A collection's elements, in its order (a hash and a set by field or
+/// member bytes, a sorted set by score then member, a list head first).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Whole {
+    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    ZSet(Vec<(f64, Vec<u8>)>),
+    List(Vec<Vec<u8>>),
+    Set(Vec<Vec<u8>>),
+}
+
+impl Whole {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Whole::Hash(_) => Kind::Hash,
+            Whole::ZSet(_) => Kind::ZSet,
+            Whole::List(_) => Kind::List,
+            Whole::Set(_) => Kind::Set,
+        }
+    }
+}
+
+/// The elements of collection `c`.
+pub fn read(st: &mut Store, c: &mut Coll) -> Result<Whole, Error> {
+    let tree = if c.kind == Kind::ZSet { 1 } else { 0 };
+    let mut entries = Vec::with_capacity(c.len() as usize);
+    c.walk(st, tree, 0, false, |k, v| {
+        entries.push((k.to_vec(), v.to_vec()));
+        Ok(true)
+    })?;
+    Ok(match c.kind {
+        Kind::Hash => Whole::Hash(entries),
+        Kind::Set => Whole::Set(entries.into_iter().map(|(k, _)| k).collect()),
+        Kind::List => Whole::List(entries.into_iter().map(|(_, v)| v).collect()),
+        Kind::ZSet => Whole::ZSet(
+            entries
+                .iter()
+                .map(|(k, _)| {
+                    let (score, m) = split_score_key(k);
+                    (score, m.to_vec())
+                })
+                .collect(),
+        ),
+    })
+}
+
+/// Builds a new collection holding `whole` at engine key `ek` and saves
+/// it (the caller has deleted or checked what was there). An empty `whole`
+/// writes nothing.
+pub fn write(st: &mut Store, ek: Vec<u8>, whole: &Whole) -> Result<(), Error> {
+    let mut c = Coll::new(ek, whole.kind());
+    match whole {
+        Whole::Hash(pairs) => {
+            for (f, v) in pairs {
+                c.insert(st, 0, f, v)?;
+            }
+        }
+        Whole::Set(members) => {
+            for m in members {
+                c.insert(st, 0, m, b"")?;
+            }
+        }
+        Whole::List(items) => {
+            for (i, e) in items.iter().enumerate() {
+                c.insert_at(st, i as u64, e)?;
+            }
+        }
+        Whole::ZSet(entries) => {
+            for (score, m) in entries {
+                super::zset_put(st, &mut c, m, *score)?;
+            }
+        }
+    }
+    c.save(st)
+}
