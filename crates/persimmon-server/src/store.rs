@@ -77,6 +77,15 @@ impl Store {
         }
     }
 
+    /// The state every connection shares.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    pub fn shared_arc(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     pub fn now_ms(&self) -> u64 {
         self.shared.db.now_ms()
     }
