@@ -22,6 +22,7 @@
 //! | `txn`        | txn, dram-txn (also `Op::Txn`: a transaction and its race) |
 //! | `expiry`     | expiry, dram-expiry                                        |
 //! | `tier`       | tier-put, tier-batch, tier-patch (the SSD tier)            |
+//! | `collections`| collections (the server's collection commands' batches)   |
 //!
 //! and they run on `ops` (`Op`, `exec`: one operation announced to the
 //! simulator, and how that tells the oracle what a crash may leave) and
@@ -76,6 +77,7 @@ use crate::sim::{self, SimConfig};
 mod baseline;
 mod batch;
 mod cleaner;
+mod collections;
 mod concurrent;
 mod ctx;
 mod expiry;
@@ -125,6 +127,7 @@ pub const WORKLOADS: &[&str] = &[
     "tier-put",
     "tier-batch",
     "tier-patch",
+    "collections",
 ];
 
 /// Where the manual clocks of the workloads that use deadlines start
@@ -135,7 +138,7 @@ pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
 /// without `dram-` or `tier-`).
 fn writes_batches(workload: &str) -> bool {
     let family = family(workload);
-    family.starts_with("batch") || family == "txn"
+    family.starts_with("batch") || family == "txn" || family == "collections"
 }
 
 /// `workload`'s name without the placement (`dram-`) or tier (`tier-`)
@@ -273,6 +276,7 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "tier-put" => tier::put,
         "tier-batch" => tier::batch,
         "tier-patch" => tier::patch,
+        "collections" => collections::collections,
         _ => return None,
     };
     Some(f)

@@ -47,6 +47,7 @@ mod commands;
 mod config;
 mod conn;
 mod dbs;
+pub mod embedded;
 mod encoding;
 mod glob;
 mod longdouble;

@@ -9,14 +9,21 @@
 use std::cell::Cell;
 use std::hash::BuildHasher;
 
+thread_local! {
+    static STATE: Cell<u64> = Cell::new(
+        std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()),
+    );
+}
+
+/// Makes this thread's draws a function of `seed` (a harness that must
+/// replay a run: `embedded.rs`).
+pub fn seed_thread(seed: u64) {
+    STATE.with(|s| s.set(seed));
+}
+
 /// A random number below `n` (`n > 0`).
 pub fn below(n: u64) -> u64 {
     debug_assert!(n > 0);
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(
-            std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()),
-        );
-    }
     let x = STATE.with(|s| {
         let x = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
         s.set(x);

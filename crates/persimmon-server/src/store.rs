@@ -64,7 +64,14 @@ pub struct Store {
     /// the key's state before it (for [`roll_back`](Self::roll_back)).
     undo: Vec<(Vec<u8>, Option<Entry>, bool)>,
     pub watched: Vec<Watched>,
+    /// When set, every batch a unit commits is also recorded here (the
+    /// crash harness replays them: `embedded.rs`).
+    pub capture: Option<Vec<Captured>>,
 }
+
+/// One committed unit's writes: engine key and what it was set to (value
+/// and deadline), or `None` for a delete.
+pub type Captured = Vec<(Vec<u8>, Option<Entry>)>;
 
 impl Store {
     pub fn new(shared: Arc<Shared>) -> Store {
@@ -74,6 +81,7 @@ impl Store {
             overlay: None,
             undo: Vec::new(),
             watched: Vec::new(),
+            capture: None,
         }
     }
 
@@ -514,7 +522,17 @@ impl Store {
         if batch.is_empty() && checks.is_empty() {
             return Ok(true);
         }
-        Ok(self.shared.db.write_if(&batch, &checks)?)
+        let written = self.shared.db.write_if(&batch, &checks)?;
+        if let (true, Some(capture), false) = (written, self.capture.as_mut(), batch.is_empty()) {
+            capture.push(
+                touched
+                    .into_iter()
+                    .filter(|(_, t)| t.dirty)
+                    .map(|(k, t)| (k, t.now))
+                    .collect(),
+            );
+        }
+        Ok(written)
     }
 
     /// The unit's entry for engine key `ek`, read from the pool on first

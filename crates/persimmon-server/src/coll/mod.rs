@@ -35,6 +35,7 @@
 //!   external until the reclaimer deleted its last page.
 //! - An empty collection has no meta (its key is deleted, as in Redis).
 
+pub mod check;
 pub mod page;
 pub mod reclaim;
 pub mod tree;

@@ -65,11 +65,16 @@ fn run(weak: Weak<Shared>) {
 /// One round: every dead tree of the registry found and freed. Returns the
 /// number of trees freed.
 pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
-    let mut st = Store::new(shared.clone());
+    round_in(&mut Store::new(shared.clone()))
+}
+
+/// [`round`] through the store `st` (its own units, one after another).
+pub fn round_in(st: &mut Store) -> Result<u64, Error> {
+    let shared = st.shared_arc().clone();
     let mut freed = 0;
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let batch = registry_entries(&mut st, after.as_deref())?;
+        let batch = registry_entries(st, after.as_deref())?;
         let Some((last, _)) = batch.last() else { break };
         after = Some(last.clone());
         for (id, meta_key) in &batch {
@@ -81,8 +86,8 @@ pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
                     .try_into()
                     .map_err(|_| super::page::damaged())?,
             );
-            if meta_key.is_empty() || mark_if_dead(&mut st, id, meta_key)? {
-                free_tree(&mut st, id)?;
+            if meta_key.is_empty() || mark_if_dead(st, id, meta_key)? {
+                free_tree(st, id)?;
                 freed += 1;
             }
         }
