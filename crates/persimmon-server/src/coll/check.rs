@@ -133,10 +133,8 @@ fn check_coll(st: &mut Store, c: &mut Coll) -> Result<BTreeSet<u64>, Error> {
         let mut io = c.io(st);
         let mut last: Option<Vec<u8>> = None;
         check_page(&mut io, &root, &mut pages, keyed, &mut last, true)?;
-        if let Page::Node { children, .. } = &root {
-            if children.len() < 2 {
-                return Err(bad("a node root with fewer than two children".into()));
-            }
+        if !root.is_leaf() && root.width() < 2 {
+            return Err(bad("a node root with fewer than two children".into()));
         }
     }
     if c.kind == Kind::ZSet {
@@ -145,7 +143,7 @@ fn check_coll(st: &mut Store, c: &mut Coll) -> Result<BTreeSet<u64>, Error> {
     Ok(pages)
 }
 
-/// Checks the page and everything below it; returns its depth to leaves.
+/// Checks the page and everything below it; returns its level.
 fn check_page(
     io: &mut impl PageIo,
     page: &Page,
@@ -157,52 +155,43 @@ fn check_page(
     if !is_root && page.width() == 0 {
         return Err(bad("an empty page below the root".into()));
     }
-    match page {
-        Page::Leaf(entries) => {
-            for (k, _) in entries {
-                if keyed {
-                    if last.as_ref().is_some_and(|l| l >= k) {
-                        return Err(bad("keys out of order".into()));
-                    }
-                    *last = Some(k.clone());
-                } else if !k.is_empty() {
-                    return Err(bad("a list entry with a key".into()));
+    if page.is_leaf() {
+        for (k, _) in page.entries() {
+            if keyed {
+                if last.as_deref().is_some_and(|l| l >= k) {
+                    return Err(bad("keys out of order".into()));
                 }
+                *last = Some(k.to_vec());
+            } else if !k.is_empty() {
+                return Err(bad("a list entry with a key".into()));
             }
-            Ok(0)
         }
-        Page::Node { level, children } => {
-            for (i, child) in children.iter().enumerate() {
-                if !pages.insert(child.page) {
-                    return Err(bad(format!("page {} reached twice", child.page)));
-                }
-                let below = io
-                    .load(child.page)?
-                    .ok_or_else(|| bad(format!("page {} missing", child.page)))?;
-                if below.count() != child.count {
-                    return Err(bad(format!(
-                        "page {}: count {} under a child count {}",
-                        child.page,
-                        below.count(),
-                        child.count
-                    )));
-                }
-                if keyed
-                    && i > 0
-                    && last
-                        .as_ref()
-                        .is_some_and(|l| l.as_slice() >= child.key.as_slice())
-                {
-                    return Err(bad("a separator not above the keys on its left".into()));
-                }
-                let depth = check_page(io, &below, pages, keyed, last, false)?;
-                if depth + 1 != *level {
-                    return Err(bad(format!("page {} at the wrong level", child.page)));
-                }
-            }
-            Ok(*level)
+        return Ok(0);
+    }
+    for i in 0..page.width() {
+        let no = page.child(i);
+        if !pages.insert(no) {
+            return Err(bad(format!("page {no} reached twice")));
+        }
+        let below = io
+            .load(no)?
+            .ok_or_else(|| bad(format!("page {no} missing")))?;
+        if below.count() != page.child_count(i) {
+            return Err(bad(format!(
+                "page {no}: count {} under a child count {}",
+                below.count(),
+                page.child_count(i)
+            )));
+        }
+        if keyed && i > 0 && last.as_deref().is_some_and(|l| l >= page.key(i)) {
+            return Err(bad("a separator not above the keys on its left".into()));
+        }
+        let level = check_page(io, &below, pages, keyed, last, false)?;
+        if level + 1 != page.level() {
+            return Err(bad(format!("page {no} at the wrong level")));
         }
     }
+    Ok(page.level())
 }
 
 /// A sorted set's trees hold the same (member, score) pairs.

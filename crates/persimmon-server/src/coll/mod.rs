@@ -41,6 +41,8 @@ pub mod reclaim;
 pub mod tree;
 pub mod whole;
 
+use std::collections::HashMap;
+
 use crate::session::{wrongtype, Error};
 use crate::store::Store;
 use crate::value::Stored;
@@ -79,7 +81,7 @@ pub struct Coll {
     /// The meta record's engine key.
     ek: Vec<u8>,
     tree_id: u64,
-    next_page: u64,
+    pages: Pages,
     external: bool,
     trees: Vec<Tree>,
     dirty: bool,
@@ -89,27 +91,57 @@ pub struct Coll {
 struct Io<'a> {
     store: &'a mut Store,
     tree_id: u64,
-    next_page: &'a mut u64,
+    pages: &'a mut Pages,
+}
+
+/// The pages an open collection has read or changed: each page is decoded
+/// at most once per command and encoded once, when the collection is saved.
+#[derive(Default)]
+struct Pages {
+    next_page: u64,
+    /// Page number → the page (`None`: freed) and whether it changed.
+    cache: HashMap<u64, (Option<Page>, bool)>,
 }
 
 impl PageIo for Io<'_> {
     fn load(&mut self, no: u64) -> Result<Option<Page>, Error> {
+        if let Some((page, _)) = self.pages.cache.get(&no) {
+            return Ok(page.clone());
+        }
         let key = page_key(self.tree_id, no);
-        self.store
+        let page = self
+            .store
             .unit_read(&key, false, |v| v.map(Page::decode))?
-            .transpose()
+            .transpose()?;
+        self.pages.cache.insert(no, (page.clone(), false));
+        Ok(page)
     }
     fn save(&mut self, no: u64, page: &Page) -> Result<(), Error> {
-        self.store
-            .unit_write(&page_key(self.tree_id, no), Some(page.encode()))
+        self.pages.cache.insert(no, (Some(page.clone()), true));
+        Ok(())
     }
     fn free(&mut self, no: u64) -> Result<(), Error> {
-        self.store.unit_write(&page_key(self.tree_id, no), None)
+        self.pages.cache.insert(no, (None, true));
+        Ok(())
     }
     fn alloc(&mut self) -> u64 {
-        let no = *self.next_page;
-        *self.next_page += 1;
+        let no = self.pages.next_page;
+        self.pages.next_page += 1;
         no
+    }
+}
+
+impl Io<'_> {
+    /// Writes every changed page into the store's unit.
+    fn flush(&mut self) -> Result<(), Error> {
+        for (no, (page, dirty)) in self.pages.cache.iter_mut() {
+            if std::mem::take(dirty) {
+                let key = page_key(self.tree_id, *no);
+                self.store
+                    .unit_write(&key, page.as_ref().map(Page::encode))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -127,7 +159,10 @@ impl Coll {
             kind,
             ek,
             tree_id,
-            next_page: FIRST_FREE_PAGE,
+            pages: Pages {
+                next_page: FIRST_FREE_PAGE,
+                cache: HashMap::new(),
+            },
             external: false,
             trees: (0..trees_of(kind))
                 .map(|_| Tree::new(Page::empty()))
@@ -171,7 +206,7 @@ impl Coll {
     }
 
     fn decode(st: &mut Store, ek: Vec<u8>, kind: Kind, body: &[u8]) -> Result<Coll, Error> {
-        let mut r = Reader(body);
+        let mut r = Reader::new(body);
         let head = r.take(2)?;
         if head[0] != FORMAT {
             return Err(Error::new(format!(
@@ -186,7 +221,10 @@ impl Coll {
             kind,
             ek,
             tree_id,
-            next_page,
+            pages: Pages {
+                next_page,
+                cache: HashMap::new(),
+            },
             external,
             trees: Vec::new(),
             dirty: false,
@@ -199,7 +237,7 @@ impl Coll {
             };
             c.trees.push(Tree::new(root));
         }
-        if !r.0.is_empty() {
+        if r.left() != 0 {
             return Err(page::damaged());
         }
         Ok(c)
@@ -209,7 +247,7 @@ impl Coll {
         Io {
             store: st,
             tree_id: self.tree_id,
-            next_page: &mut self.next_page,
+            pages: &mut self.pages,
         }
     }
 
@@ -218,7 +256,7 @@ impl Coll {
         let io = Io {
             store: st,
             tree_id: self.tree_id,
-            next_page: &mut self.next_page,
+            pages: &mut self.pages,
         };
         (&mut self.trees[t], io)
     }
@@ -340,6 +378,7 @@ impl Coll {
                 }
             }
         }
+        self.io(st).flush()?;
         let meta = self.encode_meta();
         st.unit_write(&self.ek, Some(meta))
     }
@@ -355,7 +394,7 @@ impl Coll {
             if self.external { EXTERNAL } else { 0 },
         ];
         out.extend_from_slice(&self.tree_id.to_le_bytes());
-        out.extend_from_slice(&self.next_page.to_le_bytes());
+        out.extend_from_slice(&self.pages.next_page.to_le_bytes());
         if !self.external {
             for t in &self.trees {
                 let root = t.root.encode();

@@ -15,31 +15,36 @@
 //! child `i - 1` (the first separator is never compared). A positional
 //! tree (a list) has empty keys and is navigated by the counts only.
 //!
+//! In memory a page is its bytes (an *arena*) plus one small item per
+//! entry pointing into it, so decoding a page is two allocations whatever
+//! its number of entries; a change appends to the arena (what it replaces
+//! stays there, unused, until the page is encoded again).
+//!
 //! Invariants: decoding never trusts a length inside the bytes (a page that
-//! does not parse exactly is `Damaged`); `encoded_len` is the exact length
-//! of `encode`'s output.
+//! does not parse exactly is `damaged`); `encoded_len` is the exact length
+//! of `encode`'s output; every item's spans lie inside the arena.
 
 use crate::session::Error;
 
-/// A leaf entry: key (empty in a list) and value.
+/// A leaf entry, owned: key (empty in a list) and value.
 pub type Entry = (Vec<u8>, Vec<u8>);
 
-/// An inner node's reference to a child page.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Child {
-    /// Lower bound of the keys below (not compared for the first child).
-    pub key: Vec<u8>,
-    /// The child's page number within the collection.
-    pub page: u64,
-    /// Entries below the child.
-    pub count: u64,
+/// One entry: spans of its key and value in the arena; for a node entry
+/// the child's page number and entry count (a leaf entry counts 1).
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    key: (u32, u32),
+    value: (u32, u32),
+    child: u64,
+    count: u64,
 }
 
 /// A page, decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Page {
-    Leaf(Vec<Entry>),
-    Node { level: u8, children: Vec<Child> },
+#[derive(Clone, Debug, Default)]
+pub struct Page {
+    level: u8,
+    arena: Vec<u8>,
+    items: Vec<Item>,
 }
 
 /// A page's bytes did not parse.
@@ -47,129 +52,284 @@ pub fn damaged() -> Error {
     Error::new("ERR a page of the collection stored at this key is damaged (it does not decode)")
 }
 
+impl PartialEq for Page {
+    fn eq(&self, other: &Page) -> bool {
+        self.level == other.level
+            && self.width() == other.width()
+            && (0..self.width()).all(|i| {
+                self.key(i) == other.key(i)
+                    && self.value(i) == other.value(i)
+                    && self.items[i].child == other.items[i].child
+                    && self.items[i].count == other.items[i].count
+            })
+    }
+}
+
+impl Eq for Page {}
+
 impl Page {
+    /// An empty leaf.
     pub fn empty() -> Page {
-        Page::Leaf(Vec::new())
+        Page::default()
+    }
+
+    /// An empty node of `level` (≥ 1).
+    pub fn node(level: u8) -> Page {
+        debug_assert!(level >= 1);
+        Page {
+            level,
+            ..Page::default()
+        }
     }
 
     pub fn level(&self) -> u8 {
-        match self {
-            Page::Leaf(_) => 0,
-            Page::Node { level, .. } => *level,
-        }
+        self.level
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.level == 0
     }
 
     /// Entries below this page.
     pub fn count(&self) -> u64 {
-        match self {
-            Page::Leaf(e) => e.len() as u64,
-            Page::Node { children, .. } => children.iter().map(|c| c.count).sum(),
+        if self.is_leaf() {
+            self.items.len() as u64
+        } else {
+            self.items.iter().map(|i| i.count).sum()
         }
     }
 
     /// Entries (or children) in the page itself.
     pub fn width(&self) -> usize {
-        match self {
-            Page::Leaf(e) => e.len(),
-            Page::Node { children, .. } => children.len(),
-        }
+        self.items.len()
+    }
+
+    pub fn key(&self, i: usize) -> &[u8] {
+        let (a, b) = self.items[i].key;
+        &self.arena[a as usize..b as usize]
+    }
+
+    /// A leaf entry's value (empty for a node entry).
+    pub fn value(&self, i: usize) -> &[u8] {
+        let (a, b) = self.items[i].value;
+        &self.arena[a as usize..b as usize]
+    }
+
+    /// A node entry's child page.
+    pub fn child(&self, i: usize) -> u64 {
+        self.items[i].child
+    }
+
+    /// A node entry's count of entries below its child (1 for a leaf entry).
+    pub fn child_count(&self, i: usize) -> u64 {
+        self.items[i].count
+    }
+
+    pub fn set_child_count(&mut self, i: usize, count: u64) {
+        self.items[i].count = count;
     }
 
     /// The key a parent keeps as this page's separator.
     pub fn first_key(&self) -> Vec<u8> {
-        match self {
-            Page::Leaf(e) => e.first().map(|(k, _)| k.clone()).unwrap_or_default(),
-            Page::Node { children, .. } => {
-                children.first().map(|c| c.key.clone()).unwrap_or_default()
-            }
+        if self.items.is_empty() {
+            Vec::new()
+        } else {
+            self.key(0).to_vec()
         }
     }
 
+    /// Where `key` is among a leaf's keys: `Ok(i)` found, `Err(i)` where
+    /// it would go.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        self.items
+            .binary_search_by(|it| self.arena[it.key.0 as usize..it.key.1 as usize].cmp(key))
+    }
+
+    /// The child of a node a key belongs under.
+    pub fn child_for_key(&self, key: &[u8]) -> usize {
+        // Separators 1.. that are ≤ key.
+        let seps = &self.items[1..];
+        seps.partition_point(|it| &self.arena[it.key.0 as usize..it.key.1 as usize] <= key)
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> (u32, u32) {
+        let start = self.arena.len();
+        self.arena.extend_from_slice(bytes);
+        (start as u32, self.arena.len() as u32)
+    }
+
+    /// Inserts a leaf entry at `i`.
+    pub fn insert_entry(&mut self, i: usize, key: &[u8], value: &[u8]) {
+        debug_assert!(self.is_leaf());
+        let key = self.append(key);
+        let value = self.append(value);
+        self.items.insert(
+            i,
+            Item {
+                key,
+                value,
+                child: 0,
+                count: 1,
+            },
+        );
+    }
+
+    /// Replaces a leaf entry's value; returns the old one.
+    pub fn set_value(&mut self, i: usize, value: &[u8]) -> Vec<u8> {
+        let old = self.value(i).to_vec();
+        self.items[i].value = self.append(value);
+        old
+    }
+
+    /// Removes entry `i`; returns its key and value.
+    pub fn remove(&mut self, i: usize) -> Entry {
+        let e = (self.key(i).to_vec(), self.value(i).to_vec());
+        self.items.remove(i);
+        e
+    }
+
+    /// Inserts a node entry at `i`.
+    pub fn insert_child(&mut self, i: usize, key: &[u8], child: u64, count: u64) {
+        debug_assert!(!self.is_leaf());
+        let key = self.append(key);
+        self.items.insert(
+            i,
+            Item {
+                key,
+                value: (0, 0),
+                child,
+                count,
+            },
+        );
+    }
+
+    /// The leaf's entries, in order.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..self.width()).map(|i| (self.key(i), self.value(i)))
+    }
+
     pub fn encoded_len(&self) -> usize {
-        let body: usize = match self {
-            Page::Leaf(e) => e
-                .iter()
-                .map(|(k, v)| {
-                    varint_len(k.len() as u64) + k.len() + varint_len(v.len() as u64) + v.len()
-                })
-                .sum(),
-            Page::Node { children, .. } => children
-                .iter()
-                .map(|c| varint_len(c.key.len() as u64) + c.key.len() + 8 + varint_len(c.count))
-                .sum(),
-        };
-        1 + varint_len(self.width() as u64) + body
+        let mut len = 1 + varint_len(self.width() as u64);
+        for it in &self.items {
+            let k = (it.key.1 - it.key.0) as u64;
+            len += varint_len(k) + k as usize;
+            if self.is_leaf() {
+                let v = (it.value.1 - it.value.0) as u64;
+                len += varint_len(v) + v as usize;
+            } else {
+                len += 8 + varint_len(it.count);
+            }
+        }
+        len
     }
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.reserve(self.encoded_len());
-        out.push(self.level());
+        out.push(self.level);
         put_varint(out, self.width() as u64);
-        match self {
-            Page::Leaf(e) => {
-                for (k, v) in e {
-                    put_bytes(out, k);
-                    put_bytes(out, v);
-                }
-            }
-            Page::Node { children, .. } => {
-                for c in children {
-                    put_bytes(out, &c.key);
-                    out.extend_from_slice(&c.page.to_le_bytes());
-                    put_varint(out, c.count);
-                }
+        for i in 0..self.width() {
+            put_bytes(out, self.key(i));
+            if self.is_leaf() {
+                put_bytes(out, self.value(i));
+            } else {
+                out.extend_from_slice(&self.items[i].child.to_le_bytes());
+                put_varint(out, self.items[i].count);
             }
         }
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.arena.len() + 2 * self.width() + 12);
         self.encode_into(&mut out);
         debug_assert_eq!(out.len(), self.encoded_len());
         out
     }
 
+    /// Decodes a page; its bytes become the arena (one copy).
     pub fn decode(bytes: &[u8]) -> Result<Page, Error> {
-        let mut r = Reader(bytes);
-        let page = r.page()?;
-        if !r.0.is_empty() {
+        if bytes.len() > u32::MAX as usize {
             return Err(damaged());
         }
-        Ok(page)
+        let mut r = Reader::new(bytes);
+        let level = r.byte()?;
+        let n = r.varint()?;
+        // Every entry takes at least two bytes: a larger count is damage.
+        if n > r.left() as u64 / 2 {
+            return Err(damaged());
+        }
+        let mut items = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let key = r.span()?;
+            let (value, child, count) = if level == 0 {
+                (r.span()?, 0, 1)
+            } else {
+                ((0, 0), r.u64()?, r.varint()?)
+            };
+            items.push(Item {
+                key,
+                value,
+                child,
+                count,
+            });
+        }
+        if r.left() != 0 {
+            return Err(damaged());
+        }
+        Ok(Page {
+            level,
+            arena: bytes.to_vec(),
+            items,
+        })
     }
 
     /// Splits an oversized page into pieces of about `target` bytes each
     /// (a single entry larger than that is a piece of its own). The first
     /// piece stays in `self`; the rest are returned in order.
     pub fn split(&mut self, target: usize) -> Vec<Page> {
-        match self {
-            Page::Leaf(entries) => {
-                let sizes: Vec<usize> =
-                    entries.iter().map(|(k, v)| k.len() + v.len() + 4).collect();
-                let cuts = cut_points(&sizes, target);
-                split_at(entries, &cuts)
-                    .into_iter()
-                    .map(Page::Leaf)
-                    .collect()
-            }
-            Page::Node { level, children } => {
-                let sizes: Vec<usize> = children.iter().map(|c| c.key.len() + 14).collect();
-                let cuts = cut_points(&sizes, target);
-                let level = *level;
-                split_at(children, &cuts)
-                    .into_iter()
-                    .map(|children| Page::Node { level, children })
-                    .collect()
-            }
+        let sizes: Vec<usize> = self
+            .items
+            .iter()
+            .map(|it| (it.key.1 - it.key.0 + it.value.1 - it.value.0) as usize + 4)
+            .collect();
+        let cuts = cut_points(&sizes, target);
+        let mut bounds = vec![0];
+        bounds.extend(cuts);
+        bounds.push(self.width());
+        let pieces: Vec<Page> = bounds.windows(2).map(|w| self.slice(w[0], w[1])).collect();
+        let mut pieces = pieces.into_iter();
+        *self = pieces.next().unwrap_or_default();
+        pieces.collect()
+    }
+
+    /// A compact copy of entries `from..to`.
+    fn slice(&self, from: usize, to: usize) -> Page {
+        let mut p = Page {
+            level: self.level,
+            arena: Vec::new(),
+            items: Vec::with_capacity(to - from),
+        };
+        for i in from..to {
+            let key = p.append(self.key(i));
+            let value = p.append(self.value(i));
+            p.items.push(Item {
+                key,
+                value,
+                ..self.items[i]
+            });
         }
+        p
     }
 
     /// Appends `right`'s entries (a page of the same level, next in order).
     pub fn absorb(&mut self, right: Page) {
-        match (self, right) {
-            (Page::Leaf(a), Page::Leaf(b)) => a.extend(b),
-            (Page::Node { children: a, .. }, Page::Node { children: b, .. }) => a.extend(b),
-            _ => debug_assert!(false, "pages of one level are of one kind"),
+        debug_assert_eq!(self.level, right.level);
+        for i in 0..right.width() {
+            let key = self.append(right.key(i));
+            let value = self.append(right.value(i));
+            self.items.push(Item {
+                key,
+                value,
+                ..right.items[i]
+            });
         }
     }
 }
@@ -196,17 +356,6 @@ fn cut_points(sizes: &[usize], target: usize) -> Vec<usize> {
     cuts
 }
 
-/// Splits `items` at `cuts`: the first piece stays, the others are
-/// returned.
-fn split_at<T>(items: &mut Vec<T>, cuts: &[usize]) -> Vec<Vec<T>> {
-    let mut pieces = Vec::with_capacity(cuts.len());
-    for &cut in cuts.iter().rev() {
-        pieces.push(items.split_off(cut));
-    }
-    pieces.reverse();
-    pieces
-}
-
 pub fn varint_len(mut n: u64) -> usize {
     let mut len = 1;
     while n >= 0x80 {
@@ -225,19 +374,49 @@ pub fn put_varint(out: &mut Vec<u8>, mut n: u64) {
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_varint(out, b.len() as u64);
+    if b.len() < 0x80 {
+        out.push(b.len() as u8);
+    } else {
+        put_varint(out, b.len() as u64);
+    }
     out.extend_from_slice(b);
 }
 
-/// Reads pages, varints and length-prefixed bytes, never past the end.
-pub struct Reader<'a>(pub &'a [u8]);
+/// Reads varints, bytes and spans, never past the end.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
 
 impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, at: 0 }
+    }
+
+    /// Bytes not read yet.
+    pub fn left(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    pub fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.at..]
+    }
+
+    pub fn byte(&mut self) -> Result<u8, Error> {
+        Ok(self.take(1)?[0])
+    }
+
     pub fn varint(&mut self) -> Result<u64, Error> {
+        // Most lengths fit one byte.
+        if let Some(&b) = self.bytes.get(self.at) {
+            if b & 0x80 == 0 {
+                self.at += 1;
+                return Ok(u64::from(b));
+            }
+        }
         let mut n: u64 = 0;
         for i in 0..10 {
-            let (&b, rest) = self.0.split_first().ok_or_else(damaged)?;
-            self.0 = rest;
+            let b = self.byte()?;
             n |= u64::from(b & 0x7F) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(n);
@@ -247,48 +426,32 @@ impl<'a> Reader<'a> {
     }
 
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
-        if n > self.0.len() {
+        if n > self.left() {
             return Err(damaged());
         }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
+        let out = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(out)
     }
 
+    /// A length-prefixed run of bytes.
     pub fn bytes(&mut self) -> Result<&'a [u8], Error> {
         let n = self.varint()?;
         self.take(usize::try_from(n).map_err(|_| damaged())?)
     }
 
+    /// [`bytes`](Self::bytes) as a span of the input.
+    fn span(&mut self) -> Result<(u32, u32), Error> {
+        let n = self.varint()?;
+        let n = usize::try_from(n).map_err(|_| damaged())?;
+        let start = self.at;
+        self.take(n)?;
+        Ok((start as u32, self.at as u32))
+    }
+
     pub fn u64(&mut self) -> Result<u64, Error> {
         let b = self.take(8)?;
         Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    pub fn page(&mut self) -> Result<Page, Error> {
-        let level = *self.take(1)?.first().expect("1 byte");
-        let n = self.varint()?;
-        // Every entry takes at least two bytes: a larger count is damage.
-        if n > self.0.len() as u64 / 2 {
-            return Err(damaged());
-        }
-        if level == 0 {
-            let mut entries = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                let k = self.bytes()?.to_vec();
-                let v = self.bytes()?.to_vec();
-                entries.push((k, v));
-            }
-            return Ok(Page::Leaf(entries));
-        }
-        let mut children = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let key = self.bytes()?.to_vec();
-            let page = self.u64()?;
-            let count = self.varint()?;
-            children.push(Child { key, page, count });
-        }
-        Ok(Page::Node { level, children })
     }
 }
 
@@ -296,25 +459,21 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
+    fn leaf(entries: &[(&[u8], &[u8])]) -> Page {
+        let mut p = Page::empty();
+        for (i, (k, v)) in entries.iter().enumerate() {
+            p.insert_entry(i, k, v);
+        }
+        p
+    }
+
     #[test]
     fn pages_round_trip_and_their_length_is_exact() {
-        let leaf = Page::Leaf(vec![(b"a".to_vec(), b"1".to_vec()), (vec![], vec![7; 300])]);
-        let node = Page::Node {
-            level: 2,
-            children: vec![
-                Child {
-                    key: vec![],
-                    page: 3,
-                    count: 1 << 40,
-                },
-                Child {
-                    key: b"m".to_vec(),
-                    page: u64::MAX,
-                    count: 5,
-                },
-            ],
-        };
-        for p in [leaf, node, Page::empty()] {
+        let l = leaf(&[(b"a", b"1"), (b"", &[7; 300])]);
+        let mut node = Page::node(2);
+        node.insert_child(0, b"", 3, 1 << 40);
+        node.insert_child(1, b"m", u64::MAX, 5);
+        for p in [l, node, Page::empty()] {
             let bytes = p.encode();
             assert_eq!(bytes.len(), p.encoded_len());
             assert_eq!(Page::decode(&bytes).unwrap(), p);
@@ -322,8 +481,18 @@ mod tests {
     }
 
     #[test]
+    fn changes_append_and_encode_compact() {
+        let mut p = leaf(&[(b"a", b"1"), (b"b", b"2")]);
+        assert_eq!(p.set_value(0, b"one"), b"1".to_vec());
+        assert_eq!(p.remove(1), (b"b".to_vec(), b"2".to_vec()));
+        let bytes = p.encode();
+        assert_eq!(bytes, leaf(&[(b"a", b"one")]).encode());
+        assert_eq!(Page::decode(&bytes).unwrap().arena.len(), bytes.len());
+    }
+
+    #[test]
     fn damaged_pages_are_refused_not_indexed() {
-        let bytes = Page::Leaf(vec![(b"key".to_vec(), b"value".to_vec())]).encode();
+        let bytes = leaf(&[(b"key", b"value")]).encode();
         for cut in 0..bytes.len() {
             assert!(Page::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
@@ -338,27 +507,28 @@ mod tests {
         let entries: Vec<Entry> = (0..100u32)
             .map(|i| (i.to_be_bytes().to_vec(), vec![0; 40]))
             .collect();
-        let mut p = Page::Leaf(entries.clone());
+        let mut p = Page::empty();
+        for (i, (k, v)) in entries.iter().enumerate() {
+            p.insert_entry(i, k, v);
+        }
         let rest = p.split(1000);
         assert!(!rest.is_empty());
-        let mut all = vec![p.clone()];
-        all.extend(rest);
         let mut joined = Vec::new();
-        for piece in &all {
+        for piece in std::iter::once(&p).chain(&rest) {
             assert!(piece.encoded_len() <= 1100, "{}", piece.encoded_len());
-            let Page::Leaf(e) = piece else { panic!() };
-            joined.extend(e.clone());
+            joined.extend(piece.entries().map(|(k, v)| (k.to_vec(), v.to_vec())));
         }
         assert_eq!(joined, entries);
+        let mut again = p.clone();
+        for r in rest {
+            again.absorb(r);
+        }
+        assert_eq!(again.entries().count(), 100);
     }
 
     #[test]
     fn one_large_entry_is_a_piece_of_its_own() {
-        let mut p = Page::Leaf(vec![
-            (b"a".to_vec(), vec![0; 10]),
-            (b"b".to_vec(), vec![0; 5000]),
-            (b"c".to_vec(), vec![0; 10]),
-        ]);
+        let mut p = leaf(&[(b"a", &[0; 10]), (b"b", &[0; 5000]), (b"c", &[0; 10])]);
         let rest = p.split(1000);
         assert_eq!(p.width() + rest.iter().map(Page::width).sum::<usize>(), 3);
         assert!(!rest.is_empty());

@@ -18,11 +18,11 @@
 //! - a root that is a node has at least two children (a single child is
 //!   pulled up into the root).
 
-use super::page::{damaged, Child, Entry, Page};
+use super::page::{damaged, Entry, Page};
 use crate::session::Error;
 
 /// A page is split once its encoding is longer than this.
-pub const PAGE_MAX: usize = 4096;
+pub const PAGE_MAX: usize = 1024;
 /// A split aims at pieces of this size.
 const PAGE_TARGET: usize = PAGE_MAX / 2;
 /// A page smaller than this after a removal is merged with a neighbour
@@ -70,12 +70,35 @@ struct Done {
     delta: i64,
 }
 
+impl Done {
+    fn unchanged(&self) -> bool {
+        self.old.is_none() && self.delta == 0
+    }
+}
+
 /// A counted B+ tree whose root is held here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tree {
     pub root: Page,
     /// The root changed since it was loaded or saved.
     pub root_dirty: bool,
+}
+
+/// The leaf `key` belongs in, and the number of entries before that leaf.
+fn leaf_for<'p>(
+    io: &mut impl PageIo,
+    root: &'p Page,
+    key: &[u8],
+) -> Result<(std::borrow::Cow<'p, Page>, u64), Error> {
+    let mut before = 0;
+    let mut page = std::borrow::Cow::Borrowed(root);
+    while !page.is_leaf() {
+        let i = page.child_for_key(key);
+        before += (0..i).map(|j| page.child_count(j)).sum::<u64>();
+        let next = must_load(io, page.child(i))?;
+        page = std::borrow::Cow::Owned(next);
+    }
+    Ok((page, before))
 }
 
 impl Tree {
@@ -92,35 +115,17 @@ impl Tree {
 
     /// The value of `key`.
     pub fn get(&self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let (rank, found) = self.rank(io, key)?;
-        if !found {
-            return Ok(None);
-        }
-        Ok(self.at(io, rank)?.map(|(_, v)| v))
+        let (leaf, _) = leaf_for(io, &self.root, key)?;
+        Ok(leaf.search(key).ok().map(|i| leaf.value(i).to_vec()))
     }
 
     /// The number of keys smaller than `key`, and whether `key` is there.
     pub fn rank(&self, io: &mut impl PageIo, key: &[u8]) -> Result<(u64, bool), Error> {
-        let mut before = 0;
-        let mut page = std::borrow::Cow::Borrowed(&self.root);
-        loop {
-            match page.as_ref() {
-                Page::Leaf(entries) => {
-                    return Ok(
-                        match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
-                            Ok(i) => (before + i as u64, true),
-                            Err(i) => (before + i as u64, false),
-                        },
-                    );
-                }
-                Page::Node { children, .. } => {
-                    let i = child_for_key(children, key);
-                    before += children[..i].iter().map(|c| c.count).sum::<u64>();
-                    let next = must_load(io, children[i].page)?;
-                    page = std::borrow::Cow::Owned(next);
-                }
-            }
-        }
+        let (leaf, before) = leaf_for(io, &self.root, key)?;
+        Ok(match leaf.search(key) {
+            Ok(i) => (before + i as u64, true),
+            Err(i) => (before + i as u64, false),
+        })
     }
 
     /// The entry at `rank` (0 first).
@@ -142,13 +147,11 @@ impl Tree {
         rev: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
     ) -> Result<(), Error> {
-        if rank >= self.len() {
-            if !rev || self.len() == 0 {
-                return Ok(());
-            }
-            return walk_page(io, &self.root, self.len() - 1, rev, &mut f).map(|_| ());
+        let len = self.len();
+        if len == 0 || (rank >= len && !rev) {
+            return Ok(());
         }
-        walk_page(io, &self.root, rank, rev, &mut f).map(|_| ())
+        walk_page(io, &self.root, rank.min(len - 1), rev, &mut f).map(|_| ())
     }
 
     /// Sets `key` to `value`; returns the value it had.
@@ -188,6 +191,9 @@ impl Tree {
         rank: u64,
         value: &[u8],
     ) -> Result<Option<Entry>, Error> {
+        if rank >= self.len() {
+            return Ok(None);
+        }
         Ok(self
             .apply(io, Target::Rank(rank), Op::SetAt(value), b"")?
             .old)
@@ -205,12 +211,13 @@ impl Tree {
     /// Pages that are missing (already freed) are skipped with their
     /// subtrees.
     pub fn pages(io: &mut impl PageIo, root: &Page, out: &mut Vec<u64>) -> Result<(), Error> {
-        if let Page::Node { children, .. } = root {
-            for c in children {
-                if let Some(child) = io.load(c.page)? {
-                    Tree::pages(io, &child, out)?;
-                    out.push(c.page);
-                }
+        if root.is_leaf() {
+            return Ok(());
+        }
+        for i in 0..root.width() {
+            if let Some(child) = io.load(root.child(i))? {
+                Tree::pages(io, &child, out)?;
+                out.push(root.child(i));
             }
         }
         Ok(())
@@ -224,18 +231,18 @@ impl Tree {
         key: &[u8],
     ) -> Result<Done, Error> {
         let done = change(io, &mut self.root, target, op, key)?;
-        if done.old.is_none() && done.delta == 0 {
+        if done.unchanged() {
             return Ok(done);
         }
         self.root_dirty = true;
         if self.root.encoded_len() > PAGE_MAX && self.root.width() > 1 {
             self.grow(io)?;
         }
-        while let Page::Node { children, .. } = &self.root {
-            match children.len() {
+        while !self.root.is_leaf() {
+            match self.root.width() {
                 0 => self.root = Page::empty(),
                 1 => {
-                    let only = children[0].page;
+                    let only = self.root.child(0);
                     self.root = must_load(io, only)?;
                     io.free(only)?;
                 }
@@ -249,39 +256,33 @@ impl Tree {
     /// level higher.
     fn grow(&mut self, io: &mut impl PageIo) -> Result<(), Error> {
         let level = self.root.level() + 1;
-        let mut pieces = vec![std::mem::replace(&mut self.root, Page::empty())];
-        let rest = pieces[0].split(PAGE_TARGET);
-        pieces.extend(rest);
-        let mut children = Vec::with_capacity(pieces.len());
-        for piece in pieces {
+        let mut first = std::mem::take(&mut self.root);
+        let rest = first.split(PAGE_TARGET);
+        let mut root = Page::node(level);
+        for (i, piece) in std::iter::once(first).chain(rest).enumerate() {
             let page = io.alloc();
             io.save(page, &piece)?;
-            children.push(Child {
-                key: piece.first_key(),
-                page,
-                count: piece.count(),
-            });
+            root.insert_child(i, &piece.first_key(), page, piece.count());
         }
-        self.root = Page::Node { level, children };
+        debug_assert!(root.width() >= 2, "a grown root has two children");
+        self.root = root;
         Ok(())
     }
 }
 
-/// The child of a node a key belongs under.
-fn child_for_key(children: &[Child], key: &[u8]) -> usize {
-    children[1..].partition_point(|c| c.key.as_slice() <= key)
-}
-
-/// The child a rank falls in, and the rank within it. `append`: a rank equal
-/// to the count falls in the last child (an insertion at the end).
-fn child_for_rank(children: &[Child], mut rank: u64, append: bool) -> (usize, u64) {
-    for (i, c) in children.iter().enumerate() {
-        if rank < c.count || (append && rank == c.count && i + 1 == children.len()) {
+/// The child of node `page` a rank falls in, and the rank within it.
+/// `append`: a rank equal to the count falls in the last child (an
+/// insertion at the end).
+fn child_for_rank(page: &Page, mut rank: u64, append: bool) -> (usize, u64) {
+    let n = page.width();
+    for i in 0..n {
+        let c = page.child_count(i);
+        if rank < c || (append && rank == c && i + 1 == n) {
             return (i, rank);
         }
-        rank -= c.count;
+        rank -= c;
     }
-    (children.len().saturating_sub(1), rank)
+    (n.saturating_sub(1), rank)
 }
 
 /// Applies `op` below `page` (which the caller saves).
@@ -292,94 +293,82 @@ fn change(
     op: Op<'_>,
     key: &[u8],
 ) -> Result<Done, Error> {
-    let children = match page {
-        Page::Leaf(entries) => return Ok(change_leaf(entries, target, op, key)),
-        Page::Node { children, .. } => children,
-    };
+    if page.is_leaf() {
+        return Ok(change_leaf(page, target, op, key));
+    }
     let (i, local) = match target {
-        Target::Key(k) => (child_for_key(children, k), target),
+        Target::Key(k) => (page.child_for_key(k), target),
         Target::Rank(r) => {
-            let (i, r) = child_for_rank(children, r, matches!(op, Op::InsertAt(_)));
+            let (i, r) = child_for_rank(page, r, matches!(op, Op::InsertAt(_)));
             (i, Target::Rank(r))
         }
     };
-    let mut child = must_load(io, children[i].page)?;
+    let mut child = must_load(io, page.child(i))?;
     let done = change(io, &mut child, local, op, key)?;
-    if done.old.is_none() && done.delta == 0 {
+    if done.unchanged() {
         return Ok(done);
     }
-    children[i].count = (children[i].count as i64 + done.delta) as u64;
-    fit_child(io, children, i, child)?;
+    let count = page.child_count(i) as i64 + done.delta;
+    debug_assert!(count >= 0, "a child count stays non-negative");
+    page.set_child_count(i, count as u64);
+    fit_child(io, page, i, child)?;
     Ok(done)
 }
 
-fn change_leaf(entries: &mut Vec<Entry>, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Done {
+fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Done {
     let (i, found) = match target {
-        Target::Key(k) => match entries.binary_search_by(|(e, _)| e.as_slice().cmp(k)) {
+        Target::Key(k) => match leaf.search(k) {
             Ok(i) => (i, true),
             Err(i) => (i, false),
         },
-        Target::Rank(r) => (r as usize, (r as usize) < entries.len()),
-    };
-    let unchanged = Done {
-        old: None,
-        delta: 0,
+        Target::Rank(r) => (r as usize, (r as usize) < leaf.width()),
     };
     match op {
-        Op::Upsert(v) if found => {
-            let old = std::mem::replace(&mut entries[i].1, v.to_vec());
+        Op::Upsert(v) | Op::SetAt(v) if found => {
+            let old = leaf.set_value(i, v);
             Done {
-                old: Some((key.to_vec(), old)),
+                old: Some((leaf.key(i).to_vec(), old)),
                 delta: 0,
             }
         }
         Op::Upsert(v) | Op::InsertAt(v) => {
-            debug_assert!(i <= entries.len());
-            entries.insert(i, (key.to_vec(), v.to_vec()));
+            debug_assert!(i <= leaf.width());
+            leaf.insert_entry(i, key, v);
             Done {
                 old: None,
                 delta: 1,
             }
         }
-        Op::SetAt(v) if found => {
-            let old = std::mem::replace(&mut entries[i].1, v.to_vec());
-            Done {
-                old: Some((entries[i].0.clone(), old)),
-                delta: 0,
-            }
-        }
         Op::Remove if found => Done {
-            old: Some(entries.remove(i)),
+            old: Some(leaf.remove(i)),
             delta: -1,
         },
-        Op::SetAt(_) | Op::Remove => unchanged,
+        Op::SetAt(_) | Op::Remove => Done {
+            old: None,
+            delta: 0,
+        },
     }
 }
 
 /// Stores child `i` of a node after it changed: frees it when empty, splits
 /// it when too large, merges it with a neighbour when small.
-fn fit_child(
-    io: &mut impl PageIo,
-    children: &mut Vec<Child>,
-    i: usize,
-    child: Page,
-) -> Result<(), Error> {
+fn fit_child(io: &mut impl PageIo, node: &mut Page, i: usize, child: Page) -> Result<(), Error> {
     if child.width() == 0 {
-        io.free(children[i].page)?;
-        children.remove(i);
+        io.free(node.child(i))?;
+        node.remove(i);
         return Ok(());
     }
     let len = child.encoded_len();
     if len > PAGE_MAX && child.width() > 1 {
-        return split_child(io, children, i, child);
+        return split_child(io, node, i, child);
     }
-    if len < PAGE_MIN && children.len() > 1 {
-        let (left, right) = if i + 1 < children.len() {
+    if len < PAGE_MIN && node.width() > 1 {
+        let (left, right) = if i + 1 < node.width() {
             (i, i + 1)
         } else {
             (i - 1, i)
         };
-        let other = must_load(io, children[if left == i { right } else { left }].page)?;
+        let other = must_load(io, node.child(if left == i { right } else { left }))?;
         if other.encoded_len() + len <= PAGE_MAX * 3 / 4 {
             let (mut a, b) = if left == i {
                 (child, other)
@@ -387,36 +376,29 @@ fn fit_child(
                 (other, child)
             };
             a.absorb(b);
-            children[left].count += children[right].count;
-            io.save(children[left].page, &a)?;
-            io.free(children[right].page)?;
-            children.remove(right);
+            node.set_child_count(left, node.child_count(left) + node.child_count(right));
+            io.save(node.child(left), &a)?;
+            io.free(node.child(right))?;
+            node.remove(right);
             return Ok(());
         }
     }
-    io.save(children[i].page, &child)
+    io.save(node.child(i), &child)
 }
 
 fn split_child(
     io: &mut impl PageIo,
-    children: &mut Vec<Child>,
+    node: &mut Page,
     i: usize,
     mut child: Page,
 ) -> Result<(), Error> {
     let rest = child.split(PAGE_TARGET);
-    children[i].count = child.count();
-    io.save(children[i].page, &child)?;
+    node.set_child_count(i, child.count());
+    io.save(node.child(i), &child)?;
     for (j, piece) in rest.into_iter().enumerate() {
         let page = io.alloc();
         io.save(page, &piece)?;
-        children.insert(
-            i + 1 + j,
-            Child {
-                key: piece.first_key(),
-                page,
-                count: piece.count(),
-            },
-        );
+        node.insert_child(i + 1 + j, &piece.first_key(), page, piece.count());
     }
     Ok(())
 }
@@ -429,47 +411,40 @@ fn walk_page(
     rev: bool,
     f: &mut impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
 ) -> Result<bool, Error> {
-    match page {
-        Page::Leaf(entries) => {
-            let r = rank as usize;
-            if rev {
-                for (k, v) in entries[..=r.min(entries.len() - 1)].iter().rev() {
-                    if !f(k, v)? {
-                        return Ok(false);
-                    }
-                }
-            } else {
-                for (k, v) in entries.iter().skip(r) {
-                    if !f(k, v)? {
-                        return Ok(false);
-                    }
-                }
+    if page.is_leaf() {
+        let r = (rank as usize).min(page.width().saturating_sub(1));
+        let order: Box<dyn Iterator<Item = usize>> = if rev {
+            Box::new((0..=r).rev())
+        } else {
+            Box::new(rank as usize..page.width())
+        };
+        for i in order {
+            if !f(page.key(i), page.value(i))? {
+                return Ok(false);
             }
-            Ok(true)
         }
-        Page::Node { children, .. } => {
-            let (start, local) = child_for_rank(children, rank, false);
-            let order: Box<dyn Iterator<Item = usize>> = if rev {
-                Box::new((0..=start).rev())
-            } else {
-                Box::new(start..children.len())
-            };
-            for i in order {
-                let from = if i == start {
-                    local
-                } else if rev {
-                    children[i].count.saturating_sub(1)
-                } else {
-                    0
-                };
-                let child = must_load(io, children[i].page)?;
-                if !walk_page(io, &child, from, rev, f)? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
+        return Ok(true);
+    }
+    let (start, local) = child_for_rank(page, rank, false);
+    let order: Box<dyn Iterator<Item = usize>> = if rev {
+        Box::new((0..=start).rev())
+    } else {
+        Box::new(start..page.width())
+    };
+    for i in order {
+        let from = if i == start {
+            local
+        } else if rev {
+            page.child_count(i).saturating_sub(1)
+        } else {
+            0
+        };
+        let child = must_load(io, page.child(i))?;
+        if !walk_page(io, &child, from, rev, f)? {
+            return Ok(false);
         }
     }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -514,8 +489,11 @@ pub mod tests {
             leaf_depths.windows(2).all(|w| w[0] == w[1]),
             "leaves at one depth"
         );
-        if let Page::Node { children, .. } = &tree.root {
-            assert!(children.len() >= 2, "a node root has two children or more");
+        if !tree.root.is_leaf() {
+            assert!(
+                tree.root.width() >= 2,
+                "a node root has two children or more"
+            );
         }
         if keyed {
             assert!(
@@ -536,32 +514,27 @@ pub mod tests {
         out: &mut Vec<Entry>,
         leaves: &mut Vec<usize>,
     ) {
-        match page {
-            Page::Leaf(e) => {
-                leaves.push(depth);
-                out.extend(e.iter().cloned());
-            }
-            Page::Node { level, children } => {
-                for (i, c) in children.iter().enumerate() {
-                    let child = io.load(c.page).unwrap().expect("child page present");
-                    assert_eq!(child.level() + 1, *level);
-                    assert_eq!(child.count(), c.count, "counts match");
-                    assert!(child.width() > 0, "no empty page below the root");
-                    let before = out.len();
-                    if i > 0 && !c.key.is_empty() {
-                        // The first separator is never compared.
-                        if let Some(last) = out.last() {
-                            assert!(
-                                last.0.as_slice() < c.key.as_slice(),
-                                "separator above the left"
-                            );
-                        }
-                    }
-                    check_page(io, &child, depth + 1, out, leaves);
-                    if let (true, Some(first)) = (i > 0, out.get(before)) {
-                        assert!(c.key.as_slice() <= first.0.as_slice() || c.key.is_empty());
-                    }
+        if page.is_leaf() {
+            leaves.push(depth);
+            out.extend(page.entries().map(|(k, v)| (k.to_vec(), v.to_vec())));
+            return;
+        }
+        for i in 0..page.width() {
+            let child = io.load(page.child(i)).unwrap().expect("child page present");
+            assert_eq!(child.level() + 1, page.level());
+            assert_eq!(child.count(), page.child_count(i), "counts match");
+            assert!(child.width() > 0, "no empty page below the root");
+            let before = out.len();
+            let sep = page.key(i).to_vec();
+            if i > 0 && !sep.is_empty() {
+                // The first separator is never compared.
+                if let Some(last) = out.last() {
+                    assert!(last.0 < sep, "separator above the left");
                 }
+            }
+            check_page(io, &child, depth + 1, out, leaves);
+            if let (true, Some(first)) = (i > 0, out.get(before)) {
+                assert!(sep <= first.0 || sep.is_empty());
             }
         }
     }
