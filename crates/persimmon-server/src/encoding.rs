@@ -2,8 +2,10 @@
 //! and `OBJECT REFCOUNT` report it, and the thresholds that decide it.
 //!
 //! This is reporting only: Persimmon stores every value its own way
-//! (`value.rs`: one tagged engine value per key) whatever the thresholds
-//! say. The report follows Redis 7.0's rules applied to the value as it is
+//! (`value.rs`: one tagged engine value per key for a string; `coll`: a
+//! meta record and pages for a collection) whatever the thresholds say.
+//! A collection is judged read whole (`coll::whole::Whole`, O(size) as
+//! Redis's own check of a listpack is). The report follows Redis 7.0's rules applied to the value as it is
 //! now, so clients and tests that check an encoding see what Redis would
 //! show for the same contents:
 //! - a string is `int` when it is an integer that fits a `long` in Redis's
@@ -28,9 +30,10 @@
 //! Redis 7.0's defaults until then); every report reads them afresh
 //! ([`Thresholds::of`]), so a `CONFIG SET` shows in the next report.
 
+use crate::coll::whole::Whole;
 use crate::protocol::parse_i64;
 use crate::settings::Settings;
-use crate::value::{hash_fields, items, zset_entries, Stored};
+use crate::value::Stored;
 
 /// Longest string Redis keeps in one allocation with its header.
 const EMBSTR_MAX_BYTES: usize = 44;
@@ -63,10 +66,6 @@ impl Default for Thresholds {
     }
 }
 
-/// A stored hash, sorted set, list or set that does not decode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Damaged;
-
 impl Thresholds {
     /// The thresholds the settings hold now (a value that does not read as
     /// a number keeps Redis's default; `CONFIG SET` never stores one).
@@ -96,57 +95,49 @@ impl Thresholds {
         t
     }
 
-    /// The encoding Redis would report for `value`.
-    pub fn encoding(&self, value: Stored<'_>) -> Result<&'static str, Damaged> {
-        Ok(match value {
-            Stored::String(s) => string_encoding(s),
-            // WIP(issue 17): read through coll::whole.
-            Stored::Coll(..) => return Err(Damaged),
-            Stored::Hash(body) => {
-                let fields = hash_fields(body).map_err(|_| Damaged)?;
+    /// The encoding Redis would report for a collection holding `w`.
+    pub fn collection(&self, w: &Whole) -> &'static str {
+        match w {
+            Whole::Hash(pairs) => {
                 let max = self.hash_max_listpack_value;
-                let small = fields.len() as u64 <= self.hash_max_listpack_entries
-                    && fields
-                        .iter()
-                        .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
-                if small {
+                let fits = pairs
+                    .iter()
+                    .map(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
+                if small(pairs.len(), self.hash_max_listpack_entries, fits) {
                     "listpack"
                 } else {
                     "hashtable"
                 }
             }
-            Stored::ZSet(body) => {
-                let members = zset_entries(body).map_err(|_| Damaged)?;
-                let small = members.len() as u64 <= self.zset_max_listpack_entries
-                    && members
-                        .iter()
-                        .all(|(_, m)| m.len() as u64 <= self.zset_max_listpack_value);
-                if small {
+            Whole::ZSet(members) => {
+                let max = self.zset_max_listpack_value;
+                let fits = members.iter().map(|(_, m)| m.len() as u64 <= max);
+                if small(members.len(), self.zset_max_listpack_entries, fits) {
                     "listpack"
                 } else {
                     "skiplist"
                 }
             }
-            Stored::List(body) => {
-                items(body).map_err(|_| Damaged)?;
-                "quicklist"
-            }
-            Stored::Set(body) => {
-                let members = items(body).map_err(|_| Damaged)?;
-                let small = members.len() as u64 <= self.set_max_intset_entries
-                    && members.iter().all(|m| parse_i64(m).is_some());
-                if small {
+            Whole::List(_) => "quicklist",
+            Whole::Set(members) => {
+                let fits = members.iter().map(|m| parse_i64(m).is_some());
+                if small(members.len(), self.set_max_intset_entries, fits) {
                     "intset"
                 } else {
                     "hashtable"
                 }
             }
-        })
+        }
     }
 }
 
+/// Whether `len` entries are at most `max_len` and every one `fits`.
+fn small(len: usize, max_len: u64, mut fits: impl Iterator<Item = bool>) -> bool {
+    len as u64 <= max_len && fits.all(|f| f)
+}
+
 /// `int`, `embstr` or `raw`, by the string's contents.
-fn string_encoding(s: &[u8]) -> &'static str {
+pub fn string_encoding(s: &[u8]) -> &'static str {
     if parse_i64(s).is_some() {
         "int"
     } else if s.len() <= EMBSTR_MAX_BYTES {
@@ -170,7 +161,6 @@ pub fn refcount(value: Stored<'_>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{list_encode, zset_encode, HashBuilder, SetBuilder};
 
     #[test]
     fn strings_follow_redis_rules() {
@@ -192,44 +182,43 @@ mod tests {
         assert_eq!(refcount(Stored::String(b"-1")), 1);
     }
 
+    fn bytes(items: &[&[u8]]) -> Vec<Vec<u8>> {
+        items.iter().map(|i| i.to_vec()).collect()
+    }
+
     #[test]
-    fn containers_follow_the_thresholds() {
+    fn collections_follow_the_thresholds() {
         let mut enc = Thresholds::default();
-        let long = [b'v'; 65];
-        let h =
-            |pairs: &[(&'static [u8], &'static [u8])]| HashBuilder::new(pairs.to_vec()).encode();
-        let small = h(&[(b"f", b"v")]);
-        assert_eq!(enc.encoding(Stored::decode(&small)), Ok("listpack"));
-        let mut b = HashBuilder::new(vec![(&b"f"[..], &long[..])]);
-        b.set(b"g", b"w");
-        assert_eq!(enc.encoding(Stored::decode(&b.encode())), Ok("hashtable"));
+        let long = vec![b'v'; 65];
+        let small = Whole::Hash(vec![(b"f".to_vec(), b"v".to_vec())]);
+        assert_eq!(enc.collection(&small), "listpack");
+        let h = Whole::Hash(vec![
+            (b"f".to_vec(), long.clone()),
+            (b"g".to_vec(), b"w".to_vec()),
+        ]);
+        assert_eq!(enc.collection(&h), "hashtable");
+        let h = Whole::Hash(vec![(vec![b'f'; 64], vec![b'v'; 64])]);
+        assert_eq!(enc.collection(&h), "listpack");
         enc.hash_max_listpack_entries = 0;
-        assert_eq!(enc.encoding(Stored::decode(&small)), Ok("hashtable"));
-        let z = zset_encode(&[(1.0, &b"a"[..])]);
-        assert_eq!(enc.encoding(Stored::decode(&z)), Ok("listpack"));
-        let z = zset_encode(&[(1.0, &long[..])]);
-        assert_eq!(enc.encoding(Stored::decode(&z)), Ok("skiplist"));
-        assert_eq!(enc.encoding(Stored::Hash(b"xx")), Err(Damaged));
-        let set = |members: &[&[u8]]| {
-            let mut b = SetBuilder::new();
-            for m in members {
-                b.add(m);
-            }
-            b.encode()
-        };
+        assert_eq!(enc.collection(&small), "hashtable");
         assert_eq!(
-            enc.encoding(Stored::decode(&set(&[b"1", b"-2"]))),
-            Ok("intset")
+            enc.collection(&Whole::ZSet(vec![(1.0, b"a".to_vec())])),
+            "listpack"
         );
         assert_eq!(
-            enc.encoding(Stored::decode(&set(&[b"1", b"x"]))),
-            Ok("hashtable")
+            enc.collection(&Whole::ZSet(vec![(1.0, long.clone())])),
+            "skiplist"
         );
-        assert_eq!(
-            enc.encoding(Stored::decode(&set(&[b"-0"]))),
-            Ok("hashtable")
-        );
-        let list = list_encode(&[b"a"]);
-        assert_eq!(enc.encoding(Stored::decode(&list)), Ok("quicklist"));
+        let many: Vec<(f64, Vec<u8>)> = (0..129).map(|i| (i as f64, vec![i as u8])).collect();
+        assert_eq!(enc.collection(&Whole::ZSet(many)), "skiplist");
+        let set = |m: &[&[u8]]| Whole::Set(bytes(m));
+        assert_eq!(enc.collection(&set(&[b"1", b"-2"])), "intset");
+        assert_eq!(enc.collection(&set(&[b"1", b"x"])), "hashtable");
+        assert_eq!(enc.collection(&set(&[b"-0"])), "hashtable");
+        let ints: Vec<Vec<u8>> = (0..513).map(|i: i32| i.to_string().into_bytes()).collect();
+        assert_eq!(enc.collection(&Whole::Set(ints.clone())), "hashtable");
+        assert_eq!(enc.collection(&Whole::Set(ints[..512].to_vec())), "intset");
+        assert_eq!(enc.collection(&Whole::List(bytes(&[b"a"]))), "quicklist");
+        assert_eq!(enc.collection(&Whole::List(vec![long; 1000])), "quicklist");
     }
 }

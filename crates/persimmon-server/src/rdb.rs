@@ -1,29 +1,34 @@
 //! Redis's `DUMP`/`RESTORE` serialization format, so values move between
 //! Redis 7.0 and Persimmon: [`dump`] writes a payload Redis 7.0's `RESTORE`
 //! accepts, [`restore`] reads the payloads Redis 7.0's `DUMP` writes (and the
-//! older encodings it still accepts) for strings, hashes and sorted sets.
+//! older encodings it still accepts) for strings, hashes, sorted sets,
+//! lists and sets.
 //!
 //! A payload is `type byte, object, RDB version (u16 LE), CRC64 (u64 LE)`,
 //! the checksum taken over everything before it. [`dump`] writes a string as
 //! type 0 (integers in Redis's integer encodings, nothing compressed), a hash
-//! as type 4 (plain pairs), a sorted set as type 5 (binary doubles), RDB
-//! version 10 (Redis 7.0's).
+//! as type 4 (plain pairs), a sorted set as type 5 (binary doubles), a list
+//! as type 18 (quicklist 2: listpack nodes of up to [`LIST_NODE_BYTES`], as
+//! Redis 7.0 writes lists), a set as type 2 (plain members), RDB version 10
+//! (Redis 7.0's). [`restore`] also reads lists as types 1, 10 and 14 and
+//! sets as types 11 (intset) and 20 (listpack, Redis 7.2's; only under an
+//! RDB version Redis 7.0 reads).
 //!
 //! Rooms: `primitives` reads the RDB primitives (lengths, strings,
 //! doubles) off the untrusted bytes and writes them; `lzf` undoes LZF
 //! compression; `packed` reads the
-//! ziplist, listpack and zipmap blobs older and smaller objects are stored
-//! in; `crc64` is Redis's checksum.
+//! ziplist, listpack, zipmap and intset blobs older and smaller objects are
+//! stored in, and writes listpacks; `crc64` is Redis's checksum.
 //!
 //! Invariants: [`restore`] never panics and never allocates from a length
 //! read from the payload before checking it against the bytes that remain
 //! (LZF output, which can legitimately outgrow its input, is bounded by
 //! LZF's own maximum ratio). A payload is accepted only if it parses
 //! exactly: every byte between the type and the footer is consumed, hash
-//! fields and sorted set members are unique, scores are never NaN, and
-//! hashes and sorted sets are not empty. Every refusal carries the text
+//! fields and set and sorted set members are unique, scores are never NaN,
+//! and no collection is empty. Every refusal carries the text
 //! Redis replies (`ERR DUMP payload version or checksum are wrong`,
-//! `ERR Bad data format`), or says which type Persimmon does not store yet.
+//! `ERR Bad data format`), or says which type Persimmon does not store.
 
 mod crc64;
 mod lzf;
@@ -58,20 +63,32 @@ const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
 const TYPE_STREAM_LISTPACKS_2: u8 = 19;
+const TYPE_SET_LISTPACK: u8 = 20;
+
+/// A quicklist node holding one element as plain bytes.
+const NODE_PLAIN: u64 = 1;
+/// A quicklist node holding a listpack.
+const NODE_PACKED: u64 = 2;
+/// The most bytes of elements [`dump`] puts in one list node (Redis's
+/// default `list-max-listpack-size -2`: 8 KiB listpacks).
+pub const LIST_NODE_BYTES: usize = 8192;
 
 /// The footer: RDB version (2 bytes) and CRC64 (8 bytes).
 const FOOTER_BYTES: usize = 10;
 
 /// A value as `DUMP`/`RESTORE` carry it.
 ///
-/// [`restore`] gives a hash's pairs in payload order and a sorted set's
-/// members sorted by (score, member); [`dump`] expects a sorted set in that
-/// order too (it writes the members last to first, as Redis does).
+/// [`restore`] gives a hash's pairs and a set's members in payload order,
+/// a list head first and a sorted set's members sorted by (score, member);
+/// [`dump`] expects a sorted set in that order too (it writes the members
+/// last to first, as Redis does).
 #[derive(Clone, Debug, PartialEq)]
 pub enum RdbValue {
     String(Vec<u8>),
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     ZSet(Vec<(f64, Vec<u8>)>),
+    List(Vec<Vec<u8>>),
+    Set(Vec<Vec<u8>>),
 }
 
 /// Why a payload was refused: the error text to reply, as Redis words it.
@@ -126,11 +143,40 @@ pub fn dump(value: &RdbValue) -> Vec<u8> {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+        RdbValue::List(elements) => dump_list(&mut out, elements),
+        RdbValue::Set(members) => {
+            out.push(TYPE_SET);
+            primitives::put_len(&mut out, members.len() as u64);
+            for m in members {
+                primitives::put_string(&mut out, m);
+            }
+        }
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64::crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// Type 18: the elements in listpack nodes of up to [`LIST_NODE_BYTES`]
+/// (a longer element gets a node of its own).
+fn dump_list(out: &mut Vec<u8>, elements: &[Vec<u8>]) {
+    let mut nodes: Vec<Vec<&[u8]>> = Vec::new();
+    let mut bytes = usize::MAX;
+    for e in elements {
+        if bytes.saturating_add(e.len()) > LIST_NODE_BYTES {
+            nodes.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += e.len() + 2;
+        nodes.last_mut().expect("a node").push(e);
+    }
+    out.push(TYPE_LIST_QUICKLIST_2);
+    primitives::put_len(out, nodes.len() as u64);
+    for node in nodes {
+        primitives::put_len(out, NODE_PACKED);
+        primitives::put_string(out, &packed::listpack_encode(&node));
+    }
 }
 
 /// Reads a `DUMP` payload: checks its footer as Redis does, then decodes
@@ -174,10 +220,23 @@ fn decode(kind: u8, input: &mut Input<'_>) -> Result<RdbValue, RdbError> {
         TYPE_HASH_LISTPACK => hash_from(packed::listpack(&input.string()?)?),
         TYPE_ZSET_ZIPLIST => zset_from(packed::ziplist(&input.string()?)?),
         TYPE_ZSET_LISTPACK => zset_from(packed::listpack(&input.string()?)?),
-        TYPE_LIST | TYPE_LIST_ZIPLIST | TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
-            Err(RdbError::unsupported("a list", "lists"))
+        TYPE_LIST => list(
+            (0..input.count(1)?)
+                .map(|_| Ok(input.string()?.into_owned()))
+                .collect::<Result<_, _>>()?,
+        ),
+        TYPE_LIST_ZIPLIST => list(bytes_of(packed::ziplist(&input.string()?)?)),
+        TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+            quicklist(input, kind == TYPE_LIST_QUICKLIST_2)
         }
-        TYPE_SET | TYPE_SET_INTSET => Err(RdbError::unsupported("a set", "sets")),
+        TYPE_SET => set((0..input.count(1)?)
+            .map(|_| Ok(input.string()?.into_owned()))
+            .collect::<Result<_, _>>()?),
+        TYPE_SET_INTSET => set(packed::intset(&input.string()?)?
+            .into_iter()
+            .map(|v| v.to_string().into_bytes())
+            .collect()),
+        TYPE_SET_LISTPACK => set(bytes_of(packed::listpack(&input.string()?)?)),
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
             Err(RdbError::unsupported("a stream", "streams"))
         }
@@ -186,6 +245,48 @@ fn decode(kind: u8, input: &mut Input<'_>) -> Result<RdbValue, RdbError> {
         }
         _ => Err(RdbError::bad()),
     }
+}
+
+/// Types 14 (ziplist nodes) and 18 (each node a container kind, then a
+/// listpack or, for a plain node, one element); empty nodes are skipped, as
+/// Redis skips them.
+fn quicklist(input: &mut Input<'_>, version_2: bool) -> Result<RdbValue, RdbError> {
+    let nodes = input.count(1)?;
+    let mut elements = Vec::new();
+    for _ in 0..nodes {
+        let container = if version_2 {
+            input.plain_len()?
+        } else {
+            NODE_PACKED
+        };
+        let blob = input.string()?;
+        match (container, version_2) {
+            (NODE_PLAIN, _) => elements.push(blob.into_owned()),
+            (NODE_PACKED, true) => elements.extend(bytes_of(packed::listpack(&blob)?)),
+            (NODE_PACKED, false) => elements.extend(bytes_of(packed::ziplist(&blob)?)),
+            _ => return Err(RdbError::bad()),
+        }
+    }
+    list(elements)
+}
+
+fn bytes_of(entries: Vec<Entry<'_>>) -> Vec<Vec<u8>> {
+    entries.into_iter().map(Entry::into_bytes).collect()
+}
+
+/// A list if it is not empty.
+fn list(elements: Vec<Vec<u8>>) -> Result<RdbValue, RdbError> {
+    if elements.is_empty() {
+        return Err(RdbError::bad());
+    }
+    Ok(RdbValue::List(elements))
+}
+
+/// A set if it is not empty and its members are unique.
+fn set(members: Vec<Vec<u8>>) -> Result<RdbValue, RdbError> {
+    let mut names: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+    check_unique(&mut names)?;
+    Ok(RdbValue::Set(members))
 }
 
 /// Type 4: a count of pairs, then field and value strings.

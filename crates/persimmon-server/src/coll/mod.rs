@@ -560,22 +560,22 @@ pub fn zset_remove(st: &mut Store, c: &mut Coll, member: &[u8]) -> Result<Option
 }
 
 /// The collection at `key` read whole (`None`: missing or a string),
-/// for the commands that are O(size) anyway.
+/// for the commands that are O(size) anyway. Writes nothing: a value in
+/// the whole-value encoding of earlier versions is decoded as it is (it is
+/// converted by the first command that changes it).
 pub fn read_key(st: &mut Store, key: &[u8]) -> Result<Option<whole::Whole>, Error> {
     st.atomic(|st| {
-        let kind = st.get(key, |v| match v {
-            Stored::Coll(k, _) => Some(k),
-            other => legacy_kind(&other),
+        let found = st.get(key, |v| match v {
+            Stored::Coll(k, _) => Ok((Some(k), None)),
+            legacy => whole::from_legacy(legacy).map(|w| (None, w)),
         })?;
-        let Some(Some(kind)) = kind else {
-            return Ok(None);
+        let kind = match found.transpose()? {
+            None | Some((None, None)) => return Ok(None),
+            Some((_, Some(w))) => return Ok(Some(w)),
+            Some((Some(kind), None)) => kind,
         };
-        let Some(mut c) = Coll::open(st, key, kind)? else {
-            return Ok(None);
-        };
-        let w = whole::read(st, &mut c)?;
-        c.save(st)?;
-        Ok(Some(w))
+        let Some(mut c) = Coll::open(st, key, kind)? else { return Ok(None) };
+        whole::read(st, &mut c).map(Some)
     })
 }
 

@@ -1,7 +1,9 @@
 //! DUMP and RESTORE: a key's value as Redis's serialized payload (`rdb.rs`
 //! is the format), so values move between Redis 7.0 and Persimmon: strings,
-//! hashes and sorted sets (a list or a set is refused, by DUMP and by
-//! RESTORE, until the codec carries them).
+//! hashes, sorted sets, lists and sets.
+//!
+//! DUMP reads a collection whole (`coll::read_key`, O(size) as in Redis);
+//! RESTORE writes one through `coll::whole::write`, under a new tree id.
 //!
 //! RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]: `ttl`
 //! 0 is no deadline, else milliseconds from now (a Unix time in ms with
@@ -10,76 +12,69 @@
 //! checks them, then ignored: Persimmon keeps no access time or frequency
 //! (see `object.rs`).
 //!
-//! Invariants: RESTORE is one atomic read-modify-write of its key, and
-//! refuses in Redis's order — options, an existing key without REPLACE
+//! Invariants: DUMP and RESTORE are each one atomic unit; RESTORE refuses
+//! in Redis's order — options, an existing key without REPLACE
 //! (`BUSYKEY`), the ttl, the payload — so a refused RESTORE writes nothing;
 //! a payload is decoded whole before anything is written.
 
-use persimmon::Update;
-
+use crate::coll::{self, whole::Whole};
 use crate::protocol::Args;
 use crate::rdb::{self, RdbValue};
 use crate::session::{int_arg, is, syntax, Error, Session};
-use crate::value::{self, hash_fields, zset_encode, zset_entries, zset_order, HashBuilder, Stored};
+use crate::store::Store;
+use crate::value::{self, Stored};
 
 /// DUMP key: the payload, or nil for a missing key.
 pub fn dump(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    match s
-        .store
-        .get(a.get(1), |v| to_rdb(v).map(|v| rdb::dump(&v)))?
-    {
+    let key = a.get(1);
+    match s.store.atomic(|st| read_value(st, key))? {
         None => s.out.null(),
-        Some(payload) => s.out.bulk(&payload?),
+        Some(v) => s.out.bulk(&rdb::dump(&v)),
     }
     Ok(())
 }
 
-/// A stored value as the codec carries it.
-fn to_rdb(v: Stored<'_>) -> Result<RdbValue, Error> {
-    let damaged = |what: &str| {
-        Error::new(format!(
-            "ERR the {what} stored at this key is damaged (it does not decode)"
-        ))
-    };
-    Ok(match v {
-        Stored::String(s) => RdbValue::String(s.to_vec()),
-        Stored::Hash(body) => RdbValue::Hash(
-            hash_fields(body)
-                .map_err(|_| damaged("hash"))?
-                .into_iter()
-                .map(|(f, v)| (f.to_vec(), v.to_vec()))
-                .collect(),
-        ),
-        Stored::ZSet(body) => RdbValue::ZSet(
-            zset_entries(body)
-                .map_err(|_| damaged("sorted set"))?
-                .into_iter()
-                .map(|(score, m)| (score, m.to_vec()))
-                .collect(),
-        ),
-        Stored::List(_) | Stored::Set(_) | Stored::Coll(..) => {
-            return Err(Error::new(format!(
-                "ERR persimmon cannot DUMP a {} yet: DUMP and RESTORE carry strings, hashes and \
-                 sorted sets",
-                v.type_name()
-            )))
-        }
-    })
+/// The value at `key` as the codec carries it (`None`: missing).
+fn read_value(st: &mut Store, key: &[u8]) -> Result<Option<RdbValue>, Error> {
+    if let Some(w) = coll::read_key(st, key)? {
+        return Ok(Some(to_rdb(w)));
+    }
+    let string = st.get(key, |v| match v {
+        Stored::String(s) => Some(RdbValue::String(s.to_vec())),
+        _ => None,
+    })?;
+    Ok(string.flatten())
 }
 
-/// A decoded payload as the server stores it.
-fn from_rdb(v: &RdbValue) -> Vec<u8> {
-    match v {
-        RdbValue::String(s) => value::string(s),
-        RdbValue::Hash(pairs) => {
-            HashBuilder::new(pairs.iter().map(|(f, v)| (&f[..], &v[..])).collect()).encode()
-        }
-        RdbValue::ZSet(entries) => {
-            let mut sorted: Vec<(f64, &[u8])> = entries.iter().map(|(x, m)| (*x, &m[..])).collect();
-            sorted.sort_by(zset_order);
-            zset_encode(&sorted)
-        }
+fn to_rdb(w: Whole) -> RdbValue {
+    match w {
+        Whole::Hash(pairs) => RdbValue::Hash(pairs),
+        Whole::ZSet(entries) => RdbValue::ZSet(entries),
+        Whole::List(elements) => RdbValue::List(elements),
+        Whole::Set(members) => RdbValue::Set(members),
     }
+}
+
+/// Writes a decoded payload at `key` (missing now) with `deadline`.
+fn write_value(
+    st: &mut Store,
+    key: &[u8],
+    v: &RdbValue,
+    deadline: Option<u64>,
+) -> Result<(), Error> {
+    let whole = match v {
+        RdbValue::String(s) => return st.put(key, &value::string(s), deadline),
+        RdbValue::Hash(pairs) => Whole::Hash(pairs.clone()),
+        RdbValue::ZSet(entries) => Whole::ZSet(entries.clone()),
+        RdbValue::List(elements) => Whole::List(elements.clone()),
+        RdbValue::Set(members) => Whole::Set(members.clone()),
+    };
+    let ek = st.engine_key(key).into_owned();
+    coll::whole::write(st, ek, &whole)?;
+    if deadline.is_some() {
+        st.set_deadline(key, deadline)?;
+    }
+    Ok(())
 }
 
 /// RESTORE's options.
@@ -136,32 +131,26 @@ fn restore_deadline(arg: &[u8], absttl: bool, now_ms: u64) -> Result<Option<u64>
 
 pub fn restore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let o = restore_options(&a)?;
+    let key = a.get(1);
     let now = s.store.now_ms();
     // Decided now, reported in Redis's order once the key is seen.
     let deadline = restore_deadline(a.get(2), o.absttl, now);
     let value = rdb::restore(a.get(3)).map_err(|e| Error::new(e.0));
-    s.store.update(a.get(1), |old| {
-        if old.is_some() && !o.replace {
-            return (
-                Update::Keep,
-                Err(Error::new("BUSYKEY Target key name already exists.")),
-            );
+    s.store.atomic(|st| {
+        let exists = st.exists(key)?;
+        if exists && !o.replace {
+            return Err(Error::new("BUSYKEY Target key name already exists."));
         }
-        let (deadline, value) = match (&deadline, &value) {
-            (Err(e), _) | (Ok(_), Err(e)) => return (Update::Keep, Err(e.clone())),
-            (Ok(d), Ok(v)) => (*d, v),
-        };
+        let deadline = deadline.clone()?;
+        let value = value.as_ref().map_err(Clone::clone)?;
+        if exists {
+            st.delete(key)?;
+        }
         if deadline.is_some_and(|d| d <= now) {
-            let gone = if old.is_some() {
-                Update::Delete
-            } else {
-                Update::Keep
-            };
-            return (gone, Ok(()));
+            return Ok(());
         }
-        let value = from_rdb(value);
-        (Update::PutExpiring { value, deadline }, Ok(()))
-    })??;
+        write_value(st, key, value, deadline)
+    })?;
     s.out.ok();
     Ok(())
 }

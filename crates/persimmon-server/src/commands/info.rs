@@ -1,6 +1,6 @@
 //! INFO: the server's state as Redis 7.0's `INFO` sections, field names
 //! and order, with Persimmon's own fields (pool, indexes, durability, the
-//! SSD tier) added at the end of the section they belong to, and its own
+//! collection reclaimer, the SSD tier) added at the end of the section they belong to, and its own
 //! `tier` section after `persistence`.
 //!
 //! Invariants:
@@ -421,6 +421,15 @@ fn persistence_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("point_index", &stats.point_index.name());
     out.line("point_index_ready", &(stats.point_index_ready as u8));
     out.line("dram_index_bytes", &stats.dram_index_bytes);
+    let reclaimed = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
+    out.line(
+        "collections_pages_reclaimed",
+        &reclaimed(&crate::coll::reclaim::PAGES_RECLAIMED),
+    );
+    out.line(
+        "collections_trees_reclaimed",
+        &reclaimed(&crate::coll::reclaim::TREES_RECLAIMED),
+    );
 }
 
 /// The SSD tier and its ACS read cache (Persimmon's own section).

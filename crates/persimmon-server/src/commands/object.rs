@@ -3,7 +3,7 @@
 //!
 //! - ENCODING and REFCOUNT report what Redis would show for the value's
 //!   contents (`encoding.rs`; reporting only, Persimmon stores values its
-//!   own way).
+//!   own way). ENCODING reads a collection whole (O(size)).
 //! - IDLETIME is always 0: Persimmon records neither when a key was last
 //!   read nor when it was last written, so it cannot tell an idle key
 //!   from a busy one.
@@ -61,15 +61,26 @@ pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .ok_or_else(|| unknown_subcommand("object", sub))?;
     exact_arity(&a, 3, &format!("object|{name}"))?;
     let thresholds = Thresholds::of(&s.shared.settings);
-    let about = s.store.get(a.get(2), |v| -> Result<About, Error> {
-        Ok(match name {
-            "encoding" => About::Text(thresholds.encoding(v).map_err(|_| damaged(v))?),
-            "refcount" => About::Int(encoding::refcount(v)),
-            "idletime" => About::Int(0),
-            _ => return Err(Error::new(NO_LFU)),
-        })
+    let key = a.get(2);
+    let about = s.store.atomic(|st| -> Result<Option<About>, Error> {
+        if name == "encoding" {
+            if let Some(w) = crate::coll::read_key(st, key)? {
+                return Ok(Some(About::Text(thresholds.collection(&w))));
+            }
+        }
+        let about = st.get(key, |v| match name {
+            // `read_key` took every collection: only a string is left.
+            "encoding" => match v {
+                Stored::String(s) => Ok(About::Text(encoding::string_encoding(s))),
+                other => Err(damaged(other)),
+            },
+            "refcount" => Ok(About::Int(encoding::refcount(v))),
+            "idletime" => Ok(About::Int(0)),
+            _ => Err(Error::new(NO_LFU)),
+        })?;
+        about.transpose()
     })?;
-    match about.transpose()? {
+    match about {
         None => s.out.null(),
         Some(About::Text(t)) => s.out.bulk(t.as_bytes()),
         Some(About::Int(n)) => s.out.int(n),

@@ -2,6 +2,11 @@
 //! (the source goes) and COPY (it stays; the copy may go to another
 //! database).
 //!
+//! RENAME moves the stored record as it is (a collection's meta keeps its
+//! tree id: `coll::moved` carries the registry entry of an external one);
+//! COPY copies a collection deep, under a new tree id (`Coll::copy_to`,
+//! O(size) as in Redis), so a copy never shares pages with its source.
+//!
 //! Invariants: each command is one atomic unit (`Store::atomic`), so after
 //! a crash either all of its writes happened or none; inside the unit every
 //! decision (missing source, existing destination) is made before the
@@ -9,8 +14,11 @@
 //! the source has none (never the deadline the destination had).
 
 use super::keys::db_index;
+use crate::coll::Coll;
 use crate::protocol::Args;
 use crate::session::{int_arg_within, is, syntax, Error, Session};
+use crate::store::Store;
+use crate::value::Stored;
 
 fn no_such_key() -> Error {
     Error::new("ERR no such key")
@@ -96,18 +104,37 @@ pub fn copy(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             "ERR source and destination objects are the same",
         ));
     }
-    let copied = s.store.atomic(|st| {
-        let Some((value, deadline)) = st.read_ttl(from, |v, d| (v.encode(), d))? else {
-            return Ok(false);
-        };
-        st.in_db(o.db, |st| {
-            if !o.replace && st.exists(to)? {
-                return Ok(false);
-            }
-            st.put(to, &value, deadline)?;
-            Ok(true)
-        })
-    })?;
+    let copied = s.store.atomic(|st| copy_unit(st, from, to, &o))?;
     s.out.int(copied as i64);
     Ok(())
+}
+
+/// COPY's unit: decides, then writes the copy and its deadline.
+fn copy_unit(st: &mut Store, from: &[u8], to: &[u8], o: &CopyOptions) -> Result<bool, Error> {
+    let Some((value, deadline)) = st.read_ttl(from, |v, d| (v.encode(), d))? else {
+        return Ok(false);
+    };
+    let source = match Stored::decode(&value) {
+        Stored::Coll(kind, _) => Coll::open(st, from, kind)?,
+        _ => None,
+    };
+    st.in_db(o.db, |st| {
+        if st.exists(to)? {
+            if !o.replace {
+                return Ok(false);
+            }
+            st.delete(to)?;
+        }
+        let Some(mut c) = source else {
+            st.put(to, &value, deadline)?;
+            return Ok(true);
+        };
+        let ek = st.engine_key(to).into_owned();
+        crate::session::check_key(&ek)?;
+        c.copy_to(st, ek)?;
+        if deadline.is_some() {
+            st.set_deadline(to, deadline)?;
+        }
+        Ok(true)
+    })
 }

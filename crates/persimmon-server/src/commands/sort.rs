@@ -3,6 +3,10 @@
 //! themselves or by weights found through a BY pattern, cut by LIMIT,
 //! mapped through GET patterns, and replied or written to a list (STORE).
 //!
+//! The source is read whole (`coll::read_key`, O(size) as SORT is in
+//! Redis); a `->field` lookup reads one field of a hash (`coll::with`,
+//! O(height)); STORE writes a new list (`coll::whole::write`).
+//!
 //! Invariants:
 //! - The whole command (the source, every BY and GET lookup and the STORE
 //!   write) is one atomic unit of the store: it sees one state of the
@@ -28,12 +32,11 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use persimmon::Update;
-
+use crate::coll::{self, whole::Whole};
 use crate::protocol::Args;
 use crate::session::{int_arg, is, syntax, wrongtype, Error, Session};
 use crate::store::Store;
-use crate::value::{hash_fields, items, zset_entries, Stored};
+use crate::value::Stored;
 
 /// A parsed request.
 struct Request<'a> {
@@ -99,29 +102,19 @@ enum Kind {
     ZSet,
 }
 
-fn damaged(what: &str) -> Error {
-    Error::new(format!(
-        "ERR the {what} stored at this key is damaged (it does not decode)"
-    ))
-}
-
-/// The source's kind and elements: a list's from the head, a set's in
-/// stored order, a sorted set's by (score, member).
+/// The source's kind and elements: a list's from the head, a set's by
+/// member bytes, a sorted set's by (score, member).
 fn source(st: &mut Store, key: &[u8]) -> Result<(Kind, Vec<Vec<u8>>), Error> {
-    let owned = |items: Vec<&[u8]>| items.into_iter().map(<[u8]>::to_vec).collect();
-    let found = st.get(key, |v| match v {
-        Stored::List(body) => items(body)
-            .map(|e| (Kind::List, owned(e)))
-            .map_err(|_| damaged("list")),
-        Stored::Set(body) => items(body)
-            .map(|e| (Kind::Set, owned(e)))
-            .map_err(|_| damaged("set")),
-        Stored::ZSet(body) => zset_entries(body)
-            .map(|e| (Kind::ZSet, e.into_iter().map(|(_, m)| m.to_vec()).collect()))
-            .map_err(|_| damaged("sorted set")),
-        Stored::String(_) | Stored::Hash(_) | Stored::Coll(..) => Err(wrongtype()),
-    })?;
-    Ok(found.transpose()?.unwrap_or((Kind::List, Vec::new())))
+    if st.get(key, |v| matches!(v, Stored::String(_)))? == Some(true) {
+        return Err(wrongtype());
+    }
+    Ok(match coll::read_key(st, key)? {
+        None => (Kind::List, Vec::new()),
+        Some(Whole::List(e)) => (Kind::List, e),
+        Some(Whole::Set(m)) => (Kind::Set, m),
+        Some(Whole::ZSet(e)) => (Kind::ZSet, e.into_iter().map(|(_, m)| m).collect()),
+        Some(Whole::Hash(_)) => return Err(wrongtype()),
+    })
 }
 
 /// The positions LIMIT `offset count` selects among `len` ordered
@@ -169,19 +162,19 @@ fn lookup(st: &mut Store, pattern: &[u8], element: &[u8]) -> Result<Option<Vec<u
         _ => (rest, None),
     };
     let key = [&pattern[..star], element, tail].concat();
-    let found = st.get(&key, |v| match (v, field) {
-        (Stored::String(b), None) => Ok(Some(b.to_vec())),
-        (Stored::Hash(body), Some(field)) => hash_fields(body)
-            .map(|fields| {
-                fields
-                    .iter()
-                    .find(|(f, _)| *f == field)
-                    .map(|(_, v)| v.to_vec())
-            })
-            .map_err(|_| damaged("hash")),
-        _ => Ok(None),
+    let kind = st.get(&key, |v| match v {
+        Stored::String(b) => Err(b.to_vec()),
+        Stored::Coll(k, _) => Ok(k),
+        Stored::Hash(_) => Ok(coll::Kind::Hash),
+        _ => Ok(coll::Kind::List),
     })?;
-    Ok(found.transpose()?.flatten())
+    match (kind, field) {
+        (Some(Err(string)), None) => Ok(Some(string)),
+        (Some(Ok(coll::Kind::Hash)), Some(field)) => {
+            Ok(coll::with(st, &key, coll::Kind::Hash, |st, c| c.get(st, 0, field))?.flatten())
+        }
+        _ => Ok(None),
+    }
 }
 
 /// `strtod`'s blanks (C's `isspace`).
@@ -450,18 +443,16 @@ fn run(st: &mut Store, r: &Request<'_>) -> Result<Outcome, Error> {
     }
 }
 
-/// STORE: the rows as a list (a missing GET value as an empty string), or
-/// no key at all when there are none.
+/// STORE: the rows as a list (a missing GET value as an empty string)
+/// in place of the destination and its time to live, or no key at all
+/// when there are none.
 fn store(st: &mut Store, destination: &[u8], rows: Vec<Option<Vec<u8>>>) -> Result<Outcome, Error> {
     let rows: Vec<Vec<u8>> = rows.into_iter().map(Option::unwrap_or_default).collect();
-    let elements: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
-    match super::lists::store(&elements)? {
-        Update::Put(list) => st.put(destination, &list, None)?,
-        _ => {
-            st.delete(destination)?;
-        }
-    }
-    Ok(Outcome::Stored(rows.len() as i64))
+    let n = rows.len() as i64;
+    st.delete(destination)?;
+    let ek = st.engine_key(destination).into_owned();
+    coll::whole::write(st, ek, &Whole::List(rows))?;
+    Ok(Outcome::Stored(n))
 }
 
 fn sort_generic(s: &mut Session, a: &Args<'_>, read_only: bool) -> Result<(), Error> {

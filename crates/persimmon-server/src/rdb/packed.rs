@@ -1,6 +1,7 @@
-//! The packed blobs Redis stores small hashes and sorted sets in, read
-//! into their entries: listpacks (Redis 7), ziplists (Redis 3.2 to 6.2) and
-//! zipmaps (hashes before Redis 2.6).
+//! The packed blobs Redis stores small collections in, read into their
+//! entries: listpacks (Redis 7), ziplists (Redis 3.2 to 6.2), zipmaps
+//! (hashes before Redis 2.6) and intsets (sets of integers); and listpacks
+//! written, for the nodes of a dumped list.
 //!
 //! - Listpack: `total bytes: u32 LE, count: u16 LE` (65535: unknown),
 //!   entries, `0xff`. An entry is its encoding and data, then its own
@@ -12,6 +13,9 @@
 //! - Zipmap: `count: u8` (254 or more: unknown), then `length, field,
 //!   length, free, value, free bytes` per pair, `0xff`; a length is one byte
 //!   below 254, or `0xfe` and a u32 LE.
+//!
+//! - Intset: `encoding: u32 LE` (2, 4 or 8: bytes per integer), `count:
+//!   u32 LE`, then the integers, little-endian.
 //!
 //! Invariants: each reader checks every header against the blob's size
 //! and every entry against the bytes left before the terminator, as Redis's
@@ -177,6 +181,82 @@ fn backlen(size: usize) -> Vec<u8> {
                 (bits & 0x7f) | 0x80
             }
         })
+        .collect()
+}
+
+/// A listpack of `entries`, each stored as Redis's `lpAppend` stores it:
+/// an integer's canonical text in the smallest integer encoding, any other
+/// string as bytes. The count is 65535 (unknown) past 65534 entries.
+pub(super) fn listpack_encode(entries: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![0; LISTPACK_HEADER];
+    for e in entries {
+        let start = out.len();
+        match canonical_i64(e) {
+            Some(v) => put_lp_int(&mut out, v),
+            None => put_lp_string(&mut out, e),
+        }
+        let size = out.len() - start;
+        out.extend_from_slice(&backlen(size));
+    }
+    out.push(END);
+    let total = out.len() as u32;
+    out[..4].copy_from_slice(&total.to_le_bytes());
+    let count = u16::try_from(entries.len()).unwrap_or(UNKNOWN_COUNT);
+    out[4..6].copy_from_slice(&count.to_le_bytes());
+    out
+}
+
+/// The integer `s` spells if `s` is its canonical decimal text (Redis's
+/// `string2ll`: no plus, no leading zero, no `-0`).
+fn canonical_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let v: i64 = std::str::from_utf8(s).ok()?.parse().ok()?;
+    (v.to_string().as_bytes() == s).then_some(v)
+}
+
+fn put_lp_int(out: &mut Vec<u8>, v: i64) {
+    let (head, n): (u8, usize) = match v {
+        0..=127 => return out.push(v as u8),
+        -4096..=4095 => {
+            let raw = (v as u16) & 0x1fff;
+            return out.extend_from_slice(&[0xc0 | (raw >> 8) as u8, raw as u8]);
+        }
+        -32768..=32767 => (0xf1, 2),
+        -8_388_608..=8_388_607 => (0xf2, 3),
+        -2_147_483_648..=2_147_483_647 => (0xf3, 4),
+        _ => (0xf4, 8),
+    };
+    out.push(head);
+    out.extend_from_slice(&v.to_le_bytes()[..n]);
+}
+
+fn put_lp_string(out: &mut Vec<u8>, s: &[u8]) {
+    let len = s.len();
+    if len < 64 {
+        out.push(0x80 | len as u8);
+    } else if len < 4096 {
+        out.extend_from_slice(&[0xe0 | (len >> 8) as u8, len as u8]);
+    } else {
+        out.push(0xf0);
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(s);
+}
+
+/// An intset's integers, if its header agrees with its size.
+pub(super) fn intset(blob: &[u8]) -> Result<Vec<i64>, RdbError> {
+    let width = le_u32(blob, 0)? as usize;
+    let count = le_u32(blob, 4)? as usize;
+    if ![2, 4, 8].contains(&width)
+        || count.checked_mul(width) != Some(blob.len().saturating_sub(8))
+        || blob.len() < 8
+    {
+        return Err(RdbError::bad());
+    }
+    (0..count)
+        .map(|i| le_int(blob, 8 + i * width, width))
         .collect()
 }
 

@@ -93,7 +93,7 @@ impl<'a> Input<'a> {
     }
 
     /// A plain length.
-    fn plain_len(&mut self) -> Result<u64, RdbError> {
+    pub(super) fn plain_len(&mut self) -> Result<u64, RdbError> {
         match self.len()? {
             Len::Plain(n) => Ok(n),
             Len::Encoded(_) => Err(RdbError::bad()),
