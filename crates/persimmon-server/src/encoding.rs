@@ -100,6 +100,8 @@ impl Thresholds {
     pub fn encoding(&self, value: Stored<'_>) -> Result<&'static str, Damaged> {
         Ok(match value {
             Stored::String(s) => string_encoding(s),
+            // Every Redis 7.0 list is a quicklist, whatever its size.
+            Stored::Coll(crate::value::Kind::List, _) => "quicklist",
             // WIP(issue 17): read through coll::whole.
             Stored::Coll(..) => return Err(Damaged),
             Stored::Hash(body) => {
