@@ -1,45 +1,70 @@
-//! List commands over a list stored whole (see `value.rs`, tag `0x04`):
-//! reads decode it in place, writes rebuild it inside one update of the key
-//! through the client's `Store`, so each command is atomic. O(length of the
-//! list) per command, pushes and pops included; issue 17 replaces the
-//! storage with one record per element.
+//! List commands over a `coll` list (tag `0x08`): one positional counted
+//! B+ tree whose entry of rank `i` is the element at index `i` (see
+//! `coll/mod.rs`). A push or a pop is one `insert_at` / `remove_at` at rank
+//! 0 or at the length, LINDEX and LSET one `at` / `set_at`, LRANGE and
+//! LPOS a `walk` from a rank: O(height) page reads each, plus the elements
+//! visited. LREM, LINSERT and LPOS scan for their element, LTRIM removes
+//! what it drops one by one: O(elements visited or removed), as in Redis.
 //!
-//! Invariants: a list loses its key with its last element, as in Redis (a
-//! missing key is an empty list); a push keeps the key's time to live; a
-//! change that would pass the value limit is refused whole and the stored
-//! list stays as it was; arguments are checked in Redis's order (LPOP's
-//! count before the key, LINDEX's and LSET's index after it).
+//! Invariants: every command runs in one atomic unit of the client's
+//! `Store` (`coll::with`, or `store.atomic` for two keys), which re-runs it
+//! on a conflict, so no closure writes to the reply buffer; a list loses
+//! its key with its last element, as in Redis (a missing key is an empty
+//! list); a write keeps the key's time to live; an element longer than
+//! [`MAX_ELEMENT`] is refused before anything changes; arguments are
+//! checked in Redis's order (LPOP's count and LPOS's options before the
+//! key, LINDEX's and LSET's index after it).
+//!
+//! The seam for `blocking.rs` (LMOVE, RPOPLPUSH, LMPOP and the blocking
+//! pops) is [`list_pop`] and [`list_move`], at the end of this file.
 
 use persimmon::Update;
 
+use crate::coll::{self, Coll, Kind};
 use crate::protocol::{parse_i64, Args};
-use crate::session::{arity, check_key, int_arg, wrongtype, Error, Session};
+use crate::reply::Reply;
+use crate::session::{
+    arity, check_key, int_arg, int_arg_within, is, may_exist, syntax, Error, Session,
+};
 use crate::store::Store;
-use crate::value::{items, items_encoded_len, list_encode, Stored, MAX_STRING_BYTES};
+use crate::value::{items_encoded_len, list_encode, MAX_STRING_BYTES};
+
+/// The longest element a list stores: one engine value less room for the
+/// page (or meta record) that holds it alone.
+pub(crate) const MAX_ELEMENT: usize = persimmon::MAX_VALUE_BYTES - 64;
 
 fn damaged() -> Error {
-    Error::new("ERR the list stored at this key is damaged (it does not decode)")
+    Error::new("ERR the list stored at this key is damaged (its length and its pages disagree)")
+}
+
+/// Refuses an element longer than [`MAX_ELEMENT`].
+fn check_element(e: &[u8]) -> Result<(), Error> {
+    if e.len() > MAX_ELEMENT {
+        return Err(Error::new(format!(
+            "ERR element is {} bytes; persimmon stores at most {MAX_ELEMENT} bytes per list \
+             element (its 64 MiB value limit less a page header)",
+            e.len()
+        )));
+    }
+    Ok(())
 }
 
 /// A count that must not be negative (Redis gives one text for a negative
 /// count and for one that is not an integer).
 pub(super) fn positive_arg(arg: &[u8]) -> Result<u64, Error> {
+    positive_with(arg, "ERR value is out of range, must be positive")
+}
+
+/// [`positive_arg`] with Redis's `msg` for both failures.
+fn positive_with(arg: &[u8], msg: &'static str) -> Result<u64, Error> {
     parse_i64(arg)
         .and_then(|n| u64::try_from(n).ok())
-        .ok_or_else(|| Error::new("ERR value is out of range, must be positive"))
+        .ok_or_else(|| Error::new(msg))
 }
 
-/// The elements of the list in `old`, head first; none for a missing key.
-fn open<'a>(old: Option<Stored<'a>>) -> Result<Vec<&'a [u8]>, Error> {
-    match old {
-        None => Ok(Vec::new()),
-        Some(Stored::List(body)) => items(body).map_err(|_| damaged()),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
-/// What to store for `elements`: the list, or a delete when it is empty;
-/// the error when it would pass the value limit.
+/// The legacy whole-value encoding of `elements` (or a delete when empty),
+/// refused past the value limit. Only SORT ... STORE still writes it (until
+/// it is ported; `coll` converts it on the list's next access).
 pub(super) fn store(elements: &[&[u8]]) -> Result<Update, Error> {
     let len = items_encoded_len(elements);
     if len - 1 > MAX_STRING_BYTES {
@@ -56,32 +81,35 @@ pub(super) fn store(elements: &[&[u8]]) -> Result<Update, Error> {
     })
 }
 
-/// Runs `f` over the elements of the list at `key` in place; `None` when
-/// the key is missing.
-fn with_elements<R>(
+/// Runs `f` on the list at `key` in one unit; `None` when the key is
+/// missing (a key too long to exist included).
+fn with_list<R>(
     store: &mut Store,
     key: &[u8],
-    f: impl FnOnce(&[&[u8]]) -> R,
+    f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    store
-        .get(key, |v| match v {
-            Stored::List(body) => items(body).map(|e| f(&e)).map_err(|_| damaged()),
-            _ => Err(wrongtype()),
-        })?
-        .transpose()
+    if !may_exist(&store.engine_key(key)) {
+        return Ok(None);
+    }
+    coll::with(store, key, Kind::List, f)
 }
 
 /// The position of Redis index `index` (negative: from the tail) in a list
 /// of `len`, if it is inside.
-fn at(index: i64, len: usize) -> Option<usize> {
-    let i = if index < 0 { len as i64 + index } else { index };
-    usize::try_from(i).ok().filter(|&i| i < len)
+fn at(index: i64, len: u64) -> Option<u64> {
+    let i = if index < 0 {
+        len as i128 + index as i128
+    } else {
+        index as i128
+    };
+    u64::try_from(i).ok().filter(|&i| i < len)
 }
 
 /// The inclusive positions of Redis range `start..=end` in a list of
 /// `len`; `None` when the range is empty.
-fn range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
+fn range(start: i64, end: i64, len: u64) -> Option<(u64, u64)> {
+    let len = len as i128;
+    let (start, end) = (start as i128, end as i128);
     let start = if start < 0 {
         (len + start).max(0)
     } else {
@@ -91,7 +119,30 @@ fn range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     if start > end || start >= len {
         return None;
     }
-    Some((start as usize, end as usize))
+    Some((start as u64, end as u64))
+}
+
+/// Inserts `new` one by one at the head (each becoming the first) or the
+/// tail; returns the new length.
+fn push_all(st: &mut Store, c: &mut Coll, new: &[&[u8]], head: bool) -> Result<i64, Error> {
+    for e in new {
+        let rank = if head { 0 } else { c.len() };
+        c.insert_at(st, rank, e)?;
+    }
+    Ok(c.len() as i64)
+}
+
+/// Removes up to `count` elements from the head or the tail of `c`, in
+/// the order they leave.
+fn pop_some(st: &mut Store, c: &mut Coll, head: bool, count: usize) -> Result<Vec<Vec<u8>>, Error> {
+    let n = (count as u64).min(c.len()) as usize;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let rank = if head { 0 } else { c.len() - 1 };
+        let (_, e) = c.remove_at(st, rank)?.ok_or_else(damaged)?;
+        out.push(e);
+    }
+    Ok(out)
 }
 
 /// LPUSH/RPUSH/LPUSHX/RPUSHX: the new length (0 when `existing_only` and
@@ -100,18 +151,13 @@ fn push(s: &mut Session, a: &Args<'_>, head: bool, existing_only: bool) -> Resul
     let key = a.get(1);
     check_key(key)?;
     let new: Vec<&[u8]> = a.from(2).collect();
-    let n = s.store.try_update(key, |old| {
-        if old.is_none() && existing_only {
-            return Ok((Update::Keep, 0));
-        }
-        let old = open(old)?;
-        let list: Vec<&[u8]> = if head {
-            new.iter().rev().chain(&old).copied().collect()
-        } else {
-            old.iter().chain(&new).copied().collect()
-        };
-        Ok((store(&list)?, list.len() as i64))
-    })?;
+    new.iter().try_for_each(|e| check_element(e))?;
+    let f = |st: &mut Store, c: &mut Coll| push_all(st, c, &new, head);
+    let n = if existing_only {
+        coll::with(&mut s.store, key, Kind::List, f)?.unwrap_or(0)
+    } else {
+        coll::with_new(&mut s.store, key, Kind::List, f)?
+    };
     s.out.int(n);
     Ok(())
 }
@@ -134,7 +180,7 @@ pub fn rpushx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// LPOP/RPOP key [count]: one element as a bulk string, or with a count an
 /// array of up to `count` (nil, or a nil array with a count, for a missing
-/// key).
+/// key; an empty array for a count of 0).
 fn pop(s: &mut Session, a: &Args<'_>, head: bool, name: &str) -> Result<(), Error> {
     if a.len() > 3 {
         return Err(arity(name));
@@ -144,37 +190,18 @@ fn pop(s: &mut Session, a: &Args<'_>, head: bool, name: &str) -> Result<(), Erro
     } else {
         None
     };
-    let out = &mut s.out;
-    s.store.try_update(a.get(1), |old| {
-        if old.is_none() {
-            match count {
-                None => out.null(),
-                Some(_) => out.null_array(),
-            }
-            return Ok((Update::Keep, ()));
+    let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let popped = list_pop(&mut s.store, a.get(1), head, n)?;
+    match (popped, count) {
+        (None, None) => s.out.null(),
+        (None, Some(_)) => s.out.null_array(),
+        (Some(mut p), None) => s.out.bulk(&p.pop().ok_or_else(damaged)?),
+        (Some(p), Some(_)) => {
+            s.out.array(p.len());
+            p.iter().for_each(|e| s.out.bulk(e));
         }
-        let mut list = open(old)?;
-        if count == Some(0) {
-            out.array(0);
-            return Ok((Update::Keep, ()));
-        }
-        let n = count.map_or(1, |c| c.min(list.len() as u64) as usize);
-        let taken: Vec<&[u8]> = if head {
-            list.drain(..n).collect()
-        } else {
-            list.drain(list.len() - n..).rev().collect()
-        };
-        match count {
-            None => out.bulk(taken[0]),
-            Some(_) => {
-                out.array(n);
-                for e in taken {
-                    out.bulk(e);
-                }
-            }
-        }
-        Ok((store(&list)?, ()))
-    })
+    }
+    Ok(())
 }
 
 pub fn lpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -186,65 +213,96 @@ pub fn rpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn llen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_elements(&mut s.store, a.get(1), |l| l.len())?.unwrap_or(0);
+    let n = with_list(&mut s.store, a.get(1), |_, c| Ok(c.len()))?.unwrap_or(0);
     s.out.int(n as i64);
     Ok(())
 }
 
+/// An empty reply buffer in the session's protocol, for a reply built
+/// inside a unit (cleared at each attempt) and copied out after it.
+fn local_reply(s: &Session) -> Reply {
+    let mut r = Reply::new();
+    r.resp3 = s.out.resp3;
+    r
+}
+
 pub fn lrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (start, end) = (int_arg(a.get(2))?, int_arg(a.get(3))?);
-    let out = &mut s.out;
-    let found = with_elements(&mut s.store, a.get(1), |list| {
-        match range(start, end, list.len()) {
-            Some((from, to)) => {
-                out.array(to - from + 1);
-                for e in &list[from..=to] {
-                    out.bulk(e);
-                }
-            }
-            None => out.array(0),
+    let mut r = local_reply(s);
+    with_list(&mut s.store, a.get(1), |st, c| {
+        r.buf.clear();
+        let Some((from, to)) = range(start, end, c.len()) else {
+            return Ok(());
+        };
+        let mut left = to - from + 1;
+        r.array(left as usize);
+        c.walk(st, 0, from, false, |_, e| {
+            r.bulk(e);
+            left -= 1;
+            Ok(left > 0)
+        })?;
+        if left > 0 {
+            return Err(damaged());
         }
+        Ok(())
     })?;
-    if found.is_none() {
+    if r.buf.is_empty() {
         s.out.array(0);
+    } else {
+        s.out.buf.extend_from_slice(&r.buf);
     }
     s.output_over_limit();
     Ok(())
 }
 
 pub fn lindex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let out = &mut s.out;
-    let found = with_elements(&mut s.store, a.get(1), |list| {
+    let found = with_list(&mut s.store, a.get(1), |st, c| {
         let index = int_arg(a.get(2))?;
-        match at(index, list.len()) {
-            Some(i) => out.bulk(list[i]),
-            None => out.null(),
+        match at(index, c.len()) {
+            Some(i) => Ok(Some(c.at(st, 0, i)?.ok_or_else(damaged)?.1)),
+            None => Ok(None),
         }
-        Ok(())
     })?;
-    match found {
-        Some(r) => r,
-        None => {
-            s.out.null();
-            Ok(())
-        }
+    match found.flatten() {
+        Some(e) => s.out.bulk(&e),
+        None => s.out.null(),
     }
+    Ok(())
 }
 
 pub fn lset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let value = a.get(3);
-    s.store.try_update(a.get(1), |old| {
-        if old.is_none() {
-            return Err(Error::new("ERR no such key"));
-        }
-        let mut list = open(old)?;
+    let done = with_list(&mut s.store, a.get(1), |st, c| {
         let index = int_arg(a.get(2))?;
-        let i = at(index, list.len()).ok_or_else(|| Error::new("ERR index out of range"))?;
-        list[i] = value;
-        Ok((store(&list)?, ()))
+        let i = at(index, c.len()).ok_or_else(|| Error::new("ERR index out of range"))?;
+        check_element(value)?;
+        c.set_at(st, i, value)?;
+        Ok(())
     })?;
+    done.ok_or_else(|| Error::new("ERR no such key"))?;
     s.out.ok();
     Ok(())
+}
+
+/// The ranks of the first `limit` elements of `c` equal to `target`, from
+/// the head (from the tail with `rev`), in the order met.
+fn matches(
+    st: &mut Store,
+    c: &mut Coll,
+    target: &[u8],
+    rev: bool,
+    limit: u64,
+) -> Result<Vec<u64>, Error> {
+    let len = c.len();
+    let (mut i, mut found) = (0u64, Vec::new());
+    c.walk(st, 0, if rev { len - 1 } else { 0 }, rev, |_, e| {
+        if e == target {
+            found.push(if rev { len - 1 - i } else { i });
+        }
+        i += 1;
+        Ok((found.len() as u64) < limit)
+    })?;
+    Ok(found)
 }
 
 /// LREM key count element: removes the first `count` matches (from the
@@ -256,50 +314,227 @@ pub fn lrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         0 => u64::MAX,
         n => n,
     };
-    let removed = s.store.try_update(a.get(1), |old| {
-        if old.is_none() {
-            return Ok((Update::Keep, 0));
+    let removed = with_list(&mut s.store, a.get(1), |st, c| {
+        let mut ranks = matches(st, c, target, count < 0, limit)?;
+        // Highest rank first, so no removal shifts a rank still to go.
+        ranks.sort_unstable_by(|x, y| y.cmp(x));
+        for &r in &ranks {
+            c.remove_at(st, r)?.ok_or_else(damaged)?;
         }
-        let mut list = open(old)?;
-        if count < 0 {
-            list.reverse();
-        }
-        let mut removed = 0;
-        list.retain(|e| {
-            let drop = *e == target && removed < limit;
-            removed += drop as u64;
-            !drop
-        });
-        if removed == 0 {
-            return Ok((Update::Keep, 0));
-        }
-        if count < 0 {
-            list.reverse();
-        }
-        Ok((store(&list)?, removed as i64))
+        Ok(ranks.len() as i64)
     })?;
-    s.out.int(removed);
+    s.out.int(removed.unwrap_or(0));
     Ok(())
 }
 
 pub fn ltrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (start, end) = (int_arg(a.get(2))?, int_arg(a.get(3))?);
-    s.store.try_update(a.get(1), |old| {
-        if old.is_none() {
-            return Ok((Update::Keep, ()));
+    with_list(&mut s.store, a.get(1), |st, c| {
+        let len = c.len();
+        let (from, to) = range(start, end, len).unwrap_or((len, len));
+        let tail = if from == len { 0 } else { len - 1 - to };
+        for _ in 0..tail {
+            c.remove_at(st, c.len() - 1)?.ok_or_else(damaged)?;
         }
-        let list = open(old)?;
-        let kept = match range(start, end, list.len()) {
-            Some((from, to)) => &list[from..=to],
-            None => &[],
-        };
-        if kept.len() == list.len() {
-            return Ok((Update::Keep, ()));
+        for _ in 0..from {
+            c.remove_at(st, 0)?.ok_or_else(damaged)?;
         }
-        Ok((store(kept)?, ()))
+        Ok(())
     })?;
     s.out.ok();
     Ok(())
+}
+
+/// LINSERT key BEFORE|AFTER pivot element: the new length, -1 when the
+/// pivot is not in the list, 0 when the key is missing.
+pub fn linsert(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let after = match a.get(2) {
+        w if is(w, "after") => true,
+        w if is(w, "before") => false,
+        _ => return Err(syntax()),
+    };
+    let (pivot, element) = (a.get(3), a.get(4));
+    let n = with_list(&mut s.store, a.get(1), |st, c| {
+        let Some(&rank) = matches(st, c, pivot, false, 1)?.first() else {
+            return Ok(-1);
+        };
+        check_element(element)?;
+        c.insert_at(st, rank + after as u64, element)?;
+        Ok(c.len() as i64)
+    })?;
+    s.out.int(n.unwrap_or(0));
+    Ok(())
+}
+
+/// LPOS's options: the match to start from (negative: counting from the
+/// tail), how many to return (`None`: one, as an integer; 0: all), and how
+/// many elements to look at (0: all).
+struct PosOptions {
+    rank: i64,
+    count: Option<u64>,
+    maxlen: u64,
+}
+
+fn pos_options(a: &Args<'_>) -> Result<PosOptions, Error> {
+    let mut o = PosOptions {
+        rank: 1,
+        count: None,
+        maxlen: 0,
+    };
+    let mut j = 3;
+    while j < a.len() {
+        let (opt, more) = (a.get(j), j + 1 < a.len());
+        if is(opt, "rank") && more {
+            o.rank = int_arg_within(a.get(j + 1), -i64::MAX, i64::MAX)?;
+            if o.rank == 0 {
+                return Err(Error::new(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                     second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if is(opt, "count") && more {
+            o.count = Some(positive_with(a.get(j + 1), "ERR COUNT can't be negative")?);
+        } else if is(opt, "maxlen") && more {
+            o.maxlen = positive_with(a.get(j + 1), "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(syntax());
+        }
+        j += 2;
+    }
+    Ok(o)
+}
+
+/// The indexes LPOS answers in list `c`, in the order met.
+fn positions(
+    st: &mut Store,
+    c: &mut Coll,
+    target: &[u8],
+    o: &PosOptions,
+) -> Result<Vec<u64>, Error> {
+    let len = c.len();
+    let rev = o.rank < 0;
+    let skip = o.rank.unsigned_abs() - 1;
+    let want = match o.count {
+        None => 1,
+        Some(0) => u64::MAX,
+        Some(n) => n,
+    };
+    let maxlen = if o.maxlen == 0 { u64::MAX } else { o.maxlen };
+    let (mut i, mut seen, mut found) = (0u64, 0u64, Vec::new());
+    c.walk(st, 0, if rev { len - 1 } else { 0 }, rev, |_, e| {
+        if e == target {
+            seen += 1;
+            if seen > skip {
+                found.push(if rev { len - 1 - i } else { i });
+            }
+        }
+        i += 1;
+        Ok((found.len() as u64) < want && i < maxlen)
+    })?;
+    Ok(found)
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
+pub fn lpos(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let o = pos_options(&a)?;
+    let found = with_list(&mut s.store, a.get(1), |st, c| {
+        positions(st, c, a.get(2), &o)
+    })?;
+    let found = found.unwrap_or_default();
+    match (o.count, found.first()) {
+        (Some(_), _) => {
+            s.out.array(found.len());
+            found.iter().for_each(|&i| s.out.int(i as i64));
+        }
+        (None, Some(&i)) => s.out.int(i as i64),
+        (None, None) => s.out.null(),
+    }
+    Ok(())
+}
+
+/// `LEFT` (true) or `RIGHT`, as LMOVE reads a side.
+fn side(arg: &[u8]) -> Result<bool, Error> {
+    match arg {
+        w if is(w, "left") => Ok(true),
+        w if is(w, "right") => Ok(false),
+        _ => Err(syntax()),
+    }
+}
+
+/// The reply of LMOVE and RPOPLPUSH: the element moved, or nil.
+fn moved_reply(s: &mut Session, moved: Option<Vec<u8>>) {
+    match moved {
+        Some(e) => s.out.bulk(&e),
+        None => s.out.null(),
+    }
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT (a plain wrapper of
+/// [`list_move`]; `blocking.rs` may replace it).
+pub fn lmove(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (from_head, to_head) = (side(a.get(3))?, side(a.get(4))?);
+    let moved = list_move(&mut s.store, a.get(1), a.get(2), from_head, to_head)?;
+    moved_reply(s, moved);
+    Ok(())
+}
+
+/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
+pub fn rpoplpush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let moved = list_move(&mut s.store, a.get(1), a.get(2), false, true)?;
+    moved_reply(s, moved);
+    Ok(())
+}
+
+// Seam for blocking.rs
+
+/// Pops up to `count` elements from the head (`head`) or the tail of the
+/// list at `key`, in the order they leave, in one atomic unit. `None`: the
+/// key is missing; WRONGTYPE when it holds another type. A count of 0 pops
+/// nothing (and still checks the type).
+pub(crate) fn list_pop(
+    store: &mut Store,
+    key: &[u8],
+    head: bool,
+    count: usize,
+) -> Result<Option<Vec<Vec<u8>>>, Error> {
+    with_list(store, key, |st, c| pop_some(st, c, head, count))
+}
+
+/// Moves one element from the head (`from_head`) or tail of list `src` to
+/// the head (`to_head`) or tail of list `dst`, in one atomic unit, and
+/// returns it. `None` when `src` is missing (whatever `dst` holds); as in
+/// Redis, WRONGTYPE for `src`, then for `dst`, before anything moves.
+/// `src == dst` rotates the list.
+pub(crate) fn list_move(
+    store: &mut Store,
+    src: &[u8],
+    dst: &[u8],
+    from_head: bool,
+    to_head: bool,
+) -> Result<Option<Vec<u8>>, Error> {
+    if !may_exist(&store.engine_key(src)) {
+        return Ok(None);
+    }
+    store.atomic(|st| {
+        let Some(mut from) = Coll::open(st, src, Kind::List)? else {
+            return Ok(None);
+        };
+        let mut to = if src == dst {
+            None
+        } else {
+            Some(Coll::open_or_new(st, dst, Kind::List)?)
+        };
+        let e = pop_some(st, &mut from, from_head, 1)?
+            .pop()
+            .ok_or_else(damaged)?;
+        let target = to.as_mut().unwrap_or(&mut from);
+        push_all(st, target, &[&e], to_head)?;
+        from.save(st)?;
+        if let Some(to) = to {
+            to.save(st)?;
+        }
+        Ok(Some(e))
+    })
 }
 
 #[cfg(test)]
@@ -314,6 +549,7 @@ mod tests {
         assert_eq!(at(-4, 3), None);
         assert_eq!(at(3, 3), None);
         assert_eq!(at(i64::MIN, 3), None);
+        assert_eq!(at(i64::MAX, 3), None);
         assert_eq!(at(0, 0), None);
         assert_eq!(range(0, -1, 3), Some((0, 2)));
         assert_eq!(range(-100, 100, 3), Some((0, 2)));
@@ -331,5 +567,12 @@ mod tests {
         assert!(matches!(store(&[&big]), Ok(Update::Put(_))));
         let e = store(&[&big, b"x"]).unwrap_err();
         assert!(e.0.contains("persimmon stores at most"), "{}", e.0);
+    }
+
+    #[test]
+    fn elements_past_the_limit_are_refused() {
+        assert!(check_element(&vec![0u8; MAX_ELEMENT]).is_ok());
+        let e = check_element(&vec![0u8; MAX_ELEMENT + 1]).unwrap_err();
+        assert!(e.0.starts_with("ERR element is"), "{}", e.0);
     }
 }
