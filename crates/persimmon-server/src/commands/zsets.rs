@@ -358,6 +358,9 @@ fn pop_reply(s: &mut Session, a: Args<'_>, max: bool) -> Result<(), Error> {
 
 // Seam for blocking.rs: the pops BZPOPMIN, BZPOPMAX and ZMPOP build on.
 
+/// Popped members and their scores, in pop order.
+pub(crate) type Popped = Vec<(Vec<u8>, f64)>;
+
 /// Removes and returns up to `count` members with the lowest scores (the
 /// highest with `max`), in pop order, in one atomic unit. `None`: the key
 /// is missing; WRONGTYPE for a key of another type.
@@ -366,7 +369,7 @@ pub(crate) fn zset_pop(
     key: &[u8],
     max: bool,
     count: usize,
-) -> Result<Option<Vec<(Vec<u8>, f64)>>, Error> {
+) -> Result<Option<Popped>, Error> {
     coll::with(store, key, Kind::ZSet, |st, c| {
         let mut popped = Vec::new();
         while popped.len() < count && !c.is_empty() {
