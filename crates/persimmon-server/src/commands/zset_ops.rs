@@ -74,6 +74,9 @@ struct Input {
 
 /// The sorted set or set at `key` (`None`: missing; WRONGTYPE otherwise).
 fn open_input(st: &mut Store, key: &[u8]) -> Result<Option<Coll>, Error> {
+    if !crate::session::may_exist(&st.engine_key(key)) {
+        return Ok(None);
+    }
     match Coll::open(st, key, Kind::ZSet) {
         Err(e) if e == wrongtype() => Coll::open(st, key, Kind::Set),
         r => r,

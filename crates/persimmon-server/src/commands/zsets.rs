@@ -63,12 +63,16 @@ pub(super) fn score_text(x: f64) -> String {
     format!("{x}")
 }
 
-/// Runs `f` on the sorted set at `key` in one unit; `None`: key missing.
+/// Runs `f` on the sorted set at `key` in one unit; `None`: key missing
+/// (as is a key too long to exist).
 pub(super) fn with_zset<R>(
     store: &mut Store,
     key: &[u8],
     f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
+    if !crate::session::may_exist(&store.engine_key(key)) {
+        return Ok(None);
+    }
     coll::with(store, key, Kind::ZSet, f)
 }
 
@@ -370,7 +374,7 @@ pub(crate) fn zset_pop(
     max: bool,
     count: usize,
 ) -> Result<Option<Popped>, Error> {
-    coll::with(store, key, Kind::ZSet, |st, c| {
+    with_zset(store, key, |st, c| {
         let mut popped = Vec::new();
         while popped.len() < count && !c.is_empty() {
             let rank = if max { c.len() - 1 } else { 0 };
