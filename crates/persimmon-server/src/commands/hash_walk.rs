@@ -119,7 +119,7 @@ fn random_fields(
 
 /// A SCAN cursor as Redis reads one (C's `strtoul`: an optional sign,
 /// decimal digits, a negative one wrapping around).
-fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
+pub(super) fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
     let invalid = || Error::new("ERR invalid cursor");
     let (neg, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),
@@ -141,7 +141,7 @@ fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
 
 /// HSCAN's options: the MATCH pattern (`None`: every field). COUNT is
 /// checked and otherwise moot: the whole hash comes in one reply.
-fn hscan_pattern<'a>(a: &Args<'a>) -> Result<Option<&'a [u8]>, Error> {
+pub(super) fn hscan_pattern<'a>(a: &Args<'a>) -> Result<Option<&'a [u8]>, Error> {
     let mut pattern = None;
     let mut i = 3;
     while i < a.len() {

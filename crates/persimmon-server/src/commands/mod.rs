@@ -54,6 +54,8 @@ mod server;
 mod sets;
 mod sort;
 mod strings;
+mod zset_ops;
+mod zset_range;
 mod zsets;
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
@@ -153,13 +155,38 @@ pub static COMMANDS: &[Spec] = &[
     spec!("hvals",          2, ["readonly"],                 1,  1, 1, "hash",       hashes::hvals,        "Returns all values in a hash."),
     spec!("hstrlen",        3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hstrlen,      "Returns the length of the value of a field."),
     spec!("hincrby",        4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrby,      "Increments the integer value of a field by a number."),
-    // Sorted sets (what YCSB's Java binding needs).
+    // Sorted sets (issue 17: a member tree and a score tree; ranks O(log n)).
     spec!("zadd",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "sorted_set", zsets::zadd,          "Adds members to a sorted set, or updates their scores (NX, XX, GT, LT, CH, INCR)."),
+    spec!("zincrby",        4, ["write", "denyoom", "fast"], 1,  1, 1, "sorted_set", zsets::zincrby,       "Increments the score of a member in a sorted set."),
     spec!("zrem",          -3, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zrem,          "Removes members from a sorted set (and the key with its last member)."),
     spec!("zcard",          2, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zcard,         "Returns the number of members in a sorted set."),
     spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
-    spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrange,        "Returns members in a range of indexes (WITHSCORES)."),
-    spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zsets::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    spec!("zmscore",       -3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zmscore,       "Returns the score of each of several members in a sorted set."),
+    spec!("zrank",          3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrank,         "Returns the index of a member in a sorted set ordered by ascending scores."),
+    spec!("zrevrank",       3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrevrank,      "Returns the index of a member in a sorted set ordered by descending scores."),
+    spec!("zpopmin",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zpopmin,       "Removes and returns the members with the lowest scores (and the key with its last member)."),
+    spec!("zpopmax",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zpopmax,       "Removes and returns the members with the highest scores (and the key with its last member)."),
+    spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrange,   "Returns members in a range of indexes, scores or members (BYSCORE, BYLEX, REV, LIMIT, WITHSCORES)."),
+    spec!("zrangestore",   -5, ["write", "denyoom"],         1,  2, 1, "sorted_set", zset_range::zrangestore, "Stores a range of members of a sorted set in another key."),
+    spec!("zrevrange",     -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrevrange, "Returns members in a range of indexes, highest scores first (WITHSCORES)."),
+    spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    spec!("zrevrangebyscore", -4, ["readonly"],              1,  1, 1, "sorted_set", zset_range::zrevrangebyscore, "Returns members in a range of scores, highest first (WITHSCORES, LIMIT)."),
+    spec!("zrangebylex",   -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrangebylex, "Returns members in a lexicographical range (LIMIT)."),
+    spec!("zrevrangebylex", -4, ["readonly"],                1,  1, 1, "sorted_set", zset_range::zrevrangebylex, "Returns members in a lexicographical range, highest first (LIMIT)."),
+    spec!("zcount",         4, ["readonly", "fast"],         1,  1, 1, "sorted_set", zset_range::zcount,   "Counts the members in a range of scores."),
+    spec!("zlexcount",      4, ["readonly", "fast"],         1,  1, 1, "sorted_set", zset_range::zlexcount, "Counts the members in a lexicographical range."),
+    spec!("zremrangebyrank", 4, ["write"],                   1,  1, 1, "sorted_set", zset_range::zremrangebyrank, "Removes the members in a range of indexes."),
+    spec!("zremrangebyscore", 4, ["write"],                  1,  1, 1, "sorted_set", zset_range::zremrangebyscore, "Removes the members in a range of scores."),
+    spec!("zremrangebylex", 4, ["write"],                    1,  1, 1, "sorted_set", zset_range::zremrangebylex, "Removes the members in a lexicographical range."),
+    spec!("zrandmember",   -2, ["readonly"],                 1,  1, 1, "sorted_set", zset_ops::zrandmember, "Returns random members of a sorted set (count: distinct if positive, repeating if negative; WITHSCORES)."),
+    spec!("zscan",         -3, ["readonly"],                 1,  1, 1, "sorted_set", zset_ops::zscan,      "Iterates over the members and scores of a sorted set (MATCH, COUNT; all in one call, cursor 0)."),
+    spec!("zunion",        -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zunion,     "Returns the union of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
+    spec!("zinter",        -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zinter,     "Returns the intersection of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
+    spec!("zdiff",         -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zdiff,      "Returns the members of the first sorted set not in the others (WITHSCORES)."),
+    spec!("zunionstore",   -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zunionstore, "Stores the union of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
+    spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
+    spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
+    spec!("zintercard",    -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
     // Lists and sets, whole-value (issue 16; issue 17 replaces the storage).
     spec!("lpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
     spec!("rpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpush,         "Appends elements to a list."),

@@ -1,35 +1,53 @@
-//! Sorted-set commands, the subset YCSB's Java Redis binding uses (it
-//! indexes every record in the sorted set `_indices`: ZADD on insert, ZREM
-//! on delete, ZRANGEBYSCORE for scans) plus ZCARD, ZSCORE and ZRANGE by
-//! index. A sorted set is one stored value kept in (score, member) order
-//! (see `value.rs`), rewritten whole by each write inside one
-//! `Db::update`: atomic, and O(size) per write.
+//! Sorted-set commands on single members: ZADD (NX XX GT LT CH INCR),
+//! ZINCRBY, ZREM, ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZPOPMIN and
+//! ZPOPMAX, plus what the other sorted-set rooms share (score arguments,
+//! score text, range replies) and the pop seam for the blocking commands.
+//! Ranges are in `zset_range.rs`, the multi-key and random commands in
+//! `zset_ops.rs`.
+//!
+//! A sorted set is a `coll` collection of kind `ZSet`: tree 0 member →
+//! score, tree 1 `score_key(score, member)` → empty, changed only through
+//! `coll::zset_put` / `coll::zset_remove`, which keep the two in step.
+//! Every command runs in one atomic unit of the store: O(log n) page reads
+//! per member (a rank is a counted-tree rank in tree 1).
 //!
 //! Invariants: no NaN score is ever stored (ZADD refuses a NaN argument and
 //! an INCR that would produce one), so the stored order is total; a sorted
-//! set loses its key with its last member, as in Redis.
+//! set loses its key with its last member, as in Redis; a member is at
+//! most [`MAX_MEMBER_BYTES`] (the member sits in both trees, and the two
+//! roots of a small set share the meta record).
 
-use std::collections::HashMap;
-
-use persimmon::Update;
-
+use crate::coll::{self, score_key, split_score_key, Coll, Kind};
 use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, syntax, wrongtype, Error, Session};
+use crate::session::{check_key, int_arg, is, syntax, Error, Session};
 use crate::store::Store;
-use crate::value::{
-    zset_encode, zset_encoded_len, zset_entries, zset_order, Entries, Stored, MAX_STRING_BYTES,
-};
+use crate::value::MAX_STRING_BYTES;
 
-fn damaged() -> Error {
-    Error::new("ERR the sorted set stored at this key is damaged (it does not decode)")
+/// The longest member a sorted set takes: the meta record holds both
+/// roots of a small set, so a member must fit twice in one engine value.
+pub const MAX_MEMBER_BYTES: usize = MAX_STRING_BYTES / 2 - 1024;
+
+/// A member as stored: refuses one longer than [`MAX_MEMBER_BYTES`].
+pub(super) fn check_member(m: &[u8]) -> Result<(), Error> {
+    if m.len() > MAX_MEMBER_BYTES {
+        return Err(Error::new(format!(
+            "ERR sorted set member is {} bytes; persimmon stores members of at most {MAX_MEMBER_BYTES} bytes",
+            m.len()
+        )));
+    }
+    Ok(())
 }
 
-fn not_float() -> Error {
+pub(super) fn not_float() -> Error {
     Error::new("ERR value is not a valid float")
 }
 
+pub(super) fn nan_error() -> Error {
+    Error::new("ERR resulting score is not a number (NaN)")
+}
+
 /// A score argument: a float or ±inf; never NaN, no blanks.
-fn score_arg(arg: &[u8]) -> Result<f64, Error> {
+pub(super) fn score_arg(arg: &[u8]) -> Result<f64, Error> {
     let text = std::str::from_utf8(arg).map_err(|_| not_float())?;
     if text.is_empty() || text.trim() != text {
         return Err(not_float());
@@ -41,37 +59,53 @@ fn score_arg(arg: &[u8]) -> Result<f64, Error> {
 }
 
 /// A score as Redis writes it: shortest round-trip form, `inf`, `-inf`.
-fn score_text(x: f64) -> String {
+pub(super) fn score_text(x: f64) -> String {
     format!("{x}")
 }
 
-/// The sorted set at a key as entries; empty for a missing key.
-fn open(old: Option<Stored<'_>>) -> Result<Entries<'_>, Error> {
-    match old {
-        None => Ok(Vec::new()),
-        Some(Stored::ZSet(body)) => zset_entries(body).map_err(|_| damaged()),
-        Some(_) => Err(wrongtype()),
+/// Runs `f` on the sorted set at `key` in one unit; `None`: key missing
+/// (as is a key too long to exist).
+pub(super) fn with_zset<R>(
+    store: &mut Store,
+    key: &[u8],
+    f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
+) -> Result<Option<R>, Error> {
+    if !crate::session::may_exist(&store.engine_key(key)) {
+        return Ok(None);
     }
+    coll::with(store, key, Kind::ZSet, f)
 }
 
-/// What to store for `entries` (already sorted).
-fn store(entries: &[(f64, &[u8])]) -> Result<Update, Error> {
-    if entries.is_empty() {
-        return Ok(Update::Delete);
+/// The score of `member` in `c`.
+pub(super) fn score_of(st: &mut Store, c: &mut Coll, member: &[u8]) -> Result<Option<f64>, Error> {
+    Ok(c.get(st, 0, member)?.map(|v| coll::decode_score(&v)))
+}
+
+/// Writes `(score, member)` entries as a range reply, with scores when
+/// asked: RESP3 pairs, RESP2 flat (the connection closes if it passes the
+/// output limit).
+pub(super) fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scores: bool) {
+    if with_scores && s.out.resp3 {
+        s.out.array(entries.len());
+        for (score, member) in entries {
+            s.out.array(2);
+            s.out.bulk(member);
+            s.out.double(*score, &score_text(*score));
+        }
+    } else {
+        s.out.array(entries.len() * if with_scores { 2 } else { 1 });
+        for (score, member) in entries {
+            s.out.bulk(member);
+            if with_scores {
+                s.out.bulk(score_text(*score).as_bytes());
+            }
+        }
     }
-    let len = zset_encoded_len(entries);
-    if len - 1 > MAX_STRING_BYTES {
-        return Err(Error::new(format!(
-            "ERR the sorted set would take {len} bytes; persimmon stores at most {} bytes per \
-             value (64 MiB)",
-            MAX_STRING_BYTES + 1
-        )));
-    }
-    Ok(Update::Put(zset_encode(entries)))
+    s.output_over_limit();
 }
 
 /// ZADD's options.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct ZaddOptions {
     nx: bool,
     xx: bool,
@@ -124,50 +158,44 @@ impl ZaddOptions {
 }
 
 /// What ZADD did: members added, scores changed, and the last score it
-/// set (INCR's reply; `None`: nothing done).
-type ZaddOutcome = (i64, i64, Option<f64>);
+/// set or found (INCR's reply; `None`: nothing done).
+#[derive(Default)]
+struct ZaddOutcome {
+    added: i64,
+    changed: i64,
+    score: Option<f64>,
+}
 
-/// Applies ZADD's `changes` to `entries`; returns what it did and, when
-/// anything changed, the new entries in order.
-fn zadd_merge<'a>(
-    entries: &[(f64, &'a [u8])],
-    changes: &[(f64, &'a [u8])],
-    o: &ZaddOptions,
-) -> Result<(ZaddOutcome, Option<Entries<'a>>), Error> {
-    let mut scores: HashMap<&[u8], f64> = entries.iter().map(|&(sc, m)| (m, sc)).collect();
-    let (mut added, mut changed) = (0i64, 0i64);
-    let mut incr_result = None;
-    for &(score, member) in changes {
-        let current = scores.get(member).copied();
-        if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
-            continue;
-        }
-        let new = match (o.incr, current) {
-            (true, Some(c)) => c + score,
-            _ => score,
-        };
-        if new.is_nan() {
-            return Err(Error::new("ERR resulting score is not a number (NaN)"));
-        }
-        if let Some(c) = current {
-            if (o.gt && new <= c) || (o.lt && new >= c) {
-                continue;
-            }
-            if new != c {
-                changed += 1;
-            }
-        } else {
-            added += 1;
-        }
-        scores.insert(member, new);
-        incr_result = Some(new);
+/// Applies one `score member` pair of ZADD to `c`, as Redis's `zsetAdd`.
+fn zadd_one(
+    st: &mut Store,
+    c: &mut Coll,
+    (score, member): (f64, &[u8]),
+    o: ZaddOptions,
+    out: &mut ZaddOutcome,
+) -> Result<(), Error> {
+    let current = score_of(st, c, member)?;
+    if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
+        return Ok(());
     }
-    if added == 0 && changed == 0 {
-        return Ok(((added, changed, incr_result), None));
+    let new = match (o.incr, current) {
+        (true, Some(c)) => c + score,
+        _ => score,
+    };
+    if new.is_nan() {
+        return Err(nan_error());
     }
-    let mut sorted: Entries<'a> = scores.into_iter().map(|(m, sc)| (sc, m)).collect();
-    sorted.sort_by(zset_order);
-    Ok(((added, changed, incr_result), Some(sorted)))
+    match current {
+        Some(c) if (o.gt && new <= c) || (o.lt && new >= c) => return Ok(()),
+        Some(c) if new == c => {}
+        Some(_) => out.changed += 1,
+        None => out.added += 1,
+    }
+    if current != Some(new) {
+        coll::zset_put(st, c, member, new)?;
+    }
+    out.score = Some(new);
+    Ok(())
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
@@ -179,199 +207,191 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         changes.push((score_arg(a.get(i))?, a.get(i + 1)));
         i += 2;
     }
+    zadd_apply(s, key, &changes, o)
+}
+
+/// ZINCRBY key increment member: ZADD INCR of one member.
+pub fn zincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let o = ZaddOptions {
+        incr: true,
+        ..ZaddOptions::default()
+    };
+    let change = (score_arg(a.get(2))?, a.get(3));
+    zadd_apply(s, a.get(1), &[change], o)
+}
+
+/// Applies ZADD's `changes` in one unit and replies.
+fn zadd_apply(
+    s: &mut Session,
+    key: &[u8],
+    changes: &[(f64, &[u8])],
+    o: ZaddOptions,
+) -> Result<(), Error> {
     check_key(key)?;
-    let (added, changed, incr_result) =
-        s.store
-            .try_update(key, |old| match zadd_merge(&open(old)?, &changes, &o)? {
-                (outcome, None) => Ok((Update::Keep, outcome)),
-                (outcome, Some(sorted)) => Ok((store(&sorted)?, outcome)),
-            })?;
+    for (_, m) in changes {
+        check_member(m)?;
+    }
+    let out = coll::with_new(&mut s.store, key, Kind::ZSet, |st, c| {
+        let mut out = ZaddOutcome::default();
+        for &change in changes {
+            zadd_one(st, c, change, o, &mut out)?;
+        }
+        Ok(out)
+    })?;
     if o.incr {
-        match incr_result {
+        match out.score {
             Some(x) => s.out.double(x, &score_text(x)),
             None => s.out.null(),
         }
     } else {
-        s.out.int(if o.ch { added + changed } else { added });
+        s.out.int(out.added + if o.ch { out.changed } else { 0 });
     }
     Ok(())
 }
 
+/// ZREM key member [member ...]
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let key = a.get(1);
-    let removed = s.store.try_update(key, |old| {
-        let mut entries = open(old)?;
-        let before = entries.len();
-        let gone: std::collections::HashSet<&[u8]> = a.from(2).collect();
-        entries.retain(|(_, m)| !gone.contains(m));
-        let removed = (before - entries.len()) as i64;
-        if removed == 0 {
-            return Ok((Update::Keep, 0));
+    let removed = with_zset(&mut s.store, a.get(1), |st, c| {
+        let mut removed = 0;
+        for m in a.from(2) {
+            removed += coll::zset_remove(st, c, m)?.is_some() as i64;
         }
-        Ok((store(&entries)?, removed))
+        Ok(removed)
     })?;
-    s.out.int(removed);
+    s.out.int(removed.unwrap_or(0));
     Ok(())
-}
-
-/// Runs `f` over the entries of the sorted set at `key` (empty if missing).
-fn with_entries<R>(
-    store: &mut Store,
-    key: &[u8],
-    f: impl FnOnce(&[(f64, &[u8])]) -> R,
-) -> Result<R, Error> {
-    // Called once: on the stored entries, or on none for a missing key.
-    let mut f = Some(f);
-    let found = store
-        .get(key, |v| match v {
-            Stored::ZSet(body) => match zset_entries(body) {
-                Ok(e) => Ok(f.take().map(|f| f(&e))),
-                Err(_) => Err(damaged()),
-            },
-            _ => Err(wrongtype()),
-        })?
-        .transpose()?
-        .flatten();
-    match (found, f) {
-        (Some(r), _) => Ok(r),
-        (None, Some(f)) => Ok(f(&[])),
-        (None, None) => unreachable!("the closure ran, so it returned a result"),
-    }
 }
 
 pub fn zcard(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_entries(&mut s.store, a.get(1), |e| e.len())?;
-    s.out.int(n as i64);
+    let n = with_zset(&mut s.store, a.get(1), |_, c| Ok(c.len()))?;
+    s.out.int(n.unwrap_or(0) as i64);
     Ok(())
+}
+
+fn score_or_null(s: &mut Session, score: Option<f64>) {
+    match score {
+        Some(x) => s.out.double(x, &score_text(x)),
+        None => s.out.null(),
+    }
 }
 
 pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let member = a.get(2);
-    let score = with_entries(&mut s.store, a.get(1), |e| {
-        e.iter().find(|(_, m)| *m == member).map(|(sc, _)| *sc)
+    let score = with_zset(&mut s.store, a.get(1), |st, c| score_of(st, c, member))?;
+    score_or_null(s, score.flatten());
+    Ok(())
+}
+
+/// ZMSCORE key member [member ...]: a score or nil for each.
+pub fn zmscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let scores = with_zset(&mut s.store, a.get(1), |st, c| {
+        a.from(2)
+            .map(|m| score_of(st, c, m))
+            .collect::<Result<Vec<_>, _>>()
+    })?
+    .unwrap_or_else(|| vec![None; a.len() - 2]);
+    s.out.array(scores.len());
+    for score in scores {
+        score_or_null(s, score);
+    }
+    Ok(())
+}
+
+pub fn zrank(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    rank_reply(s, a, false)
+}
+
+pub fn zrevrank(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    rank_reply(s, a, true)
+}
+
+/// ZRANK / ZREVRANK: the member's rank in tree 1 (O(log n)), or nil.
+fn rank_reply(s: &mut Session, a: Args<'_>, rev: bool) -> Result<(), Error> {
+    let member = a.get(2);
+    let rank = with_zset(&mut s.store, a.get(1), |st, c| {
+        let Some(score) = score_of(st, c, member)? else {
+            return Ok(None);
+        };
+        let (rank, _) = c.rank(st, 1, &score_key(score, member))?;
+        Ok(Some(if rev { c.len() - 1 - rank } else { rank }))
     })?;
-    match score {
-        Some(x) => s.out.double(x, &score_text(x)),
+    match rank.flatten() {
+        Some(r) => s.out.int(r as i64),
         None => s.out.null(),
     }
     Ok(())
 }
 
-/// Writes entries as a range reply, with scores when asked (the
-/// connection closes if it passes the output limit).
-fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scores: bool) {
-    if with_scores && s.out.resp3 {
-        s.out.array(entries.len());
-        for (score, member) in entries {
-            s.out.array(2);
+pub fn zpopmin(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    pop_reply(s, a, false)
+}
+
+pub fn zpopmax(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    pop_reply(s, a, true)
+}
+
+/// ZPOPMIN / ZPOPMAX key [count]: flat `member score ...` without a count
+/// (and in RESP2), pairs in RESP3 with one.
+fn pop_reply(s: &mut Session, a: Args<'_>, max: bool) -> Result<(), Error> {
+    if a.len() > 3 {
+        return Err(syntax());
+    }
+    let count = match a.len() {
+        3 => {
+            let n = int_arg(a.get(2))?;
+            if n < 0 {
+                return Err(Error::new("ERR value is out of range, must be positive"));
+            }
+            Some(n as usize)
+        }
+        _ => None,
+    };
+    let popped = zset_pop(&mut s.store, a.get(1), max, count.unwrap_or(1))?.unwrap_or_default();
+    let entries: Vec<(f64, Vec<u8>)> = popped.into_iter().map(|(m, sc)| (sc, m)).collect();
+    if count.is_some() && s.out.resp3 {
+        range_reply(s, &entries, true);
+    } else {
+        s.out.array(entries.len() * 2);
+        for (score, member) in &entries {
             s.out.bulk(member);
             s.out.double(*score, &score_text(*score));
         }
-    } else {
-        s.out.array(entries.len() * if with_scores { 2 } else { 1 });
-        for (score, member) in entries {
-            s.out.bulk(member);
-            if with_scores {
-                s.out.bulk(score_text(*score).as_bytes());
-            }
-        }
     }
-    s.output_over_limit();
-}
-
-/// A ZRANGEBYSCORE bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
-fn bound(arg: &[u8]) -> Result<(f64, bool), Error> {
-    let err = || Error::new("ERR min or max is not a float");
-    match arg.strip_prefix(b"(") {
-        Some(rest) => Ok((score_arg(rest).map_err(|_| err())?, true)),
-        None => Ok((score_arg(arg).map_err(|_| err())?, false)),
-    }
-}
-
-/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
-pub fn zrangebyscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let (min, min_open) = bound(a.get(2))?;
-    let (max, max_open) = bound(a.get(3))?;
-    let mut with_scores = false;
-    let mut limit: Option<(i64, i64)> = None;
-    let mut i = 4;
-    while i < a.len() {
-        if is(a.get(i), "WITHSCORES") {
-            with_scores = true;
-            i += 1;
-        } else if is(a.get(i), "LIMIT") && i + 2 < a.len() {
-            limit = Some((int_arg(a.get(i + 1))?, int_arg(a.get(i + 2))?));
-            i += 3;
-        } else {
-            return Err(syntax());
-        }
-    }
-    let picked: Vec<(f64, Vec<u8>)> = with_entries(&mut s.store, a.get(1), |e| {
-        let inside = e.iter().filter(|(sc, _)| {
-            (if min_open { *sc > min } else { *sc >= min })
-                && (if max_open { *sc < max } else { *sc <= max })
-        });
-        let (offset, count) = limit.unwrap_or((0, -1));
-        if offset < 0 {
-            return Vec::new();
-        }
-        let count = if count < 0 {
-            usize::MAX
-        } else {
-            count as usize
-        };
-        inside
-            .skip(offset as usize)
-            .take(count)
-            .map(|(sc, m)| (*sc, m.to_vec()))
-            .collect()
-    })?;
-    range_reply(s, &picked, with_scores);
     Ok(())
 }
 
-/// ZRANGE key start stop [WITHSCORES] (by index; BYSCORE, BYLEX, REV and
-/// LIMIT are not supported).
-pub fn zrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let start = int_arg(a.get(2))?;
-    let stop = int_arg(a.get(3))?;
-    let with_scores = match a.len() {
-        4 => false,
-        5 if is(a.get(4), "WITHSCORES") => true,
-        _ => {
-            return Err(Error::new(
-                "ERR persimmon supports ZRANGE key start stop [WITHSCORES] only (use \
-                 ZRANGEBYSCORE for score ranges)",
-            ))
+// Seam for blocking.rs: the pops BZPOPMIN, BZPOPMAX and ZMPOP build on.
+
+/// Popped members and their scores, in pop order.
+pub(crate) type Popped = Vec<(Vec<u8>, f64)>;
+
+/// Removes and returns up to `count` members with the lowest scores (the
+/// highest with `max`), in pop order, in one atomic unit. `None`: the key
+/// is missing; WRONGTYPE for a key of another type.
+pub(crate) fn zset_pop(
+    store: &mut Store,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Popped>, Error> {
+    with_zset(store, key, |st, c| {
+        let mut popped = Vec::new();
+        while popped.len() < count && !c.is_empty() {
+            let rank = if max { c.len() - 1 } else { 0 };
+            let Some((k, _)) = c.at(st, 1, rank)? else {
+                break;
+            };
+            let (score, member) = split_score_key(&k);
+            coll::zset_remove(st, c, member)?;
+            popped.push((member.to_vec(), score));
         }
-    };
-    let picked: Vec<(f64, Vec<u8>)> = with_entries(&mut s.store, a.get(1), |e| {
-        let len = e.len() as i64;
-        let from = if start < 0 {
-            (len + start).max(0)
-        } else {
-            start
-        };
-        let to = if stop < 0 {
-            len + stop
-        } else {
-            stop.min(len - 1)
-        };
-        if from > to || from >= len {
-            return Vec::new();
-        }
-        e[from as usize..=to as usize]
-            .iter()
-            .map(|(sc, m)| (*sc, m.to_vec()))
-            .collect()
-    })?;
-    range_reply(s, &picked, with_scores);
-    Ok(())
+        Ok(popped)
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{bound, score_arg, score_text};
+    use super::{score_arg, score_text};
 
     #[test]
     fn scores_parse_and_print_like_redis() {
@@ -385,8 +405,5 @@ mod tests {
         assert_eq!(score_text(1.0), "1");
         assert_eq!(score_text(2.5), "2.5");
         assert_eq!(score_text(f64::NEG_INFINITY), "-inf");
-        assert_eq!(bound(b"(3").unwrap(), (3.0, true));
-        assert_eq!(bound(b"3").unwrap(), (3.0, false));
-        assert!(bound(b"(x").is_err());
     }
 }
