@@ -99,7 +99,8 @@ impl PageIo for Io<'_> {
             .transpose()
     }
     fn save(&mut self, no: u64, page: &Page) -> Result<(), Error> {
-        self.store.unit_write(&page_key(self.tree_id, no), Some(page.encode()))
+        self.store
+            .unit_write(&page_key(self.tree_id, no), Some(page.encode()))
     }
     fn free(&mut self, no: u64) -> Result<(), Error> {
         self.store.unit_write(&page_key(self.tree_id, no), None)
@@ -127,7 +128,9 @@ impl Coll {
             tree_id,
             next_page: FIRST_FREE_PAGE,
             external: false,
-            trees: (0..trees_of(kind)).map(|_| Tree::new(Page::empty())).collect(),
+            trees: (0..trees_of(kind))
+                .map(|_| Tree::new(Page::empty()))
+                .collect(),
             dirty: false,
         }
     }
@@ -262,13 +265,24 @@ impl Coll {
         tree.walk(&mut io, rank, rev, f)
     }
 
-    pub fn insert(&mut self, st: &mut Store, t: usize, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    pub fn insert(
+        &mut self,
+        st: &mut Store,
+        t: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>, Error> {
         self.dirty = true;
         let (tree, mut io) = self.parts(st, t);
         tree.insert(&mut io, key, value)
     }
 
-    pub fn remove(&mut self, st: &mut Store, t: usize, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    pub fn remove(
+        &mut self,
+        st: &mut Store,
+        t: usize,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, Error> {
         let (tree, mut io) = self.parts(st, t);
         let old = tree.remove(&mut io, key)?;
         self.dirty |= old.is_some();
@@ -281,7 +295,12 @@ impl Coll {
         tree.insert_at(&mut io, rank, value)
     }
 
-    pub fn set_at(&mut self, st: &mut Store, rank: u64, value: &[u8]) -> Result<Option<Entry>, Error> {
+    pub fn set_at(
+        &mut self,
+        st: &mut Store,
+        rank: u64,
+        value: &[u8],
+    ) -> Result<Option<Entry>, Error> {
         self.dirty = true;
         let (tree, mut io) = self.parts(st, 0);
         tree.set_at(&mut io, rank, value)
@@ -329,7 +348,11 @@ impl Coll {
     }
 
     fn encode_meta(&self) -> Vec<u8> {
-        let mut out = vec![self.kind.tag(), FORMAT, if self.external { EXTERNAL } else { 0 }];
+        let mut out = vec![
+            self.kind.tag(),
+            FORMAT,
+            if self.external { EXTERNAL } else { 0 },
+        ];
         out.extend_from_slice(&self.tree_id.to_le_bytes());
         out.extend_from_slice(&self.next_page.to_le_bytes());
         if !self.external {
@@ -394,7 +417,12 @@ impl Coll {
     }
 
     /// Appends `entries` (in tree order) to tree `t`, which is empty.
-    pub fn load_sorted(&mut self, st: &mut Store, t: usize, entries: Vec<Entry>) -> Result<(), Error> {
+    pub fn load_sorted(
+        &mut self,
+        st: &mut Store,
+        t: usize,
+        entries: Vec<Entry>,
+    ) -> Result<(), Error> {
         self.dirty = true;
         let (tree, mut io) = self.parts(st, t);
         for (i, (k, v)) in entries.into_iter().enumerate() {
@@ -423,7 +451,11 @@ fn legacy_kind(v: &Stored<'_>) -> Option<Kind> {
 /// byte form, then the member.
 pub fn score_key(score: f64, member: &[u8]) -> Vec<u8> {
     let bits = score.to_bits();
-    let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
     let mut k = Vec::with_capacity(8 + member.len());
     k.extend_from_slice(&ordered.to_be_bytes());
     k.extend_from_slice(member);
@@ -434,7 +466,11 @@ pub fn score_key(score: f64, member: &[u8]) -> Vec<u8> {
 pub fn split_score_key(k: &[u8]) -> (f64, &[u8]) {
     let (head, member) = k.split_at(8.min(k.len()));
     let ordered = u64::from_be_bytes(head.try_into().unwrap_or([0; 8]));
-    let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
     (f64::from_bits(bits), member)
 }
 
@@ -453,10 +489,17 @@ pub fn decode_score(v: &[u8]) -> f64 {
 }
 
 /// Sets `member`'s score in sorted set `c`; returns the score it had.
-pub fn zset_put(st: &mut Store, c: &mut Coll, member: &[u8], score: f64) -> Result<Option<f64>, Error> {
+pub fn zset_put(
+    st: &mut Store,
+    c: &mut Coll,
+    member: &[u8],
+    score: f64,
+) -> Result<Option<f64>, Error> {
     debug_assert_eq!(c.kind, Kind::ZSet);
     let score = norm(score);
-    let old = c.insert(st, 0, member, &score.to_le_bytes())?.map(|v| decode_score(&v));
+    let old = c
+        .insert(st, 0, member, &score.to_le_bytes())?
+        .map(|v| decode_score(&v));
     if let Some(o) = old {
         if o.to_bits() == score.to_bits() {
             return Ok(old);
@@ -484,8 +527,12 @@ pub fn read_key(st: &mut Store, key: &[u8]) -> Result<Option<whole::Whole>, Erro
             Stored::Coll(k, _) => Some(k),
             other => legacy_kind(&other),
         })?;
-        let Some(Some(kind)) = kind else { return Ok(None) };
-        let Some(mut c) = Coll::open(st, key, kind)? else { return Ok(None) };
+        let Some(Some(kind)) = kind else {
+            return Ok(None);
+        };
+        let Some(mut c) = Coll::open(st, key, kind)? else {
+            return Ok(None);
+        };
         let w = whole::read(st, &mut c)?;
         c.save(st)?;
         Ok(Some(w))
@@ -567,14 +614,22 @@ pub fn with_new<R>(
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn score_keys_sort_as_scores() {
-        let scores = [f64::NEG_INFINITY, -1e300, -2.5, -0.0, 0.0, 1e-300, 3.0, f64::INFINITY];
+        let scores = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            f64::INFINITY,
+        ];
         let keys: Vec<Vec<u8>> = scores.iter().map(|&s| score_key(s, b"m")).collect();
         assert!(keys.windows(2).all(|w| w[0] <= w[1]));
         for &s in &scores {

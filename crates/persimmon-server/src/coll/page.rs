@@ -89,7 +89,9 @@ impl Page {
         let body: usize = match self {
             Page::Leaf(e) => e
                 .iter()
-                .map(|(k, v)| varint_len(k.len() as u64) + k.len() + varint_len(v.len() as u64) + v.len())
+                .map(|(k, v)| {
+                    varint_len(k.len() as u64) + k.len() + varint_len(v.len() as u64) + v.len()
+                })
                 .sum(),
             Page::Node { children, .. } => children
                 .iter()
@@ -142,12 +144,13 @@ impl Page {
     pub fn split(&mut self, target: usize) -> Vec<Page> {
         match self {
             Page::Leaf(entries) => {
-                let sizes: Vec<usize> = entries
-                    .iter()
-                    .map(|(k, v)| k.len() + v.len() + 4)
-                    .collect();
+                let sizes: Vec<usize> =
+                    entries.iter().map(|(k, v)| k.len() + v.len() + 4).collect();
                 let cuts = cut_points(&sizes, target);
-                split_at(entries, &cuts).into_iter().map(Page::Leaf).collect()
+                split_at(entries, &cuts)
+                    .into_iter()
+                    .map(Page::Leaf)
+                    .collect()
             }
             Page::Node { level, children } => {
                 let sizes: Vec<usize> = children.iter().map(|c| c.key.len() + 14).collect();
@@ -299,8 +302,16 @@ mod tests {
         let node = Page::Node {
             level: 2,
             children: vec![
-                Child { key: vec![], page: 3, count: 1 << 40 },
-                Child { key: b"m".to_vec(), page: u64::MAX, count: 5 },
+                Child {
+                    key: vec![],
+                    page: 3,
+                    count: 1 << 40,
+                },
+                Child {
+                    key: b"m".to_vec(),
+                    page: u64::MAX,
+                    count: 5,
+                },
             ],
         };
         for p in [leaf, node, Page::empty()] {
@@ -324,7 +335,9 @@ mod tests {
 
     #[test]
     fn split_cuts_by_bytes_and_keeps_order() {
-        let entries: Vec<Entry> = (0..100u32).map(|i| (i.to_be_bytes().to_vec(), vec![0; 40])).collect();
+        let entries: Vec<Entry> = (0..100u32)
+            .map(|i| (i.to_be_bytes().to_vec(), vec![0; 40]))
+            .collect();
         let mut p = Page::Leaf(entries.clone());
         let rest = p.split(1000);
         assert!(!rest.is_empty());

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{page_key, registry_set, Coll, Kind, PREFIX, EXTERNAL};
+use super::{page_key, registry_set, Coll, Kind, EXTERNAL, PREFIX};
 use crate::session::Error;
 use crate::shared::Shared;
 use crate::store::Store;
@@ -76,7 +76,11 @@ pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
             if shared.is_stopping() {
                 return Ok(freed);
             }
-            let id = u64::from_be_bytes(id.as_slice().try_into().map_err(|_| super::page::damaged())?);
+            let id = u64::from_be_bytes(
+                id.as_slice()
+                    .try_into()
+                    .map_err(|_| super::page::damaged())?,
+            );
             if meta_key.is_empty() || mark_if_dead(&mut st, id, meta_key)? {
                 free_tree(&mut st, id)?;
                 freed += 1;
@@ -90,7 +94,10 @@ pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
 }
 
 /// Up to [`ENTRIES_PER_ROUND`] registry entries after key `after`.
-fn registry_entries(st: &mut Store, after: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+fn registry_entries(
+    st: &mut Store,
+    after: Option<&[u8]>,
+) -> Result<Vec<super::page::Entry>, Error> {
     st.atomic(|st| {
         let Some(mut reg) = Coll::open_engine_key(st, PREFIX.to_vec(), Kind::Hash)? else {
             return Ok(Vec::new());
@@ -181,7 +188,9 @@ struct Pages<'a> {
 impl super::tree::PageIo for Pages<'_> {
     fn load(&mut self, no: u64) -> Result<Option<super::page::Page>, Error> {
         self.st
-            .unit_read(&page_key(self.id, no), false, |v| v.map(super::page::Page::decode))?
+            .unit_read(&page_key(self.id, no), false, |v| {
+                v.map(super::page::Page::decode)
+            })?
             .transpose()
     }
     fn save(&mut self, _: u64, _: &super::page::Page) -> Result<(), Error> {

@@ -106,10 +106,12 @@ impl Tree {
         loop {
             match page.as_ref() {
                 Page::Leaf(entries) => {
-                    return Ok(match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
-                        Ok(i) => (before + i as u64, true),
-                        Err(i) => (before + i as u64, false),
-                    });
+                    return Ok(
+                        match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+                            Ok(i) => (before + i as u64, true),
+                            Err(i) => (before + i as u64, false),
+                        },
+                    );
                 }
                 Page::Node { children, .. } => {
                     let i = child_for_key(children, key);
@@ -150,7 +152,12 @@ impl Tree {
     }
 
     /// Sets `key` to `value`; returns the value it had.
-    pub fn insert(&mut self, io: &mut impl PageIo, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    pub fn insert(
+        &mut self,
+        io: &mut impl PageIo,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>, Error> {
         let done = self.apply(io, Target::Key(key), Op::Upsert(value), key)?;
         Ok(done.old.map(|(_, v)| v))
     }
@@ -163,14 +170,27 @@ impl Tree {
 
     /// Inserts an entry with an empty key at `rank` (≤ len) of a positional
     /// tree.
-    pub fn insert_at(&mut self, io: &mut impl PageIo, rank: u64, value: &[u8]) -> Result<(), Error> {
+    pub fn insert_at(
+        &mut self,
+        io: &mut impl PageIo,
+        rank: u64,
+        value: &[u8],
+    ) -> Result<(), Error> {
         debug_assert!(rank <= self.len());
-        self.apply(io, Target::Rank(rank), Op::InsertAt(value), b"").map(|_| ())
+        self.apply(io, Target::Rank(rank), Op::InsertAt(value), b"")
+            .map(|_| ())
     }
 
     /// Replaces the value at `rank` (< len); returns the old entry.
-    pub fn set_at(&mut self, io: &mut impl PageIo, rank: u64, value: &[u8]) -> Result<Option<Entry>, Error> {
-        Ok(self.apply(io, Target::Rank(rank), Op::SetAt(value), b"")?.old)
+    pub fn set_at(
+        &mut self,
+        io: &mut impl PageIo,
+        rank: u64,
+        value: &[u8],
+    ) -> Result<Option<Entry>, Error> {
+        Ok(self
+            .apply(io, Target::Rank(rank), Op::SetAt(value), b"")?
+            .old)
     }
 
     /// Removes the entry at `rank`; returns it.
@@ -196,7 +216,13 @@ impl Tree {
         Ok(())
     }
 
-    fn apply(&mut self, io: &mut impl PageIo, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Result<Done, Error> {
+    fn apply(
+        &mut self,
+        io: &mut impl PageIo,
+        target: Target<'_>,
+        op: Op<'_>,
+        key: &[u8],
+    ) -> Result<Done, Error> {
         let done = change(io, &mut self.root, target, op, key)?;
         if done.old.is_none() && done.delta == 0 {
             return Ok(done);
@@ -259,7 +285,13 @@ fn child_for_rank(children: &[Child], mut rank: u64, append: bool) -> (usize, u6
 }
 
 /// Applies `op` below `page` (which the caller saves).
-fn change(io: &mut impl PageIo, page: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Result<Done, Error> {
+fn change(
+    io: &mut impl PageIo,
+    page: &mut Page,
+    target: Target<'_>,
+    op: Op<'_>,
+    key: &[u8],
+) -> Result<Done, Error> {
     let children = match page {
         Page::Leaf(entries) => return Ok(change_leaf(entries, target, op, key)),
         Page::Node { children, .. } => children,
@@ -289,7 +321,10 @@ fn change_leaf(entries: &mut Vec<Entry>, target: Target<'_>, op: Op<'_>, key: &[
         },
         Target::Rank(r) => (r as usize, (r as usize) < entries.len()),
     };
-    let unchanged = Done { old: None, delta: 0 };
+    let unchanged = Done {
+        old: None,
+        delta: 0,
+    };
     match op {
         Op::Upsert(v) if found => {
             let old = std::mem::replace(&mut entries[i].1, v.to_vec());
@@ -301,7 +336,10 @@ fn change_leaf(entries: &mut Vec<Entry>, target: Target<'_>, op: Op<'_>, key: &[
         Op::Upsert(v) | Op::InsertAt(v) => {
             debug_assert!(i <= entries.len());
             entries.insert(i, (key.to_vec(), v.to_vec()));
-            Done { old: None, delta: 1 }
+            Done {
+                old: None,
+                delta: 1,
+            }
         }
         Op::SetAt(v) if found => {
             let old = std::mem::replace(&mut entries[i].1, v.to_vec());
@@ -320,7 +358,12 @@ fn change_leaf(entries: &mut Vec<Entry>, target: Target<'_>, op: Op<'_>, key: &[
 
 /// Stores child `i` of a node after it changed: frees it when empty, splits
 /// it when too large, merges it with a neighbour when small.
-fn fit_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, child: Page) -> Result<(), Error> {
+fn fit_child(
+    io: &mut impl PageIo,
+    children: &mut Vec<Child>,
+    i: usize,
+    child: Page,
+) -> Result<(), Error> {
     if child.width() == 0 {
         io.free(children[i].page)?;
         children.remove(i);
@@ -331,10 +374,18 @@ fn fit_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, child: P
         return split_child(io, children, i, child);
     }
     if len < PAGE_MIN && children.len() > 1 {
-        let (left, right) = if i + 1 < children.len() { (i, i + 1) } else { (i - 1, i) };
+        let (left, right) = if i + 1 < children.len() {
+            (i, i + 1)
+        } else {
+            (i - 1, i)
+        };
         let other = must_load(io, children[if left == i { right } else { left }].page)?;
         if other.encoded_len() + len <= PAGE_MAX * 3 / 4 {
-            let (mut a, b) = if left == i { (child, other) } else { (other, child) };
+            let (mut a, b) = if left == i {
+                (child, other)
+            } else {
+                (other, child)
+            };
             a.absorb(b);
             children[left].count += children[right].count;
             io.save(children[left].page, &a)?;
@@ -346,7 +397,12 @@ fn fit_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, child: P
     io.save(children[i].page, &child)
 }
 
-fn split_child(io: &mut impl PageIo, children: &mut Vec<Child>, i: usize, mut child: Page) -> Result<(), Error> {
+fn split_child(
+    io: &mut impl PageIo,
+    children: &mut Vec<Child>,
+    i: usize,
+    mut child: Page,
+) -> Result<(), Error> {
     let rest = child.split(PAGE_TARGET);
     children[i].count = child.count();
     io.save(children[i].page, &child)?;
@@ -454,12 +510,18 @@ pub mod tests {
         let mut out = Vec::new();
         let mut leaf_depths = Vec::new();
         check_page(io, &tree.root, 0, &mut out, &mut leaf_depths);
-        assert!(leaf_depths.windows(2).all(|w| w[0] == w[1]), "leaves at one depth");
+        assert!(
+            leaf_depths.windows(2).all(|w| w[0] == w[1]),
+            "leaves at one depth"
+        );
         if let Page::Node { children, .. } = &tree.root {
             assert!(children.len() >= 2, "a node root has two children or more");
         }
         if keyed {
-            assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "keys strictly increase");
+            assert!(
+                out.windows(2).all(|w| w[0].0 < w[1].0),
+                "keys strictly increase"
+            );
         }
         let mut reachable = Vec::new();
         Tree::pages(io, &tree.root, &mut reachable).unwrap();
@@ -467,7 +529,13 @@ pub mod tests {
         out
     }
 
-    fn check_page(io: &mut MemPages, page: &Page, depth: usize, out: &mut Vec<Entry>, leaves: &mut Vec<usize>) {
+    fn check_page(
+        io: &mut MemPages,
+        page: &Page,
+        depth: usize,
+        out: &mut Vec<Entry>,
+        leaves: &mut Vec<usize>,
+    ) {
         match page {
             Page::Leaf(e) => {
                 leaves.push(depth);
@@ -483,7 +551,10 @@ pub mod tests {
                     if i > 0 && !c.key.is_empty() {
                         // The first separator is never compared.
                         if let Some(last) = out.last() {
-                            assert!(last.0.as_slice() < c.key.as_slice(), "separator above the left");
+                            assert!(
+                                last.0.as_slice() < c.key.as_slice(),
+                                "separator above the left"
+                            );
                         }
                     }
                     check_page(io, &child, depth + 1, out, leaves);

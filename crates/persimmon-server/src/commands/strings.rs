@@ -232,9 +232,7 @@ pub fn getset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.store.update(key, |old| match old {
         Some(
             Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_) | Stored::Coll(..),
-        ) => {
-            (Update::Keep, Err(wrongtype()))
-        }
+        ) => (Update::Keep, Err(wrongtype())),
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Put(value::string(body)), Ok(()))
@@ -252,9 +250,7 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.store.update(key, |old| match old {
         Some(
             Stored::Hash(_) | Stored::ZSet(_) | Stored::List(_) | Stored::Set(_) | Stored::Coll(..),
-        ) => {
-            (Update::Keep, Err(wrongtype()))
-        }
+        ) => (Update::Keep, Err(wrongtype())),
         Some(Stored::String(prev)) => {
             out.bulk(prev);
             (Update::Delete, Ok(()))
