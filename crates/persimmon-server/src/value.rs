@@ -222,6 +222,7 @@ pub struct HashBuilder<'a> {
 
 const INDEX_FROM_FIELDS: usize = 32;
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 impl<'a> HashBuilder<'a> {
     pub fn new(fields: Vec<(&'a [u8], &'a [u8])>) -> HashBuilder<'a> {
         let live = fields.len();
@@ -440,13 +441,16 @@ pub fn list_encode(elements: &[&[u8]]) -> Vec<u8> {
 /// is one index away), plus an index of them once the set grows. Removing a
 /// member moves the last one into its place, so the stored order is
 /// insertion order only until the first removal.
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 pub struct SetBuilder<'a> {
     members: Vec<&'a [u8]>,
     index: Option<std::collections::HashMap<&'a [u8], usize>>,
 }
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 const INDEX_FROM_MEMBERS: usize = 32;
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 impl<'a> SetBuilder<'a> {
     /// An empty set.
     pub fn new() -> SetBuilder<'a> {
