@@ -30,6 +30,7 @@ use std::ops::Range;
 
 use persimmon::Update;
 
+use crate::coll;
 use crate::protocol::Args;
 use crate::session::{int_arg, is, syntax, wrongtype, Error, Session};
 use crate::store::Store;
@@ -108,6 +109,10 @@ fn damaged(what: &str) -> Error {
 /// The source's kind and elements: a list's from the head, a set's in
 /// stored order, a sorted set's by (score, member).
 fn source(st: &mut Store, key: &[u8]) -> Result<(Kind, Vec<Vec<u8>>), Error> {
+    let is_set = st.get(key, |v| matches!(v, Stored::Coll(coll::Kind::Set, _)))?;
+    if is_set == Some(true) {
+        return Ok((Kind::Set, coll_keys(st, key, coll::Kind::Set)?));
+    }
     let owned = |items: Vec<&[u8]>| items.into_iter().map(<[u8]>::to_vec).collect();
     let found = st.get(key, |v| match v {
         Stored::List(body) => items(body)
@@ -122,6 +127,20 @@ fn source(st: &mut Store, key: &[u8]) -> Result<(Kind, Vec<Vec<u8>>), Error> {
         Stored::String(_) | Stored::Hash(_) | Stored::Coll(..) => Err(wrongtype()),
     })?;
     Ok(found.transpose()?.unwrap_or((Kind::List, Vec::new())))
+}
+
+/// The keys of tree 0 of the collection of `kind` at `key`, in order (a
+/// bridge for sets stored as collections until SORT is ported, issue 17).
+fn coll_keys(st: &mut Store, key: &[u8], kind: coll::Kind) -> Result<Vec<Vec<u8>>, Error> {
+    let mut out = Vec::new();
+    coll::with(st, key, kind, |st, c| {
+        out.clear();
+        c.walk(st, 0, 0, false, |k, _| {
+            out.push(k.to_vec());
+            Ok(true)
+        })
+    })?;
+    Ok(out)
 }
 
 /// The positions LIMIT `offset count` selects among `len` ordered
@@ -169,6 +188,10 @@ fn lookup(st: &mut Store, pattern: &[u8], element: &[u8]) -> Result<Option<Vec<u
         _ => (rest, None),
     };
     let key = [&pattern[..star], element, tail].concat();
+    let is_hash = st.get(&key, |v| matches!(v, Stored::Coll(coll::Kind::Hash, _)))?;
+    if let (Some(true), Some(field)) = (is_hash, field) {
+        return Ok(coll::with(st, &key, coll::Kind::Hash, |st, c| c.get(st, 0, field))?.flatten());
+    }
     let found = st.get(&key, |v| match (v, field) {
         (Stored::String(b), None) => Ok(Some(b.to_vec())),
         (Stored::Hash(body), Some(field)) => hash_fields(body)
