@@ -3,7 +3,8 @@
 //! state seeded from the standard library's per-process random keys.
 //!
 //! Invariants: `below(n)` is in `0..n` for every `n > 0`; the modulo bias is
-//! below 2^-40 for any count a pool can hold. Not for secrets: it picks
+//! below 2^-40 for any count a pool can hold; `distinct_below(n, k)` is a
+//! uniform `k`-subset of `0..n` in random order. Not for secrets: it picks
 //! members, as Redis's own generator does.
 
 use std::cell::Cell;
@@ -41,6 +42,24 @@ pub fn index_below(n: usize) -> usize {
     below(n as u64) as usize
 }
 
+/// `k` distinct numbers below `n` (`k <= n`), every `k`-subset equally
+/// likely, in random order: Floyd's sampling, then a shuffle. O(k).
+pub fn distinct_below(n: u64, k: u64) -> Vec<u64> {
+    debug_assert!(k <= n);
+    let mut seen = std::collections::HashSet::with_capacity(k as usize);
+    let mut picks = Vec::with_capacity(k as usize);
+    for j in n - k..n {
+        let t = below(j + 1);
+        let pick = if seen.contains(&t) { j } else { t };
+        seen.insert(pick);
+        picks.push(pick);
+    }
+    for i in (1..picks.len()).rev() {
+        picks.swap(i, index_below(i + 1));
+    }
+    picks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +72,22 @@ mod tests {
         }
         assert!(seen.iter().all(|&n| (800..1200).contains(&n)), "{seen:?}");
         assert_eq!(below(1), 0);
+    }
+
+    #[test]
+    fn distinct_draws_are_distinct_and_cover_the_range() {
+        let mut seen = [0u32; 6];
+        for _ in 0..3000 {
+            let mut d = distinct_below(6, 3);
+            for &x in &d {
+                seen[x as usize] += 1;
+            }
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), 3);
+        }
+        assert!(seen.iter().all(|&n| (1300..1700).contains(&n)), "{seen:?}");
+        assert_eq!(distinct_below(4, 4).len(), 4);
+        assert!(distinct_below(9, 0).is_empty());
     }
 }

@@ -222,6 +222,7 @@ pub struct HashBuilder<'a> {
 
 const INDEX_FROM_FIELDS: usize = 32;
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 impl<'a> HashBuilder<'a> {
     pub fn new(fields: Vec<(&'a [u8], &'a [u8])>) -> HashBuilder<'a> {
         let live = fields.len();
@@ -364,16 +365,19 @@ pub fn zset_entries(body: &[u8]) -> Result<Entries<'_>, DamagedZSet> {
 }
 
 /// Orders sorted-set entries as Redis does: by score, then member bytes.
+#[cfg(test)]
 pub fn zset_order(a: &(f64, &[u8]), b: &(f64, &[u8])) -> std::cmp::Ordering {
     a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1))
 }
 
 /// Bytes `entries` take encoded (tag included).
+#[cfg(test)]
 pub fn zset_encoded_len(entries: &[(f64, &[u8])]) -> usize {
     1 + 4 + entries.iter().map(|(_, m)| 12 + m.len()).sum::<usize>()
 }
 
 /// Encodes sorted entries (sorted by [`zset_order`], unique members).
+#[cfg(test)]
 pub fn zset_encode(entries: &[(f64, &[u8])]) -> Vec<u8> {
     debug_assert!(entries.windows(2).all(|w| zset_order(&w[0], &w[1]).is_lt()));
     let mut out = Vec::with_capacity(zset_encoded_len(entries));
@@ -431,6 +435,7 @@ fn items_encode(tag: u8, items: &[&[u8]]) -> Vec<u8> {
 
 /// Encodes a list, head first (the caller checked
 /// [`items_encoded_len`] against the limit).
+#[cfg(test)]
 pub fn list_encode(elements: &[&[u8]]) -> Vec<u8> {
     items_encode(TAG_LIST, elements)
 }
@@ -440,13 +445,16 @@ pub fn list_encode(elements: &[&[u8]]) -> Vec<u8> {
 /// is one index away), plus an index of them once the set grows. Removing a
 /// member moves the last one into its place, so the stored order is
 /// insertion order only until the first removal.
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 pub struct SetBuilder<'a> {
     members: Vec<&'a [u8]>,
     index: Option<std::collections::HashMap<&'a [u8], usize>>,
 }
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 const INDEX_FROM_MEMBERS: usize = 32;
 
+#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
 impl<'a> SetBuilder<'a> {
     /// An empty set.
     pub fn new() -> SetBuilder<'a> {

@@ -501,7 +501,7 @@ fn hrandfield_nests_pairs_in_resp3() {
 }
 
 #[test]
-fn hscan_returns_the_whole_hash_at_once() {
+fn hscan_walks_the_fields_by_rank() {
     let server = TestServer::start();
     let mut c = server.client();
     cmd(&mut c, &["HSET", "h", "a1", "1", "b1", "2", "a2", "3"]).unwrap();
@@ -513,14 +513,45 @@ fn hscan_returns_the_whole_hash_at_once() {
         }
         v => panic!("{v:?}"),
     };
+    // Default COUNT (10) covers the hash: one call, cursor 0.
     let (cursor, items) = scan(&mut c, &["HSCAN", "h", "0"]);
     assert_eq!(cursor, "0");
-    assert_eq!(items, ["a1", "1", "b1", "2", "a2", "3"]);
-    let (_, items) = scan(&mut c, &["HSCAN", "h", "0", "MATCH", "a*", "COUNT", "1"]);
-    assert_eq!(items, ["a1", "1", "a2", "3"]);
-    // Redis reads the cursor with strtoul: empty and negative are fine.
+    let pairs: std::collections::BTreeSet<(String, String)> = items
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    let want = [("a1", "1"), ("a2", "3"), ("b1", "2")];
+    assert_eq!(
+        pairs,
+        want.map(|(f, v)| (f.to_string(), v.to_string())).into()
+    );
+    // COUNT 1 examines one field per call; MATCH filters what it examined.
+    let mut cursor = "0".to_string();
+    let mut matched = Vec::new();
+    let mut calls = 0;
+    loop {
+        let (next, items) = scan(
+            &mut c,
+            &["HSCAN", "h", &cursor, "MATCH", "a*", "COUNT", "1"],
+        );
+        assert!(items.len() <= 2);
+        matched.extend(items);
+        calls += 1;
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(calls, 3);
+    matched.sort();
+    assert_eq!(matched, ["1", "3", "a1", "a2"]);
+    // Redis reads the cursor with strtoul: empty and negative are fine
+    // (a cursor past the end ends the iteration).
     assert_eq!(scan(&mut c, &["HSCAN", "h", ""]).1.len(), 6);
-    assert_eq!(scan(&mut c, &["HSCAN", "h", "-1"]).1.len(), 6);
+    assert_eq!(
+        scan(&mut c, &["HSCAN", "h", "-1"]),
+        ("0".to_string(), vec![])
+    );
     assert_eq!(
         scan(&mut c, &["HSCAN", "missing", "0", "COUNT", "0"]),
         ("0".to_string(), vec![])

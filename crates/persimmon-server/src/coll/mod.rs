@@ -189,6 +189,11 @@ impl Coll {
     }
 
     pub fn open_engine_key(st: &mut Store, ek: Vec<u8>, kind: Kind) -> Result<Option<Coll>, Error> {
+        // A key too long for the engine (with a database prefix) cannot
+        // exist: it reads as missing, as the store's reads do.
+        if !crate::session::may_exist(&ek) {
+            return Ok(None);
+        }
         let meta = st.unit_read(&ek, true, |v| v.map(<[u8]>::to_vec))?;
         let Some(meta) = meta else { return Ok(None) };
         match Stored::decode(&meta) {

@@ -6,8 +6,9 @@
 //!   (the table sits above the handlers; importing it would close a loop),
 //!   so every row, present and future, appears in every reply.
 //! - Keys (GETKEYS) come from a row's first key, last key and step alone,
-//!   as Redis's legacy key ranges do, except for SORT and SORT_RO, whose
-//!   STORE destination can be anywhere (`movablekeys`): their room finds it.
+//!   as Redis's legacy key ranges do, except for the `movablekeys` rows:
+//!   SORT and SORT_RO, whose STORE destination can be anywhere (their room
+//!   finds it), and SINTERCARD, whose keys follow their count.
 
 use crate::glob;
 use crate::protocol::Args;
@@ -26,7 +27,9 @@ fn since(name: &str) -> Option<&'static str> {
         | "set" | "setnx" | "getset" | "mget" | "incr" | "incrby" | "decr" | "decrby" | "del"
         | "exists" | "type" | "keys" | "flushdb" | "flushall" | "ttl" | "expire" | "lastsave"
         | "save" | "bgsave" | "bgrewriteaof" | "randomkey" | "rename" | "renamenx" | "move"
-        | "substr" | "sort" => "1.0.0",
+        | "substr" | "sort" | "sadd" | "srem" | "smembers" | "sismember" | "scard" | "spop"
+        | "srandmember" | "smove" | "sinter" | "sinterstore" | "sunion" | "sunionstore"
+        | "sdiff" | "sdiffstore" => "1.0.0",
         "zrangebyscore" => "1.0.5",
         "mset" | "msetnx" => "1.0.1",
         "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
@@ -41,14 +44,14 @@ fn since(name: &str) -> Option<&'static str> {
         "client" | "getrange" => "2.4.0",
         "pttl" | "pexpire" | "pexpireat" | "psetex" | "incrbyfloat" | "hincrbyfloat" | "time"
         | "dump" | "restore" => "2.6.0",
-        "scan" | "hscan" | "zscan" | "zrangebylex" | "zlexcount" => "2.8.0",
+        "scan" | "hscan" | "sscan" | "zscan" | "zrangebylex" | "zlexcount" => "2.8.0",
         "command" => "2.8.13",
         "wait" => "3.0.0",
         "hstrlen" => "3.2.0",
         "unlink" | "memory" | "swapdb" => "4.0.0",
         "hello" => "6.0.0",
-        "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" => "6.2.0",
-        "function" | "expiretime" | "pexpiretime" | "lcs" | "sort_ro" => "7.0.0",
+        "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" | "smismember" => "6.2.0",
+        "function" | "expiretime" | "pexpiretime" | "lcs" | "sort_ro" | "sintercard" => "7.0.0",
         _ => return None,
     })
 }
@@ -278,7 +281,7 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     let Some(spec) = s.command_named(a.get(2)) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
-    if spec.first_key == 0 {
+    if spec.first_key == 0 && !spec.flags.contains(&"movablekeys") {
         return Err(Error::new("ERR The command has no key arguments"));
     }
     let argc = a.len() - 2;
@@ -289,6 +292,7 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     }
     let positions = match spec.name {
         "sort" | "sort_ro" => Some(super::sort::key_positions(&a.from(2).collect::<Vec<_>>())),
+        "sintercard" => numkeys_positions(&a.from(2).collect::<Vec<_>>(), 1),
         _ => key_positions(spec, argc),
     }
     .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
@@ -297,6 +301,15 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
         s.out.bulk(a.get(p + 2));
     }
     Ok(())
+}
+
+/// The key positions of a request whose argument `at` counts the keys
+/// that follow it (SINTERCARD); `None` when the count is not a positive
+/// number the request holds.
+fn numkeys_positions(args: &[&[u8]], at: usize) -> Option<Vec<usize>> {
+    let n = crate::protocol::parse_i64(args.get(at)?)?;
+    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+    (at + n < args.len()).then(|| (at + 1..=at + n).collect())
 }
 
 #[cfg(test)]

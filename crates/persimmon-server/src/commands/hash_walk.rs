@@ -1,24 +1,36 @@
-//! Reads that walk a whole hash: HRANDFIELD (random fields) and HSCAN.
-//! A hash is one stored value, so both behave as Redis does for its small
-//! (listpack) hashes: HSCAN returns every field in one call with cursor 0,
-//! HRANDFIELD samples the stored fields.
+//! Reads that pick or walk the entries of a collection by rank: HRANDFIELD
+//! (random fields of a hash) and the HSCAN/SSCAN cursor (shared with
+//! `sets`). Each runs in one atomic unit and builds its reply in a scratch
+//! buffer, copied out once the unit committed.
 //!
 //! Invariants:
 //! - Errors come in Redis's order: the arguments Redis parses before the
-//!   key, then the key's type, then (HSCAN) the options, which a missing
+//!   key, then the key's type, then (scans) the options, which a missing
 //!   key skips (it answers an empty scan).
-//! - HRANDFIELD with a positive count returns distinct fields (all of them
-//!   when the count is at least the hash's size); with a negative one,
-//!   `-count` independent uniform draws. A reply that passes the output
-//!   limit stops early and the connection is closed.
+//! - HRANDFIELD draws ranks uniformly (`random`), each fetched in
+//!   O(height): with a positive count it returns distinct fields (all of
+//!   them, in field order, when the count is at least the hash's size);
+//!   with a negative one, `-count` independent uniform draws. A reply that
+//!   passes the output limit stops early and the connection is closed.
+//! - A scan cursor is the rank (in byte order of fields or members) to
+//!   continue from; 0 starts and ends an iteration. Each call examines up
+//!   to COUNT entries (default 10) from the cursor and returns those that
+//!   match. Guarantee: an iteration over a collection that does not change
+//!   meanwhile returns every entry exactly once. If entries are added or
+//!   removed meanwhile, an entry before the cursor that goes (comes) shifts
+//!   the later ones back (forth) by one rank, so an entry present the
+//!   whole time may be missed (repeated) once per such change — weaker
+//!   than Redis's guarantee, which never misses such an entry.
 
+use crate::coll::{self, Coll, Kind};
 use crate::glob;
 use crate::protocol::Args;
 use crate::random;
 use crate::reply::Reply;
 use crate::session::{int_arg, int_arg_within, is, syntax, Error, Session};
+use crate::store::Store;
 
-use super::hashes::with_fields;
+use super::hashes::scratch;
 
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -26,15 +38,15 @@ pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return one_random_field(s, a.get(1));
     }
     let (count, with_values) = count_args(&a)?;
-    let found = {
-        let out = &mut s.out;
-        let limit = s.shared.settings.output_buffer_limit();
-        with_fields(&mut s.store, a.get(1), |fields| {
-            random_fields(out, fields, count, with_values, limit)
-        })?
-    };
-    if found.is_none() {
-        s.out.array(0);
+    let limit = s.shared.settings.output_buffer_limit();
+    let mut r = scratch(&s.out);
+    let found = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
+        r.buf.clear();
+        random_fields(st, c, &mut r, count, with_values, limit)
+    })?;
+    match found {
+        Some(()) => s.out.buf.extend_from_slice(&r.buf),
+        None => s.out.array(0),
     }
     s.output_over_limit();
     Ok(())
@@ -42,13 +54,12 @@ pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// HRANDFIELD without a count: one field, or nil for a missing key.
 fn one_random_field(s: &mut Session, key: &[u8]) -> Result<(), Error> {
-    let out = &mut s.out;
-    let found = with_fields(&mut s.store, key, |fields| match fields.len() {
-        0 => out.null(),
-        n => out.bulk(fields[random::index_below(n)].0),
+    let picked = coll::with(&mut s.store, key, Kind::Hash, |st, c| {
+        c.at(st, 0, random::below(c.len()))
     })?;
-    if found.is_none() {
-        s.out.null();
+    match picked.flatten() {
+        Some((f, _)) => s.out.bulk(&f),
+        None => s.out.null(),
     }
     Ok(())
 }
@@ -68,58 +79,104 @@ fn count_args(a: &Args<'_>) -> Result<(i64, bool), Error> {
     Ok((count, with_values))
 }
 
-/// HRANDFIELD's reply with a count: `|count|` fields drawn with repetition
-/// when `count` is negative, else up to `count` distinct ones. Stops early
-/// once the reply passes `limit` bytes (the connection is then closed).
+/// The ranks a count picks from `n` entries: `|count|` uniform draws when
+/// `count` is negative (drawn as they are written), else every rank or
+/// `count` distinct ones.
+pub(super) enum Picks {
+    All,
+    Distinct(Vec<u64>),
+    Repeating(u64),
+}
+
+pub(super) fn picks(n: u64, count: i64) -> Picks {
+    match count {
+        c if c < 0 => Picks::Repeating(c.unsigned_abs()),
+        c if c as u64 >= n => Picks::All,
+        c => Picks::Distinct(random::distinct_below(n, c as u64)),
+    }
+}
+
+/// Writes the entries `picks` names into `r` as an array (each entry by
+/// `emit`), stopping once `r` passes `limit` bytes.
+pub(super) fn write_picks(
+    st: &mut Store,
+    c: &mut Coll,
+    r: &mut Reply,
+    picks: Picks,
+    per_entry: usize,
+    limit: usize,
+    mut emit: impl FnMut(&mut Reply, &[u8], &[u8]),
+) -> Result<(), Error> {
+    let n = c.len();
+    match picks {
+        Picks::All => {
+            r.array(n as usize * per_entry);
+            c.walk(st, 0, 0, false, |k, v| {
+                emit(r, k, v);
+                Ok(r.len() <= limit)
+            })
+        }
+        Picks::Distinct(ranks) => {
+            r.array(ranks.len() * per_entry);
+            for rank in ranks {
+                let (k, v) = c.at(st, 0, rank)?.ok_or_else(crate::coll::page::damaged)?;
+                emit(r, &k, &v);
+                if r.len() > limit {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        Picks::Repeating(k) => {
+            r.array(if n == 0 { 0 } else { k as usize * per_entry });
+            for _ in 0..if n == 0 { 0 } else { k } {
+                let (k, v) = c
+                    .at(st, 0, random::below(n))?
+                    .ok_or_else(crate::coll::page::damaged)?;
+                emit(r, &k, &v);
+                if r.len() > limit {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// HRANDFIELD's reply with a count (see [`picks`]); in RESP3 each field
+/// and value WITHVALUES come as a pair.
 fn random_fields(
-    out: &mut Reply,
-    fields: &[(&[u8], &[u8])],
+    st: &mut Store,
+    c: &mut Coll,
+    r: &mut Reply,
     count: i64,
     with_values: bool,
     limit: usize,
-) {
-    let n = fields.len();
-    let picks = match count {
-        _ if n == 0 => 0,
-        c if c < 0 => c.unsigned_abs(),
-        c => (c as u64).min(n as u64),
-    };
-    let flat = with_values && !out.resp3;
-    out.array(picks as usize * if flat { 2 } else { 1 });
-    let emit = |out: &mut Reply, (f, v): (&[u8], &[u8])| {
-        if with_values && out.resp3 {
-            out.array(2);
-        }
-        out.bulk(f);
-        if with_values {
-            out.bulk(v);
-        }
-    };
-    if count < 0 {
-        for i in 0..picks {
-            emit(out, fields[random::index_below(n)]);
-            if i % 1024 == 1023 && out.len() > limit {
-                return;
+) -> Result<(), Error> {
+    let flat = with_values && !r.resp3;
+    let per_entry = if flat { 2 } else { 1 };
+    write_picks(
+        st,
+        c,
+        r,
+        picks(c.len(), count),
+        per_entry,
+        limit,
+        |r, f, v| {
+            if with_values && r.resp3 {
+                r.array(2);
             }
-        }
-        return;
-    }
-    // Distinct fields: all of them, or the head of a partial shuffle.
-    let mut order: Vec<usize> = (0..n).collect();
-    if picks < n as u64 {
-        for i in 0..picks as usize {
-            let j = i + random::index_below(n - i);
-            order.swap(i, j);
-        }
-    }
-    for &i in &order[..picks as usize] {
-        emit(out, fields[i]);
-    }
+            r.bulk(f);
+            if with_values {
+                r.bulk(v);
+            }
+        },
+    )
 }
 
 /// A SCAN cursor as Redis reads one (C's `strtoul`: an optional sign,
 /// decimal digits, a negative one wrapping around).
-pub(super) fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
+fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
     let invalid = || Error::new("ERR invalid cursor");
     let (neg, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),
@@ -139,10 +196,18 @@ pub(super) fn scan_cursor(arg: &[u8]) -> Result<u64, Error> {
     Ok(if neg { n.wrapping_neg() } else { n })
 }
 
-/// HSCAN's options: the MATCH pattern (`None`: every field). COUNT is
-/// checked and otherwise moot: the whole hash comes in one reply.
-pub(super) fn hscan_pattern<'a>(a: &Args<'a>) -> Result<Option<&'a [u8]>, Error> {
-    let mut pattern = None;
+/// A scan's options: the MATCH pattern (`None`: every entry) and COUNT.
+#[derive(Clone)]
+struct ScanOptions<'a> {
+    pattern: Option<&'a [u8]>,
+    count: u64,
+}
+
+fn scan_options<'a>(a: &Args<'a>) -> Result<ScanOptions<'a>, Error> {
+    let mut o = ScanOptions {
+        pattern: None,
+        count: 10,
+    };
     let mut i = 3;
     while i < a.len() {
         if i + 1 >= a.len() {
@@ -150,51 +215,66 @@ pub(super) fn hscan_pattern<'a>(a: &Args<'a>) -> Result<Option<&'a [u8]>, Error>
         }
         let (opt, value) = (a.get(i), a.get(i + 1));
         if is(opt, "COUNT") {
-            if int_arg(value)? < 1 {
+            let n = int_arg(value)?;
+            if n < 1 {
                 return Err(syntax());
             }
+            o.count = n as u64;
         } else if is(opt, "MATCH") {
-            pattern = Some(value).filter(|p| *p != b"*");
+            o.pattern = Some(value).filter(|p| *p != b"*");
         } else {
             return Err(syntax());
         }
         i += 2;
     }
-    Ok(pattern)
+    Ok(o)
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count]: a hash is one stored
-/// value, so the first call returns every field (those matching) and
-/// cursor 0, as Redis does for its small hashes. Errors in Redis's order:
-/// the cursor, the key's type, then the options (a missing key answers an
-/// empty scan whatever they are).
-pub fn hscan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    scan_cursor(a.get(2))?;
-    let options = hscan_pattern(&a);
-    let out = &mut s.out;
-    let found = with_fields(&mut s.store, a.get(1), |fields| {
-        let pattern = options.clone()?;
-        let shown: Vec<_> = fields
-            .iter()
-            .filter(|(f, _)| pattern.is_none_or(|p| glob::matches(p, f)))
-            .collect();
-        out.array(2);
-        out.bulk(b"0");
-        out.array(shown.len() * 2);
-        for (f, v) in shown {
-            out.bulk(f);
-            out.bulk(v);
+/// HSCAN/SSCAN key cursor [MATCH pattern] [COUNT count] on a collection of
+/// `kind` (a hash lists field and value, a set its members). Errors in
+/// Redis's order: the cursor, the key's type, then the options (a missing
+/// key answers an empty scan whatever they are).
+pub(super) fn scan(s: &mut Session, a: Args<'_>, kind: Kind) -> Result<(), Error> {
+    let cursor = scan_cursor(a.get(2))?;
+    let options = scan_options(&a);
+    let limit = s.shared.settings.output_buffer_limit();
+    let mut items: Vec<Vec<u8>> = Vec::new();
+    let next = coll::with(&mut s.store, a.get(1), kind, |st, c| {
+        items.clear();
+        let o = options.clone()?;
+        let mut examined = 0u64;
+        let mut bytes = 0usize;
+        if cursor < c.len() {
+            c.walk(st, 0, cursor, false, |k, v| {
+                examined += 1;
+                if o.pattern.is_none_or(|p| glob::matches(p, k)) {
+                    bytes += k.len() + v.len();
+                    items.push(k.to_vec());
+                    match kind {
+                        Kind::Hash => items.push(v.to_vec()),
+                        Kind::ZSet => items.push(
+                            super::zsets::score_text(coll::decode_score(v)).into_bytes(),
+                        ),
+                        Kind::Set | Kind::List => {}
+                    }
+                }
+                Ok(examined < o.count && bytes <= limit)
+            })?;
         }
-        Ok::<(), Error>(())
+        let next = cursor.saturating_add(examined);
+        Ok(if next >= c.len() { 0 } else { next })
     })?;
-    match found {
-        Some(r) => r?,
-        None => {
-            s.out.array(2);
-            s.out.bulk(b"0");
-            s.out.array(0);
-        }
+    s.out.array(2);
+    s.out.bulk(next.unwrap_or(0).to_string().as_bytes());
+    s.out.array(items.len());
+    for i in &items {
+        s.out.bulk(i);
     }
     s.output_over_limit();
     Ok(())
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count].
+pub fn hscan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    scan(s, a, Kind::Hash)
 }

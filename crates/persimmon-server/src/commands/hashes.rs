@@ -1,52 +1,49 @@
-//! Hash commands. A hash is one stored value (see `value.rs`): reads decode
-//! it in place, writes rebuild it inside one `Db::update` closure, so every
-//! hash command is atomic. Cost is O(size of the hash) per command, which
-//! suits small hashes such as YCSB's 10-field records.
+//! Hash commands over a collection (`coll`, `Kind::Hash`): tree 0 maps each
+//! field to its value, in field byte order. Every command runs in one
+//! atomic unit of the client's `Store` (`coll::with`, `coll::with_new`), so
+//! it is atomic and crash-atomic. A point read or write (HGET, HSET of `k`
+//! fields, HDEL, HINCRBY...) costs O(k × height) page reads; HGETALL, HKEYS
+//! and HVALS walk the fields once. (HRANDFIELD and HSCAN: `hash_walk`.)
 //!
 //! Invariants: a hash loses its key with its last field, as in Redis
-//! (clients take a missing key for an empty hash); a change that would pass
-//! the value limit is refused whole and the stored hash stays as it was.
+//! (clients take a missing key for an empty hash); a field and value that
+//! would not fit one engine value are refused before anything is written.
+//! Replies list fields in byte order (Redis promises no order).
 //! HINCRBYFLOAT adds in x87 extended precision (`longdouble`), as Redis
-//! does on x86-64. (HRANDFIELD and HSCAN: `hash_walk`.)
+//! does on x86-64. A read's reply is built inside its unit into a scratch
+//! buffer and copied out once the unit committed (a unit may run again).
 
-use persimmon::Update;
-
+use crate::coll::{self, Kind};
 use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
-use crate::session::{arity, check_key, int_arg, overflow, wrongtype, Error, Session};
-use crate::store::Store;
-use crate::value::{hash_fields, HashBuilder, Stored, MAX_STRING_BYTES};
+use crate::reply::Reply;
+use crate::session::{arity, check_key, int_arg, overflow, Error, Session};
+use crate::value::MAX_STRING_BYTES;
 
-fn damaged_hash() -> Error {
-    Error::new("ERR the hash stored at this key is damaged (it does not decode)")
-}
+/// Room a page record needs around its one entry (varints, tags, meta).
+const ELEMENT_OVERHEAD: usize = 64;
 
-/// The hash stored at a key as a builder; empty for a missing key.
-fn open<'a>(old: Option<Stored<'a>>) -> Result<HashBuilder<'a>, Error> {
-    match old {
-        None => Ok(HashBuilder::new(Vec::new())),
-        Some(Stored::Hash(body)) => Ok(HashBuilder::new(
-            hash_fields(body).map_err(|_| damaged_hash())?,
-        )),
-        Some(_) => Err(wrongtype()),
-    }
-}
-
-/// Encodes `h` for storing, or the error when it grew too large.
-fn store(h: &HashBuilder<'_>) -> Result<Update, Error> {
-    let len = h.encoded_len();
-    if len - 1 > MAX_STRING_BYTES {
+/// Refuses an element (field and value, or member) that could not be
+/// stored as one engine value.
+pub(super) fn check_element(key: &[u8], value: &[u8]) -> Result<(), Error> {
+    let len = key.len() + value.len();
+    if len + ELEMENT_OVERHEAD > MAX_STRING_BYTES {
         return Err(Error::new(format!(
-            "ERR the hash would take {len} bytes; persimmon stores at most {} bytes per value \
-             (64 MiB)",
-            MAX_STRING_BYTES + 1
+            "ERR element is {len} bytes; persimmon stores at most {} bytes per collection \
+             element (its 64 MiB value limit less the page's own bytes)",
+            MAX_STRING_BYTES - ELEMENT_OVERHEAD
         )));
     }
-    Ok(if h.is_empty() {
-        Update::Delete
-    } else {
-        Update::Put(h.encode())
-    })
+    Ok(())
+}
+
+/// An empty reply buffer in the protocol of `out` (a unit's scratch).
+pub(super) fn scratch(out: &Reply) -> Reply {
+    Reply {
+        buf: Vec::new(),
+        resp3: out.resp3,
+        errors: Default::default(),
+    }
 }
 
 /// HSET/HMSET: sets field-value pairs; returns how many fields are new.
@@ -56,15 +53,15 @@ fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
     }
     let key = a.get(1);
     check_key(key)?;
-    s.store.try_update(key, |old| {
-        let mut h = open(old)?;
+    for i in (2..a.len()).step_by(2) {
+        check_element(a.get(i), a.get(i + 1))?;
+    }
+    coll::with_new(&mut s.store, key, Kind::Hash, |st, c| {
         let mut added = 0;
-        let mut i = 2;
-        while i < a.len() {
-            added += h.set(a.get(i), a.get(i + 1)) as i64;
-            i += 2;
+        for i in (2..a.len()).step_by(2) {
+            added += c.insert(st, 0, a.get(i), a.get(i + 1))?.is_none() as i64;
         }
-        Ok((store(&h)?, added))
+        Ok(added)
     })
 }
 
@@ -83,108 +80,119 @@ pub fn hmset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (key, field, value) = (a.get(1), a.get(2), a.get(3));
     check_key(key)?;
-    let added = s.store.try_update(key, |old| {
-        let mut h = open(old)?;
-        if h.get(field).is_some() {
-            return Ok((Update::Keep, false));
+    check_element(field, value)?;
+    let added = coll::with_new(&mut s.store, key, Kind::Hash, |st, c| {
+        if c.get(st, 0, field)?.is_some() {
+            return Ok(false);
         }
-        h.set(field, value);
-        Ok((store(&h)?, true))
+        c.insert(st, 0, field, value)?;
+        Ok(true)
     })?;
     s.out.int(added as i64);
     Ok(())
 }
 
 pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let key = a.get(1);
-    let removed = s.store.try_update(key, |old| {
-        if old.is_none() {
-            return Ok((Update::Keep, 0));
+    let removed = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
+        let mut removed = 0;
+        for f in a.from(2) {
+            removed += c.remove(st, 0, f)?.is_some() as i64;
         }
-        let mut h = open(old)?;
-        let removed = a.from(2).filter(|f| h.remove(f)).count() as i64;
-        if removed == 0 {
-            return Ok((Update::Keep, 0));
-        }
-        Ok((store(&h)?, removed))
+        Ok(removed)
     })?;
-    s.out.int(removed);
+    s.out.int(removed.unwrap_or(0));
     Ok(())
 }
 
-pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let (key, field) = (a.get(1), a.get(2));
-    let delta = int_arg(a.get(3))?;
+/// Replaces the number in `field` with `f(current)` (a missing field reads
+/// as `None`), creating the hash if needed; returns what was stored.
+fn update_field<R>(
+    s: &mut Session,
+    key: &[u8],
+    field: &[u8],
+    f: impl Fn(Option<&[u8]>) -> Result<(Vec<u8>, R), Error>,
+) -> Result<R, Error> {
     check_key(key)?;
-    let n = s.store.try_update(key, |old| {
-        let mut h = open(old)?;
-        let current = match h.get(field) {
+    coll::with_new(&mut s.store, key, Kind::Hash, |st, c| {
+        let old = c.get(st, 0, field)?;
+        let (text, r) = f(old.as_deref())?;
+        check_element(field, &text)?;
+        c.insert(st, 0, field, &text)?;
+        Ok(r)
+    })
+}
+
+pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let delta = int_arg(a.get(3))?;
+    let n = update_field(s, a.get(1), a.get(2), |old| {
+        let current = match old {
             None => 0,
             Some(v) => {
                 parse_i64(v).ok_or_else(|| Error::new("ERR hash value is not an integer"))?
             }
         };
         let n = current.checked_add(delta).ok_or_else(overflow)?;
-        let text = n.to_string().into_bytes();
-        h.set(field, &text);
-        Ok((store(&h)?, n))
+        Ok((n.to_string().into_bytes(), n))
     })?;
     s.out.int(n);
     Ok(())
 }
 
-/// Runs `f` over the fields of the hash at `key` in place; `None` when the
-/// key is missing.
-pub(super) fn with_fields<R>(
-    store: &mut Store,
-    key: &[u8],
-    f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
-) -> Result<Option<R>, Error> {
-    store
-        .get(key, |v| match v {
-            Stored::Hash(body) => hash_fields(body)
-                .map(|fields| f(&fields))
-                .map_err(|_| damaged_hash()),
-            _ => Err(wrongtype()),
-        })?
-        .transpose()
+/// HINCRBYFLOAT: the number in the field plus the increment, added in x87
+/// extended precision and written as Redis writes it (`longdouble`).
+pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let incr =
+        LongDouble::parse(a.get(3)).ok_or_else(|| Error::new("ERR value is not a valid float"))?;
+    if !incr.is_finite() {
+        return Err(Error::new("ERR value is NaN or Infinity"));
+    }
+    let text = update_field(s, a.get(1), a.get(2), |old| {
+        let current = match old {
+            None => LongDouble::ZERO,
+            Some(v) => {
+                LongDouble::parse(v).ok_or_else(|| Error::new("ERR hash value is not a float"))?
+            }
+        };
+        let sum = current
+            .add(incr)
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| Error::new("ERR increment would produce NaN or Infinity"))?;
+        let text = sum.human().into_bytes();
+        Ok((text.clone(), text))
+    })?;
+    s.out.bulk(&text);
+    Ok(())
+}
+
+/// The value of `field` in the hash at `key` (`None`: no such field).
+fn field_value(s: &mut Session, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    let v = coll::with(&mut s.store, key, Kind::Hash, |st, c| c.get(st, 0, field))?;
+    Ok(v.flatten())
 }
 
 pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let field = a.get(2);
-    let out = &mut s.out;
-    let found = with_fields(&mut s.store, a.get(1), |fields| {
-        match fields.iter().find(|(f, _)| *f == field) {
-            Some((_, v)) => out.bulk(v),
-            None => out.null(),
-        }
-    });
-    if let Ok(None) = found {
-        out.null();
+    match field_value(s, a.get(1), a.get(2))? {
+        Some(v) => s.out.bulk(&v),
+        None => s.out.null(),
     }
-    found.map(|_| ())
+    Ok(())
 }
 
 pub fn hmget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let wanted: Vec<&[u8]> = a.from(2).collect();
-    let out = &mut s.out;
-    let found = with_fields(&mut s.store, a.get(1), |fields| {
-        let h = HashBuilder::new(fields.to_vec());
-        out.array(wanted.len());
-        for f in &wanted {
-            match h.get(f) {
-                Some(v) => out.bulk(v),
-                None => out.null(),
-            }
-        }
-    });
-    if let Ok(None) = found {
-        out.array(wanted.len());
-        for _ in &wanted {
-            out.null();
+    let values = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
+        a.from(2)
+            .map(|f| c.get(st, 0, f))
+            .collect::<Result<Vec<_>, _>>()
+    })?
+    .unwrap_or_else(|| vec![None; a.len() - 2]);
+    s.out.array(values.len());
+    for v in values {
+        match v {
+            Some(v) => s.out.bulk(&v),
+            None => s.out.null(),
         }
     }
-    found.map(|_| ())
+    Ok(())
 }
 
 /// HGETALL, HKEYS, HVALS: what to list of each field.
@@ -195,31 +203,37 @@ enum Listing {
     Values,
 }
 
+/// Lists the hash at `key` in field order. Stops early once the reply
+/// passes the output limit (the connection is then closed).
 fn list(s: &mut Session, a: Args<'_>, what: Listing) -> Result<(), Error> {
-    let out = &mut s.out;
-    let found = with_fields(&mut s.store, a.get(1), |fields| {
-        match what {
-            Listing::Pairs => out.map(fields.len()),
-            _ => out.array(fields.len()),
-        }
-        for (f, v) in fields {
+    let limit = s.shared.settings.output_buffer_limit();
+    let mut r = scratch(&s.out);
+    let found = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
+        r.buf.clear();
+        header(&mut r, what, c.len() as usize);
+        c.walk(st, 0, 0, false, |f, v| {
             if what != Listing::Values {
-                out.bulk(f);
+                r.bulk(f);
             }
             if what != Listing::Fields {
-                out.bulk(v);
+                r.bulk(v);
             }
-        }
-    });
-    if let Ok(None) = found {
-        match what {
-            Listing::Pairs => out.map(0),
-            _ => out.array(0),
-        }
+            Ok(r.len() <= limit)
+        })
+    })?;
+    if found.is_none() {
+        header(&mut s.out, what, 0);
     }
-    found?;
+    s.out.buf.extend_from_slice(&r.buf);
     s.output_over_limit();
     Ok(())
+}
+
+fn header(out: &mut Reply, what: Listing, n: usize) {
+    match what {
+        Listing::Pairs => out.map(n),
+        _ => out.array(n),
+    }
 }
 
 pub fn hgetall(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -235,59 +249,19 @@ pub fn hvals(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn hexists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let field = a.get(2);
-    let found = with_fields(&mut s.store, a.get(1), |fields| {
-        fields.iter().any(|(f, _)| *f == field)
-    })?;
-    s.out.int(found.unwrap_or(false) as i64);
+    let found = field_value(s, a.get(1), a.get(2))?.is_some();
+    s.out.int(found as i64);
     Ok(())
 }
 
 pub fn hlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_fields(&mut s.store, a.get(1), |fields| fields.len())?.unwrap_or(0);
-    s.out.int(n as i64);
+    let n = coll::with(&mut s.store, a.get(1), Kind::Hash, |_, c| Ok(c.len()))?;
+    s.out.int(n.unwrap_or(0) as i64);
     Ok(())
 }
 
 pub fn hstrlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let field = a.get(2);
-    let n = with_fields(&mut s.store, a.get(1), |fields| {
-        fields
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map_or(0, |(_, v)| v.len())
-    })?
-    .unwrap_or(0);
+    let n = field_value(s, a.get(1), a.get(2))?.map_or(0, |v| v.len());
     s.out.int(n as i64);
-    Ok(())
-}
-
-/// HINCRBYFLOAT: the number in the field plus the increment, added in x87
-/// extended precision and written as Redis writes it (`longdouble`).
-pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let (key, field) = (a.get(1), a.get(2));
-    let incr =
-        LongDouble::parse(a.get(3)).ok_or_else(|| Error::new("ERR value is not a valid float"))?;
-    if !incr.is_finite() {
-        return Err(Error::new("ERR value is NaN or Infinity"));
-    }
-    check_key(key)?;
-    let text = s.store.try_update(key, |old| {
-        let mut h = open(old)?;
-        let current = match h.get(field) {
-            None => LongDouble::ZERO,
-            Some(v) => {
-                LongDouble::parse(v).ok_or_else(|| Error::new("ERR hash value is not a float"))?
-            }
-        };
-        let sum = current
-            .add(incr)
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| Error::new("ERR increment would produce NaN or Infinity"))?;
-        let text = sum.human().into_bytes();
-        h.set(field, &text);
-        Ok((store(&h)?, text))
-    })?;
-    s.out.bulk(&text);
     Ok(())
 }

@@ -18,7 +18,6 @@
 //! The seam for `blocking.rs` (LMOVE, RPOPLPUSH, LMPOP and the blocking
 //! pops) is [`list_pop`] and [`list_move`], at the end of this file.
 
-use persimmon::Update;
 
 use crate::coll::{self, Coll, Kind};
 use crate::protocol::{parse_i64, Args};
@@ -27,7 +26,6 @@ use crate::session::{
     arity, check_key, int_arg, int_arg_within, is, may_exist, syntax, Error, Session,
 };
 use crate::store::Store;
-use crate::value::{items_encoded_len, list_encode, MAX_STRING_BYTES};
 
 /// The longest element a list stores: one engine value less room for the
 /// page (or meta record) that holds it alone.
@@ -60,25 +58,6 @@ fn positive_with(arg: &[u8], msg: &'static str) -> Result<u64, Error> {
     parse_i64(arg)
         .and_then(|n| u64::try_from(n).ok())
         .ok_or_else(|| Error::new(msg))
-}
-
-/// The legacy whole-value encoding of `elements` (or a delete when empty),
-/// refused past the value limit. Only SORT ... STORE still writes it (until
-/// it is ported; `coll` converts it on the list's next access).
-pub(super) fn store(elements: &[&[u8]]) -> Result<Update, Error> {
-    let len = items_encoded_len(elements);
-    if len - 1 > MAX_STRING_BYTES {
-        return Err(Error::new(format!(
-            "ERR the list would take {len} bytes; persimmon stores at most {} bytes per value \
-             (64 MiB)",
-            MAX_STRING_BYTES + 1
-        )));
-    }
-    Ok(if elements.is_empty() {
-        Update::Delete
-    } else {
-        Update::Put(list_encode(elements))
-    })
 }
 
 /// Runs `f` on the list at `key` in one unit; `None` when the key is
@@ -558,15 +537,6 @@ mod tests {
         assert_eq!(range(0, -4, 3), None);
         assert_eq!(range(i64::MIN, i64::MAX, 3), Some((0, 2)));
         assert_eq!(range(0, -1, 0), None);
-    }
-
-    #[test]
-    fn store_deletes_an_empty_list_and_refuses_one_past_the_limit() {
-        assert_eq!(store(&[]).unwrap(), Update::Delete);
-        let big = vec![0u8; MAX_STRING_BYTES - 8];
-        assert!(matches!(store(&[&big]), Ok(Update::Put(_))));
-        let e = store(&[&big, b"x"]).unwrap_err();
-        assert!(e.0.contains("persimmon stores at most"), "{}", e.0);
     }
 
     #[test]

@@ -187,7 +187,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
     spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
     spec!("zintercard",    -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
-    // Lists and sets, whole-value (issue 16; issue 17 replaces the storage).
+    // Lists and sets (collections, issue 17).
     spec!("lpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
     spec!("rpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpush,         "Appends elements to a list."),
     spec!("lpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpushx,        "Prepends elements to a list only when the list exists."),
@@ -212,6 +212,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
     spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
     spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
+    spec!("smove",          4, ["write", "fast"],            1,  2, 1, "set",        sets::smove,          "Moves a member from one set to another (atomically)."),
+    spec!("sinter",        -2, ["readonly"],                 1, -1, 1, "set",        sets::sinter,         "Returns the intersection of sets."),
+    spec!("sinterstore",   -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sinterstore,    "Stores the intersection of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sintercard",    -3, ["readonly", "movablekeys"],  0,  0, 0, "set",        sets::sintercard,     "Returns the number of members of the intersection of sets (LIMIT)."),
+    spec!("sunion",        -2, ["readonly"],                 1, -1, 1, "set",        sets::sunion,         "Returns the union of sets."),
+    spec!("sunionstore",   -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sunionstore,    "Stores the union of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sdiff",         -2, ["readonly"],                 1, -1, 1, "set",        sets::sdiff,          "Returns the members of the first set that are in none of the others."),
+    spec!("sdiffstore",    -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sdiffstore,     "Stores the difference of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sscan",         -3, ["readonly"],                 1,  1, 1, "set",        sets::sscan,          "Iterates over the members of a set (MATCH, COUNT; the cursor is a rank in member order)."),
     // Server (issue 16).
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
@@ -232,7 +241,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
     spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
     spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
-    spec!("hscan",         -3, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; all in one call, cursor 0)."),
+    spec!("hscan",         -3, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; the cursor is a rank in field order)."),
     // Keyspace (issue 16).
     spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
     spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),

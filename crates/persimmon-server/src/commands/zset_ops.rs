@@ -17,14 +17,13 @@
 use std::collections::HashMap;
 
 use crate::coll::{self, decode_score, split_score_key, Coll, Kind};
-use crate::glob;
 use crate::protocol::Args;
 use crate::random;
 use crate::session::{int_arg, int_arg_within, is, syntax, wrongtype, Error, Session};
 use crate::store::Store;
 
 use super::zset_range::store_entries;
-use super::zsets::{range_reply, score_text, with_zset};
+use super::zsets::{range_reply, with_zset};
 
 #[derive(Clone, Copy, PartialEq)]
 enum SetOp {
@@ -481,32 +480,8 @@ fn full_span(n: u64) -> super::zset_range::Span {
     }
 }
 
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]: the whole set (the
-/// members matching) in one reply with cursor 0. Errors in Redis's order:
-/// the cursor, the key's type, then the options.
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]: members and scores,
+/// the cursor a rank in member order (see `hash_walk::scan`).
 pub fn zscan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    super::hash_walk::scan_cursor(a.get(2))?;
-    let options = super::hash_walk::hscan_pattern(&a);
-    let found = with_zset(&mut s.store, a.get(1), |st, c| {
-        let pattern = options.clone()?;
-        let mut shown = Vec::new();
-        c.walk(st, 1, 0, false, |k, _| {
-            let (score, m) = split_score_key(k);
-            if pattern.is_none_or(|p| glob::matches(p, m)) {
-                shown.push((score, m.to_vec()));
-            }
-            Ok(true)
-        })?;
-        Ok(shown)
-    })?;
-    let shown = found.unwrap_or_default();
-    s.out.array(2);
-    s.out.bulk(b"0");
-    s.out.array(shown.len() * 2);
-    for (score, m) in &shown {
-        s.out.bulk(m);
-        s.out.bulk(score_text(*score).as_bytes());
-    }
-    s.output_over_limit();
-    Ok(())
+    super::hash_walk::scan(s, a, Kind::ZSet)
 }
