@@ -302,6 +302,77 @@ pub fn ltrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
+// Seam for blocking.rs: the pops the blocking commands (and LMOVE, LMPOP,
+// RPOPLPUSH) are built on, over whatever the list storage is. Keep these
+// shapes when the storage changes; `commands/blocking.rs` uses nothing
+// else of this file.
+
+/// Pops up to `count` elements from the head (or the tail) of the list at
+/// `key`, in pop order, deleting the key with its last element; `None` when
+/// the key is missing, WRONGTYPE when it holds another type. `count` 0 pops
+/// nothing and writes nothing (`Some` of none for a list: a type probe).
+/// One atomic update of the key.
+pub(crate) fn list_pop(
+    store: &mut Store,
+    key: &[u8],
+    head: bool,
+    count: usize,
+) -> Result<Option<Vec<Vec<u8>>>, Error> {
+    store.try_update(key, |old| {
+        if old.is_none() {
+            return Ok((Update::Keep, None));
+        }
+        let mut list = open(old)?;
+        if count == 0 {
+            return Ok((Update::Keep, Some(Vec::new())));
+        }
+        let n = count.min(list.len());
+        let taken: Vec<Vec<u8>> = if head {
+            list.drain(..n).map(<[u8]>::to_vec).collect()
+        } else {
+            list.drain(list.len() - n..)
+                .rev()
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        Ok((self::store(&list)?, Some(taken)))
+    })
+}
+
+/// LMOVE: pops one element from the head (or tail) of `src` and pushes it
+/// onto the head (or tail) of `dst` (which may be `src`), as one atomic
+/// unit. As Redis: `None` when `src` is missing; WRONGTYPE when `src`, or
+/// then `dst`, holds another type — `dst` is checked before anything is
+/// popped, so nothing changes then.
+pub(crate) fn list_move(
+    store: &mut Store,
+    src: &[u8],
+    dst: &[u8],
+    from_head: bool,
+    to_head: bool,
+) -> Result<Option<Vec<u8>>, Error> {
+    store.atomic(|st| {
+        if with_elements(st, src, |_| ())?.is_none() {
+            return Ok(None);
+        }
+        with_elements(st, dst, |_| ())?;
+        let Some(value) = list_pop(st, src, from_head, 1)?.and_then(|mut v| v.pop()) else {
+            return Ok(None);
+        };
+        st.try_update(dst, |old| {
+            let old = open(old)?;
+            let one: &[u8] = &value;
+            let list: Vec<&[u8]> = if to_head {
+                std::iter::once(one).chain(old.iter().copied()).collect()
+            } else {
+                old.iter().copied().chain(std::iter::once(one)).collect()
+            };
+            Ok((self::store(&list)?, ()))
+        })?;
+        Ok(Some(value))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

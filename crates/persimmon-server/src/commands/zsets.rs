@@ -369,6 +369,51 @@ pub fn zrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
+// Seam for blocking.rs: the pop the blocking commands (and ZPOPMIN,
+// ZPOPMAX, ZMPOP) are built on, and the score text of their replies, over
+// whatever the sorted-set storage is. Keep these shapes when the storage
+// changes; `commands/blocking.rs` uses nothing else of this file.
+
+/// Pops up to `count` members with the lowest (or, `max`, the highest)
+/// scores from the sorted set at `key`, in pop order, deleting the key with
+/// its last member; `None` when the key is missing, WRONGTYPE when it holds
+/// another type. `count` 0 pops nothing and writes nothing (`Some` of none
+/// for a sorted set: a type probe). One atomic update of the key.
+#[allow(clippy::type_complexity)] // the seam's shape, spelled out on purpose
+pub(crate) fn zset_pop(
+    store: &mut Store,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Vec<(Vec<u8>, f64)>>, Error> {
+    store.try_update(key, |old| {
+        if old.is_none() {
+            return Ok((Update::Keep, None));
+        }
+        let mut entries = open(old)?;
+        if count == 0 {
+            return Ok((Update::Keep, Some(Vec::new())));
+        }
+        let n = count.min(entries.len());
+        let taken: Vec<(Vec<u8>, f64)> = if max {
+            let len = entries.len();
+            entries
+                .drain(len - n..)
+                .rev()
+                .map(|(sc, m)| (m.to_vec(), sc))
+                .collect()
+        } else {
+            entries.drain(..n).map(|(sc, m)| (m.to_vec(), sc)).collect()
+        };
+        Ok((self::store(&entries)?, Some(taken)))
+    })
+}
+
+/// A score as the replies write it (the same text as ZSCORE's).
+pub(crate) fn score_reply_text(x: f64) -> String {
+    score_text(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{bound, score_arg, score_text};
