@@ -7,7 +7,8 @@
 //!   so every row, present and future, appears in every reply.
 //! - Keys (GETKEYS) come from a row's first key, last key and step alone,
 //!   as Redis's legacy key ranges do, except for SORT and SORT_RO, whose
-//!   STORE destination can be anywhere (`movablekeys`): their room finds it.
+//!   STORE destination can be anywhere (`movablekeys`): their room finds it,
+//!   and LMPOP, ZMPOP, BLMPOP and BZMPOP, whose keys follow a numkeys.
 
 use crate::glob;
 use crate::protocol::Args;
@@ -31,6 +32,12 @@ fn since(name: &str) -> Option<&'static str> {
         "mset" | "msetnx" => "1.0.1",
         "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
         | "zremrangebyscore" | "expireat" | "multi" | "exec" => "1.2.0",
+        "rpoplpush" => "1.2.0",
+        "blpop" | "brpop" => "2.0.0",
+        "brpoplpush" => "2.2.0",
+        "zpopmin" | "zpopmax" | "bzpopmin" | "bzpopmax" => "5.0.0",
+        "lmove" | "blmove" => "6.2.0",
+        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => "7.0.0",
         "config" | "append" | "hset" | "hmset" | "hsetnx" | "hget" | "hmget" | "hgetall"
         | "hdel" | "hexists" | "hlen" | "hkeys" | "hvals" | "hincrby" | "setex" | "discard"
         | "zcount" | "zrank" | "zrevrank" | "zremrangebyrank" | "zunionstore" | "zinterstore" => {
@@ -278,6 +285,17 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     let Some(spec) = s.command_named(a.get(2)) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
+    if spec.flags.contains(&"movablekeys") && spec.first_key == 0 {
+        // LMPOP and its kin: the keys follow their numkeys.
+        let args: Vec<&[u8]> = a.from(2).collect();
+        let positions = super::blocking::mpop_key_positions(spec.name, &args)
+            .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
+        s.out.array(positions.len());
+        for p in positions {
+            s.out.bulk(args[p]);
+        }
+        return Ok(());
+    }
     if spec.first_key == 0 {
         return Err(Error::new("ERR The command has no key arguments"));
     }

@@ -20,6 +20,10 @@
 //!   a call (whether it replied an error, and for some calls the time,
 //!   see `cmdstats`) when the handler ran, a refusal when arity or
 //!   authentication stopped it.
+//! - After every command, while the map is still held, the clients blocked
+//!   on keys the command wrote are served (`blocking::serve_ready`), so a
+//!   pushed element goes to a waiting BLPOP before the pusher's next
+//!   command and before its reply leaves, as in Redis.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -33,6 +37,7 @@ use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
 mod bits;
+mod blocking;
 mod command;
 mod config;
 mod connection;
@@ -55,6 +60,8 @@ mod sets;
 mod sort;
 mod strings;
 mod zsets;
+
+pub use blocking::{recheck_blocked, reply_blocked};
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -181,6 +188,21 @@ pub static COMMANDS: &[Spec] = &[
     spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
     spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
     spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
+    // Pops and blocking pops (blocking.rs; waiters in ../blocking.rs).
+    spec!("lmove",          5, ["write", "denyoom"],         1,  2, 1, "list",       blocking::lmove,      "Pops an element from a list, pushes it to another list (or the same one) and returns it, atomically."),
+    spec!("rpoplpush",      3, ["write", "denyoom"],         1,  2, 1, "list",       blocking::rpoplpush,  "Pops the last element of a list, pushes it to the head of another list and returns it (LMOVE RIGHT LEFT)."),
+    spec!("lmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "list",       blocking::lmpop,      "Pops elements from the first non-empty list of several (COUNT)."),
+    spec!("zpopmin",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmin,    "Removes and returns the members with the lowest scores of a sorted set."),
+    spec!("zpopmax",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmax,    "Removes and returns the members with the highest scores of a sorted set."),
+    spec!("zmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "sorted_set", blocking::zmpop,      "Removes and returns members from the first non-empty sorted set of several (MIN, MAX, COUNT)."),
+    spec!("blpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::blpop,      "Pops the first element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("brpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::brpop,      "Pops the last element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("blmove",         6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::blmove, "LMOVE, or blocks until the source list gets an element or the timeout passes."),
+    spec!("brpoplpush",     4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::brpoplpush, "RPOPLPUSH, or blocks until the source list gets an element or the timeout passes."),
+    spec!("blmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "list", blocking::blmpop,    "LMPOP, or blocks until one of the lists gets an element or the timeout passes."),
+    spec!("bzpopmin",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmin, "Pops the lowest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
@@ -311,10 +333,12 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
     if swaps_dbs(index) {
         let _held = map.exclusive();
         run(s, index, args);
+        blocking::serve_ready(s);
     } else {
         {
             let _held = map.shared();
             run(s, index, args);
+            blocking::serve_ready(s);
         }
         if std::mem::take(&mut s.exec_escalate) {
             // An EXEC that kept losing to other writers: again, alone.
@@ -322,6 +346,7 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
             s.exec_exclusive = true;
             run(s, index, args);
             s.exec_exclusive = false;
+            blocking::serve_ready(s);
         }
     }
     s.map = Some(map);
