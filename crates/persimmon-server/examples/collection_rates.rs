@@ -144,7 +144,7 @@ fn command(workload: &str, size: u64, i: u64, rng: &mut Rng) -> Vec<Vec<u8>> {
     let v = |s: &str| s.as_bytes().to_vec();
     match workload {
         "hset" => vec![v("HSET"), v("h"), pick("f", rng), v("v")],
-        "lpush-rpop" if i % 2 == 0 => vec![v("LPUSH"), v("l"), v("x")],
+        "lpush-rpop" if i.is_multiple_of(2) => vec![v("LPUSH"), v("l"), v("x")],
         "lpush-rpop" => vec![v("RPOP"), v("l")],
         "sadd" => vec![v("SADD"), v("s"), pick("m", rng)],
         "zadd" => vec![

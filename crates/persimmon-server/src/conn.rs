@@ -18,15 +18,23 @@
 //!   exceed `client-output-buffer-limit`, when the client reads none of its
 //!   replies for `client-output-stall-secs`, and on QUIT and SHUTDOWN.
 //!   Nothing a client sends can affect another connection.
+//! - A command that blocks (BLPOP on empty lists...) holds up only its own
+//!   connection: the replies before it are sent, then the task *awaits* its
+//!   waiter's notification (never a sleeping poll), a re-check every
+//!   `RECHECK` and its deadline, while still reading the socket — input is
+//!   kept for later, a closed socket ends the wait (dropping the waiter
+//!   takes it out of every queue). After the reply the rest of the input
+//!   runs as usual.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::commands::{execute, COMMANDS};
+use crate::commands::{execute, recheck_blocked, reply_blocked, COMMANDS};
 use crate::protocol::{ParseLimits, Progress, RequestParser};
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
@@ -38,6 +46,9 @@ const FLUSH_BYTES: usize = 64 << 10;
 const READ_BYTES: usize = 16 << 10;
 /// Buffers grown past this by a large request or reply are given back.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
+/// A blocked client looks at its keys itself this often, in case a
+/// write's signal was missed (a fallback: writes wake waiters at once).
+const RECHECK: Duration = Duration::from_millis(100);
 
 /// The connection is over: the peer closed, a write failed, a limit was
 /// hit, or QUIT/SHUTDOWN.
@@ -84,7 +95,12 @@ impl Connection {
             };
             self.session.counters.net_in += n as u64;
             self.session.counters.reads += 1;
-            let flow = self.process().await?;
+            let mut flow = self.process().await?;
+            while flow == Flow::Block {
+                self.flush().await?;
+                self.wait_blocked().await?;
+                flow = self.process().await?;
+            }
             match flow {
                 Flow::Continue => self.flush().await?,
                 Flow::Close => {
@@ -94,11 +110,68 @@ impl Connection {
                 }
                 Flow::OutputLimit => return Err(self.closed_for_output()),
                 Flow::Shutdown => return Err(Closed),
+                Flow::Block => unreachable!("waited for above"),
             }
             self.unpublished_batches += 1;
             if self.unpublished_batches >= PUBLISH_EVERY_BATCHES {
                 self.unpublished_batches = 0;
                 self.session.publish_counters();
+            }
+        }
+    }
+
+    /// Waits for the outcome of the command that blocked and queues its
+    /// reply: served (by a write of another client, or by this client's
+    /// own re-check), unblocked, or timed out. A closed socket ends it.
+    async fn wait_blocked(&mut self) -> Result<(), Closed> {
+        let reg = self
+            .session
+            .blocked
+            .take()
+            .expect("a blocking command left its registration");
+        // Right away once: a write between the command's look at its keys
+        // and its registration found no waiter to serve.
+        let mut recheck = true;
+        loop {
+            if recheck {
+                recheck_blocked(&mut self.session, &reg);
+            }
+            if let Some(outcome) = reg.outcome() {
+                reply_blocked(&mut self.session, &reg, outcome);
+                return Ok(());
+            }
+            let now = Instant::now();
+            let mut wait = RECHECK;
+            if let Some(deadline) = reg.deadline {
+                if now >= deadline {
+                    let outcome = reg.time_out();
+                    reply_blocked(&mut self.session, &reg, outcome);
+                    return Ok(());
+                }
+                wait = wait.min(deadline - now);
+            }
+            self.reserve_input();
+            tokio::select! {
+                _ = reg.notified() => recheck = false,
+                _ = tokio::time::sleep(wait) => recheck = true,
+                read = self.stream.read_buf(&mut self.input) => {
+                    let n = match read {
+                        Ok(0) | Err(_) => return Err(Closed),
+                        Ok(n) => n,
+                    };
+                    self.session.counters.net_in += n as u64;
+                    self.session.counters.reads += 1;
+                    let limit = self.session.shared.settings.limits().query_buffer_limit;
+                    if self.input.len() > limit {
+                        self.session
+                            .shared
+                            .stats
+                            .query_buffer_limit_disconnections
+                            .fetch_add(1, Ordering::Relaxed);
+                        return Err(Closed);
+                    }
+                    recheck = false;
+                }
             }
         }
     }

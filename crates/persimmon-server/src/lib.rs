@@ -24,7 +24,9 @@
 //!   type, argument helpers, the engine calls every handler makes alike.
 //! - `shared`: the state every connection shares (the pool, the config,
 //!   counters, the client registry); `settings`: the run-time settings
-//!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts.
+//!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts;
+//!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
+//!   in the order they blocked, and how each learns its outcome.
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `longdouble`: the x87
@@ -41,9 +43,8 @@
 
 #![forbid(unsafe_code)]
 
+mod blocking;
 mod cmdstats;
-// Parts of coll are used only once every collection type is ported (issue 17).
-#[allow(dead_code)]
 mod coll;
 mod commands;
 mod config;

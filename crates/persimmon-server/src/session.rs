@@ -43,6 +43,10 @@ pub enum Flow {
     OutputLimit,
     /// Close without a reply; the server is stopping (SHUTDOWN).
     Shutdown,
+    /// The command blocked (BLPOP on empty lists...): its registration is
+    /// in `Session::blocked`; the connection sends the replies before it,
+    /// awaits the outcome, queues the reply, then goes on with the input.
+    Block,
 }
 
 /// Per-connection counts, added to the server's now and then (the
@@ -89,6 +93,9 @@ pub struct Session {
     /// session while a command runs (so holding its lock borrows nothing
     /// of the session), put back after.
     pub map: Option<Arc<Databases>>,
+    /// The wait of a command that blocked (with `Flow::Block`), until the
+    /// connection takes it.
+    pub blocked: Option<crate::blocking::Registration>,
 }
 
 /// A transaction being queued (`MULTI` ... `EXEC`).
@@ -140,6 +147,7 @@ impl Session {
             tally,
             flow: Flow::Continue,
             scratch: Vec::new(),
+            blocked: None,
         }
     }
 

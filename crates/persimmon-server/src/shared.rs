@@ -1,7 +1,7 @@
 //! State the whole server shares: the open pool, the configuration (fixed
 //! at startup) and the run-time settings (`CONFIG SET`), the counters for
-//! `INFO`, the registry of connected clients (`CLIENT LIST`), the SCAN
-//! snapshots and the shutdown signal.
+//! `INFO`, the registry of connected clients (`CLIENT LIST`), the clients
+//! blocked on keys, the SCAN snapshots and the shutdown signal.
 //!
 //! Invariants:
 //! - `Shared` owns the `Db`: the pool closes when the last `Arc<Shared>`
@@ -26,6 +26,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use persimmon::Db;
 use tokio::sync::watch;
 
+use crate::blocking::Blocked;
 use crate::cmdstats::CommandStats;
 use crate::config::Config;
 use crate::dbs::Databases;
@@ -53,6 +54,8 @@ pub struct Shared {
     pub connected: AtomicUsize,
     next_client_id: AtomicU64,
     pub scan: ScanCache,
+    /// Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...).
+    pub blocked: Blocked,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -168,6 +171,7 @@ impl Shared {
             connected: AtomicUsize::new(0),
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
+            blocked: Blocked::default(),
             stopping: AtomicBool::new(false),
             shutdown,
         }

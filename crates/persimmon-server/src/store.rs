@@ -17,6 +17,12 @@
 //!   serializable and all-or-nothing, across a crash too.
 //! - A value whose deadline has passed reads as absent, in the pool (the
 //!   engine) and in the overlay alike.
+//! - Every write that leaves a value at a key (outside a unit: once the
+//!   engine call returned; inside one: once `commit` wrote the batch) goes
+//!   through [`signal_ready`](Self::signal_ready), the one hook of the
+//!   blocking commands: while any client is blocked it records the key, and
+//!   the dispatch serves the key's waiters after the command
+//!   (`blocking.rs`). While nobody is blocked it costs one atomic load.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -67,6 +73,8 @@ pub struct Store {
     /// When set, every batch a unit commits is also recorded here (the
     /// crash harness replays them: `embedded.rs`).
     pub capture: Option<Vec<Captured>>,
+    /// Engine keys written while some client was blocked, not yet served.
+    ready: Vec<Vec<u8>>,
 }
 
 /// One committed unit's writes: engine key and what it was set to (value
@@ -82,6 +90,7 @@ impl Store {
             undo: Vec::new(),
             watched: Vec::new(),
             capture: None,
+            ready: Vec::new(),
         }
     }
 
@@ -184,10 +193,16 @@ impl Store {
             };
         }
         if self.overlay.is_none() {
-            return Ok(self
-                .shared
-                .db
-                .update_with_deadline(&ek, |v, d| f(v.map(Stored::decode), d))?);
+            let mut stored = false;
+            let r = self.shared.db.update_with_deadline(&ek, |v, d| {
+                let (decision, r) = f(v.map(Stored::decode), d);
+                stored = matches!(decision, Update::Put(_) | Update::PutExpiring { .. });
+                (decision, r)
+            })?;
+            if stored {
+                self.signal_ready_engine(&ek);
+            }
+            return Ok(r);
         }
         let now = self.now_ms();
         let t = self.touch(&ek, true)?;
@@ -239,6 +254,7 @@ impl Store {
                 None => self.shared.db.put(&ek, value)?,
                 Some(d) => self.shared.db.put_with_deadline(&ek, value, d)?,
             }
+            self.signal_ready_engine(&ek);
             return Ok(());
         }
         let now = self.now_ms();
@@ -263,7 +279,11 @@ impl Store {
             crate::session::check_key(&ek)?;
             batch.put(&ek, value);
         }
-        Ok(self.shared.db.write(&batch)?)
+        self.shared.db.write(&batch)?;
+        for (key, _) in pairs {
+            self.signal_ready(key);
+        }
+        Ok(())
     }
 
     /// The engine's range write ([`persimmon::Db::write_range_after`]) on
@@ -282,7 +302,11 @@ impl Store {
         }
         let ek = self.engine_key(key);
         crate::session::check_key(&ek)?;
-        Ok(self.shared.db.write_range_after(&ek, head, at, bytes)?)
+        let written = self.shared.db.write_range_after(&ek, head, at, bytes)?;
+        if written.is_some() {
+            self.signal_ready_engine(&ek);
+        }
+        Ok(written)
     }
 
     /// Deletes `key`; returns whether it was present.
@@ -523,6 +547,13 @@ impl Store {
             return Ok(true);
         }
         let written = self.shared.db.write_if(&batch, &checks)?;
+        if written && self.shared.blocked.any() {
+            for (key, t) in &touched {
+                if t.dirty && t.now.is_some() {
+                    self.signal_ready_engine(key);
+                }
+            }
+        }
         if let (true, Some(capture), false) = (written, self.capture.as_mut(), batch.is_empty()) {
             capture.push(
                 touched
@@ -533,6 +564,41 @@ impl Store {
             );
         }
         Ok(written)
+    }
+
+    /// The hook of the blocking commands (see the module header): `key` of
+    /// the selected database now holds a value, durably. Called by the
+    /// store's own write paths; a command that changes keys another way
+    /// (SWAPDB) calls it for them.
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        if self.shared.blocked.any() {
+            let ek = self.engine_key(key).into_owned();
+            self.ready.push(ek);
+        }
+    }
+
+    fn signal_ready_engine(&mut self, ek: &[u8]) {
+        if self.shared.blocked.any() {
+            self.ready.push(ek.to_vec());
+        }
+    }
+
+    /// The engine keys signalled since the last call, each once.
+    pub fn take_ready(&mut self) -> Vec<Vec<u8>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut keys = std::mem::take(&mut self.ready);
+        keys.retain(|k| seen.insert(k.clone()));
+        keys
+    }
+
+    /// Whether a key was signalled and not yet taken.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Whether an atomic unit is running (an `EXEC`, a multi-key command).
+    pub fn in_unit(&self) -> bool {
+        self.overlay.is_some()
     }
 
     /// The unit's entry for engine key `ek`, read from the pool on first

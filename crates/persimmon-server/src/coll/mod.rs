@@ -275,10 +275,6 @@ impl Coll {
         self.len() == 0
     }
 
-    pub fn tree_id(&self) -> u64 {
-        self.tree_id
-    }
-
     pub fn get(&mut self, st: &mut Store, t: usize, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let (tree, mut io) = self.parts(st, t);
         tree.get(&mut io, key)
@@ -579,7 +575,9 @@ pub fn read_key(st: &mut Store, key: &[u8]) -> Result<Option<whole::Whole>, Erro
             Some((_, Some(w))) => return Ok(Some(w)),
             Some((Some(kind), None)) => kind,
         };
-        let Some(mut c) = Coll::open(st, key, kind)? else { return Ok(None) };
+        let Some(mut c) = Coll::open(st, key, kind)? else {
+            return Ok(None);
+        };
         whole::read(st, &mut c).map(Some)
     })
 }

@@ -398,10 +398,6 @@ impl<'a> Reader<'a> {
         self.bytes.len() - self.at
     }
 
-    pub fn rest(&self) -> &'a [u8] {
-        &self.bytes[self.at..]
-    }
-
     pub fn byte(&mut self) -> Result<u8, Error> {
         Ok(self.take(1)?[0])
     }

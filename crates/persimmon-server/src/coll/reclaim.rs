@@ -102,7 +102,7 @@ pub fn round_in(st: &mut Store) -> Result<u64, Error> {
 fn registry_entries(
     st: &mut Store,
     after: Option<&[u8]>,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+) -> Result<Vec<super::page::Entry>, Error> {
     st.atomic(|st| {
         let Some(mut reg) = Coll::open_engine_key(st, PREFIX.to_vec(), Kind::Hash)? else {
             return Ok(Vec::new());

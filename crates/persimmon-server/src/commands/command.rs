@@ -8,7 +8,9 @@
 //! - Keys (GETKEYS) come from a row's first key, last key and step alone,
 //!   as Redis's legacy key ranges do, except for the `movablekeys` rows:
 //!   SORT and SORT_RO, whose STORE destination can be anywhere (their room
-//!   finds it), and SINTERCARD, whose keys follow their count.
+//!   finds it), and the commands whose keys follow a count (SINTERCARD,
+//!   ZUNION, ZINTER, ZDIFF, ZINTERCARD, the *STORE forms after their
+//!   destination, LMPOP, ZMPOP, BLMPOP, BZMPOP).
 
 use crate::glob;
 use crate::protocol::Args;
@@ -34,6 +36,12 @@ fn since(name: &str) -> Option<&'static str> {
         "mset" | "msetnx" => "1.0.1",
         "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
         | "zremrangebyscore" | "expireat" | "multi" | "exec" => "1.2.0",
+        "rpoplpush" => "1.2.0",
+        "blpop" | "brpop" => "2.0.0",
+        "brpoplpush" => "2.2.0",
+        "zpopmin" | "zpopmax" | "bzpopmin" | "bzpopmax" => "5.0.0",
+        "lmove" | "blmove" => "6.2.0",
+        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => "7.0.0",
         "config" | "append" | "hset" | "hmset" | "hsetnx" | "hget" | "hmget" | "hgetall"
         | "hdel" | "hexists" | "hlen" | "hkeys" | "hvals" | "hincrby" | "setex" | "discard"
         | "zcount" | "zrank" | "zrevrank" | "zremrangebyrank" | "zunionstore" | "zinterstore" => {
@@ -290,9 +298,16 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
+    let args: Vec<&[u8]> = a.from(2).collect();
     let positions = match spec.name {
-        "sort" | "sort_ro" => Some(super::sort::key_positions(&a.from(2).collect::<Vec<_>>())),
-        "sintercard" => numkeys_positions(&a.from(2).collect::<Vec<_>>(), 1),
+        "sort" | "sort_ro" => Some(super::sort::key_positions(&args)),
+        "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => numkeys_positions(&args, 1),
+        "zunionstore" | "zinterstore" | "zdiffstore" => {
+            numkeys_positions(&args, 2).map(|keys| std::iter::once(1).chain(keys).collect())
+        }
+        "lmpop" | "zmpop" | "blmpop" | "bzmpop" => {
+            super::blocking::mpop_key_positions(spec.name, &args)
+        }
         _ => key_positions(spec, argc),
     }
     .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;

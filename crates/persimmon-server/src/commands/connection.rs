@@ -165,7 +165,7 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-const CLIENT_HELP: [&str; 15] = [
+const CLIENT_HELP: [&str; 17] = [
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID",
     "    Return the ID of the current connection.",
@@ -179,6 +179,8 @@ const CLIENT_HELP: [&str; 15] = [
     "    Return information about client connections.",
     "INFO",
     "    Return information about the current client connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "HELP",
     "    Print this help.",
 ];
@@ -223,11 +225,44 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             return Err(syntax());
         }
         s.out.ok();
+    } else if is(sub, "UNBLOCK") {
+        client_unblock(s, &a)?;
     } else if is(sub, "HELP") {
         s.out.simple_lines(&CLIENT_HELP);
     } else {
         return Err(unknown_subcommand("client", sub));
     }
+    Ok(())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends the wait of a client blocked
+/// on keys (BLPOP...) as if it timed out, or with an `UNBLOCKED` error; 1
+/// if that client was blocked, else 0.
+fn client_unblock(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    use crate::blocking::Outcome;
+    if a.len() < 3 {
+        return Err(arity("client|unblock"));
+    }
+    if a.len() > 4 {
+        return Err(Error::new(
+            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        ));
+    }
+    let outcome = match a.len() {
+        4 if is(a.get(3), "TIMEOUT") => Outcome::TimedOut,
+        4 if is(a.get(3), "ERROR") => {
+            Outcome::Failed(Error::new("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+        }
+        4 => {
+            return Err(Error::new(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+        _ => Outcome::TimedOut,
+    };
+    let id = int_arg(a.get(2))?;
+    let unblocked = u64::try_from(id).is_ok_and(|id| s.shared.blocked.unblock(id, outcome));
+    s.out.int(unblocked as i64);
     Ok(())
 }
 

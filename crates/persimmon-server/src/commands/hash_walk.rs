@@ -252,9 +252,9 @@ pub(super) fn scan(s: &mut Session, a: Args<'_>, kind: Kind) -> Result<(), Error
                     items.push(k.to_vec());
                     match kind {
                         Kind::Hash => items.push(v.to_vec()),
-                        Kind::ZSet => items.push(
-                            super::zsets::score_text(coll::decode_score(v)).into_bytes(),
-                        ),
+                        Kind::ZSet => {
+                            items.push(super::zsets::score_text(coll::decode_score(v)).into_bytes())
+                        }
                         Kind::Set | Kind::List => {}
                     }
                 }

@@ -236,12 +236,9 @@ fn clients_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("cluster_connections", &0);
     out.line("maxclients", &shared.settings.maxclients());
     out.line("client_recent_max_input_buffer", &max_input);
-    out.zeros(&[
-        "client_recent_max_output_buffer",
-        "blocked_clients",
-        "tracking_clients",
-        "clients_in_timeout_table",
-    ]);
+    out.zeros(&["client_recent_max_output_buffer"]);
+    out.line("blocked_clients", &shared.blocked.count());
+    out.zeros(&["tracking_clients", "clients_in_timeout_table"]);
 }
 
 /// The memory figures INFO and MEMORY STATS report: `used` is what the

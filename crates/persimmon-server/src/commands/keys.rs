@@ -303,6 +303,7 @@ pub fn swapdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let record = s.shared.dbs.swapped_record(x, y);
         s.shared.db.put(dbs::MAP_KEY, &record)?;
         s.shared.dbs.apply_swap(x, y);
+        super::blocking::swapped(s, x, y);
     }
     s.out.ok();
     Ok(())

@@ -18,7 +18,6 @@
 //! The seam for `blocking.rs` (LMOVE, RPOPLPUSH, LMPOP and the blocking
 //! pops) is [`list_pop`] and [`list_move`], at the end of this file.
 
-
 use crate::coll::{self, Coll, Kind};
 use crate::protocol::{parse_i64, Args};
 use crate::reply::Reply;
@@ -428,39 +427,6 @@ pub fn lpos(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         (None, Some(&i)) => s.out.int(i as i64),
         (None, None) => s.out.null(),
     }
-    Ok(())
-}
-
-/// `LEFT` (true) or `RIGHT`, as LMOVE reads a side.
-fn side(arg: &[u8]) -> Result<bool, Error> {
-    match arg {
-        w if is(w, "left") => Ok(true),
-        w if is(w, "right") => Ok(false),
-        _ => Err(syntax()),
-    }
-}
-
-/// The reply of LMOVE and RPOPLPUSH: the element moved, or nil.
-fn moved_reply(s: &mut Session, moved: Option<Vec<u8>>) {
-    match moved {
-        Some(e) => s.out.bulk(&e),
-        None => s.out.null(),
-    }
-}
-
-/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT (a plain wrapper of
-/// [`list_move`]; `blocking.rs` may replace it).
-pub fn lmove(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let (from_head, to_head) = (side(a.get(3))?, side(a.get(4))?);
-    let moved = list_move(&mut s.store, a.get(1), a.get(2), from_head, to_head)?;
-    moved_reply(s, moved);
-    Ok(())
-}
-
-/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
-pub fn rpoplpush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let moved = list_move(&mut s.store, a.get(1), a.get(2), false, true)?;
-    moved_reply(s, moved);
     Ok(())
 }
 

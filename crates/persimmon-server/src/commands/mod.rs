@@ -20,6 +20,10 @@
 //!   a call (whether it replied an error, and for some calls the time,
 //!   see `cmdstats`) when the handler ran, a refusal when arity or
 //!   authentication stopped it.
+//! - After every command, while the map is still held, the clients blocked
+//!   on keys the command wrote are served (`blocking::serve_ready`), so a
+//!   pushed element goes to a waiting BLPOP before the pusher's next
+//!   command and before its reply leaves, as in Redis.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -33,6 +37,7 @@ use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
 mod bits;
+mod blocking;
 mod command;
 mod config;
 mod connection;
@@ -57,6 +62,8 @@ mod strings;
 mod zset_ops;
 mod zset_range;
 mod zsets;
+
+pub use blocking::{recheck_blocked, reply_blocked};
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -164,8 +171,6 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zmscore",       -3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zmscore,       "Returns the score of each of several members in a sorted set."),
     spec!("zrank",          3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrank,         "Returns the index of a member in a sorted set ordered by ascending scores."),
     spec!("zrevrank",       3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrevrank,      "Returns the index of a member in a sorted set ordered by descending scores."),
-    spec!("zpopmin",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zpopmin,       "Removes and returns the members with the lowest scores (and the key with its last member)."),
-    spec!("zpopmax",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zpopmax,       "Removes and returns the members with the highest scores (and the key with its last member)."),
     spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrange,   "Returns members in a range of indexes, scores or members (BYSCORE, BYLEX, REV, LIMIT, WITHSCORES)."),
     spec!("zrangestore",   -5, ["write", "denyoom"],         1,  2, 1, "sorted_set", zset_range::zrangestore, "Stores a range of members of a sorted set in another key."),
     spec!("zrevrange",     -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrevrange, "Returns members in a range of indexes, highest scores first (WITHSCORES)."),
@@ -202,8 +207,6 @@ pub static COMMANDS: &[Spec] = &[
     spec!("ltrim",          4, ["write"],                    1,  1, 1, "list",       lists::ltrim,         "Keeps only a range of elements of a list."),
     spec!("linsert",        5, ["write", "denyoom"],         1,  1, 1, "list",       lists::linsert,       "Inserts an element before or after the first occurrence of a pivot in a list."),
     spec!("lpos",          -3, ["readonly"],                 1,  1, 1, "list",       lists::lpos,          "Returns the index (or with COUNT the indexes) of matching elements of a list (RANK, COUNT, MAXLEN)."),
-    spec!("lmove",          5, ["write", "denyoom"],         1,  2, 1, "list",       lists::lmove,         "Pops an element from one end of a list and pushes it onto an end of another (or the same) list."),
-    spec!("rpoplpush",      3, ["write", "denyoom"],         1,  2, 1, "list",       lists::rpoplpush,     "Pops the last element of a list and pushes it onto the head of another (or the same) list."),
     spec!("sadd",          -3, ["write", "denyoom", "fast"], 1,  1, 1, "set",        sets::sadd,           "Adds members to a set."),
     spec!("srem",          -3, ["write", "fast"],            1,  1, 1, "set",        sets::srem,           "Removes members from a set (and the key with its last member)."),
     spec!("smembers",       2, ["readonly"],                 1,  1, 1, "set",        sets::smembers,       "Returns every member of a set."),
@@ -221,6 +224,21 @@ pub static COMMANDS: &[Spec] = &[
     spec!("sdiff",         -2, ["readonly"],                 1, -1, 1, "set",        sets::sdiff,          "Returns the members of the first set that are in none of the others."),
     spec!("sdiffstore",    -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sdiffstore,     "Stores the difference of sets in a key (replacing it; deleting it when empty)."),
     spec!("sscan",         -3, ["readonly"],                 1,  1, 1, "set",        sets::sscan,          "Iterates over the members of a set (MATCH, COUNT; the cursor is a rank in member order)."),
+    // Pops and blocking pops (blocking.rs; waiters in ../blocking.rs).
+    spec!("lmove",          5, ["write", "denyoom"],         1,  2, 1, "list",       blocking::lmove,      "Pops an element from a list, pushes it to another list (or the same one) and returns it, atomically."),
+    spec!("rpoplpush",      3, ["write", "denyoom"],         1,  2, 1, "list",       blocking::rpoplpush,  "Pops the last element of a list, pushes it to the head of another list and returns it (LMOVE RIGHT LEFT)."),
+    spec!("lmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "list",       blocking::lmpop,      "Pops elements from the first non-empty list of several (COUNT)."),
+    spec!("zpopmin",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmin,    "Removes and returns the members with the lowest scores of a sorted set."),
+    spec!("zpopmax",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmax,    "Removes and returns the members with the highest scores of a sorted set."),
+    spec!("zmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "sorted_set", blocking::zmpop,      "Removes and returns members from the first non-empty sorted set of several (MIN, MAX, COUNT)."),
+    spec!("blpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::blpop,      "Pops the first element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("brpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::brpop,      "Pops the last element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("blmove",         6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::blmove, "LMOVE, or blocks until the source list gets an element or the timeout passes."),
+    spec!("brpoplpush",     4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::brpoplpush, "RPOPLPUSH, or blocks until the source list gets an element or the timeout passes."),
+    spec!("blmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "list", blocking::blmpop,    "LMPOP, or blocks until one of the lists gets an element or the timeout passes."),
+    spec!("bzpopmin",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmin, "Pops the lowest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
@@ -351,10 +369,12 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
     if swaps_dbs(index) {
         let _held = map.exclusive();
         run(s, index, args);
+        blocking::serve_ready(s);
     } else {
         {
             let _held = map.shared();
             run(s, index, args);
+            blocking::serve_ready(s);
         }
         if std::mem::take(&mut s.exec_escalate) {
             // An EXEC that kept losing to other writers: again, alone.
@@ -362,6 +382,7 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
             s.exec_exclusive = true;
             run(s, index, args);
             s.exec_exclusive = false;
+            blocking::serve_ready(s);
         }
     }
     s.map = Some(map);

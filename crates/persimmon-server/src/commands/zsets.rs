@@ -19,7 +19,7 @@
 
 use crate::coll::{self, score_key, split_score_key, Coll, Kind};
 use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, syntax, Error, Session};
+use crate::session::{check_key, is, syntax, Error, Session};
 use crate::store::Store;
 use crate::value::MAX_STRING_BYTES;
 
@@ -322,44 +322,6 @@ fn rank_reply(s: &mut Session, a: Args<'_>, rev: bool) -> Result<(), Error> {
     Ok(())
 }
 
-pub fn zpopmin(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    pop_reply(s, a, false)
-}
-
-pub fn zpopmax(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    pop_reply(s, a, true)
-}
-
-/// ZPOPMIN / ZPOPMAX key [count]: flat `member score ...` without a count
-/// (and in RESP2), pairs in RESP3 with one.
-fn pop_reply(s: &mut Session, a: Args<'_>, max: bool) -> Result<(), Error> {
-    if a.len() > 3 {
-        return Err(syntax());
-    }
-    let count = match a.len() {
-        3 => {
-            let n = int_arg(a.get(2))?;
-            if n < 0 {
-                return Err(Error::new("ERR value is out of range, must be positive"));
-            }
-            Some(n as usize)
-        }
-        _ => None,
-    };
-    let popped = zset_pop(&mut s.store, a.get(1), max, count.unwrap_or(1))?.unwrap_or_default();
-    let entries: Vec<(f64, Vec<u8>)> = popped.into_iter().map(|(m, sc)| (sc, m)).collect();
-    if count.is_some() && s.out.resp3 {
-        range_reply(s, &entries, true);
-    } else {
-        s.out.array(entries.len() * 2);
-        for (score, member) in &entries {
-            s.out.bulk(member);
-            s.out.double(*score, &score_text(*score));
-        }
-    }
-    Ok(())
-}
-
 // Seam for blocking.rs: the pops BZPOPMIN, BZPOPMAX and ZMPOP build on.
 
 /// Popped members and their scores, in pop order.
@@ -387,6 +349,11 @@ pub(crate) fn zset_pop(
         }
         Ok(popped)
     })
+}
+
+/// A score as the replies write it (the same text as ZSCORE's).
+pub(crate) fn score_reply_text(x: f64) -> String {
+    score_text(x)
 }
 
 #[cfg(test)]
