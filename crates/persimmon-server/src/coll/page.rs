@@ -209,18 +209,21 @@ impl Page {
     }
 
     pub fn encoded_len(&self) -> usize {
-        let mut len = 1 + varint_len(self.width() as u64);
-        for it in &self.items {
-            let k = (it.key.1 - it.key.0) as u64;
-            len += varint_len(k) + k as usize;
-            if self.is_leaf() {
-                let v = (it.value.1 - it.value.0) as u64;
-                len += varint_len(v) + v as usize;
-            } else {
-                len += 8 + varint_len(it.count);
-            }
+        let head = 1 + varint_len(self.width() as u64);
+        head + (0..self.width()).map(|i| self.entry_len(i)).sum::<usize>()
+    }
+
+    /// Bytes entry `i` takes encoded.
+    fn entry_len(&self, i: usize) -> usize {
+        let it = &self.items[i];
+        let k = (it.key.1 - it.key.0) as u64;
+        let key = varint_len(k) + k as usize;
+        if self.is_leaf() {
+            let v = (it.value.1 - it.value.0) as u64;
+            key + varint_len(v) + v as usize
+        } else {
+            key + 8 + varint_len(it.count)
         }
-        len
     }
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
@@ -285,12 +288,12 @@ impl Page {
     /// (a single entry larger than that is a piece of its own). The first
     /// piece stays in `self`; the rest are returned in order.
     pub fn split(&mut self, target: usize) -> Vec<Page> {
-        let sizes: Vec<usize> = self
-            .items
-            .iter()
-            .map(|it| (it.key.1 - it.key.0 + it.value.1 - it.value.0) as usize + 4)
-            .collect();
-        let cuts = cut_points(&sizes, target);
+        let sizes: Vec<usize> = (0..self.width()).map(|i| self.entry_len(i)).collect();
+        let mut cuts = cut_points(&sizes, target);
+        if cuts.is_empty() && self.width() > 1 {
+            // Called on a page too large to keep: always two pieces or more.
+            cuts.push(self.width() / 2);
+        }
         let mut bounds = vec![0];
         bounds.extend(cuts);
         bounds.push(self.width());

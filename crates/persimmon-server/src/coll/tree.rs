@@ -623,6 +623,27 @@ pub mod tests {
     }
 
     #[test]
+    fn a_long_list_grows_levels_of_nodes_and_shrinks_back() {
+        let mut io = MemPages::default();
+        let mut tree = Tree::new(Page::empty());
+        for i in 0..150_000u32 {
+            tree.insert_at(&mut io, tree.len(), &i.to_le_bytes())
+                .unwrap();
+        }
+        assert!(tree.root.level() >= 2, "level {}", tree.root.level());
+        let entries = check(&mut io, &tree, false);
+        assert_eq!(entries.len(), 150_000);
+        assert_eq!(
+            tree.at(&mut io, 123_456).unwrap().unwrap().1,
+            123_456u32.to_le_bytes()
+        );
+        while tree.len() > 0 {
+            tree.remove_at(&mut io, tree.len() / 2).unwrap();
+        }
+        assert!(io.pages.is_empty(), "{} pages left", io.pages.len());
+    }
+
+    #[test]
     fn a_million_entries_stay_shallow_and_free_every_page() {
         let mut io = MemPages::default();
         let mut tree = Tree::new(Page::empty());

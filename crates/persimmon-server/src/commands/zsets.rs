@@ -58,9 +58,33 @@ pub(super) fn score_arg(arg: &[u8]) -> Result<f64, Error> {
     }
 }
 
-/// A score as Redis writes it: shortest round-trip form, `inf`, `-inf`.
+/// A score as Redis 7.0 writes it: C's `%.17g` (17 significant digits,
+/// trailing zeros dropped, exponent form below 1e-4 and from 1e17), `inf`,
+/// `-inf`.
 pub(super) fn score_text(x: f64) -> String {
-    format!("{x}")
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let sci = format!("{x:.16e}");
+    let (mantissa, exp) = sci.split_once('e').expect("an exponent");
+    let exp: i32 = exp.parse().expect("a number");
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim_zeros(mantissa), exp.abs());
+    }
+    trim_zeros(&format!("{x:.*}", (16 - exp) as usize)).to_string()
+}
+
+/// `%g`'s removal of trailing zeros (and of a point left alone).
+fn trim_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
 }
 
 /// Runs `f` on the sorted set at `key` in one unit; `None`: key missing
@@ -372,5 +396,22 @@ mod tests {
         assert_eq!(score_text(1.0), "1");
         assert_eq!(score_text(2.5), "2.5");
         assert_eq!(score_text(f64::NEG_INFINITY), "-inf");
+        // C's printf("%.17g"), as redis-server 7.0 replies scores.
+        for (x, text) in [
+            (1.1, "1.1000000000000001"),
+            (0.1, "0.10000000000000001"),
+            (1e300, "1.0000000000000001e+300"),
+            (1e-5, "1.0000000000000001e-05"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (0.0001, "0.0001"),
+            (-3.75e-7, "-3.7500000000000001e-07"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (0.9527121470089592, "0.95271214700895923"),
+            (5e-324, "4.9406564584124654e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+        ] {
+            assert_eq!(score_text(x), text, "{x:e}");
+        }
     }
 }
