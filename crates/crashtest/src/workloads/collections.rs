@@ -190,12 +190,15 @@ fn lists(p: &mut Pair) {
     p.cmd(&["LTRIM", "q", "2", "-3"]);
 }
 
+/// `h`'s fields are `j * 7 % 1000` for `j` below 400 (`fill`'s pairs).
 fn hashes(p: &mut Pair) {
     let big = "v".repeat(3000);
-    p.cmd(&["HSET", "h", "field-00100", &big, "new-field", "x"]);
-    for i in (0..120).step_by(2) {
-        let f = format!("field-{i:05}");
-        p.cmd(&["HDEL", "h", &f]);
+    p.cmd(&["HSET", "h", "700", &big, "new-field", "x"]);
+    for j in (0..120).step_by(6) {
+        let f = (j * 7 % 1000).to_string();
+        if p.cmd(&["HDEL", "h", &f]) != b":1\r\n" {
+            p.c.stop(format!("HDEL h {f} removed nothing"));
+        }
     }
     p.cmd(&["HINCRBY", "h", "counter", "5"]);
 }
