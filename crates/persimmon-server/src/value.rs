@@ -16,19 +16,24 @@
 //! with a byte from 0x01 to 0x05 is read through the tag; the server itself
 //! always writes a tag.)
 //!
-//! A hash, sorted set, list or set is rewritten whole by every command that
-//! changes it: fine for small ones (a YCSB record, YCSB's `_indices` set at
-//! its default 1000 records, the short lists and sets of Redis's test
-//! suite), O(size) per write for large ones — an `RPUSH` onto a list of a
-//! million elements copies the million. Issue 17 replaces this for lists
-//! and sets with one record per element.
+//! Tags `0x02` to `0x05` are the whole-value encodings of earlier
+//! versions, rewritten whole by every write: the server reads them (and
+//! `coll` converts them on first access) but no longer writes them; their
+//! writers here serve the tests that make such values. Collections are
+//! written as `coll` meta records:
 //!
-//! Invariants: the server writes a value only through [`string`],
-//! [`HashBuilder`], [`zset_encode`], [`list_encode`] and [`SetBuilder`]; a
-//! body is never longer than [`MAX_STRING_BYTES`] (the engine's 64 MiB value
-//! limit less the tag). Decoding never trusts the lengths inside a stored
-//! body: one that does not parse exactly is reported as damaged, never
-//! indexed out of bounds.
+//! | tag | type | body (see `coll/mod.rs`) |
+//! |---|---|---|
+//! | `0x06` | hash | collection meta |
+//! | `0x07` | sorted set | collection meta |
+//! | `0x08` | list | collection meta |
+//! | `0x09` | set | collection meta |
+//!
+//! Invariants: the server writes a string only through [`string`] and a
+//! collection only through `coll`; a body is never longer than
+//! [`MAX_STRING_BYTES`] (the engine's 64 MiB value limit less the tag).
+//! Decoding never trusts the lengths inside a stored body: one that does
+//! not parse exactly is reported as damaged, never indexed out of bounds.
 
 pub const TAG_STRING: u8 = 0x01;
 pub const TAG_HASH: u8 = 0x02;
@@ -210,6 +215,7 @@ impl<'a> Reader<'a> {
     }
 }
 
+#[cfg(test)]
 /// A hash being edited: the stored fields plus changes, encoded back with
 /// [`encode`](Self::encode). Lookups use a linear scan for small hashes and
 /// an index once the hash grows (a YCSB record has 10 fields).
@@ -220,9 +226,10 @@ pub struct HashBuilder<'a> {
     live: usize,
 }
 
+#[cfg(test)]
 const INDEX_FROM_FIELDS: usize = 32;
 
-#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
+#[cfg(test)]
 impl<'a> HashBuilder<'a> {
     pub fn new(fields: Vec<(&'a [u8], &'a [u8])>) -> HashBuilder<'a> {
         let live = fields.len();
@@ -300,10 +307,6 @@ impl<'a> HashBuilder<'a> {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
     }
 
     /// Bytes the encoded value (tag included) takes.
@@ -417,11 +420,13 @@ pub fn items(body: &[u8]) -> Result<Vec<&[u8]>, DamagedItems> {
     Ok(items)
 }
 
+#[cfg(test)]
 /// Bytes `items` take encoded as a list or a set (tag included).
 pub fn items_encoded_len(items: &[&[u8]]) -> usize {
     1 + 4 + items.iter().map(|i| 4 + i.len()).sum::<usize>()
 }
 
+#[cfg(test)]
 fn items_encode(tag: u8, items: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(items_encoded_len(items));
     out.push(tag);
@@ -445,16 +450,16 @@ pub fn list_encode(elements: &[&[u8]]) -> Vec<u8> {
 /// is one index away), plus an index of them once the set grows. Removing a
 /// member moves the last one into its place, so the stored order is
 /// insertion order only until the first removal.
-#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
+#[cfg(test)]
 pub struct SetBuilder<'a> {
     members: Vec<&'a [u8]>,
     index: Option<std::collections::HashMap<&'a [u8], usize>>,
 }
 
-#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
+#[cfg(test)]
 const INDEX_FROM_MEMBERS: usize = 32;
 
-#[allow(dead_code)] // Kept for reading old pools and for tests (issue 17).
+#[cfg(test)]
 impl<'a> SetBuilder<'a> {
     /// An empty set.
     pub fn new() -> SetBuilder<'a> {
@@ -542,14 +547,6 @@ impl<'a> SetBuilder<'a> {
         &self.members
     }
 
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
     /// Bytes the encoded value (tag included) takes.
     pub fn encoded_len(&self) -> usize {
         items_encoded_len(&self.members)
@@ -561,6 +558,7 @@ impl<'a> SetBuilder<'a> {
     }
 }
 
+#[cfg(test)]
 impl Default for SetBuilder<'_> {
     fn default() -> Self {
         SetBuilder::new()
