@@ -51,6 +51,9 @@ struct Touched {
     /// The key as the unit sees it now.
     now: Option<Entry>,
     dirty: bool,
+    /// When the unit first changed the key (the order blocked clients
+    /// waiting on written keys are served in, as Redis serves them).
+    first_change: u64,
 }
 
 /// A watched key: database, Redis key, version when `WATCH` ran.
@@ -73,6 +76,8 @@ pub struct Store {
     /// When set, every batch a unit commits is also recorded here (the
     /// crash harness replays them: `embedded.rs`).
     pub capture: Option<Vec<Captured>>,
+    /// Changes numbered so far in the running unit (`Touched::first_change`).
+    changes: u64,
     /// Engine keys written while some client was blocked, not yet served.
     ready: Vec<Vec<u8>>,
 }
@@ -90,6 +95,7 @@ impl Store {
             undo: Vec::new(),
             watched: Vec::new(),
             capture: None,
+            changes: 0,
             ready: Vec::new(),
         }
     }
@@ -467,6 +473,10 @@ impl Store {
         let before = std::mem::replace(&mut t.now, next);
         self.undo.push((ek.to_vec(), before, t.dirty));
         t.dirty = true;
+        if t.first_change == u64::MAX {
+            t.first_change = self.changes;
+            self.changes += 1;
+        }
     }
 
     /// The Redis keys of namespace `ns` that the running unit holds live
@@ -548,10 +558,13 @@ impl Store {
         }
         let written = self.shared.db.write_if(&batch, &checks)?;
         if written && self.shared.blocked.any() {
-            for (key, t) in &touched {
-                if t.dirty && t.now.is_some() {
-                    self.signal_ready_engine(key);
-                }
+            let mut ready: Vec<(&Vec<u8>, &Touched)> = touched
+                .iter()
+                .filter(|(_, t)| t.dirty && t.now.is_some())
+                .collect();
+            ready.sort_by_key(|(_, t)| t.first_change);
+            for (key, _) in ready {
+                self.signal_ready_engine(key);
             }
         }
         if let (true, Some(capture), false) = (written, self.capture.as_mut(), batch.is_empty()) {
@@ -612,6 +625,7 @@ impl Store {
                 read: false,
                 now: seen.map(|s| (s.value, s.deadline)),
                 dirty: false,
+                first_change: u64::MAX,
             };
             overlay.insert(ek.to_vec(), t);
         }

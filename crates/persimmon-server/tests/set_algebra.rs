@@ -256,3 +256,23 @@ fn sscan_honours_count_on_a_big_set() {
     );
     assert_eq!(err(&mut c, &["SSCAN", "s", "x"]), "ERR invalid cursor");
 }
+
+#[test]
+fn smove_of_a_member_the_destination_has_leaves_the_destination_untouched() {
+    let server = TestServer::start();
+    let mut watcher = server.client();
+    let mut other = server.client();
+    assert_eq!(int(&mut other, &["SADD", "src", "a", "b"]), 2);
+    assert_eq!(int(&mut other, &["SADD", "dst", "a"]), 1);
+    cmd(&mut watcher, &["WATCH", "dst"]).unwrap();
+    // As Redis: the member leaves the source; the destination, which has
+    // it, is not written, so a transaction watching it still runs.
+    assert_eq!(int(&mut other, &["SMOVE", "src", "dst", "a"]), 1);
+    cmd(&mut watcher, &["MULTI"]).unwrap();
+    cmd(&mut watcher, &["SCARD", "dst"]).unwrap();
+    assert_eq!(
+        cmd(&mut watcher, &["EXEC"]).unwrap(),
+        Value::Array(vec![Value::Int(1)])
+    );
+    assert_eq!(members(&mut other, &["SMEMBERS", "src"]), set(&["b"]));
+}

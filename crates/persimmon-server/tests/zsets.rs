@@ -804,7 +804,7 @@ fn set_operations() {
     assert_eq!(int(&mut c, &["ZINTERCARD", "1", "missing"]), 0);
     assert_eq!(
         err(&mut c, &["ZINTERCARD", "0", "z2"]),
-        "ERR numkeys should be greater than 0"
+        "ERR at least 1 input key is needed for 'zintercard' command"
     );
     assert_eq!(
         err(&mut c, &["ZINTERCARD", "3", "z2"]),

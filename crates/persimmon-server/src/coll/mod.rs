@@ -305,6 +305,9 @@ impl Coll {
         tree.walk(&mut io, rank, rev, f)
     }
 
+    /// Sets `key` to `value` in tree `t`; returns the value it had. Setting
+    /// the value a key already has changes nothing (as SADD of a member, the
+    /// collection is not written).
     pub fn insert(
         &mut self,
         st: &mut Store,
@@ -312,9 +315,10 @@ impl Coll {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>, Error> {
-        self.dirty = true;
         let (tree, mut io) = self.parts(st, t);
-        tree.insert(&mut io, key, value)
+        let old = tree.insert(&mut io, key, value)?;
+        self.dirty |= old.as_deref() != Some(value);
+        Ok(old)
     }
 
     pub fn remove(

@@ -337,10 +337,13 @@ pub fn zdiffstore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]
 pub fn zintercard(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = int_arg(a.get(1))
-        .ok()
-        .filter(|&n| n >= 1)
-        .ok_or_else(|| Error::new("ERR numkeys should be greater than 0"))?;
+    // As Redis's zunionInterDiffGenericCommand: an integer, then at least 1.
+    let n = int_arg(a.get(1))?;
+    if n < 1 {
+        return Err(Error::new(
+            "ERR at least 1 input key is needed for 'zintercard' command",
+        ));
+    }
     if n as u64 > (a.len() - 2) as u64 {
         return Err(Error::new(
             "ERR Number of keys can't be greater than number of args",
