@@ -424,12 +424,33 @@ impl Store {
                     }
                 }
                 Err(e) => {
+                    // A unit that read what another unit changed meanwhile
+                    // may fail on the mixture (a collection's pages read in
+                    // place after its meta changed): that is a conflict,
+                    // and it runs again; any other failure is the answer.
+                    let stale = !self.reads_still_valid()?;
                     self.abort();
-                    return Err(e);
+                    if !stale {
+                        return Err(e);
+                    }
                 }
             }
         }
         Err(conflict())
+    }
+
+    /// Whether every key the running unit read still has the version it
+    /// read (what `commit` checks).
+    fn reads_still_valid(&self) -> Result<bool, Error> {
+        let Some(overlay) = &self.overlay else {
+            return Ok(true);
+        };
+        for (key, t) in overlay.iter().filter(|(_, t)| t.read) {
+            if self.shared.db.version(key)? != t.base {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Starts an atomic unit.
