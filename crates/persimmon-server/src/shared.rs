@@ -56,6 +56,8 @@ pub struct Shared {
     pub scan: ScanCache,
     /// Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...).
     pub blocked: Blocked,
+    /// Turns for atomic units that keep conflicting (`store.rs`).
+    pub turns: crate::store::Turns,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -172,6 +174,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
             blocked: Blocked::default(),
+            turns: crate::store::Turns::default(),
             stopping: AtomicBool::new(false),
             shutdown,
         }

@@ -37,6 +37,54 @@ use crate::value::Stored;
 
 /// How many times an atomic unit runs before it gives up on conflicts.
 pub const ATOMIC_ATTEMPTS: u32 = 64;
+/// A unit that conflicted this many times takes a turn (see [`Turns`]).
+const ESCALATE_AFTER: u32 = 4;
+
+/// Turns for units that keep losing to others (many clients on one hot
+/// collection): such a unit runs its next attempts holding the turn, and
+/// while any unit holds or waits for one, new units wait for it before they
+/// start. So a unit with the turn can lose only to units that started
+/// before it took it — a few at most — and none starves. Units that never
+/// conflict pay one atomic load.
+#[derive(Default)]
+pub struct Turns {
+    wanted: std::sync::atomic::AtomicUsize,
+    lock: std::sync::Mutex<()>,
+}
+
+/// A held turn.
+pub struct Turn<'a> {
+    turns: &'a Turns,
+    _held: std::sync::MutexGuard<'a, ()>,
+}
+
+impl Turns {
+    fn take(&self) -> Turn<'_> {
+        use std::sync::atomic::Ordering;
+        self.wanted.fetch_add(1, Ordering::SeqCst);
+        let held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        Turn {
+            turns: self,
+            _held: held,
+        }
+    }
+
+    /// Waits while another unit holds or wants a turn.
+    fn wait_for_turns(&self) {
+        use std::sync::atomic::Ordering;
+        if self.wanted.load(Ordering::SeqCst) > 0 {
+            drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.turns
+            .wanted
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
 
 /// A value and its deadline (ms of Unix time; `None`: none).
 pub type Entry = (Vec<u8>, Option<u64>);
@@ -414,7 +462,14 @@ impl Store {
         if self.overlay.is_some() {
             return f(self);
         }
-        for _ in 0..ATOMIC_ATTEMPTS {
+        for attempt in 0..ATOMIC_ATTEMPTS {
+            let shared = self.shared.clone();
+            let _turn = if attempt >= ESCALATE_AFTER {
+                Some(shared.turns.take())
+            } else {
+                shared.turns.wait_for_turns();
+                None
+            };
             self.begin();
             let r = f(self);
             match r {
