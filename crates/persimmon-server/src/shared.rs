@@ -58,8 +58,6 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Turns for atomic units that keep conflicting (`store.rs`).
     pub turns: crate::store::Turns,
-    /// Lanes of the single-key collection commands (`coll`).
-    pub lanes: crate::coll::Lanes,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -177,7 +175,6 @@ impl Shared {
             scan: ScanCache::default(),
             blocked: Blocked::default(),
             turns: crate::store::Turns::default(),
-            lanes: crate::coll::Lanes::default(),
             stopping: AtomicBool::new(false),
             shutdown,
         }

@@ -627,47 +627,6 @@ pub fn moved(st: &mut Store, value: &[u8], new_ek: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Lanes of the single-key collection commands: a command on one
-/// collection holds the lane of its key for its whole unit, so commands on
-/// one hot collection (many clients on one queue or leaderboard) take turns
-/// instead of running in parallel only to conflict at commit and run again.
-/// Multi-key commands and EXEC stay optimistic (they hold no lane; a unit
-/// already running takes none, so lanes are never held two at a time).
-pub struct Lanes {
-    lanes: Box<[LanePad]>,
-}
-
-#[repr(align(128))]
-#[derive(Default)]
-struct LanePad(std::sync::Mutex<()>);
-
-const LANES: usize = 64;
-
-impl Default for Lanes {
-    fn default() -> Lanes {
-        Lanes {
-            lanes: (0..LANES).map(|_| LanePad::default()).collect(),
-        }
-    }
-}
-
-impl Lanes {
-    fn hold(&self, ek: &[u8]) -> std::sync::MutexGuard<'_, ()> {
-        let lane = xxhash_rust::xxh3::xxh3_64(ek) as usize % LANES;
-        self.lanes[lane].0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Runs `f` holding the lane of `key` unless a unit is already running.
-fn in_lane<R>(st: &mut Store, key: &[u8], f: impl FnOnce(&mut Store) -> R) -> R {
-    if st.in_unit() {
-        return f(st);
-    }
-    let shared = st.shared_arc().clone();
-    let _lane = shared.lanes.hold(&st.engine_key(key));
-    f(st)
-}
-
 /// Runs `f` on the collection at `key` in its own atomic unit (or in the
 /// running one), saving it afterwards. `None` when the key is missing.
 pub fn with<R>(
@@ -676,15 +635,13 @@ pub fn with<R>(
     kind: Kind,
     mut f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    in_lane(st, key, |st| {
-        st.atomic(|st| {
-            let Some(mut c) = Coll::open(st, key, kind)? else {
-                return Ok(None);
-            };
-            let r = f(st, &mut c)?;
-            c.save(st)?;
-            Ok(Some(r))
-        })
+    st.atomic(|st| {
+        let Some(mut c) = Coll::open(st, key, kind)? else {
+            return Ok(None);
+        };
+        let r = f(st, &mut c)?;
+        c.save(st)?;
+        Ok(Some(r))
     })
 }
 
@@ -696,13 +653,11 @@ pub fn with_new<R>(
     kind: Kind,
     mut f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<R, Error> {
-    in_lane(st, key, |st| {
-        st.atomic(|st| {
-            let mut c = Coll::open_or_new(st, key, kind)?;
-            let r = f(st, &mut c)?;
-            c.save(st)?;
-            Ok(r)
-        })
+    st.atomic(|st| {
+        let mut c = Coll::open_or_new(st, key, kind)?;
+        let r = f(st, &mut c)?;
+        c.save(st)?;
+        Ok(r)
     })
 }
 
