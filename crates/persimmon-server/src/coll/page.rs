@@ -148,7 +148,7 @@ impl Page {
     /// The child of a node a key belongs under.
     pub fn child_for_key(&self, key: &[u8]) -> usize {
         // Separators 1.. that are ≤ key.
-        let seps = &self.items[1..];
+        let seps = self.items.get(1..).unwrap_or_default();
         seps.partition_point(|it| &self.arena[it.key.0 as usize..it.key.1 as usize] <= key)
     }
 

@@ -93,6 +93,9 @@ fn leaf_for<'p>(
     let mut before = 0;
     let mut page = std::borrow::Cow::Borrowed(root);
     while !page.is_leaf() {
+        if page.width() == 0 {
+            return Err(damaged());
+        }
         let i = page.child_for_key(key);
         before += (0..i).map(|j| page.child_count(j)).sum::<u64>();
         let next = must_load(io, page.child(i))?;
@@ -294,7 +297,12 @@ fn change(
     key: &[u8],
 ) -> Result<Done, Error> {
     if page.is_leaf() {
-        return Ok(change_leaf(page, target, op, key));
+        return change_leaf(page, target, op, key);
+    }
+    if page.width() == 0 {
+        // Only a unit that read pages while another changed them can see
+        // this (it then runs again): never index into it.
+        return Err(damaged());
     }
     let (i, local) = match target {
         Target::Key(k) => (page.child_for_key(k), target),
@@ -309,13 +317,15 @@ fn change(
         return Ok(done);
     }
     let count = page.child_count(i) as i64 + done.delta;
-    debug_assert!(count >= 0, "a child count stays non-negative");
+    if count < 0 {
+        return Err(damaged());
+    }
     page.set_child_count(i, count as u64);
     fit_child(io, page, i, child)?;
     Ok(done)
 }
 
-fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Done {
+fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> Result<Done, Error> {
     let (i, found) = match target {
         Target::Key(k) => match leaf.search(k) {
             Ok(i) => (i, true),
@@ -323,7 +333,7 @@ fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> D
         },
         Target::Rank(r) => (r as usize, (r as usize) < leaf.width()),
     };
-    match op {
+    Ok(match op {
         Op::Upsert(v) | Op::SetAt(v) if found => {
             let old = leaf.set_value(i, v);
             Done {
@@ -332,7 +342,11 @@ fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> D
             }
         }
         Op::Upsert(v) | Op::InsertAt(v) => {
-            debug_assert!(i <= leaf.width());
+            if i > leaf.width() {
+                // A rank past the leaf: counts and pages read at different
+                // moments (the unit runs again), never an index past the end.
+                return Err(damaged());
+            }
             leaf.insert_entry(i, key, v);
             Done {
                 old: None,
@@ -347,7 +361,7 @@ fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> D
             old: None,
             delta: 0,
         },
-    }
+    })
 }
 
 /// Stores child `i` of a node after it changed: frees it when empty, splits
@@ -424,6 +438,9 @@ fn walk_page(
             }
         }
         return Ok(true);
+    }
+    if page.width() == 0 {
+        return Err(damaged());
     }
     let (start, local) = child_for_rank(page, rank, false);
     let order: Box<dyn Iterator<Item = usize>> = if rev {
