@@ -30,31 +30,28 @@ use crate::reply::Reply;
 use crate::session::{int_arg, int_arg_within, is, syntax, Error, Session};
 use crate::store::Store;
 
-use super::hashes::scratch;
+use super::hashes::reply_from_collection;
 
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if a.len() == 2 {
-        return one_random_field(s, a.get(1));
+        return one_random(s, a.get(1), Kind::Hash);
     }
     let (count, with_values) = count_args(&a)?;
     let limit = s.shared.settings.output_buffer_limit();
-    let mut r = scratch(&s.out);
-    let found = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
-        r.buf.clear();
-        random_fields(st, c, &mut r, count, with_values, limit)
-    })?;
-    match found {
-        Some(()) => s.out.buf.extend_from_slice(&r.buf),
-        None => s.out.array(0),
-    }
-    s.output_over_limit();
-    Ok(())
+    reply_from_collection(
+        s,
+        a.get(1),
+        Kind::Hash,
+        |out| out.array(0),
+        |st, c, r| random_fields(st, c, r, count, with_values, limit),
+    )
 }
 
-/// HRANDFIELD without a count: one field, or nil for a missing key.
-fn one_random_field(s: &mut Session, key: &[u8]) -> Result<(), Error> {
-    let picked = coll::with(&mut s.store, key, Kind::Hash, |st, c| {
+/// HRANDFIELD and SRANDMEMBER without a count: one field or member, or
+/// nil for a missing key.
+pub(super) fn one_random(s: &mut Session, key: &[u8], kind: Kind) -> Result<(), Error> {
+    let picked = coll::with(&mut s.store, key, kind, |st, c| {
         c.at(st, 0, random::below(c.len()))
     })?;
     match picked.flatten() {

@@ -13,11 +13,12 @@
 //! does on x86-64. A read's reply is built inside its unit into a scratch
 //! buffer and copied out once the unit committed (a unit may run again).
 
-use crate::coll::{self, Kind};
+use crate::coll::{self, Coll, Kind};
 use crate::longdouble::LongDouble;
 use crate::protocol::{parse_i64, Args};
 use crate::reply::Reply;
 use crate::session::{arity, check_key, int_arg, overflow, Error, Session};
+use crate::store::Store;
 use crate::value::MAX_STRING_BYTES;
 
 /// Room a page record needs around its one entry (varints, tags, meta).
@@ -37,13 +38,33 @@ pub(super) fn check_element(key: &[u8], value: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// An empty reply buffer in the protocol of `out` (a unit's scratch).
-pub(super) fn scratch(out: &Reply) -> Reply {
-    Reply {
+/// Replies what `build` writes from the collection at `key`, built inside
+/// its unit into a scratch buffer (a unit that runs again starts it over)
+/// and sent once the unit has ended; `missing` writes the reply for a
+/// missing key. The connection closes when the reply passed the output
+/// limit (`build` stops early there).
+pub(super) fn reply_from_collection(
+    s: &mut Session,
+    key: &[u8],
+    kind: Kind,
+    missing: impl FnOnce(&mut Reply),
+    mut build: impl FnMut(&mut Store, &mut Coll, &mut Reply) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut r = Reply {
         buf: Vec::new(),
-        resp3: out.resp3,
+        resp3: s.out.resp3,
         errors: Default::default(),
+    };
+    let found = coll::with(&mut s.store, key, kind, |st, c| {
+        r.buf.clear();
+        build(st, c, &mut r)
+    })?;
+    match found {
+        Some(()) => s.out.buf.extend_from_slice(&r.buf),
+        None => missing(&mut s.out),
     }
+    s.output_over_limit();
+    Ok(())
 }
 
 /// HSET/HMSET: sets field-value pairs; returns how many fields are new.
@@ -207,10 +228,9 @@ enum Listing {
 /// passes the output limit (the connection is then closed).
 fn list(s: &mut Session, a: Args<'_>, what: Listing) -> Result<(), Error> {
     let limit = s.shared.settings.output_buffer_limit();
-    let mut r = scratch(&s.out);
-    let found = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
-        r.buf.clear();
-        header(&mut r, what, c.len() as usize);
+    let missing = |out: &mut Reply| header(out, what, 0);
+    reply_from_collection(s, a.get(1), Kind::Hash, missing, |st, c, r| {
+        header(r, what, c.len() as usize);
         c.walk(st, 0, 0, false, |f, v| {
             if what != Listing::Values {
                 r.bulk(f);
@@ -220,13 +240,7 @@ fn list(s: &mut Session, a: Args<'_>, what: Listing) -> Result<(), Error> {
             }
             Ok(r.len() <= limit)
         })
-    })?;
-    if found.is_none() {
-        header(&mut s.out, what, 0);
-    }
-    s.out.buf.extend_from_slice(&r.buf);
-    s.output_over_limit();
-    Ok(())
+    })
 }
 
 fn header(out: &mut Reply, what: Listing, n: usize) {

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeSet;
 
-use super::hash_walk::{picks, scan, write_picks, Picks};
-use super::hashes::{check_element, scratch};
+use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
+use super::hashes::{check_element, reply_from_collection};
 use super::lists::positive_arg;
 use crate::coll::{self, Coll, Kind};
 use crate::protocol::Args;
@@ -59,21 +59,19 @@ pub fn srem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn smembers(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let limit = s.shared.settings.output_buffer_limit();
-    let mut r = scratch(&s.out);
-    let found = coll::with(&mut s.store, a.get(1), Kind::Set, |st, c| {
-        r.buf.clear();
-        r.set(c.len() as usize);
-        c.walk(st, 0, 0, false, |m, _| {
-            r.bulk(m);
-            Ok(r.len() <= limit)
-        })
-    })?;
-    match found {
-        Some(()) => s.out.buf.extend_from_slice(&r.buf),
-        None => s.out.set(0),
-    }
-    s.output_over_limit();
-    Ok(())
+    reply_from_collection(
+        s,
+        a.get(1),
+        Kind::Set,
+        |out| out.set(0),
+        |st, c, r| {
+            r.set(c.len() as usize);
+            c.walk(st, 0, 0, false, |m, _| {
+                r.bulk(m);
+                Ok(r.len() <= limit)
+            })
+        },
+    )
 }
 
 pub fn sismember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -182,29 +180,20 @@ pub fn srandmember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return Err(syntax());
     }
     if a.len() == 2 {
-        let picked = coll::with(&mut s.store, a.get(1), Kind::Set, |st, c| {
-            c.at(st, 0, random::below(c.len()))
-        })?;
-        match picked.flatten() {
-            Some((m, _)) => s.out.bulk(&m),
-            None => s.out.null(),
-        }
-        return Ok(());
+        return one_random(s, a.get(1), Kind::Set);
     }
     let count = int_arg_within(a.get(2), -i64::MAX, i64::MAX)?;
     let limit = s.shared.settings.output_buffer_limit();
-    let mut r = scratch(&s.out);
-    let found = coll::with(&mut s.store, a.get(1), Kind::Set, |st, c| {
-        r.buf.clear();
-        let p: Picks = picks(c.len(), count);
-        write_picks(st, c, &mut r, p, 1, limit, |r, m, _| r.bulk(m))
-    })?;
-    match found {
-        Some(()) => s.out.buf.extend_from_slice(&r.buf),
-        None => s.out.array(0),
-    }
-    s.output_over_limit();
-    Ok(())
+    reply_from_collection(
+        s,
+        a.get(1),
+        Kind::Set,
+        |out| out.array(0),
+        |st, c, r| {
+            let p: Picks = picks(c.len(), count);
+            write_picks(st, c, r, p, 1, limit, |r, m, _| r.bulk(m))
+        },
+    )
 }
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count] (see `hash_walk::scan`).
