@@ -109,10 +109,7 @@ impl PageIo for Io<'_> {
             return Ok(page.clone());
         }
         let key = page_key(self.tree_id, no);
-        let page = self
-            .store
-            .unit_read(&key, false, |v| v.map(Page::decode))?
-            .transpose()?;
+        let page = read_page(self.store, &key)?;
         self.pages.cache.insert(no, (page.clone(), false));
         Ok(page)
     }
@@ -200,11 +197,15 @@ impl Coll {
             Stored::Coll(k, body) if k == kind => Coll::decode(st, ek, kind, body).map(Some),
             Stored::Coll(..) | Stored::String(_) => Err(wrongtype()),
             legacy => {
-                if legacy_kind(&legacy) != Some(kind) {
+                // The whole-value encoding of earlier versions: converted
+                // on this first access (the caller's save writes it).
+                let whole = whole::from_legacy(legacy)?.expect("only legacy values are left");
+                if whole.kind() != kind {
                     return Err(wrongtype());
                 }
                 let mut c = Coll::new(ek, kind);
-                c.convert(st, legacy)?;
+                whole::fill(st, &mut c, &whole)?;
+                c.dirty = true;
                 Ok(Some(c))
             }
         }
@@ -410,42 +411,6 @@ impl Coll {
         out
     }
 
-    /// Fills this new collection from a value in the whole-value encoding
-    /// of earlier versions (tags 0x02 to 0x05), which is converted on its
-    /// first access.
-    fn convert(&mut self, st: &mut Store, legacy: Stored<'_>) -> Result<(), Error> {
-        use crate::value::{hash_fields, items, zset_entries};
-        fn bad<E>(_: E) -> Error {
-            Error::new("ERR the value stored at this key is damaged (it does not decode)")
-        }
-        match legacy {
-            Stored::Hash(body) => {
-                for (f, v) in hash_fields(body).map_err(bad)? {
-                    self.insert(st, 0, f, v)?;
-                }
-            }
-            Stored::Set(body) => {
-                for m in items(body).map_err(bad)? {
-                    self.insert(st, 0, m, b"")?;
-                }
-            }
-            Stored::List(body) => {
-                for (i, e) in items(body).map_err(bad)?.into_iter().enumerate() {
-                    self.insert_at(st, i as u64, e)?;
-                }
-            }
-            Stored::ZSet(body) => {
-                for (score, m) in zset_entries(body).map_err(bad)? {
-                    self.insert(st, 0, m, &score.to_le_bytes())?;
-                    self.insert(st, 1, &score_key(score, m), b"")?;
-                }
-            }
-            Stored::String(_) | Stored::Coll(..) => unreachable!("only legacy values convert"),
-        }
-        self.dirty = true;
-        Ok(())
-    }
-
     /// A copy of this collection at engine key `ek` under a new tree id
     /// (COPY, and RESTORE's target); the copy is saved, this one untouched.
     pub fn copy_to(&mut self, st: &mut Store, ek: Vec<u8>) -> Result<(), Error> {
@@ -481,15 +446,11 @@ impl Coll {
     }
 }
 
-/// Which kind a whole-value encoding of earlier versions holds.
-fn legacy_kind(v: &Stored<'_>) -> Option<Kind> {
-    match v {
-        Stored::Hash(_) => Some(Kind::Hash),
-        Stored::ZSet(_) => Some(Kind::ZSet),
-        Stored::List(_) => Some(Kind::List),
-        Stored::Set(_) => Some(Kind::Set),
-        Stored::String(_) | Stored::Coll(..) => None,
-    }
+/// The page at engine key `key`, read in place in the store's running unit
+/// (its collection's meta is what the unit depends on).
+fn read_page(st: &mut Store, key: &[u8]) -> Result<Option<Page>, Error> {
+    st.unit_read(key, false, |v| v.map(Page::decode))?
+        .transpose()
 }
 
 /// The key of a sorted set's score tree: the score in an order-keeping

@@ -192,11 +192,7 @@ struct Pages<'a> {
 
 impl super::tree::PageIo for Pages<'_> {
     fn load(&mut self, no: u64) -> Result<Option<super::page::Page>, Error> {
-        self.st
-            .unit_read(&page_key(self.id, no), false, |v| {
-                v.map(super::page::Page::decode)
-            })?
-            .transpose()
+        super::read_page(self.st, &page_key(self.id, no))
     }
     fn save(&mut self, _: u64, _: &super::page::Page) -> Result<(), Error> {
         unreachable!("the reclaimer only reads and deletes pages")

@@ -93,6 +93,14 @@ pub fn from_legacy(v: Stored<'_>) -> Result<Option<Whole>, Error> {
 /// writes nothing.
 pub fn write(st: &mut Store, ek: Vec<u8>, whole: &Whole) -> Result<(), Error> {
     let mut c = Coll::new(ek, whole.kind());
+    fill(st, &mut c, whole)?;
+    c.save(st)
+}
+
+/// Adds `whole`'s elements to `c`, a new collection of its kind (RESTORE,
+/// SORT STORE, the conversion of an old whole value).
+pub fn fill(st: &mut Store, c: &mut Coll, whole: &Whole) -> Result<(), Error> {
+    debug_assert_eq!(c.kind, whole.kind());
     match whole {
         Whole::Hash(pairs) => {
             for (f, v) in pairs {
@@ -111,9 +119,9 @@ pub fn write(st: &mut Store, ek: Vec<u8>, whole: &Whole) -> Result<(), Error> {
         }
         Whole::ZSet(entries) => {
             for (score, m) in entries {
-                super::zset_put(st, &mut c, m, *score)?;
+                super::zset_put(st, c, m, *score)?;
             }
         }
     }
-    c.save(st)
+    Ok(())
 }
