@@ -463,13 +463,14 @@ impl Store {
             return f(self);
         }
         for attempt in 0..ATOMIC_ATTEMPTS {
-            let shared = self.shared.clone();
-            let _turn = if attempt >= ESCALATE_AFTER {
-                Some(shared.turns.take())
-            } else {
-                shared.turns.wait_for_turns();
-                None
-            };
+            // Only a unit that takes a turn holds its own reference to the
+            // shared state (the turn outlives this borrow of `self`): the
+            // others touch no shared reference count.
+            let escalated = (attempt >= ESCALATE_AFTER).then(|| self.shared.clone());
+            let _turn = escalated.as_ref().map(|shared| shared.turns.take());
+            if escalated.is_none() {
+                self.shared.turns.wait_for_turns();
+            }
             self.begin();
             let r = f(self);
             match r {
