@@ -24,11 +24,16 @@ pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// `REC_FLAG_BATCH`, `REC_FLAG_TOMBSTONE`, `REC_FLAG_UNDO`,
 /// `REC_FLAG_DEADLINE` and the batch commit table in the superblock);
 /// version 5 the SSD tier (superblock flag `SB_FLAG_TIERED`, the tier
-/// settings at `SB_TIER`, record flag `REC_FLAG_EXTERNAL`). A pool is
+/// settings at `SB_TIER`, record flag `REC_FLAG_EXTERNAL`); version 6 the
+/// ordered index in leaves (superblock flag `SB_FLAG_LEAVES`: the ordered
+/// segments hold leaves of many record words instead of skiplist nodes).
+/// A pool is
 /// written at the lowest version that expresses it (a pool of an older
 /// version is raised to 4 by its first batch or deadline; a tiered pool is
 /// created at 5), and older versions are still read.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
+/// First format version with the ordered index in leaves.
+pub const FORMAT_VERSION_LEAVES: u32 = 6;
 /// First format version with the SSD tier.
 pub const FORMAT_VERSION_TIER: u32 = 5;
 /// First format version with batches and deadlines.
@@ -87,9 +92,15 @@ pub const SB_FLAG_DRAM_POINT_INDEX: u64 = 4;
 /// Superblock flag: large values live on an SSD tier in the data directory
 /// the settings at `SB_TIER` name (format version 5).
 pub const SB_FLAG_TIERED: u64 = 8;
+/// Superblock flag: the ordered index is kept in leaves (format version 6;
+/// with the ordered-index and DRAM point-index flags).
+pub const SB_FLAG_LEAVES: u64 = 16;
 /// Every flag this build understands.
-pub const SB_KNOWN_FLAGS: u64 =
-    SB_FLAG_PM_BUCKET_LOCKS | SB_FLAG_ORDERED_INDEX | SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_TIERED;
+pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS
+    | SB_FLAG_ORDERED_INDEX
+    | SB_FLAG_DRAM_POINT_INDEX
+    | SB_FLAG_TIERED
+    | SB_FLAG_LEAVES;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +173,14 @@ impl Superblock {
                     sb.flags
                 )));
             }
+        }
+        if sb.flags & SB_FLAG_LEAVES != 0
+            && (version < FORMAT_VERSION_LEAVES || sb.flags & SB_FLAG_DRAM_POINT_INDEX == 0)
+        {
+            return Err(SuperblockError::Damaged(format!(
+                "a version-{version} superblock with the leaves flag and flags {:#x} (needs version 6 and the DRAM point index)",
+                sb.flags
+            )));
         }
         if version < FORMAT_VERSION_TIER && sb.flags & SB_FLAG_TIERED != 0 {
             return Err(SuperblockError::Damaged(format!(
@@ -491,6 +510,47 @@ pub fn node_crc(key: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&(key.len() as u32).to_le_bytes()), key)
 }
 
+// ------------------------------------------------------- ordered-index leaves
+
+/// Leaf header word 0: `LEAF_MAGIC` in bits 0..32, the low key's length in
+/// bits 32..64. Stored last, after everything else of the leaf is durable:
+/// a slot whose word 0 lacks the magic is not a leaf.
+pub const LEAF_WORD0: usize = 0;
+pub const LEAF_MAGIC: u32 = 0x4641_454c;
+/// CRC32C over the low key's length (4 bytes, little-endian) and the key.
+pub const LEAF_LOW_CRC: usize = 8;
+/// Where a low key of at most `LEAF_INLINE_LOW` bytes lives; a longer one
+/// lives at `LEAF_BODY_BYTES` (the leaf's size class is then larger).
+pub const LEAF_LOW_INLINE: usize = 16;
+pub const LEAF_INLINE_LOW: usize = 48;
+pub const LEAF_HEADER_BYTES: usize = 64;
+/// Entries per leaf; an entry is a record word (slot encoding) and the
+/// key's first 8 bytes, big-endian, zero padded (its *prefix*).
+pub const LEAF_ENTRIES: usize = 60;
+pub const LEAF_ENTRY_BYTES: usize = 16;
+pub const LEAF_BODY_BYTES: usize = LEAF_HEADER_BYTES + LEAF_ENTRIES * LEAF_ENTRY_BYTES;
+/// Smallest leaf size class: 2^10 = 1 KiB.
+pub const LEAF_MIN_CLASS: u32 = 10;
+/// The size class of a leaf whose low key is `low_len` bytes.
+pub fn leaf_class_for(low_len: usize) -> u32 {
+    let extra = if low_len <= LEAF_INLINE_LOW { 0 } else { low_len };
+    let need = (LEAF_BODY_BYTES + extra).next_power_of_two() as u64;
+    need.trailing_zeros().max(LEAF_MIN_CLASS)
+}
+/// Largest key a leaf pool's ordered index holds (a low key must fit a
+/// leaf of at most half a segment).
+pub fn leaf_max_key(segment_bytes: u64) -> usize {
+    (segment_bytes / 2) as usize - LEAF_BODY_BYTES
+}
+/// The prefix a leaf entry keeps of `key`.
+#[inline]
+pub fn key_prefix(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
 // ------------------------------------------------------------ bucket, slot
 
 pub const SLOT_BYTES: u64 = 8;
@@ -622,7 +682,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 5);
+        assert_eq!(get_u32(&b, 8), 6);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -650,7 +710,22 @@ mod tests {
         next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
             Superblock::decode(&next.encode()),
-            Err(SuperblockError::Version(6))
+            Err(SuperblockError::Version(7))
+        ));
+        // The leaves flag: version 6, with the DRAM point index.
+        let mut leaves = sb;
+        leaves.flags = SB_FLAG_LEAVES | SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX;
+        assert_eq!(Superblock::decode(&leaves.encode()).unwrap(), leaves);
+        leaves.format_version = 5;
+        assert!(matches!(
+            Superblock::decode(&leaves.encode()),
+            Err(SuperblockError::Damaged(_))
+        ));
+        leaves.format_version = 6;
+        leaves.flags = SB_FLAG_LEAVES | SB_FLAG_ORDERED_INDEX;
+        assert!(matches!(
+            Superblock::decode(&leaves.encode()),
+            Err(SuperblockError::Damaged(_))
         ));
         // The tier flag: version 5 on.
         let mut tiered = sb;

@@ -68,6 +68,22 @@ pub enum PointIndex {
     Dram,
 }
 
+/// How the ordered index is laid out in the pool; chosen when the pool is
+/// created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OrderedLayout {
+    /// Leaves of up to 60 record words each, found through a DRAM index of
+    /// their low keys (format version 6). A range read streams through
+    /// leaves and reads each record directly. Used with
+    /// [`PointIndex::Dram`]; a pool with the PM point index keeps the
+    /// skiplist.
+    #[default]
+    Leaves,
+    /// The persistent skiplist of one node per key (format versions 2–5);
+    /// what older builds can open.
+    Skiplist,
+}
+
 impl PointIndex {
     pub fn name(self) -> &'static str {
         match self {
@@ -124,6 +140,11 @@ pub struct Options {
     /// [`PointIndex::Dram`] needs `ordered_index`. At open, the pool's own
     /// setting applies; [`crate::Db::point_index`] tells which it is.
     pub point_index: PointIndex,
+    /// *Creation*: the ordered index's layout (default
+    /// [`OrderedLayout::Leaves`], which applies to pools with the DRAM point
+    /// index; others get the skiplist). At open, the pool's own layout
+    /// applies.
+    pub ordered_layout: OrderedLayout,
     /// Run the background log cleaner (default `true`).
     pub cleaner: bool,
     /// Most bytes per second the cleaner copies while the pool has room to
@@ -246,6 +267,7 @@ impl Default for Options {
             mechanisms: Mechanisms::ALL,
             ordered_index: false,
             point_index: PointIndex::Pm,
+            ordered_layout: OrderedLayout::Leaves,
             cleaner: true,
             cleaner_bytes_per_sec: 256 << 20,
             clock: Clock::System,

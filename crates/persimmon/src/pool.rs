@@ -714,11 +714,14 @@ fn read_fixed_superblock(file: &File, path: &Path, file_len: u64) -> Result<Supe
 /// The superblock of a new pool created with `opts`.
 fn new_superblock(opts: &Options) -> Superblock {
     let dram = opts.point_index == PointIndex::Dram;
+    let leaves = dram && opts.ordered_layout == crate::options::OrderedLayout::Leaves;
     let flag = |on: bool, bit: u64| if on { bit } else { 0 };
     Superblock {
         // The lowest version that expresses the pool, so a pool without
         // the newer features stays readable by older builds.
-        format_version: if dram {
+        format_version: if leaves {
+            layout::FORMAT_VERSION_LEAVES
+        } else if dram {
             3
         } else if opts.ordered_index {
             2
@@ -738,7 +741,8 @@ fn new_superblock(opts: &Options) -> Superblock {
             !opts.mechanisms.volatile_lock_table,
             layout::SB_FLAG_PM_BUCKET_LOCKS,
         ) | flag(opts.ordered_index, layout::SB_FLAG_ORDERED_INDEX)
-            | flag(dram, layout::SB_FLAG_DRAM_POINT_INDEX),
+            | flag(dram, layout::SB_FLAG_DRAM_POINT_INDEX)
+            | flag(leaves, layout::SB_FLAG_LEAVES),
     }
 }
 

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use persimmon::{Db, Options, PersistObserver, PointIndex};
+use persimmon::{Db, Options, OrderedLayout, PersistObserver, PointIndex};
 
 #[derive(Default)]
 struct Gate {
@@ -105,6 +105,8 @@ fn a_read_during_the_rebuild_waits_for_a_writer_between_node_and_index() {
         ordered_index: true,
         point_index: PointIndex::Dram,
         cleaner: false,
+        // The schedule parks on skiplist node stores.
+        ordered_layout: OrderedLayout::Skiplist,
         ..common::small_options()
     };
     let n = 300u32;

@@ -5,7 +5,7 @@
 //! damage costs only that key's node.)
 mod common;
 
-use persimmon::{Db, Options, PointIndex};
+use persimmon::{Db, Options, OrderedLayout, PointIndex};
 
 fn run(point_index: PointIndex) -> (u64, usize, usize, Vec<String>) {
     let dir = common::pool_dir();
@@ -14,6 +14,8 @@ fn run(point_index: PointIndex) -> (u64, usize, usize, Vec<String>) {
         ordered_index: true,
         point_index,
         cleaner: false,
+        // The damage is planted in a skiplist node.
+        ordered_layout: OrderedLayout::Skiplist,
         ..common::small_options()
     };
     let n = 1000u32;

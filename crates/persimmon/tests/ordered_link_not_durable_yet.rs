@@ -20,7 +20,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use persimmon::{Db, Options, PersistObserver, PointIndex};
+use persimmon::{Db, Options, OrderedLayout, PersistObserver, PointIndex};
 
 #[derive(Default)]
 struct Parked {
@@ -73,6 +73,8 @@ fn opts(point_index: PointIndex) -> Options {
         ordered_index: true,
         point_index,
         cleaner: false,
+        // The schedule parks on a skiplist link store.
+        ordered_layout: OrderedLayout::Skiplist,
         ..common::small_options()
     }
 }

@@ -231,6 +231,8 @@ struct Written {
 /// Why the locked part must start over.
 enum Retry {
     Split(SegRef),
+    /// An ordered-index leaf (at this offset) is full.
+    SplitLeaf(u64),
     Fail(Error),
 }
 
@@ -357,6 +359,8 @@ impl Engine {
             let Some(held) = self.lock_homes(plan, &segs, &read_h, &read_segs) else {
                 continue;
             };
+            // Leaf entries looked up or reserved stay put until the end.
+            let pins = self.ordered.as_ref().and_then(|o| o.scope());
             if !self.reads_current(reads, &read_h, &read_segs)? {
                 return Ok(Commit::Conflict);
             }
@@ -375,13 +379,21 @@ impl Engine {
             match outcome {
                 Ok((targets, written)) => {
                     self.publish_batch(w, entry, plan, &targets, &written, &guard);
+                    drop(pins);
                     drop(held);
                     return Ok(Commit::Done);
                 }
                 Err(Retry::Split(seg)) => {
+                    drop(pins);
                     drop(held);
                     drop(guard);
                     self.split(seg)?;
+                }
+                Err(Retry::SplitLeaf(leaf)) => {
+                    drop(pins);
+                    drop(held);
+                    drop(guard);
+                    self.split_leaf(leaf)?;
                 }
                 Err(Retry::Fail(e)) if self.relievable(&e) => {
                     drop(held);
@@ -502,9 +514,13 @@ impl Engine {
             };
             let (node, linked) = match &found {
                 Some(f) => (f.node, false),
-                None => self
+                None => match self
                     .ordered_insert(p.key, claimed.then_some(addr), guard)
-                    .map_err(Retry::Fail)?,
+                    .map_err(Retry::Fail)?
+                {
+                    Ok(placed) => placed,
+                    Err(leaf) => return Err(Retry::SplitLeaf(leaf)),
+                },
             };
             return Ok(Some(Target {
                 addr,
@@ -523,7 +539,7 @@ impl Engine {
                 if t.claimed {
                     self.ipm().store_u64(t.addr, Slot::EMPTY.0);
                 }
-                self.ordered_undo(p.key, t.linked, guard);
+                self.ordered_undo(p.key, t.node, t.linked, guard);
             }
         }
     }
@@ -735,7 +751,7 @@ impl Engine {
             self.sub_live(off, total, guard);
             if let Some(o) = &self.ordered {
                 // As for a single delete: a node left behind is an orphan.
-                let _ = o.remove(&self.pool, p.key, guard);
+                let _ = o.remove(&self.pool, p.key, t.node, guard);
             }
         }
         self.sub_live(written.undo.0, written.undo.1, guard);

@@ -341,10 +341,20 @@ impl Engine {
         key: &[u8],
         err: &mut impl FnMut(String),
     ) {
-        let Some(node) = self.point_index.node_of(addr) else {
+        let Some(hint) = self.point_index.node_of(addr) else {
             return;
         };
-        match o.node_key(&self.pool, node) {
+        // With leaves the remembered entry is a hint (a split may have
+        // moved the key): the check looks the key up.
+        let node = match o.leaves() {
+            None => hint,
+            Some(_) => match o.find(&self.pool, key, s.fingerprint()) {
+                Ok(Some(e)) => e,
+                Ok(None) => return err("its key has no leaf entry".into()),
+                Err(e) => return err(format!("its leaf entry: {e}")),
+            },
+        };
+        match o.key_of(&self.pool, node) {
             Ok(k) if k == key => {}
             Ok(_) => err("its node holds another key".into()),
             Err(e) => err(format!("its node: {e}")),

@@ -27,7 +27,6 @@ use crate::error::{Error, Result};
 use crate::index::{Directory, DramSpace, SegRef};
 use crate::layout::{self, SegmentHeader, SegmentKind, Slot};
 use crate::options::PointIndex;
-use crate::ordered::Ordered;
 use crate::pmem::PmemFile;
 use crate::pool::{Pool, ScanResult};
 
@@ -168,8 +167,16 @@ impl IndexPlacement {
                     d.written_in_rebuild.store(true, Ordering::Release);
                 }
                 debug_assert_ne!(node, 0, "a DRAM entry's key has a node");
-                Ordered::record_word(node)
+                node
             }
+        }
+    }
+
+    /// DRAM: remembers `node` (a leaf entry that moved) next to slot `addr`.
+    #[inline]
+    pub(super) fn set_node(&self, addr: u64, node: u64) {
+        if let IndexPlacement::Dram(d) = self {
+            d.space.nodes.store_u64(addr, node);
         }
     }
 

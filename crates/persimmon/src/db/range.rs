@@ -1,12 +1,15 @@
 //! Ordered reads over the ordered index: ranges (both directions), prefixes,
 //! `first`, `last`, counts.
 //!
-//! A range cursor reads the skiplist's keys in batches (8, then twice as
-//! many each time, up to 256): each batch pins an epoch and starts from the
-//! key where the previous batch stopped (a fresh search, so nothing a batch
-//! saw needs to stay alive between calls); a key is looked up in the point
-//! index (presence and value) when the cursor returns it. Hence what an iterator
-//! sees under concurrent writes:
+//! A range cursor reads the ordered index in batches (8 keys, then twice
+//! as many each time, up to 256): each batch pins an epoch and starts from
+//! the key where the previous batch stopped (a fresh search, so nothing a
+//! batch saw needs to stay alive between calls). With the skiplist a key is
+//! looked up in the point index (presence and value) when the cursor
+//! returns it; with leaves the batch reads each value from the record its
+//! entry names, inside the batch's pin (waiting for writes in flight on
+//! the entry, see `ordered::leaves`). Hence what an iterator sees under
+//! concurrent writes:
 //! - keys come in strictly ascending order (descending from the back), each
 //!   at most once;
 //! - every key present for the whole iteration is returned;
@@ -21,7 +24,8 @@ use crossbeam_epoch as epoch;
 
 use super::{Db, Engine};
 use crate::error::{Error, Result};
-use crate::ordered::Ordered;
+use crate::layout::Slot;
+use crate::ordered::{bound_ref, Leaves, Ordered};
 
 /// Keys the first batch of a cursor reads from the skiplist; each later
 /// batch of the same end reads twice as many, up to `MAX_BATCH` (a short
@@ -31,30 +35,29 @@ const MAX_BATCH: usize = 256;
 
 type Item = (Vec<u8>, Option<Vec<u8>>);
 
+/// A key read from the skiplist (its value is looked up when returned), or
+/// a pair read from a leaf.
+enum Pending {
+    Key(Vec<u8>),
+    Item(Item),
+}
+
 struct Cursor<'a> {
     engine: &'a Engine,
     ordered: &'a Ordered,
     /// What is left to read: shrinks from both ends as batches are read.
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
-    /// Keys read from the front, ascending; each is looked up in the point
-    /// index only when it is returned.
-    front: VecDeque<Vec<u8>>,
-    /// Keys read from the back, descending.
-    back: VecDeque<Vec<u8>>,
+    /// Read from the front, ascending (skiplist keys are looked up in the
+    /// point index only when returned).
+    front: VecDeque<Pending>,
+    /// Read from the back, descending.
+    back: VecDeque<Pending>,
     front_done: bool,
     back_done: bool,
     front_batch: usize,
     back_batch: usize,
     values: bool,
-}
-
-fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 fn owned<K: AsRef<[u8]> + ?Sized>(b: Bound<&K>) -> Bound<Vec<u8>> {
@@ -97,12 +100,80 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    fn above_upper(&self, key: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Unbounded => false,
+            Bound::Included(u) => key > u.as_slice(),
+            Bound::Excluded(u) => key >= u.as_slice(),
+        }
+    }
+
+    /// Reads up to a batch of pairs from the leaves, from the front
+    /// (`forward`) or the back; returns them and whether the end of the
+    /// range was reached.
+    fn fill_leaves(&mut self, l: &Leaves, forward: bool) -> Result<bool> {
+        let counter = if forward {
+            &mut self.front_batch
+        } else {
+            &mut self.back_batch
+        };
+        let batch = *counter;
+        *counter = (batch * 2).min(MAX_BATCH);
+        let mut items = Vec::new();
+        let mut last: Option<Vec<u8>> = None;
+        let mut ended = true;
+        {
+            let _guard = epoch::pin();
+            let from = if forward { &self.lower } else { &self.upper };
+            let (engine, values) = (self.engine, self.values);
+            let this = &*self;
+            l.scan(&engine.pool, bound_ref(from), forward, &mut |key, _, word| {
+                let beyond = if forward {
+                    this.above_upper(key)
+                } else {
+                    this.below_lower(key)
+                };
+                if beyond {
+                    return Ok(false);
+                }
+                if let Some(v) = engine.value_in(key, word, values)? {
+                    items.push(Pending::Item((key.to_vec(), v)));
+                }
+                last = Some(key.to_vec());
+                if items.len() >= batch {
+                    ended = false;
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+        }
+        if let Some(k) = last {
+            if forward {
+                self.lower = Bound::Excluded(k);
+            } else {
+                self.upper = Bound::Excluded(k);
+            }
+        }
+        if forward {
+            self.front.extend(items);
+        } else {
+            self.back.extend(items);
+        }
+        Ok(ended)
+    }
+
     fn fill_front(&mut self) -> Result<()> {
+        let ordered = self.ordered;
+        if let Some(l) = ordered.leaves() {
+            self.front_done = self.fill_leaves(l, true)?;
+            return Ok(());
+        }
         let batch = self.front_batch;
         self.front_batch = (batch * 2).min(MAX_BATCH);
+        let skiplist = self.ordered.skiplist().expect("one of the two layouts");
         let keys = {
             let guard = epoch::pin();
-            self.ordered.collect_forward(
+            skiplist.collect_forward(
                 &self.engine.pool,
                 bound_ref(&self.lower),
                 bound_ref(&self.upper),
@@ -116,25 +187,30 @@ impl<'a> Cursor<'a> {
         if let Some(last) = keys.last() {
             self.lower = Bound::Excluded(last.clone());
         }
-        self.front.extend(keys);
+        self.front.extend(keys.into_iter().map(Pending::Key));
         Ok(())
     }
 
     fn fill_back(&mut self) -> Result<()> {
+        let ordered = self.ordered;
+        if let Some(l) = ordered.leaves() {
+            self.back_done = self.fill_leaves(l, false)?;
+            return Ok(());
+        }
         let batch = self.back_batch;
         self.back_batch = (batch * 2).min(MAX_BATCH);
+        let skiplist = self.ordered.skiplist().expect("one of the two layouts");
         for _ in 0..batch {
             let key = {
                 let guard = epoch::pin();
-                self.ordered
-                    .before(&self.engine.pool, bound_ref(&self.upper), &guard)?
+                skiplist.before(&self.engine.pool, bound_ref(&self.upper), &guard)?
             };
             let Some(key) = key.filter(|k| !self.below_lower(k)) else {
                 self.back_done = true;
                 return Ok(());
             };
             self.upper = Bound::Excluded(key.clone());
-            self.back.push_back(key);
+            self.back.push_back(Pending::Key(key));
         }
         Ok(())
     }
@@ -146,6 +222,15 @@ impl<'a> Cursor<'a> {
         self.front.clear();
         self.back.clear();
         Some(Err(e))
+    }
+
+    /// A pending entry as an item: a skiplist key is looked up in the point
+    /// index (None: deleted meanwhile, or an orphan node).
+    fn resolve(&self, p: Pending) -> Result<Option<Item>> {
+        match p {
+            Pending::Item(item) => Ok(Some(item)),
+            Pending::Key(key) => Ok(self.lookup(&key)?.map(|v| (key, v))),
+        }
     }
 
     /// The next key from the front that the point index holds, with its
@@ -166,8 +251,8 @@ impl<'a> Cursor<'a> {
                     continue;
                 }
             };
-            match self.lookup(&key) {
-                Ok(Some(v)) => return Some(Ok((key, v))),
+            match self.resolve(key) {
+                Ok(Some(item)) => return Some(Ok(item)),
                 Ok(None) => continue,
                 Err(e) => return self.fail(e),
             }
@@ -186,11 +271,33 @@ impl<'a> Cursor<'a> {
                     continue;
                 }
             };
-            match self.lookup(&key) {
-                Ok(Some(v)) => return Some(Ok((key, v))),
+            match self.resolve(key) {
+                Ok(Some(item)) => return Some(Ok(item)),
                 Ok(None) => continue,
                 Err(e) => return self.fail(e),
             }
+        }
+    }
+}
+
+impl Engine {
+    /// A range read's value of `key` from the record `word` names (a leaf
+    /// entry, final): `Some(value)` (`None` inside when `values` is off),
+    /// or `None` when the record is a tombstone or expired. A record of a
+    /// batch still publishing is looked up through the point index instead.
+    fn value_in(&self, key: &[u8], word: Slot, values: bool) -> Result<Option<Option<Vec<u8>>>> {
+        let off = word.offset();
+        let hdr = self.record_header(off)?;
+        match self.visibility(off, &hdr)? {
+            super::read::Visible::Yes if values => {
+                Ok(Some(Some(self.record_value(off, &hdr)?.into_owned())))
+            }
+            super::read::Visible::Yes => Ok(Some(None)),
+            super::read::Visible::Absent => Ok(None),
+            super::read::Visible::AfterBatch if values => {
+                Ok(self.get_with(key, |v| Some(v.to_vec()))?)
+            }
+            super::read::Visible::AfterBatch => Ok(self.get_with(key, |_| None)?),
         }
     }
 }

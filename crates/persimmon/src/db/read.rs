@@ -25,7 +25,6 @@ use crate::layout::{
     self, RecordHeader, Slot, MAX_KEY_BYTES, MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
     REC_FLAG_EXTERNAL,
 };
-use crate::ordered::Ordered;
 use crate::pmem::{self, PmemFile};
 
 /// Releases a bucket read lock when dropped (locked reads only).
@@ -274,15 +273,20 @@ impl Engine {
         let Some(o) = &self.ordered else {
             return Ok(None);
         };
-        let node = match node {
+        // A leaf entry remembered by the caller may have moved (a split)
+        // and been reused: it counts only if it still names this key.
+        let still_names = |n: u64| {
+            o.leaves().is_none() || o.key_of(&self.pool, n).is_ok_and(|k| k == key)
+        };
+        let node = match node.filter(|&n| still_names(n)) {
             Some(n) => n,
-            None => match o.find(&self.pool, key)? {
+            None => match o.find(&self.pool, key, index::fingerprint(self.hash(key)))? {
                 Some(n) => n,
                 None => return Ok(None),
             },
         };
         let pm = &self.pool.pm;
-        let addr = Ordered::record_word(node);
+        let addr = node;
         let v = pm.load_u64(addr);
         let s = Slot(v);
         if s.is_empty() {

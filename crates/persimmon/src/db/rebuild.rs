@@ -147,12 +147,12 @@ impl Engine {
         self.with_locked(key, h, ORDERED_SEQ, |_ctx, found, _free, guard| {
             // (A skiplist search only where nodes carry records.)
             let holds_record = self.point_index.truth_in_nodes()
-                && o.find(&self.pool, key)?
+                && o.find(&self.pool, key, index::fingerprint(h))?
                     .is_some_and(|node| self.node_names_record(node));
             if found.is_some() || holds_record {
                 return Ok(Locked::Done(false));
             }
-            Ok(Locked::Done(o.remove(&self.pool, key, guard)?))
+            Ok(Locked::Done(o.remove(&self.pool, key, 0, guard)?))
         })
     }
 
@@ -165,7 +165,7 @@ impl Engine {
 
     /// The record word of ordered-index node `node`.
     pub(super) fn node_word(&self, node: u64) -> Slot {
-        Slot(self.pool.pm.load_u64(Ordered::record_word(node)))
+        Slot(self.pool.pm.load_u64(node))
     }
 
     pub(super) fn wait_tally(&self) {

@@ -32,6 +32,7 @@ use crate::layout::{
     self, RecordHeader, SegmentHeader, SegmentKind, Slot, RECORD_HEADER_BYTES, REC_FLAG_RMW,
 };
 use crate::log::Lane;
+use crate::ordered::Inserted;
 use crate::pmem;
 
 /// What an [`Db::update`](super::Db::update) closure decides.
@@ -108,6 +109,9 @@ pub(super) enum Locked<R> {
     /// Free slots seen by the scan were taken by writers of the neighbour
     /// bucket meanwhile: look again before deciding to split.
     Rescan,
+    /// The key's ordered-index leaf (at this offset) is full: split it with
+    /// no lock held and retry.
+    SplitLeaf(u64),
 }
 
 /// The free slots of a bucket pair, with the word each held when seen (a
@@ -169,6 +173,8 @@ impl Engine {
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
             let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
+            // Leaf entries this attempt pins stay put until it ends.
+            let pins = self.ordered.as_ref().and_then(|o| o.scope());
             let lock = BucketLock {
                 locks: &self.index.locks,
                 pm,
@@ -187,9 +193,16 @@ impl Engine {
             match body(&ctx, found, free.as_slice(), &guard) {
                 Ok(Locked::Done(r)) => return Ok(r),
                 Ok(Locked::Split(seg)) => {
+                    drop(pins);
                     drop(lock);
                     drop(guard);
                     self.split(seg)?;
+                }
+                Ok(Locked::SplitLeaf(leaf)) => {
+                    drop(pins);
+                    drop(lock);
+                    drop(guard);
+                    self.split_leaf(leaf)?;
                 }
                 Ok(Locked::Rescan) => {}
                 Err(e) if self.relievable(&e) => {
@@ -234,11 +247,12 @@ impl Engine {
                 }
                 let hdr = self.record_header(s.offset())?;
                 if self.record_key(s.offset(), &hdr)? == key {
+                    let node = self.pinned_node(key, fp, addr, s)?;
                     found = Some(Found {
                         addr,
                         slot: s,
                         header: hdr,
-                        node: self.point_index.node_of(addr).unwrap_or(0),
+                        node,
                         in_index: true,
                     });
                 }
@@ -247,17 +261,57 @@ impl Engine {
         // Under the lock the answer is stable: the rebuild enters keys
         // under their bucket locks before it reports itself complete.
         if found.is_none() && !self.point_index.is_complete() {
-            found = self
-                .find_in_ordered(key, node)?
-                .map(|(node, slot, header)| Found {
+            found = match self.find_in_ordered(key, node)? {
+                Some((node, slot, header)) => Some(Found {
                     addr: 0,
                     slot,
                     header,
-                    node,
+                    node: self.pin_entry(key, fp, Some(node), slot)?,
                     in_index: false,
-                });
+                }),
+                None => None,
+            };
         }
         Ok(found)
+    }
+
+    /// The ordered-index record word of the key at DRAM slot `addr` (which
+    /// names `s`): the node remembered next to the slot, or with leaves the
+    /// key's entry, pinned (the remembered one is a hint a split may have
+    /// outdated; it is brought up to date). 0 with the PM point index.
+    #[inline]
+    fn pinned_node(&self, key: &[u8], fp: u16, addr: u64, s: Slot) -> Result<u64> {
+        let hint = self.point_index.node_of(addr);
+        if self.ordered.as_ref().is_none_or(|o| o.leaves().is_none()) {
+            return Ok(hint.unwrap_or(0));
+        }
+        let entry = self.pin_entry(key, fp, hint, s)?;
+        if Some(entry) != hint {
+            self.point_index.set_node(addr, entry);
+        }
+        Ok(entry)
+    }
+
+    /// Leaves: pins the entry of `key` naming record `s` (`hint` first).
+    /// Other layouts: `hint` as it is.
+    fn pin_entry(&self, key: &[u8], fp: u16, hint: Option<u64>, s: Slot) -> Result<u64> {
+        let Some(l) = self.ordered.as_ref().and_then(|o| o.leaves()) else {
+            return Ok(hint.unwrap_or(0));
+        };
+        l.pin(&self.pool, key, fp, hint, s.offset())?.ok_or_else(|| {
+            Error::corruption(
+                s.offset(),
+                "the DRAM point index names a record whose key has no leaf entry",
+            )
+        })
+    }
+
+    /// Splits ordered-index leaf `leaf` (no lock held).
+    pub(super) fn split_leaf(&self, leaf: u64) -> Result<()> {
+        match self.ordered.as_ref().and_then(|o| o.leaves()) {
+            Some(l) => l.split(&self.pool, leaf),
+            None => Ok(()),
+        }
     }
 
     /// Claims one of `free` (a bucket pair of `seg`) for a new key by CAS to
@@ -404,32 +458,43 @@ impl Engine {
         }
     }
 
-    /// Links `key` into the ordered index (a new key, before the point index
-    /// names it). On failure the claimed slot `addr` is given back.
-    /// Returns the key's node (0 without the ordered index) and whether it
-    /// was linked now.
+    /// Gives `key` its place in the ordered index (a new key, before the
+    /// point index names it): a linked node, or a reserved leaf entry.
+    /// Returns the key's record word in the ordered index (0 without one)
+    /// and whether it was placed now; or `Err(leaf)` when its leaf is full
+    /// and must be split first. On failure or `Err(leaf)` the claimed slot
+    /// `addr` is given back.
     pub(super) fn ordered_insert(
         &self,
         key: &[u8],
         addr: Option<u64>,
         guard: &Guard,
-    ) -> Result<(u64, bool)> {
+    ) -> Result<std::result::Result<(u64, bool), u64>> {
         let Some(o) = &self.ordered else {
-            return Ok((0, false));
+            return Ok(Ok((0, false)));
         };
-        o.insert(&self.pool, key, guard).inspect_err(|_| {
+        let give_back = || {
             if let Some(a) = addr {
                 self.ipm().store_u64(a, 0);
             }
-        })
+        };
+        let fp = index::fingerprint(self.hash(key));
+        match o.insert(&self.pool, key, fp, guard).inspect_err(|_| give_back())? {
+            Inserted::Word { word, new } => Ok(Ok((word, new))),
+            Inserted::Full(leaf) => {
+                give_back();
+                Ok(Err(leaf))
+            }
+        }
     }
 
     /// Undoes [`ordered_insert`](Self::ordered_insert) after a failed write
-    /// (best effort: a node left behind is an orphan, skipped by readers and
-    /// unlinked by the next open's walk).
-    pub(super) fn ordered_undo(&self, key: &[u8], linked: bool, guard: &Guard) {
+    /// (best effort: a skiplist node left behind is an orphan, skipped by
+    /// readers and unlinked by the next open's walk; a reserved leaf entry
+    /// is free again).
+    pub(super) fn ordered_undo(&self, key: &[u8], node: u64, linked: bool, guard: &Guard) {
         if let (true, Some(o)) = (linked, &self.ordered) {
-            let _ = o.remove(&self.pool, key, guard);
+            let _ = o.remove(&self.pool, key, node, guard);
         }
     }
 
@@ -475,7 +540,10 @@ impl Engine {
                 },
             };
             let (node, linked) = match &found {
-                None => self.ordered_insert(key, Some(addr), guard)?,
+                None => match self.ordered_insert(key, claimed.then_some(addr), guard)? {
+                    Ok(placed) => placed,
+                    Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
+                },
                 Some(f) => (f.node, false),
             };
             let reserved = Reserved {
@@ -548,7 +616,7 @@ impl Engine {
             // The delete is durable already. If the skiplist cannot unlink
             // the node (it found damage, which `check` reports), the node is
             // an orphan: readers skip it, the next open's walk unlinks it.
-            let _ = o.remove(&self.pool, key, guard);
+            let _ = o.remove(&self.pool, key, f.node, guard);
         }
     }
 
@@ -597,7 +665,10 @@ impl Engine {
                 },
             };
             let (node, linked) = match (&found, claimed) {
-                (None, Some(a)) => self.ordered_insert(key, Some(a), guard)?,
+                (None, Some(a)) => match self.ordered_insert(key, Some(a), guard)? {
+                    Ok(placed) => placed,
+                    Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
+                },
                 (Some(fd), _) => (fd.node, false),
                 (None, None) => (0, false),
             };
@@ -720,7 +791,7 @@ impl Engine {
         if let Some(a) = reserved.slot {
             self.ipm().store_u64(a, Slot::EMPTY.0);
         }
-        self.ordered_undo(key, reserved.linked, guard);
+        self.ordered_undo(key, reserved.node, reserved.linked, guard);
     }
 }
 

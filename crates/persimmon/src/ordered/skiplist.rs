@@ -1,4 +1,5 @@
-//! The ordered index: a persistent concurrent skiplist over the keys
+//! The ordered index of pools of format versions 2–5 (and of pools with
+//! the PM point index): a persistent concurrent skiplist over the keys
 //! (MixStore §3.1), kept next to the MPKV point index.
 //!
 //! Persistent part: a singly linked list of *nodes*, sorted by key, starting
@@ -123,7 +124,7 @@ struct NodeHeap {
 }
 
 /// The ordered index of one open pool.
-pub(crate) struct Ordered {
+pub(crate) struct Skiplist {
     head: u64,
     seed: u64,
     hints: SkipMap<Vec<u8>, u64>,
@@ -154,10 +155,10 @@ impl Drop for Marks<'_> {
     }
 }
 
-impl Ordered {
+impl Skiplist {
     /// Sets up the ordered index of a pool: finds the head among the node
     /// segments of the header scan, or creates it in a new pool.
-    pub fn open(pool: &Pool, scan: &[(u32, u32, bool)], seed: u64) -> Result<Ordered> {
+    pub fn open(pool: &Pool, scan: &[(u32, u32, bool)], seed: u64) -> Result<Skiplist> {
         let max_segments =
             ((pool.pool_bytes_max - layout::SUPERBLOCK_BYTES) / pool.segment_bytes) as usize;
         let heap = Arc::new(NodeHeap {
@@ -204,7 +205,7 @@ impl Ordered {
                 ))
             }
         };
-        Ok(Ordered {
+        Ok(Skiplist {
             head,
             seed: seed ^ 0x6f72_6465_7265_6421,
             hints: SkipMap::new(),

@@ -1,0 +1,814 @@
+//! The ordered index in leaves (format version 6, pools with the DRAM point
+//! index): persistent leaves of up to 60 entries, each entry a key's record
+//! word (its persistent truth, slot encoding) and the key's first 8 bytes;
+//! the keys themselves live in the records. A DRAM map from each leaf's
+//! *low key* to the leaf finds the leaf of a key (rebuilt at open from the
+//! leaf headers). After HybridIndex+ (persistent B+-tree leaves read whole,
+//! hash index beside them) and FP-Tree (unsorted leaves, inner levels in
+//! DRAM).
+//!
+//! Ranges: a leaf covers the keys from its low key up to the next leaf's.
+//! Entries are unsorted; a reader sorts a leaf's entries by prefix (by key
+//! where prefixes tie) and reads each record once.
+//!
+//! Protocols (every persistent write through the pmem layer):
+//! - *reserve* (new key, under its bucket lock and the leaf lock): take an
+//!   entry that is empty (or holds a delete marker no writer owns), store
+//!   the prefix, then a delete marker (absent to readers); the entry is
+//!   *pinned* (busy bit) until the writer's locked section ends. Publishing
+//!   the record word is the engine's (two-phase, like a slot).
+//! - *pin* (a known key): under the leaf lock, check the entry still names
+//!   the key's record and set its busy bit.
+//! - *split* (leaf full, no entry pinned, leaf lock held): sort, write the
+//!   upper half into a new leaf (entries, low key, header but word 0),
+//!   flush, **fence**; store word 0 (magic, low key length), flush,
+//!   **fence** (the new leaf exists); add it to the DRAM map; clear the
+//!   moved entries of the old leaf (no fence: a copy left behind by a crash
+//!   lies outside the old leaf's range and is ignored, then cleared).
+//!
+//! Invariants:
+//! - A key with a record has exactly one entry inside its leaf's range that
+//!   names it; copies outside a leaf's range are stale (an interrupted
+//!   split) and never read.
+//! - An entry's address is stable while it is pinned: a split waits for a
+//!   leaf with no busy bit, and setting one needs the leaf lock.
+//! - A word with the persist bit clear, or a marker, in a pinned entry is a
+//!   write in flight: readers wait for the pin to go. Unpinned, a marker is
+//!   free space and an unpersisted word is a crash's leftover (persisted by
+//!   whoever reads it first).
+//! - The DRAM map holds a leaf only once it is durable; leaves are never
+//!   freed (a leaf emptied by deletes keeps its range).
+
+use std::cell::RefCell;
+use std::cmp::Ordering as CmpOrdering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crossbeam_skiplist::SkipMap;
+
+use crate::error::{Error, Result};
+use crate::layout::{
+    self, key_prefix, RecordHeader, SegmentHeader, SegmentKind, Slot, LEAF_BODY_BYTES,
+    LEAF_ENTRIES, LEAF_ENTRY_BYTES, LEAF_HEADER_BYTES, LEAF_INLINE_LOW, LEAF_LOW_CRC,
+    LEAF_LOW_INLINE, LEAF_MAGIC, LEAF_MIN_CLASS, SEGMENT_HEADER_BYTES,
+};
+use crate::pool::Pool;
+
+/// DRAM state of one leaf slot.
+struct LeafMeta {
+    lock: parking_lot::Mutex<()>,
+    /// Bit i: entry i is pinned by a writer.
+    busy: AtomicU64,
+}
+
+/// DRAM state of one leaf segment.
+struct SegMeta {
+    class: u32,
+    leaves: Box<[LeafMeta]>,
+}
+
+/// What [`Leaves::reserve`] got.
+pub(crate) enum Reserve {
+    /// The key's entry, pinned; `new` when it was reserved now.
+    Entry { entry: u64, new: bool },
+    /// The leaf is full and has pinned entries: split it (with no lock
+    /// held) and try again.
+    Full(u64),
+}
+
+/// What [`Leaves::walk_leaves`] shows of one leaf.
+#[derive(Default)]
+pub(crate) struct LeafView {
+    /// (key, entry, word) of the entries in range, by key.
+    pub live: Vec<(Vec<u8>, u64, Slot)>,
+    /// Entries naming records outside the leaf's range.
+    pub stale: Vec<u64>,
+    /// Entries whose record could not be read.
+    pub damaged: Vec<(u64, Error)>,
+}
+
+/// One entry as a reader saw it.
+#[derive(Clone, Copy)]
+struct Seen {
+    entry: u64,
+    word: Slot,
+    prefix: u64,
+}
+
+thread_local! {
+    /// Entries this thread pinned since its innermost [`PinScope`] began.
+    static PINS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Unpins, when dropped, every entry its thread pinned since it was made.
+pub(crate) struct PinScope<'a> {
+    leaves: &'a Leaves,
+    mark: usize,
+}
+
+impl Drop for PinScope<'_> {
+    fn drop(&mut self) {
+        let pinned: Vec<u64> = PINS.with(|p| p.borrow_mut().drain(self.mark..).collect());
+        for e in pinned {
+            self.leaves.unpin(e);
+        }
+    }
+}
+
+/// The leaves of one open pool.
+pub(crate) struct Leaves {
+    /// Low key → leaf offset; the first leaf's low key is empty.
+    dir: SkipMap<Vec<u8>, u64>,
+    segs: Box<[OnceLock<SegMeta>]>,
+    /// Free leaf slots per class (index class - LEAF_MIN_CLASS), and the
+    /// bump range of the newest segment of each class.
+    heap: parking_lot::Mutex<Vec<(Vec<u64>, Option<(u64, u64)>)>>,
+    leaves: AtomicU64,
+    segments: AtomicUsize,
+    segment_bytes: u64,
+    max_key: usize,
+    /// The work after open is done (or there was none: a new index).
+    settled: AtomicBool,
+}
+
+/// What reading a leaf's header found.
+enum Header {
+    Free,
+    Leaf(Vec<u8>),
+}
+
+#[inline]
+fn entry_at(leaf: u64, i: usize) -> u64 {
+    leaf + (LEAF_HEADER_BYTES + i * LEAF_ENTRY_BYTES) as u64
+}
+
+fn low_crc(low: &[u8]) -> u32 {
+    layout::node_crc(low)
+}
+
+/// The key of the record at `off` (a word read from a leaf: untrusted).
+pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
+    if off < layout::SUPERBLOCK_BYTES || !off.is_multiple_of(layout::RECORD_ALIGN) {
+        return Err(Error::corruption(off, "leaf entry names an impossible record offset"));
+    }
+    let h = RecordHeader::decode(pool.pm.slice(off, layout::RECORD_HEADER_BYTES)?);
+    if h.key_len as usize > layout::MAX_KEY_BYTES {
+        return Err(Error::corruption(off, "record header has an impossible key length"));
+    }
+    pool.pm.slice(off + h.key_at(), h.key_len as usize)
+}
+
+/// Shortest key `s` with `below < s <= above` (suffix truncation).
+fn separator(below: &[u8], above: &[u8]) -> Vec<u8> {
+    let common = below.iter().zip(above).take_while(|(a, b)| a == b).count();
+    above[..(common + 1).min(above.len())].to_vec()
+}
+
+/// Whether this thread holds a pin on `entry`.
+fn pinned_here(entry: u64) -> bool {
+    PINS.with(|p| p.borrow().contains(&entry))
+}
+
+fn spin(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl Leaves {
+    /// Opens the leaves of a pool: reads the header of every leaf slot of
+    /// the ordered segments (`scan`: segment, class) into the DRAM map, or
+    /// creates the first leaf of a new pool.
+    pub fn open(pool: &Pool, scan: &[(u32, u32, bool)]) -> Result<Leaves> {
+        let max_segments =
+            ((pool.pool_bytes_max - layout::SUPERBLOCK_BYTES) / pool.segment_bytes) as usize;
+        let max_class = pool.segment_bytes.trailing_zeros() - 1;
+        let leaves = Leaves {
+            dir: SkipMap::new(),
+            segs: (0..max_segments).map(|_| OnceLock::new()).collect(),
+            heap: parking_lot::Mutex::new(
+                (LEAF_MIN_CLASS..=max_class.max(LEAF_MIN_CLASS))
+                    .map(|_| (Vec::new(), None))
+                    .collect(),
+            ),
+            leaves: AtomicU64::new(0),
+            segments: AtomicUsize::new(0),
+            segment_bytes: pool.segment_bytes,
+            max_key: layout::leaf_max_key(pool.segment_bytes),
+            settled: AtomicBool::new(scan.is_empty()),
+        };
+        for &(seg, class, _) in scan {
+            if !(LEAF_MIN_CLASS..=max_class).contains(&class) {
+                return Err(Error::corruption(
+                    pool.segment_offset(seg),
+                    format!("ordered-index segment with leaf class {class}"),
+                ));
+            }
+            leaves.adopt_segment(pool, seg, class)?;
+        }
+        if scan.is_empty() {
+            let first = leaves.alloc(pool, LEAF_MIN_CLASS)?;
+            write_leaf(pool, first, 1 << LEAF_MIN_CLASS, &[], &[]);
+            leaves.dir.insert(Vec::new(), first);
+            leaves.leaves.fetch_add(1, Ordering::Relaxed);
+        } else if leaves.dir.front().is_none_or(|e| !e.key().is_empty()) {
+            return Err(Error::corruption(
+                layout::SUPERBLOCK_BYTES,
+                "the ordered index has leaf segments but no first leaf",
+            ));
+        }
+        Ok(leaves)
+    }
+
+    /// Reads the headers of segment `seg`'s leaf slots: leaves go into the
+    /// map, free slots onto the free list.
+    fn adopt_segment(&self, pool: &Pool, seg: u32, class: u32) -> Result<()> {
+        let slots = self.slots_per_segment(class);
+        self.set_seg(seg, class, slots);
+        let base = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
+        let mut free = Vec::new();
+        for i in 0..slots {
+            let leaf = base + (i << class);
+            match read_header(pool, leaf, class)? {
+                Header::Free => free.push(leaf),
+                Header::Leaf(low) => {
+                    if self.dir.get(&low).is_some() {
+                        return Err(Error::corruption(leaf, "two leaves share a low key"));
+                    }
+                    self.dir.insert(low, leaf);
+                    self.leaves.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.heap.lock()[(class - LEAF_MIN_CLASS) as usize]
+            .0
+            .extend(free.into_iter().rev());
+        Ok(())
+    }
+
+    fn set_seg(&self, seg: u32, class: u32, slots: u64) {
+        let meta = SegMeta {
+            class,
+            leaves: (0..slots)
+                .map(|_| LeafMeta {
+                    lock: parking_lot::Mutex::new(()),
+                    busy: AtomicU64::new(0),
+                })
+                .collect(),
+        };
+        let _ = self.segs[seg as usize].set(meta);
+        self.segments.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the work after open (the DRAM point index's rebuild from the
+    /// leaves) is done, or there was none.
+    pub fn settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
+    pub fn set_settled(&self) {
+        self.settled.store(true, Ordering::Release);
+    }
+
+    /// Longest key this index holds.
+    pub fn max_key(&self) -> usize {
+        self.max_key
+    }
+
+    /// Leaves in use and leaf segments.
+    pub fn figures(&self) -> (u64, usize) {
+        (
+            self.leaves.load(Ordering::Relaxed),
+            self.segments.load(Ordering::Relaxed),
+        )
+    }
+
+    fn slots_per_segment(&self, class: u32) -> u64 {
+        (self.segment_bytes - SEGMENT_HEADER_BYTES) >> class
+    }
+
+    /// The leaf holding `entry` (or the leaf at `entry` itself), its class
+    /// and the DRAM state of the leaf.
+    fn locate(&self, entry: u64) -> (u64, u32, &LeafMeta) {
+        let seg = ((entry - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as usize;
+        let st = self.segs[seg].get().expect("leaf segment state");
+        let base = layout::SUPERBLOCK_BYTES + seg as u64 * self.segment_bytes + SEGMENT_HEADER_BYTES;
+        let i = (entry - base) >> st.class;
+        (base + (i << st.class), st.class, &st.leaves[i as usize])
+    }
+
+    #[inline]
+    fn entry_index(leaf: u64, entry: u64) -> usize {
+        ((entry - leaf) as usize - LEAF_HEADER_BYTES) / LEAF_ENTRY_BYTES
+    }
+
+    fn alloc(&self, pool: &Pool, class: u32) -> Result<u64> {
+        let mut heap = self.heap.lock();
+        let c = &mut heap[(class - LEAF_MIN_CLASS) as usize];
+        if let Some(l) = c.0.pop() {
+            return Ok(l);
+        }
+        if let Some((next, end)) = c.1 {
+            if next < end {
+                c.1 = Some((next + (1 << class), end));
+                return Ok(next);
+            }
+        }
+        let seg = pool.reserve(1)?;
+        // A leaf slot that never held a leaf must read as free after a
+        // crash: the slab is zeroed durably before its header names it.
+        pool.pm.zero_persistent(
+            pool.segment_offset(seg) + SEGMENT_HEADER_BYTES,
+            (pool.segment_bytes - SEGMENT_HEADER_BYTES) as usize,
+        );
+        // Persist point: the zeros are durable before the header names the slab.
+        pool.pm.fence();
+        pool.commit(
+            seg,
+            SegmentHeader {
+                kind: SegmentKind::Ordered,
+                lane_or_depth: class,
+                run_segments: 1,
+                base_seq_or_prefix: 0,
+            },
+        );
+        let slots = self.slots_per_segment(class);
+        self.set_seg(seg, class, slots);
+        let first = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
+        c.1 = Some((first + (1 << class), first + (slots << class)));
+        Ok(first)
+    }
+
+    // ----------------------------------------------------------- the map
+
+    /// The leaf whose range holds `key`, with its low key.
+    fn leaf_for(&self, key: &[u8]) -> (Vec<u8>, u64) {
+        let e = self
+            .dir
+            .upper_bound(Bound::Included(key))
+            .expect("the first leaf's low key is empty");
+        (e.key().clone(), *e.value())
+    }
+
+    /// The low key of the leaf after the one whose low key is `low`.
+    fn next_low(&self, low: &[u8]) -> Option<(Vec<u8>, u64)> {
+        self.dir
+            .lower_bound(Bound::Excluded(low))
+            .map(|e| (e.key().clone(), *e.value()))
+    }
+
+    fn prev_leaf(&self, low: &[u8]) -> Option<(Vec<u8>, u64)> {
+        self.dir
+            .upper_bound(Bound::Excluded(low))
+            .map(|e| (e.key().clone(), *e.value()))
+    }
+
+    // ----------------------------------------------------------- entries
+
+    /// Entries of `leaf` that name records, each word read with its prefix
+    /// consistently. A pinned entry (a write in flight) is waited for
+    /// unless this thread pinned it; a crash's unpersisted word is
+    /// persisted first.
+    fn snapshot(&self, pool: &Pool, leaf: u64, out: &mut Vec<Seen>) {
+        let pm = &pool.pm;
+        let (_, _, meta) = self.locate(leaf);
+        out.clear();
+        for i in 0..LEAF_ENTRIES {
+            let at = entry_at(leaf, i);
+            let mut spins = 0;
+            let busy = || meta.busy.load(Ordering::Acquire) & (1 << i) != 0 && !pinned_here(at);
+            loop {
+                if busy() {
+                    spin(&mut spins);
+                    continue;
+                }
+                let w = Slot(pm.load_u64(at));
+                let prefix = pm.load_u64(at + 8);
+                // Pinned meanwhile (whoever stored what we read pinned first),
+                // or changed: look again.
+                if pm.load_u64(at) != w.0 || busy() {
+                    continue;
+                }
+                if !w.names_record() {
+                    break;
+                }
+                if !w.persisted() {
+                    // Left by a crash: make it durable before acting on it.
+                    pm.flush(at, 8);
+                    pm.fence();
+                    let _ = pm.cas_u64(at, w.0, w.with_persist().0);
+                }
+                out.push(Seen {
+                    entry: at,
+                    word: w.with_persist(),
+                    prefix: u64::from_be(prefix),
+                });
+                break;
+            }
+        }
+    }
+
+    /// The entry of `key` in the leaf it belongs to, with its word (any
+    /// state but empty or marker), read without locks.
+    pub fn find(&self, pool: &Pool, key: &[u8], fp: u16) -> Result<Option<(u64, Slot)>> {
+        loop {
+            let (_, leaf) = self.leaf_for(key);
+            let found = self.find_in(pool, leaf, key, fp)?;
+            // A split may have moved the key out after the map was read.
+            if self.leaf_for(key).1 == leaf {
+                return Ok(found);
+            }
+        }
+    }
+
+    fn find_in(&self, pool: &Pool, leaf: u64, key: &[u8], fp: u16) -> Result<Option<(u64, Slot)>> {
+        let pm = &pool.pm;
+        for i in 0..LEAF_ENTRIES {
+            let at = entry_at(leaf, i);
+            let w = Slot(pm.load_u64(at));
+            if !w.names_record() || w.fingerprint() != fp {
+                continue;
+            }
+            if record_key(pool, w.offset())? == key {
+                return Ok(Some((at, w)));
+            }
+        }
+        Ok(None)
+    }
+
+    // ----------------------------------------------------------- writers
+
+    /// Pins `entry` (its leaf's lock held) for this thread's scope. Only
+    /// the holder of the key's bucket lock pins an entry, so a pin already
+    /// there is this thread's own (a key looked up twice in one scope).
+    fn pin_locked(&self, meta: &LeafMeta, leaf: u64, entry: u64) {
+        let bit = 1u64 << Self::entry_index(leaf, entry);
+        if meta.busy.load(Ordering::Acquire) & bit != 0 {
+            debug_assert!(pinned_here(entry), "an entry pinned by another thread");
+            return;
+        }
+        meta.busy.fetch_or(bit, Ordering::AcqRel);
+        PINS.with(|p| p.borrow_mut().push(entry));
+    }
+
+    fn unpin(&self, entry: u64) {
+        let (leaf, _, meta) = self.locate(entry);
+        meta.busy
+            .fetch_and(!(1u64 << Self::entry_index(leaf, entry)), Ordering::AcqRel);
+    }
+
+    /// A scope whose end unpins what this thread pins meanwhile.
+    pub fn scope(&self) -> PinScope<'_> {
+        PinScope {
+            leaves: self,
+            mark: PINS.with(|p| p.borrow().len()),
+        }
+    }
+
+    /// Pins the entry of `key` (the caller holds the key's bucket lock):
+    /// `hint` when it still names the record at `record`, else the one a
+    /// search finds. Returns the entry, or None when the key has none.
+    pub fn pin(
+        &self,
+        pool: &Pool,
+        key: &[u8],
+        fp: u16,
+        hint: Option<u64>,
+        record: u64,
+    ) -> Result<Option<u64>> {
+        if let Some(e) = hint.filter(|&e| e != 0) {
+            let (leaf, _, meta) = self.locate(e);
+            let _g = meta.lock.lock();
+            let w = Slot(pool.pm.load_u64(e));
+            if w.names_record() && w.offset() == record {
+                self.pin_locked(meta, leaf, e);
+                return Ok(Some(e));
+            }
+        }
+        loop {
+            let (_, leaf) = self.leaf_for(key);
+            let (_, _, meta) = self.locate(leaf);
+            let _g = meta.lock.lock();
+            if self.leaf_for(key).1 != leaf {
+                continue;
+            }
+            return Ok(match self.find_in(pool, leaf, key, fp)? {
+                Some((e, _)) => {
+                    self.pin_locked(meta, leaf, e);
+                    Some(e)
+                }
+                None => None,
+            });
+        }
+    }
+
+    /// Reserves an entry for `key`, which has none (the caller holds its
+    /// bucket lock): see the module header. Splits the leaf first when it
+    /// is full and nothing in it is pinned.
+    pub fn reserve(&self, pool: &Pool, key: &[u8], fp: u16) -> Result<Reserve> {
+        if key.len() > self.max_key {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max: self.max_key,
+            });
+        }
+        let pm = &pool.pm;
+        loop {
+            let (low, leaf) = self.leaf_for(key);
+            let (_, _, meta) = self.locate(leaf);
+            let g = meta.lock.lock();
+            if self.leaf_for(key).1 != leaf {
+                continue;
+            }
+            if let Some((e, _)) = self.find_in(pool, leaf, key, fp)? {
+                self.pin_locked(meta, leaf, e);
+                return Ok(Reserve::Entry { entry: e, new: false });
+            }
+            let busy = meta.busy.load(Ordering::Acquire);
+            for i in 0..LEAF_ENTRIES {
+                let at = entry_at(leaf, i);
+                let w = Slot(pm.load_u64(at));
+                if busy & (1 << i) != 0 || !(w.is_empty() || w.is_marker()) {
+                    continue;
+                }
+                // Prefix before the word, on the same line: where the word
+                // is durable, so is the prefix.
+                pm.store_u64(at + 8, key_prefix(key).to_be());
+                pm.store_u64(at, Slot::delete_marker(fp).0);
+                self.pin_locked(meta, leaf, at);
+                return Ok(Reserve::Entry { entry: at, new: true });
+            }
+            if busy != 0 {
+                return Ok(Reserve::Full(leaf));
+            }
+            self.split_locked(pool, &low, leaf)?;
+            drop(g);
+        }
+    }
+
+    /// Gives back an entry reserved but never published.
+    pub fn give_back(&self, pool: &Pool, entry: u64) {
+        debug_assert!(!Slot(pool.pm.load_u64(entry)).names_record());
+        pool.pm.store_u64(entry, Slot::EMPTY.0);
+    }
+
+    /// Splits `leaf` once no entry of it is pinned (the caller holds no
+    /// lock). Returns at once if it has room by then.
+    pub fn split(&self, pool: &Pool, leaf: u64) -> Result<()> {
+        let (_, class, meta) = self.locate(leaf);
+        let Header::Leaf(low) = read_header(pool, leaf, class)? else {
+            return Err(Error::corruption(leaf, "splitting a slot that is not a leaf"));
+        };
+        let mut spins = 0;
+        loop {
+            {
+                let _g = meta.lock.lock();
+                if meta.busy.load(Ordering::Acquire) == 0 {
+                    return self.split_locked(pool, &low, leaf);
+                }
+            }
+            spin(&mut spins);
+        }
+    }
+
+    /// The split proper (leaf lock held, nothing pinned). Copies an
+    /// interrupted split left behind are cleared first; if that makes room,
+    /// or the leaf has room anyway, nothing else happens.
+    fn split_locked(&self, pool: &Pool, low: &[u8], leaf: u64) -> Result<()> {
+        let pm = &pool.pm;
+        let mut seen = Vec::with_capacity(LEAF_ENTRIES);
+        self.snapshot(pool, leaf, &mut seen);
+        let high = self.next_low(low).map(|n| n.0);
+        let mut keyed: Vec<(&[u8], Seen)> = Vec::with_capacity(seen.len());
+        for s in &seen {
+            let key = record_key(pool, s.word.offset())?;
+            if key >= low && high.as_deref().is_none_or(|h| key < h) {
+                keyed.push((key, *s));
+            } else {
+                pm.store_u64(s.entry, Slot::EMPTY.0);
+                pm.flush(s.entry, 8);
+            }
+        }
+        if keyed.len() < LEAF_ENTRIES {
+            return Ok(());
+        }
+        keyed.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let m = keyed.len() / 2;
+        let sep = separator(keyed[m - 1].0, keyed[m].0);
+        debug_assert!(sep.as_slice() > low, "a separator above the leaf's low key");
+        let class = layout::leaf_class_for(sep.len());
+        let new = self.alloc(pool, class)?;
+        let upper: Vec<(u64, u64)> = keyed[m..]
+            .iter()
+            .map(|(_, s)| (s.word.0, s.prefix))
+            .collect();
+        write_leaf(pool, new, 1 << class, &sep, &upper);
+        self.dir.insert(sep, new);
+        self.leaves.fetch_add(1, Ordering::Relaxed);
+        for (_, s) in &keyed[m..] {
+            pm.store_u64(s.entry, Slot::EMPTY.0);
+            pm.flush(s.entry, 8);
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------- readers
+
+    /// Visits entries in key order from `from` (forward) or down from
+    /// `from` (backward), leaf by leaf, while `visit(key, entry, word)`
+    /// returns true. Keys of one call strictly ascend (descend); copies
+    /// outside their leaf's range are skipped.
+    pub fn scan(
+        &self,
+        pool: &Pool,
+        from: Bound<&[u8]>,
+        forward: bool,
+        visit: &mut dyn FnMut(&[u8], u64, Slot) -> Result<bool>,
+    ) -> Result<()> {
+        let mut cur = match (from, forward) {
+            (Bound::Unbounded, true) => {
+                let e = self.dir.front().expect("first leaf");
+                Some((e.key().clone(), *e.value()))
+            }
+            (Bound::Unbounded, false) => {
+                let e = self.dir.back().expect("a leaf");
+                Some((e.key().clone(), *e.value()))
+            }
+            (Bound::Included(k) | Bound::Excluded(k), _) => Some(self.leaf_for(k)),
+        };
+        let mut seen = Vec::with_capacity(LEAF_ENTRIES);
+        let mut keyed: Vec<(&[u8], Seen)> = Vec::with_capacity(LEAF_ENTRIES);
+        while let Some((low, leaf)) = cur {
+            self.snapshot(pool, leaf, &mut seen);
+            // Read after the entries: a split that cleared entries here had
+            // published its new leaf before.
+            let next = self.next_low(&low);
+            let high = next.as_ref().map(|n| n.0.as_slice());
+            for s in &seen {
+                pool.pm.prefetch(s.word.offset());
+            }
+            keyed.clear();
+            for s in &seen {
+                let key = record_key(pool, s.word.offset())?;
+                let in_leaf = key >= low.as_slice() && high.is_none_or(|h| key < h);
+                if in_leaf && within(key, from, forward) {
+                    keyed.push((key, *s));
+                }
+            }
+            keyed.sort_unstable_by(|a, b| order(a, b, forward));
+            for (key, s) in &keyed {
+                if !visit(key, s.entry, s.word)? {
+                    return Ok(());
+                }
+            }
+            cur = if forward { next } else { self.prev_leaf(&low) };
+        }
+        Ok(())
+    }
+
+    /// Every leaf in key order, for the rebuild after open and the check:
+    /// `each(low key, leaf, view)` where the view holds the entries naming
+    /// records in the leaf's range (sorted by key), the copies outside it,
+    /// and entries whose record could not be read.
+    pub fn walk_leaves(
+        &self,
+        pool: &Pool,
+        stop: &AtomicBool,
+        each: &mut dyn FnMut(&[u8], u64, LeafView) -> Result<()>,
+    ) -> Result<()> {
+        let mut seen = Vec::with_capacity(LEAF_ENTRIES);
+        let mut cur = self.dir.front().map(|e| (e.key().clone(), *e.value()));
+        while let Some((low, leaf)) = cur {
+            if stop.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.snapshot(pool, leaf, &mut seen);
+            let next = self.next_low(&low);
+            let high = next.as_ref().map(|n| n.0.clone());
+            let mut view = LeafView::default();
+            for s in &seen {
+                match record_key(pool, s.word.offset()) {
+                    Ok(key) if key >= low.as_slice() && high.as_deref().is_none_or(|h| key < h) => {
+                        view.live.push((key.to_vec(), s.entry, s.word))
+                    }
+                    Ok(_) => view.stale.push(s.entry),
+                    Err(e) => view.damaged.push((s.entry, e)),
+                }
+            }
+            view.live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            each(&low, leaf, view)?;
+            cur = next;
+        }
+        Ok(())
+    }
+
+    /// Clears `entry` if it still holds `word` and nobody pinned it (a copy
+    /// an interrupted split left outside its leaf's range).
+    pub fn clear_stale(&self, pool: &Pool, entry: u64, word: Slot) {
+        let (leaf, _, meta) = self.locate(entry);
+        let _g = meta.lock.lock();
+        let bit = 1u64 << Self::entry_index(leaf, entry);
+        if meta.busy.load(Ordering::Acquire) & bit == 0 {
+            let cur = Slot(pool.pm.load_u64(entry));
+            if cur.names_record() && cur.offset() == word.offset() {
+                pool.pm.store_u64(entry, Slot::EMPTY.0);
+                pool.pm.flush(entry, 8);
+            }
+        }
+    }
+
+    /// Checks every leaf's header (magic, low key CRC) and that the map's
+    /// low keys ascend; returns problems found.
+    pub fn check_headers(&self, pool: &Pool, errors: &mut Vec<String>) {
+        for e in self.dir.iter() {
+            let leaf = *e.value();
+            let (_, class, _) = self.locate(leaf);
+            match read_header(pool, leaf, class) {
+                Ok(Header::Leaf(low)) if low == *e.key() => {}
+                Ok(Header::Leaf(_)) => {
+                    errors.push(format!("ordered index: leaf {leaf:#x}'s low key differs from the map's"))
+                }
+                Ok(Header::Free) => {
+                    errors.push(format!("ordered index: leaf {leaf:#x} in the map has no header"))
+                }
+                Err(err) => errors.push(format!("ordered index: leaf {leaf:#x}: {err}")),
+            }
+        }
+    }
+}
+
+/// Whether `key` lies on the scan's side of `from`.
+fn within(key: &[u8], from: Bound<&[u8]>, forward: bool) -> bool {
+    match (from, forward) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(f), true) => key >= f,
+        (Bound::Excluded(f), true) => key > f,
+        (Bound::Included(f), false) => key <= f,
+        (Bound::Excluded(f), false) => key < f,
+    }
+}
+
+fn order(a: &(&[u8], Seen), b: &(&[u8], Seen), forward: bool) -> CmpOrdering {
+    let o = a.1.prefix.cmp(&b.1.prefix).then_with(|| a.0.cmp(b.0));
+    if forward {
+        o
+    } else {
+        o.reverse()
+    }
+}
+
+/// Reads the header of the leaf slot at `leaf` (class `class`).
+fn read_header(pool: &Pool, leaf: u64, class: u32) -> Result<Header> {
+    let w0 = pool.pm.load_u64(leaf + layout::LEAF_WORD0 as u64);
+    if w0 as u32 != LEAF_MAGIC {
+        return Ok(Header::Free);
+    }
+    let len = (w0 >> 32) as usize;
+    let at = if len <= LEAF_INLINE_LOW {
+        leaf + LEAF_LOW_INLINE as u64
+    } else {
+        leaf + LEAF_BODY_BYTES as u64
+    };
+    if (at - leaf) as usize + len > 1 << class {
+        return Err(Error::corruption(leaf, "leaf low key longer than its slot"));
+    }
+    let low = pool.pm.slice(at, len)?;
+    let crc = pool.pm.load_u64(leaf + LEAF_LOW_CRC as u64) as u32;
+    if crc != low_crc(low) {
+        return Err(Error::corruption(leaf, "leaf low key CRC32C mismatch"));
+    }
+    Ok(Header::Leaf(low.to_vec()))
+}
+
+/// Writes a new leaf at `leaf` (`bytes` long): entries `(word, prefix)`,
+/// low key `low`; everything but word 0 first, then word 0 (see the module
+/// header for the two persist points).
+fn write_leaf(pool: &Pool, leaf: u64, bytes: usize, low: &[u8], entries: &[(u64, u64)]) {
+    let pm = &pool.pm;
+    let mut buf = vec![0u8; bytes];
+    buf[LEAF_LOW_CRC..LEAF_LOW_CRC + 4].copy_from_slice(&low_crc(low).to_le_bytes());
+    let low_at = if low.len() <= LEAF_INLINE_LOW {
+        LEAF_LOW_INLINE
+    } else {
+        LEAF_BODY_BYTES
+    };
+    buf[low_at..low_at + low.len()].copy_from_slice(low);
+    for (i, &(word, prefix)) in entries.iter().enumerate() {
+        let at = LEAF_HEADER_BYTES + i * LEAF_ENTRY_BYTES;
+        // Copies are durable with this leaf: marked persisted.
+        buf[at..at + 8].copy_from_slice(&Slot(word).with_persist().0.to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&prefix.to_be_bytes());
+    }
+    pm.write(leaf + 8, &buf[8..]);
+    pm.flush(leaf, bytes);
+    // Persist point: the leaf's entries and low key are durable.
+    pm.fence();
+    pm.store_u64(leaf, LEAF_MAGIC as u64 | (low.len() as u64) << 32);
+    pm.flush(leaf, 8);
+    // Persist point: the leaf exists.
+    pm.fence();
+}
