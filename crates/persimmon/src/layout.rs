@@ -533,7 +533,11 @@ pub const LEAF_BODY_BYTES: usize = LEAF_HEADER_BYTES + LEAF_ENTRIES * LEAF_ENTRY
 pub const LEAF_MIN_CLASS: u32 = 10;
 /// The size class of a leaf whose low key is `low_len` bytes.
 pub fn leaf_class_for(low_len: usize) -> u32 {
-    let extra = if low_len <= LEAF_INLINE_LOW { 0 } else { low_len };
+    let extra = if low_len <= LEAF_INLINE_LOW {
+        0
+    } else {
+        low_len
+    };
     let need = (LEAF_BODY_BYTES + extra).next_power_of_two() as u64;
     need.trailing_zeros().max(LEAF_MIN_CLASS)
 }

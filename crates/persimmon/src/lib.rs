@@ -56,8 +56,8 @@ pub use db::{
 pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use options::{
-    default_cache_bytes, Clock, FlushMode, ManualClock, Mechanisms, Options, OrderedLayout, PointIndex,
-    DEFAULT_TIER_THRESHOLD,
+    default_cache_bytes, Clock, FlushMode, ManualClock, Mechanisms, Options, OrderedLayout,
+    PointIndex, DEFAULT_TIER_THRESHOLD,
 };
 pub use pmem::{Durability, PersistObserver, PmemCounters};
 pub use tier::cache::Policy as CachePolicy;

@@ -127,25 +127,30 @@ impl<'a> Cursor<'a> {
             let from = if forward { &self.lower } else { &self.upper };
             let (engine, values) = (self.engine, self.values);
             let this = &*self;
-            l.scan(&engine.pool, bound_ref(from), forward, &mut |key, _, word| {
-                let beyond = if forward {
-                    this.above_upper(key)
-                } else {
-                    this.below_lower(key)
-                };
-                if beyond {
-                    return Ok(false);
-                }
-                if let Some(v) = engine.value_in(key, word, values)? {
-                    items.push(Pending::Item((key.to_vec(), v)));
-                }
-                last = Some(key.to_vec());
-                if items.len() >= batch {
-                    ended = false;
-                    return Ok(false);
-                }
-                Ok(true)
-            })?;
+            l.scan(
+                &engine.pool,
+                bound_ref(from),
+                forward,
+                &mut |key, _, word| {
+                    let beyond = if forward {
+                        this.above_upper(key)
+                    } else {
+                        this.below_lower(key)
+                    };
+                    if beyond {
+                        return Ok(false);
+                    }
+                    if let Some(v) = engine.value_in(key, word, values)? {
+                        items.push(Pending::Item((key.to_vec(), v)));
+                    }
+                    last = Some(key.to_vec());
+                    if items.len() >= batch {
+                        ended = false;
+                        return Ok(false);
+                    }
+                    Ok(true)
+                },
+            )?;
         }
         if let Some(k) = last {
             if forward {

@@ -275,9 +275,8 @@ impl Engine {
         };
         // A leaf entry remembered by the caller may have moved (a split)
         // and been reused: it counts only if it still names this key.
-        let still_names = |n: u64| {
-            o.leaves().is_none() || o.key_of(&self.pool, n).is_ok_and(|k| k == key)
-        };
+        let still_names =
+            |n: u64| o.leaves().is_none() || o.key_of(&self.pool, n).is_ok_and(|k| k == key);
         let node = match node.filter(|&n| still_names(n)) {
             Some(n) => n,
             None => match o.find(&self.pool, key, index::fingerprint(self.hash(key)))? {

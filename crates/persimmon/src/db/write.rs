@@ -298,12 +298,13 @@ impl Engine {
         let Some(l) = self.ordered.as_ref().and_then(|o| o.leaves()) else {
             return Ok(hint.unwrap_or(0));
         };
-        l.pin(&self.pool, key, fp, hint, s.offset())?.ok_or_else(|| {
-            Error::corruption(
-                s.offset(),
-                "the DRAM point index names a record whose key has no leaf entry",
-            )
-        })
+        l.pin(&self.pool, key, fp, hint, s.offset())?
+            .ok_or_else(|| {
+                Error::corruption(
+                    s.offset(),
+                    "the DRAM point index names a record whose key has no leaf entry",
+                )
+            })
     }
 
     /// Splits ordered-index leaf `leaf` (no lock held).
@@ -479,7 +480,10 @@ impl Engine {
             }
         };
         let fp = index::fingerprint(self.hash(key));
-        match o.insert(&self.pool, key, fp, guard).inspect_err(|_| give_back())? {
+        match o
+            .insert(&self.pool, key, fp, guard)
+            .inspect_err(|_| give_back())?
+        {
             Inserted::Word { word, new } => Ok(Ok((word, new))),
             Inserted::Full(leaf) => {
                 give_back();

@@ -150,11 +150,17 @@ fn low_crc(low: &[u8]) -> u32 {
 /// The key of the record at `off` (a word read from a leaf: untrusted).
 pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
     if off < layout::SUPERBLOCK_BYTES || !off.is_multiple_of(layout::RECORD_ALIGN) {
-        return Err(Error::corruption(off, "leaf entry names an impossible record offset"));
+        return Err(Error::corruption(
+            off,
+            "leaf entry names an impossible record offset",
+        ));
     }
     let h = RecordHeader::decode(pool.pm.slice(off, layout::RECORD_HEADER_BYTES)?);
     if h.key_len as usize > layout::MAX_KEY_BYTES {
-        return Err(Error::corruption(off, "record header has an impossible key length"));
+        return Err(Error::corruption(
+            off,
+            "record header has an impossible key length",
+        ));
     }
     pool.pm.slice(off + h.key_at(), h.key_len as usize)
 }
@@ -296,7 +302,8 @@ impl Leaves {
     fn locate(&self, entry: u64) -> (u64, u32, &LeafMeta) {
         let seg = ((entry - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as usize;
         let st = self.segs[seg].get().expect("leaf segment state");
-        let base = layout::SUPERBLOCK_BYTES + seg as u64 * self.segment_bytes + SEGMENT_HEADER_BYTES;
+        let base =
+            layout::SUPERBLOCK_BYTES + seg as u64 * self.segment_bytes + SEGMENT_HEADER_BYTES;
         let i = (entry - base) >> st.class;
         (base + (i << st.class), st.class, &st.leaves[i as usize])
     }
@@ -369,46 +376,68 @@ impl Leaves {
 
     // ----------------------------------------------------------- entries
 
-    /// Entries of `leaf` that name records, each word read with its prefix
-    /// consistently. A pinned entry (a write in flight) is waited for
-    /// unless this thread pinned it; a crash's unpersisted word is
-    /// persisted first.
+    /// Entries of `leaf` that name records, each word read with its prefix,
+    /// all as they were at one moment: the leaf's 60 words are read again
+    /// afterwards and the whole read repeated if any changed (so a batch is
+    /// seen whole or not at all within a leaf, and leaves read one after
+    /// the other give states that only move forward). A pinned entry (a
+    /// write in flight) is waited for unless this thread pinned it; a
+    /// crash's unpersisted word is persisted first.
     fn snapshot(&self, pool: &Pool, leaf: u64, out: &mut Vec<Seen>) {
         let pm = &pool.pm;
         let (_, _, meta) = self.locate(leaf);
-        out.clear();
-        for i in 0..LEAF_ENTRIES {
-            let at = entry_at(leaf, i);
-            let mut spins = 0;
-            let busy = || meta.busy.load(Ordering::Acquire) & (1 << i) != 0 && !pinned_here(at);
-            loop {
-                if busy() {
-                    spin(&mut spins);
-                    continue;
-                }
-                let w = Slot(pm.load_u64(at));
-                let prefix = pm.load_u64(at + 8);
-                // Pinned meanwhile (whoever stored what we read pinned first),
-                // or changed: look again.
-                if pm.load_u64(at) != w.0 || busy() {
-                    continue;
-                }
-                if !w.names_record() {
-                    break;
-                }
-                if !w.persisted() {
-                    // Left by a crash: make it durable before acting on it.
-                    pm.flush(at, 8);
-                    pm.fence();
-                    let _ = pm.cas_u64(at, w.0, w.with_persist().0);
-                }
-                out.push(Seen {
-                    entry: at,
-                    word: w.with_persist(),
-                    prefix: u64::from_be(prefix),
-                });
-                break;
+        let mut raw = [0u64; LEAF_ENTRIES];
+        loop {
+            out.clear();
+            for (i, r) in raw.iter_mut().enumerate() {
+                *r = self.read_entry(pm, meta, leaf, i, out);
             }
+            if (0..LEAF_ENTRIES).all(|i| pm.load_u64(entry_at(leaf, i)) == raw[i]) {
+                return;
+            }
+        }
+    }
+
+    /// Reads entry `i` of `leaf` (see [`snapshot`](Self::snapshot)): adds it
+    /// to `out` if it names a record; returns the word as it now stands.
+    fn read_entry(
+        &self,
+        pm: &crate::pmem::PmemFile,
+        meta: &LeafMeta,
+        leaf: u64,
+        i: usize,
+        out: &mut Vec<Seen>,
+    ) -> u64 {
+        let at = entry_at(leaf, i);
+        let busy = || meta.busy.load(Ordering::Acquire) & (1 << i) != 0 && !pinned_here(at);
+        let mut spins = 0;
+        loop {
+            if busy() {
+                spin(&mut spins);
+                continue;
+            }
+            let w = Slot(pm.load_u64(at));
+            let prefix = pm.load_u64(at + 8);
+            // Pinned meanwhile (whoever stored what we read pinned first),
+            // or changed: look again.
+            if pm.load_u64(at) != w.0 || busy() {
+                continue;
+            }
+            if !w.names_record() {
+                return w.0;
+            }
+            if !w.persisted() {
+                // Left by a crash: make it durable before acting on it.
+                pm.flush(at, 8);
+                pm.fence();
+                let _ = pm.cas_u64(at, w.0, w.with_persist().0);
+            }
+            out.push(Seen {
+                entry: at,
+                word: w.with_persist(),
+                prefix: u64::from_be(prefix),
+            });
+            return pm.load_u64(at);
         }
     }
 
@@ -526,7 +555,10 @@ impl Leaves {
             }
             if let Some((e, _)) = self.find_in(pool, leaf, key, fp)? {
                 self.pin_locked(meta, leaf, e);
-                return Ok(Reserve::Entry { entry: e, new: false });
+                return Ok(Reserve::Entry {
+                    entry: e,
+                    new: false,
+                });
             }
             let busy = meta.busy.load(Ordering::Acquire);
             for i in 0..LEAF_ENTRIES {
@@ -540,7 +572,10 @@ impl Leaves {
                 pm.store_u64(at + 8, key_prefix(key).to_be());
                 pm.store_u64(at, Slot::delete_marker(fp).0);
                 self.pin_locked(meta, leaf, at);
-                return Ok(Reserve::Entry { entry: at, new: true });
+                return Ok(Reserve::Entry {
+                    entry: at,
+                    new: true,
+                });
             }
             if busy != 0 {
                 return Ok(Reserve::Full(leaf));
@@ -561,7 +596,10 @@ impl Leaves {
     pub fn split(&self, pool: &Pool, leaf: u64) -> Result<()> {
         let (_, class, meta) = self.locate(leaf);
         let Header::Leaf(low) = read_header(pool, leaf, class)? else {
-            return Err(Error::corruption(leaf, "splitting a slot that is not a leaf"));
+            return Err(Error::corruption(
+                leaf,
+                "splitting a slot that is not a leaf",
+            ));
         };
         let mut spins = 0;
         loop {
@@ -729,12 +767,12 @@ impl Leaves {
             let (_, class, _) = self.locate(leaf);
             match read_header(pool, leaf, class) {
                 Ok(Header::Leaf(low)) if low == *e.key() => {}
-                Ok(Header::Leaf(_)) => {
-                    errors.push(format!("ordered index: leaf {leaf:#x}'s low key differs from the map's"))
-                }
-                Ok(Header::Free) => {
-                    errors.push(format!("ordered index: leaf {leaf:#x} in the map has no header"))
-                }
+                Ok(Header::Leaf(_)) => errors.push(format!(
+                    "ordered index: leaf {leaf:#x}'s low key differs from the map's"
+                )),
+                Ok(Header::Free) => errors.push(format!(
+                    "ordered index: leaf {leaf:#x} in the map has no header"
+                )),
                 Err(err) => errors.push(format!("ordered index: leaf {leaf:#x}: {err}")),
             }
         }
