@@ -31,17 +31,18 @@ pub const MAX_THREADS: usize = 1024;
 pub struct BenchArgs {
     /// Engines to compare, run one after the other; the first is the subject
     /// of the ratio columns. Names: persimmon, persimmon-ordered (the
-    /// default options with the ordered index), persimmon-dram (the ordered
-    /// index and the point index in DRAM, rebuilt from it after every open),
-    /// baseline, no-volatile-locks, no-lock-free-reads, no-write-elimination,
+    /// default options with the ordered index: the skiplist),
+    /// persimmon-dram (the ordered index in leaves and the point index in
+    /// DRAM, rebuilt from them after every open), persimmon-dram-skiplist
+    /// (the same with the skiplist instead of leaves), baseline, no-volatile-locks, no-lock-free-reads, no-write-elimination,
     /// lmdb, rocksdb, rocksdb-blob (RocksDB with blob files, its key-value
     /// separation: values of at least --tier-threshold bytes in blob files),
     /// persimmon-tiered (the default options with the SSD tier: values of
     /// at least --tier-threshold bytes in data files in --data-dir, the
     /// pool keeps the rest); `ablation` stands for baseline and the three
     /// no-* variants. lmdb, rocksdb and rocksdb-blob need a build with
-    /// `--features peers`. Only persimmon-ordered, persimmon-dram, lmdb,
-    /// rocksdb and rocksdb-blob can scan: workloads that scan skip the
+    /// `--features peers`. Only persimmon-ordered, persimmon-dram,
+    /// persimmon-dram-skiplist, lmdb, rocksdb and rocksdb-blob can scan: workloads that scan skip the
     /// others, with a note.
     #[arg(long, value_name = "LIST", default_value = "persimmon", value_parser = parse_engines)]
     pub engines: EngineList,

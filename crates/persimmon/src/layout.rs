@@ -978,6 +978,22 @@ mod tests {
                 NODE_HEADER_BYTES as u64
             ]
         );
+        let leaf: Vec<u64> = design_table("leaf").iter().map(|r| r.0).collect();
+        assert_eq!(
+            leaf,
+            vec![
+                LEAF_WORD0 as u64,
+                LEAF_LOW_CRC as u64,
+                LEAF_LOW_INLINE as u64,
+                LEAF_HEADER_BYTES as u64,
+                LEAF_BODY_BYTES as u64
+            ]
+        );
+        assert_eq!(LEAF_HEADER_BYTES + LEAF_ENTRIES * LEAF_ENTRY_BYTES, 1024);
+        assert_eq!(LEAF_LOW_INLINE + LEAF_INLINE_LOW, LEAF_HEADER_BYTES);
+        assert_eq!(leaf_class_for(48), 10);
+        assert_eq!(leaf_class_for(49), 11);
+        assert_eq!(key_prefix(b"ab"), 0x6162_0000_0000_0000);
         // Slot bit fields: fingerprint from bit 48, offset/8 from bit 1, persist bit 0.
         let slot: Vec<u64> = design_table("slot").iter().map(|r| r.0).collect();
         assert_eq!(slot, vec![48, 1, 0]);

@@ -58,6 +58,10 @@ pub enum EngineKind {
     /// (`point_index: PointIndex::Dram`): rebuilt from the ordered index
     /// after every open, which serves point reads until then.
     PersimmonDram,
+    /// `PersimmonDram` with the ordered index as the skiplist of format
+    /// versions 2–5 (`ordered_layout: OrderedLayout::Skiplist`) instead of
+    /// leaves: what the leaves replaced, for comparison.
+    PersimmonDramSkiplist,
     /// `Options::baseline()`: the MPKV paper's Baseline, all mechanisms off.
     Baseline,
     /// All mechanisms but the volatile lock table.
@@ -88,10 +92,11 @@ const ABLATION: [EngineKind; 4] = [
 ];
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 11] = [
+    pub const ALL: [EngineKind; 12] = [
         EngineKind::Persimmon,
         EngineKind::PersimmonOrdered,
         EngineKind::PersimmonDram,
+        EngineKind::PersimmonDramSkiplist,
         EngineKind::PersimmonTiered,
         EngineKind::Baseline,
         EngineKind::NoVolatileLocks,
@@ -108,6 +113,7 @@ impl EngineKind {
             EngineKind::Persimmon => "persimmon",
             EngineKind::PersimmonOrdered => "persimmon-ordered",
             EngineKind::PersimmonDram => "persimmon-dram",
+            EngineKind::PersimmonDramSkiplist => "persimmon-dram-skiplist",
             EngineKind::Baseline => "baseline",
             EngineKind::NoVolatileLocks => "no-volatile-locks",
             EngineKind::NoLockFreeReads => "no-lock-free-reads",
@@ -126,6 +132,7 @@ impl EngineKind {
             self,
             EngineKind::PersimmonOrdered
                 | EngineKind::PersimmonDram
+                | EngineKind::PersimmonDramSkiplist
                 | EngineKind::Lmdb
                 | EngineKind::Rocksdb
                 | EngineKind::RocksdbBlob

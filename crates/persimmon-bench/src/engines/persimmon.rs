@@ -24,7 +24,7 @@
 use std::path::PathBuf;
 
 use persimmon::size::human_bytes;
-use persimmon::{Db, Mechanisms, Options, PointIndex, Update, WriteBatch};
+use persimmon::{Db, Mechanisms, Options, OrderedLayout, PointIndex, Update, WriteBatch};
 
 use super::{Background, Batch, EngineKind, OpenConfig, Space, Store, TierFigures};
 use crate::disk::filesystem_of;
@@ -127,6 +127,14 @@ pub fn options(kind: EngineKind) -> Options {
             return Options {
                 ordered_index: true,
                 point_index: PointIndex::Dram,
+                ..Options::default()
+            }
+        }
+        EngineKind::PersimmonDramSkiplist => {
+            return Options {
+                ordered_index: true,
+                point_index: PointIndex::Dram,
+                ordered_layout: OrderedLayout::Skiplist,
                 ..Options::default()
             }
         }
@@ -358,7 +366,7 @@ mod tests {
             Mechanisms::ALL
         );
         for k in EngineKind::ALL.into_iter().filter(|k| k.is_persimmon()) {
-            if k != EngineKind::PersimmonDram {
+            if !matches!(k, EngineKind::PersimmonDram | EngineKind::PersimmonDramSkiplist) {
                 assert_eq!(options(k).point_index, PointIndex::Pm, "{k:?}");
             }
         }

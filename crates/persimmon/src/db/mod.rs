@@ -520,6 +520,11 @@ impl std::ops::Deref for EngineHandle {
 impl Drop for Engine {
     fn drop(&mut self) {
         if self.tally_done.load(Ordering::Acquire) {
+            if let Some(l) = self.ordered.as_ref().and_then(|o| o.leaves()) {
+                // Before the clean mark: the copy names this session, which
+                // the mark then vouches for.
+                l.save_map(&self.pool);
+            }
             let keys = self.count_now();
             self.pool.mark_clean(keys);
         }

@@ -45,8 +45,6 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crossbeam_skiplist::SkipMap;
-
 use crate::error::{Error, Result};
 use crate::layout::{
     self, key_prefix, RecordHeader, SegmentHeader, SegmentKind, Slot, LEAF_BODY_BYTES,
@@ -54,6 +52,8 @@ use crate::layout::{
     LEAF_LOW_INLINE, LEAF_MAGIC, LEAF_MIN_CLASS, SEGMENT_HEADER_BYTES,
 };
 use crate::pool::Pool;
+
+use super::leaf_dir::LeafDir;
 
 /// DRAM state of one leaf slot.
 struct LeafMeta {
@@ -119,7 +119,7 @@ impl Drop for PinScope<'_> {
 /// The leaves of one open pool.
 pub(crate) struct Leaves {
     /// Low key → leaf offset; the first leaf's low key is empty.
-    dir: SkipMap<Vec<u8>, u64>,
+    dir: LeafDir,
     segs: Box<[OnceLock<SegMeta>]>,
     /// Free leaf slots per class (index class - LEAF_MIN_CLASS), and the
     /// bump range of the newest segment of each class.
@@ -193,8 +193,22 @@ impl Leaves {
         let max_segments =
             ((pool.pool_bytes_max - layout::SUPERBLOCK_BYTES) / pool.segment_bytes) as usize;
         let max_class = pool.segment_bytes.trailing_zeros() - 1;
-        let leaves = Leaves {
-            dir: SkipMap::new(),
+        for &(seg, class, _) in scan {
+            if !(LEAF_MIN_CLASS..=max_class).contains(&class) {
+                return Err(Error::corruption(
+                    pool.segment_offset(seg),
+                    format!("ordered-index segment with leaf class {class}"),
+                ));
+            }
+        }
+        // After a clean close the map's copy beside the pool, if valid,
+        // spares reading every leaf header.
+        let copy = pool
+            .clean_key_count
+            .and_then(|_| LeafDir::load(&pool.path, &pool.sb.pool_id, pool.open_count - 1));
+        let from_copy = copy.is_some();
+        let mut leaves = Leaves {
+            dir: copy.unwrap_or_else(|| LeafDir::from_pairs(Vec::new())),
             segs: (0..max_segments).map(|_| OnceLock::new()).collect(),
             heap: parking_lot::Mutex::new(
                 (LEAF_MIN_CLASS..=max_class.max(LEAF_MIN_CLASS))
@@ -207,21 +221,24 @@ impl Leaves {
             max_key: layout::leaf_max_key(pool.segment_bytes),
             settled: AtomicBool::new(scan.is_empty()),
         };
-        for &(seg, class, _) in scan {
-            if !(LEAF_MIN_CLASS..=max_class).contains(&class) {
-                return Err(Error::corruption(
-                    pool.segment_offset(seg),
-                    format!("ordered-index segment with leaf class {class}"),
-                ));
+        if from_copy {
+            leaves.adopt_from_copy(pool, scan)?;
+        } else {
+            let mut pairs = Vec::new();
+            for &(seg, class, _) in scan {
+                leaves.adopt_segment(pool, seg, class, &mut pairs)?;
             }
-            leaves.adopt_segment(pool, seg, class)?;
+            leaves.dir = LeafDir::from_pairs(pairs);
         }
+        leaves
+            .leaves
+            .store(leaves.dir.len() as u64, Ordering::Relaxed);
         if scan.is_empty() {
             let first = leaves.alloc(pool, LEAF_MIN_CLASS)?;
             write_leaf(pool, first, 1 << LEAF_MIN_CLASS, &[], &[]);
             leaves.dir.insert(Vec::new(), first);
             leaves.leaves.fetch_add(1, Ordering::Relaxed);
-        } else if leaves.dir.front().is_none_or(|e| !e.key().is_empty()) {
+        } else if leaves.dir.first().is_none_or(|e| !e.0.is_empty()) {
             return Err(Error::corruption(
                 layout::SUPERBLOCK_BYTES,
                 "the ordered index has leaf segments but no first leaf",
@@ -230,9 +247,15 @@ impl Leaves {
         Ok(leaves)
     }
 
-    /// Reads the headers of segment `seg`'s leaf slots: leaves go into the
-    /// map, free slots onto the free list.
-    fn adopt_segment(&self, pool: &Pool, seg: u32, class: u32) -> Result<()> {
+    /// Reads the headers of segment `seg`'s leaf slots: leaves go to
+    /// `pairs` (low key, leaf), free slots onto the free list.
+    fn adopt_segment(
+        &self,
+        pool: &Pool,
+        seg: u32,
+        class: u32,
+        pairs: &mut Vec<(Vec<u8>, u64)>,
+    ) -> Result<()> {
         let slots = self.slots_per_segment(class);
         self.set_seg(seg, class, slots);
         let base = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
@@ -241,19 +264,59 @@ impl Leaves {
             let leaf = base + (i << class);
             match read_header(pool, leaf, class)? {
                 Header::Free => free.push(leaf),
-                Header::Leaf(low) => {
-                    if self.dir.get(&low).is_some() {
-                        return Err(Error::corruption(leaf, "two leaves share a low key"));
-                    }
-                    self.dir.insert(low, leaf);
-                    self.leaves.fetch_add(1, Ordering::Relaxed);
-                }
+                Header::Leaf(low) => pairs.push((low, leaf)),
             }
+        }
+        let mut sorted: Vec<&[u8]> = pairs.iter().map(|p| p.0.as_slice()).collect();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::corruption(base, "two leaves share a low key"));
         }
         self.heap.lock()[(class - LEAF_MIN_CLASS) as usize]
             .0
             .extend(free.into_iter().rev());
         Ok(())
+    }
+
+    /// Sets up the segments of `scan` from the map's copy: every slot the
+    /// map does not name is free (after a clean close no other slot holds
+    /// a leaf). Checks that each leaf named sits on a slot of a leaf
+    /// segment.
+    fn adopt_from_copy(&self, pool: &Pool, scan: &[(u32, u32, bool)]) -> Result<()> {
+        let mut used: std::collections::HashMap<u32, Vec<bool>> = Default::default();
+        for &(seg, class, _) in scan {
+            let slots = self.slots_per_segment(class);
+            self.set_seg(seg, class, slots);
+            used.insert(seg, vec![false; slots as usize]);
+        }
+        for (_, leaf) in self.dir.all() {
+            let seg = pool.segment_of(leaf);
+            let st = self.segs.get(seg as usize).and_then(|s| s.get());
+            let (Some(st), Some(u)) = (st, used.get_mut(&seg)) else {
+                return Err(Error::corruption(leaf, "the leaf map names a slot outside the leaf segments"));
+            };
+            let within = leaf - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES;
+            let i = (within >> st.class) as usize;
+            if !within.is_multiple_of(1 << st.class) || i >= u.len() {
+                return Err(Error::corruption(leaf, "the leaf map names a slot off a leaf boundary"));
+            }
+            u[i] = true;
+        }
+        let mut heap = self.heap.lock();
+        for &(seg, class, _) in scan {
+            let base = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
+            let free = &mut heap[(class - LEAF_MIN_CLASS) as usize].0;
+            for (i, _) in used[&seg].iter().enumerate().rev().filter(|(_, u)| !**u) {
+                free.push(base + ((i as u64) << class));
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the map's copy beside the pool for the next open (a clean
+    /// close; best effort).
+    pub fn save_map(&self, pool: &Pool) {
+        let _ = self.dir.save(&pool.path, &pool.sb.pool_id, pool.open_count);
     }
 
     fn set_seg(&self, seg: u32, class: u32, slots: u64) {
@@ -354,24 +417,18 @@ impl Leaves {
 
     /// The leaf whose range holds `key`, with its low key.
     fn leaf_for(&self, key: &[u8]) -> (Vec<u8>, u64) {
-        let e = self
-            .dir
-            .upper_bound(Bound::Included(key))
-            .expect("the first leaf's low key is empty");
-        (e.key().clone(), *e.value())
+        self.dir
+            .floor(key, false)
+            .expect("the first leaf's low key is empty")
     }
 
     /// The low key of the leaf after the one whose low key is `low`.
     fn next_low(&self, low: &[u8]) -> Option<(Vec<u8>, u64)> {
-        self.dir
-            .lower_bound(Bound::Excluded(low))
-            .map(|e| (e.key().clone(), *e.value()))
+        self.dir.ceil(low, true)
     }
 
     fn prev_leaf(&self, low: &[u8]) -> Option<(Vec<u8>, u64)> {
-        self.dir
-            .upper_bound(Bound::Excluded(low))
-            .map(|e| (e.key().clone(), *e.value()))
+        self.dir.floor(low, true)
     }
 
     // ----------------------------------------------------------- entries
@@ -668,14 +725,8 @@ impl Leaves {
         visit: &mut dyn FnMut(&[u8], u64, Slot) -> Result<bool>,
     ) -> Result<()> {
         let mut cur = match (from, forward) {
-            (Bound::Unbounded, true) => {
-                let e = self.dir.front().expect("first leaf");
-                Some((e.key().clone(), *e.value()))
-            }
-            (Bound::Unbounded, false) => {
-                let e = self.dir.back().expect("a leaf");
-                Some((e.key().clone(), *e.value()))
-            }
+            (Bound::Unbounded, true) => self.dir.first(),
+            (Bound::Unbounded, false) => self.dir.last(),
             (Bound::Included(k) | Bound::Excluded(k), _) => Some(self.leaf_for(k)),
         };
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
@@ -719,7 +770,7 @@ impl Leaves {
         each: &mut dyn FnMut(&[u8], u64, LeafView) -> Result<()>,
     ) -> Result<()> {
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
-        let mut cur = self.dir.front().map(|e| (e.key().clone(), *e.value()));
+        let mut cur = self.dir.first();
         while let Some((low, leaf)) = cur {
             if stop.load(Ordering::Acquire) {
                 return Ok(());
@@ -762,11 +813,10 @@ impl Leaves {
     /// Checks every leaf's header (magic, low key CRC) and that the map's
     /// low keys ascend; returns problems found.
     pub fn check_headers(&self, pool: &Pool, errors: &mut Vec<String>) {
-        for e in self.dir.iter() {
-            let leaf = *e.value();
+        for (key, leaf) in self.dir.all() {
             let (_, class, _) = self.locate(leaf);
             match read_header(pool, leaf, class) {
-                Ok(Header::Leaf(low)) if low == *e.key() => {}
+                Ok(Header::Leaf(low)) if low == key => {}
                 Ok(Header::Leaf(_)) => errors.push(format!(
                     "ordered index: leaf {leaf:#x}'s low key differs from the map's"
                 )),

@@ -11,6 +11,7 @@
 //! converts). With leaves the address is stable only while the entry is
 //! pinned ([`Leaves::scope`]); the engine pins under the key's bucket lock.
 
+mod leaf_dir;
 pub(crate) mod leaves;
 mod skiplist;
 
