@@ -28,7 +28,12 @@ fn options() -> Options {
 /// values naming their key.
 fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut kv: Vec<(Vec<u8>, Vec<u8>)> = (0..150u32)
-        .map(|i| (format!("k{i:04}").into_bytes(), format!("v{i}").into_bytes()))
+        .map(|i| {
+            (
+                format!("k{i:04}").into_bytes(),
+                format!("v{i}").into_bytes(),
+            )
+        })
         .collect();
     let long = "L".repeat(60);
     kv.extend((0..70u32).map(|i| {
@@ -57,8 +62,11 @@ fn write_fixture() {
     }
     let long = "L".repeat(60);
     for i in 0..70u32 {
-        db.put(format!("{long}{i:03}").as_bytes(), format!("long{i}").as_bytes())
-            .unwrap();
+        db.put(
+            format!("{long}{i:03}").as_bytes(),
+            format!("long{i}").as_bytes(),
+        )
+        .unwrap();
     }
     for (k, _) in expected_all() {
         if k.ends_with(b"7") {
@@ -104,7 +112,12 @@ fn a_format_6_leaf_pool_opens_with_every_key_in_order() {
         let report = db.check().unwrap();
         assert!(report.is_ok(), "{:?}", report.errors);
         assert_eq!(report.keys, want.len() as u64);
-        let back: Vec<_> = db.range::<[u8]>(..).unwrap().rev().map(|r| r.unwrap()).collect();
+        let back: Vec<_> = db
+            .range::<[u8]>(..)
+            .unwrap()
+            .rev()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), want);
     }
     // The clean close wrote the leaf map's copy; this open reads it.

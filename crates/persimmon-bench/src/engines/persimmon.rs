@@ -366,7 +366,10 @@ mod tests {
             Mechanisms::ALL
         );
         for k in EngineKind::ALL.into_iter().filter(|k| k.is_persimmon()) {
-            if !matches!(k, EngineKind::PersimmonDram | EngineKind::PersimmonDramSkiplist) {
+            if !matches!(
+                k,
+                EngineKind::PersimmonDram | EngineKind::PersimmonDramSkiplist
+            ) {
                 assert_eq!(options(k).point_index, PointIndex::Pm, "{k:?}");
             }
         }

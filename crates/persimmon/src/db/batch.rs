@@ -393,7 +393,12 @@ impl Engine {
                     drop(pins);
                     drop(held);
                     drop(guard);
-                    self.split_leaf(leaf)?;
+                    let puts: Vec<&[u8]> = plan
+                        .iter()
+                        .filter(|p| p.value.is_some())
+                        .map(|p| p.key)
+                        .collect();
+                    self.split_leaf(leaf, &puts)?;
                 }
                 Err(Retry::Fail(e)) if self.relievable(&e) => {
                     drop(held);

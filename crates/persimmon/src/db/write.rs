@@ -202,7 +202,7 @@ impl Engine {
                     drop(pins);
                     drop(lock);
                     drop(guard);
-                    self.split_leaf(leaf)?;
+                    self.split_leaf(leaf, &[key])?;
                 }
                 Ok(Locked::Rescan) => {}
                 Err(e) if self.relievable(&e) => {
@@ -307,10 +307,11 @@ impl Engine {
             })
     }
 
-    /// Splits ordered-index leaf `leaf` (no lock held).
-    pub(super) fn split_leaf(&self, leaf: u64) -> Result<()> {
+    /// Splits ordered-index leaf `leaf` (no lock held) to make room for
+    /// the new keys among `pending`.
+    pub(super) fn split_leaf(&self, leaf: u64, pending: &[&[u8]]) -> Result<()> {
         match self.ordered.as_ref().and_then(|o| o.leaves()) {
-            Some(l) => l.split(&self.pool, leaf),
+            Some(l) => l.split(&self.pool, leaf, pending),
             None => Ok(()),
         }
     }

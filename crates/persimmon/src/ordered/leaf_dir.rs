@@ -284,7 +284,10 @@ mod tests {
         let back = LeafDir::load(&pool, &[7; 16], 5).expect("a valid copy");
         assert_eq!(back.all(), d.all());
         assert!(LeafDir::load(&pool, &[8; 16], 5).is_none(), "another pool");
-        assert!(LeafDir::load(&pool, &[7; 16], 6).is_none(), "another session");
+        assert!(
+            LeafDir::load(&pool, &[7; 16], 6).is_none(),
+            "another session"
+        );
         let path = LeafDir::copy_path(&pool);
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;

@@ -293,12 +293,18 @@ impl Leaves {
             let seg = pool.segment_of(leaf);
             let st = self.segs.get(seg as usize).and_then(|s| s.get());
             let (Some(st), Some(u)) = (st, used.get_mut(&seg)) else {
-                return Err(Error::corruption(leaf, "the leaf map names a slot outside the leaf segments"));
+                return Err(Error::corruption(
+                    leaf,
+                    "the leaf map names a slot outside the leaf segments",
+                ));
             };
             let within = leaf - pool.segment_offset(seg) - SEGMENT_HEADER_BYTES;
             let i = (within >> st.class) as usize;
             if !within.is_multiple_of(1 << st.class) || i >= u.len() {
-                return Err(Error::corruption(leaf, "the leaf map names a slot off a leaf boundary"));
+                return Err(Error::corruption(
+                    leaf,
+                    "the leaf map names a slot off a leaf boundary",
+                ));
             }
             u[i] = true;
         }
@@ -637,7 +643,7 @@ impl Leaves {
             if busy != 0 {
                 return Ok(Reserve::Full(leaf));
             }
-            self.split_locked(pool, &low, leaf)?;
+            self.split_locked(pool, &low, leaf, &[key])?;
             drop(g);
         }
     }
@@ -649,8 +655,10 @@ impl Leaves {
     }
 
     /// Splits `leaf` once no entry of it is pinned (the caller holds no
-    /// lock). Returns at once if it has room by then.
-    pub fn split(&self, pool: &Pool, leaf: u64) -> Result<()> {
+    /// lock), so that it and the leaves split off can take `pending` (keys
+    /// about to be inserted, e.g. a batch's). Returns at once if the leaf
+    /// has room for them by then.
+    pub fn split(&self, pool: &Pool, leaf: u64, pending: &[&[u8]]) -> Result<()> {
         let (_, class, meta) = self.locate(leaf);
         let Header::Leaf(low) = read_header(pool, leaf, class)? else {
             return Err(Error::corruption(
@@ -663,7 +671,7 @@ impl Leaves {
             {
                 let _g = meta.lock.lock();
                 if meta.busy.load(Ordering::Acquire) == 0 {
-                    return self.split_locked(pool, &low, leaf);
+                    return self.split_locked(pool, &low, leaf, pending);
                 }
             }
             spin(&mut spins);
@@ -671,42 +679,55 @@ impl Leaves {
     }
 
     /// The split proper (leaf lock held, nothing pinned). Copies an
-    /// interrupted split left behind are cleared first; if that makes room,
-    /// or the leaf has room anyway, nothing else happens.
-    fn split_locked(&self, pool: &Pool, low: &[u8], leaf: u64) -> Result<()> {
+    /// interrupted split left behind are cleared first. If the leaf's keys
+    /// and the `pending` keys of its range fit one leaf, nothing else
+    /// happens; else they are cut into k ≥ 2 runs of at most ~45 (halves
+    /// for one pending key), the leaf keeps the first and a new leaf takes
+    /// each other run's entries, its low key the shortest separator from
+    /// the run before.
+    fn split_locked(&self, pool: &Pool, low: &[u8], leaf: u64, pending: &[&[u8]]) -> Result<()> {
         let pm = &pool.pm;
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
         self.snapshot(pool, leaf, &mut seen);
         let high = self.next_low(low).map(|n| n.0);
-        let mut keyed: Vec<(&[u8], Seen)> = Vec::with_capacity(seen.len());
+        let in_range = |k: &[u8]| k >= low && high.as_deref().is_none_or(|h| k < h);
+        let mut all: Vec<(&[u8], Option<Seen>)> = Vec::with_capacity(seen.len() + pending.len());
         for s in &seen {
             let key = record_key(pool, s.word.offset())?;
-            if key >= low && high.as_deref().is_none_or(|h| key < h) {
-                keyed.push((key, *s));
+            if in_range(key) {
+                all.push((key, Some(*s)));
             } else {
                 pm.store_u64(s.entry, Slot::EMPTY.0);
                 pm.flush(s.entry, 8);
             }
         }
-        if keyed.len() < LEAF_ENTRIES {
+        all.extend(pending.iter().filter(|k| in_range(k)).map(|&k| (k, None)));
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.is_some().cmp(&a.1.is_some())));
+        all.dedup_by(|b, a| a.0 == b.0);
+        if all.len() <= LEAF_ENTRIES {
             return Ok(());
         }
-        keyed.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let m = keyed.len() / 2;
-        let sep = separator(keyed[m - 1].0, keyed[m].0);
-        debug_assert!(sep.as_slice() > low, "a separator above the leaf's low key");
-        let class = layout::leaf_class_for(sep.len());
-        let new = self.alloc(pool, class)?;
-        let upper: Vec<(u64, u64)> = keyed[m..]
-            .iter()
-            .map(|(_, s)| (s.word.0, s.prefix))
-            .collect();
-        write_leaf(pool, new, 1 << class, &sep, &upper);
-        self.dir.insert(sep, new);
-        self.leaves.fetch_add(1, Ordering::Relaxed);
-        for (_, s) in &keyed[m..] {
-            pm.store_u64(s.entry, Slot::EMPTY.0);
-            pm.flush(s.entry, 8);
+        let runs = all.len().div_ceil(45).max(2);
+        let size = all.len().div_ceil(runs);
+        let mut moved = Vec::new();
+        for (j, run) in all.chunks(size).enumerate().skip(1) {
+            let sep = separator(all[j * size - 1].0, run[0].0);
+            debug_assert!(sep.as_slice() > low, "a separator above the leaf's low key");
+            let class = layout::leaf_class_for(sep.len());
+            let new = self.alloc(pool, class)?;
+            let entries: Vec<(u64, u64)> = run
+                .iter()
+                .filter_map(|(_, s)| s.map(|s| (s.word.0, s.prefix)))
+                .collect();
+            write_leaf(pool, new, 1 << class, &sep, &entries);
+            self.dir.insert(sep, new);
+            self.leaves.fetch_add(1, Ordering::Relaxed);
+            moved.extend(run.iter().filter_map(|(_, s)| s.map(|s| s.entry)));
+        }
+        // Only now that every new leaf is in the map.
+        for e in moved {
+            pm.store_u64(e, Slot::EMPTY.0);
+            pm.flush(e, 8);
         }
         Ok(())
     }
@@ -731,8 +752,24 @@ impl Leaves {
         };
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
         let mut keyed: Vec<(&[u8], Seen)> = Vec::with_capacity(LEAF_ENTRIES);
+        // Backwards: the low key of the leaf read last (the exclusive top of
+        // what is left), None before the first leaf.
+        let mut top: Option<Vec<u8>> = None;
         while let Some((low, leaf)) = cur {
             self.snapshot(pool, leaf, &mut seen);
+            if !forward {
+                // A split may have put a new leaf between this one and the
+                // top since this one was chosen: then that leaf comes first.
+                let now = match (&top, from) {
+                    (Some(t), _) => self.prev_leaf(t),
+                    (None, Bound::Unbounded) => self.dir.last(),
+                    (None, Bound::Included(k) | Bound::Excluded(k)) => Some(self.leaf_for(k)),
+                };
+                if now.as_ref().map(|n| n.1) != Some(leaf) {
+                    cur = now;
+                    continue;
+                }
+            }
             // Read after the entries: a split that cleared entries here had
             // published its new leaf before.
             let next = self.next_low(&low);
@@ -755,6 +792,7 @@ impl Leaves {
                 }
             }
             cur = if forward { next } else { self.prev_leaf(&low) };
+            top = Some(low);
         }
         Ok(())
     }
