@@ -92,7 +92,23 @@ fn agree(db: &Db, model: &Model, rng: &mut StdRng) {
             .collect();
         let want_back: Vec<Vec<u8>> = want.iter().rev().take(take).map(|k| k.to_vec()).collect();
         assert_eq!(back, want_back, "backward {lo:?}..{hi:?} take {take}");
-        assert_eq!(db.count_range::<Vec<u8>>(r).unwrap(), want.len() as u64);
+        assert_eq!(
+            db.count_range::<Vec<u8>>(r.clone()).unwrap(),
+            want.len() as u64
+        );
+        let mut lent = Vec::new();
+        let n = db
+            .scan_with::<Vec<u8>>(r, take, |k, v| {
+                lent.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .unwrap();
+        let want_lent: Vec<(Vec<u8>, Vec<u8>)> = want_fwd
+            .iter()
+            .map(|k| (k.clone(), model[k].clone()))
+            .collect();
+        assert_eq!(n, want_lent.len());
+        assert_eq!(lent, want_lent, "scan_with {lo:?}..{hi:?} limit {take}");
     }
     let p = key(rng.gen_range(0..3000));
     let p = &p[..p.len().min(3)];

@@ -283,20 +283,14 @@ impl Store for PersimmonStore {
     }
 
     fn scan(&self, start: &[u8], count: usize, out: &mut Vec<u8>) -> Result<usize> {
-        let mut read = 0;
-        for item in self
-            .db
-            .range(start..)
-            .map_err(|e| self.fail(e))?
-            .take(count)
-        {
-            let (key, value) = item.map_err(|e| self.fail(e))?;
-            out.clear();
-            out.extend_from_slice(&key);
-            out.extend_from_slice(&value);
-            read += 1;
-        }
-        Ok(read)
+        self.db
+            .scan_with(start.., count, |key, value| {
+                out.clear();
+                out.extend_from_slice(key);
+                out.extend_from_slice(value);
+                true
+            })
+            .map_err(|e| self.fail(e))
     }
 
     fn eliminated_writes(&self) -> u64 {

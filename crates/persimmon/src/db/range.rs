@@ -32,6 +32,8 @@ use crate::ordered::{bound_ref, Leaves, Ordered};
 /// `take(n)` reads few nodes, a long scan few batches).
 const FIRST_BATCH: usize = 8;
 const MAX_BATCH: usize = 256;
+/// First batch of a cursor over leaves (each read costs a leaf).
+const LEAF_FIRST_BATCH: usize = 40;
 
 type Item = (Vec<u8>, Option<Vec<u8>>);
 
@@ -117,7 +119,8 @@ impl<'a> Cursor<'a> {
         } else {
             &mut self.back_batch
         };
-        let batch = *counter;
+        // A leaf is read whole anyway: a first batch of two thirds of one.
+        let batch = (*counter).max(LEAF_FIRST_BATCH);
         *counter = (batch * 2).min(MAX_BATCH);
         let mut items = Vec::new();
         let mut last: Option<Vec<u8>> = None;
@@ -384,6 +387,67 @@ impl Db {
             back_batch: FIRST_BATCH,
             values,
         })
+    }
+
+    /// Calls `f(key, value)` for the pairs with keys in `range`, in
+    /// ascending order, up to `limit` of them or until `f` returns false;
+    /// returns how many it visited. Keys and values are lent, not copied
+    /// (on a pool whose ordered index is in leaves: the whole scan holds one
+    /// epoch pin, so keep `limit` modest; with the skiplist this is
+    /// [`range`](Self::range) underneath). Same guarantees as `range`.
+    pub fn scan_with<K: AsRef<[u8]> + ?Sized>(
+        &self,
+        range: impl RangeBounds<K>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        let (lower, upper) = (owned(range.start_bound()), owned(range.end_bound()));
+        let cursor = self.cursor(lower.clone(), upper, true)?;
+        let Some(l) = cursor.ordered.leaves() else {
+            let mut n = 0;
+            let range = Range { cursor };
+            for item in range.take(limit) {
+                let (k, v) = item?;
+                n += 1;
+                if !f(&k, &v) {
+                    break;
+                }
+            }
+            return Ok(n);
+        };
+        let engine = &*self.engine;
+        let mut n = 0;
+        let _guard = epoch::pin();
+        l.scan(
+            &engine.pool,
+            bound_ref(&lower),
+            true,
+            &mut |key, _, word| {
+                if n >= limit || cursor.above_upper(key) {
+                    return Ok(false);
+                }
+                let off = word.offset();
+                let hdr = engine.record_header(off)?;
+                let go = match engine.visibility(off, &hdr)? {
+                    super::read::Visible::Yes => {
+                        n += 1;
+                        f(key, &engine.record_value(off, &hdr)?)
+                    }
+                    super::read::Visible::Absent => true,
+                    super::read::Visible::AfterBatch => {
+                        match engine.get_with(key, |v| v.to_vec())? {
+                            Some(v) => {
+                                n += 1;
+                                f(key, &v)
+                            }
+                            None => true,
+                        }
+                    }
+                };
+                Ok(go)
+            },
+        )?;
+        Ok(n)
     }
 
     /// Key-value pairs with keys in `range`, in ascending byte order (or

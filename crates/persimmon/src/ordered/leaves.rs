@@ -693,6 +693,9 @@ impl Leaves {
         let in_range = |k: &[u8]| k >= low && high.as_deref().is_none_or(|h| k < h);
         let mut all: Vec<(&[u8], Option<Seen>)> = Vec::with_capacity(seen.len() + pending.len());
         for s in &seen {
+            pm.prefetch(s.word.offset());
+        }
+        for s in &seen {
             let key = record_key(pool, s.word.offset())?;
             if in_range(key) {
                 all.push((key, Some(*s)));
@@ -774,19 +777,36 @@ impl Leaves {
             // published its new leaf before.
             let next = self.next_low(&low);
             let high = next.as_ref().map(|n| n.0.as_slice());
-            for s in &seen {
-                pool.pm.prefetch(s.word.offset());
-            }
-            keyed.clear();
-            for s in &seen {
-                let key = record_key(pool, s.word.offset())?;
-                let in_leaf = key >= low.as_slice() && high.is_none_or(|h| key < h);
-                if in_leaf && within(key, from, forward) {
-                    keyed.push((key, *s));
+            // The next leaf's entries are wanted soon (forward scans).
+            if let (true, Some((_, n))) = (forward, &next) {
+                for line in (0..LEAF_BODY_BYTES as u64).step_by(64) {
+                    pool.pm.prefetch(n + line);
                 }
             }
-            keyed.sort_unstable_by(|a, b| order(a, b, forward));
-            for (key, s) in &keyed {
+            // Order and bounds by prefix; a record is read for its key only
+            // where a prefix ties (and, below, for the pairs visited).
+            keyed.clear();
+            for s in &seen {
+                let in_leaf = cmp_entry(pool, s, &low)?.is_ge()
+                    && match high {
+                        Some(h) => cmp_entry(pool, s, h)?.is_lt(),
+                        None => true,
+                    };
+                if in_leaf && within_entry(pool, s, from, forward)? {
+                    keyed.push((&[], *s));
+                }
+            }
+            sort_entries(pool, &mut keyed, forward)?;
+            const AHEAD: usize = 8;
+            for (_, s) in keyed.iter().take(AHEAD) {
+                pool.pm.prefetch(s.word.offset());
+            }
+            for i in 0..keyed.len() {
+                if let Some((_, s)) = keyed.get(i + AHEAD) {
+                    pool.pm.prefetch(s.word.offset());
+                }
+                let s = keyed[i].1;
+                let key = record_key(pool, s.word.offset())?;
                 if !visit(key, s.entry, s.word)? {
                     return Ok(());
                 }
@@ -867,24 +887,48 @@ impl Leaves {
     }
 }
 
-/// Whether `key` lies on the scan's side of `from`.
-fn within(key: &[u8], from: Bound<&[u8]>, forward: bool) -> bool {
-    match (from, forward) {
-        (Bound::Unbounded, _) => true,
-        (Bound::Included(f), true) => key >= f,
-        (Bound::Excluded(f), true) => key > f,
-        (Bound::Included(f), false) => key <= f,
-        (Bound::Excluded(f), false) => key < f,
+/// The order of entry `s`'s key against `key`: by prefix, by the record's
+/// key where the prefixes tie (zero padding keeps prefix order key order).
+fn cmp_entry(pool: &Pool, s: &Seen, key: &[u8]) -> Result<CmpOrdering> {
+    match s.prefix.cmp(&key_prefix(key)) {
+        CmpOrdering::Equal => Ok(record_key(pool, s.word.offset())?.cmp(key)),
+        o => Ok(o),
     }
 }
 
-fn order(a: &(&[u8], Seen), b: &(&[u8], Seen), forward: bool) -> CmpOrdering {
-    let o = a.1.prefix.cmp(&b.1.prefix).then_with(|| a.0.cmp(b.0));
-    if forward {
-        o
-    } else {
-        o.reverse()
+/// Whether entry `s` lies on the scan's side of `from`.
+fn within_entry(pool: &Pool, s: &Seen, from: Bound<&[u8]>, forward: bool) -> Result<bool> {
+    Ok(match (from, forward) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(f), true) => cmp_entry(pool, s, f)?.is_ge(),
+        (Bound::Excluded(f), true) => cmp_entry(pool, s, f)?.is_gt(),
+        (Bound::Included(f), false) => cmp_entry(pool, s, f)?.is_le(),
+        (Bound::Excluded(f), false) => cmp_entry(pool, s, f)?.is_lt(),
+    })
+}
+
+/// Sorts entries by key (descending unless `forward`): by prefix, then the
+/// runs of one prefix by their records' keys.
+fn sort_entries<'p>(pool: &'p Pool, v: &mut [(&'p [u8], Seen)], forward: bool) -> Result<()> {
+    v.sort_unstable_by_key(|e| e.1.prefix);
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i + 1;
+        while j < v.len() && v[j].1.prefix == v[i].1.prefix {
+            j += 1;
+        }
+        if j - i > 1 {
+            for e in &mut v[i..j] {
+                e.0 = record_key(pool, e.1.word.offset())?;
+            }
+            v[i..j].sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        i = j;
     }
+    if !forward {
+        v.reverse();
+    }
+    Ok(())
 }
 
 /// Reads the header of the leaf slot at `leaf` (class `class`).
