@@ -160,6 +160,10 @@ pub struct Record {
     pub open_ns: u64,
     pub first_get_ns: u64,
     pub first_range_ns: u64,
+    /// The first insert of a new key returned (after the range read; 0 for
+    /// engines without ordered reads, where it is not measured).
+    #[serde(default)]
+    pub first_insert_ns: u64,
     /// Persimmon's background work after open, as its stats first showed it
     /// done (polled every millisecond; 0 for engines without it): space
     /// accounting rebuilt, the ordered index's walk ended (0 without an

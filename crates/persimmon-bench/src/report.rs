@@ -565,11 +565,12 @@ fn time_cell(ns: u64) -> String {
 /// The times of a restart record, in the columns' order: open, first GET,
 /// first range read, rebuild done, ordered walk done, point index ready,
 /// full speed (a dash for each not measured).
-pub fn restart_times(r: &Record) -> [String; 7] {
+pub fn restart_times(r: &Record) -> [String; 8] {
     [
         r.open_ns,
         r.first_get_ns,
         r.first_range_ns,
+        r.first_insert_ns,
         r.rebuild_done_ns,
         r.ordered_walk_done_ns,
         r.point_index_ready_ns,
@@ -589,6 +590,7 @@ pub fn restart_table(records: &[Record]) -> String {
         "open",
         "first GET",
         "first range read",
+        "first insert",
         "rebuild done",
         "ordered walk done",
         "point index ready",
@@ -608,13 +610,14 @@ pub fn restart_table(records: &[Record]) -> String {
         let Some(r) = rs.iter().rev().find(|r| r.engine == e) else {
             continue;
         };
-        let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] =
+        let [open, first_get, first_range, first_insert, rebuild, walk, index_ready, full_speed] =
             restart_times(r);
         let row = [
             e.clone(),
             open,
             first_get,
             first_range,
+            first_insert,
             rebuild,
             walk,
             index_ready,

@@ -96,6 +96,9 @@ pub struct Reopen {
     pub first_get: Duration,
     /// `None` for engines without ordered reads.
     pub first_range: Option<Duration>,
+    /// The first insert of a new key (after the range read); `None` for
+    /// engines without ordered reads.
+    pub first_insert: Option<Duration>,
     /// `None` for engines without such background work.
     pub rebuild_done: Option<Duration>,
     pub ordered_walk_done: Option<Duration>,
@@ -249,6 +252,7 @@ struct Early {
     open: Duration,
     first_get: Duration,
     first_range: Option<Duration>,
+    first_insert: Option<Duration>,
     windows: Vec<Window>,
 }
 
@@ -265,6 +269,7 @@ pub fn reopen(
     let targets = Targets {
         get: rng.gen_range(0..keys),
         range: rng.gen_range(0..keys),
+        insert: rng.gen_range(keys..keys.saturating_mul(4).max(keys + 1)),
     };
     let mut reader = Reader {
         key: KeyBuf::new(key_size),
@@ -309,6 +314,7 @@ pub fn reopen(
         open: early.open,
         first_get: early.first_get,
         first_range: early.first_range,
+        first_insert: early.first_insert,
         rebuild_done: seen.rebuild_done,
         ordered_walk_done: seen.ordered_walk_done,
         // The PM point index is the persistent one: ready when the open
@@ -334,6 +340,8 @@ pub fn reopen(
 struct Targets {
     get: u64,
     range: u64,
+    /// A key index past the loaded ones: the first insert's new key.
+    insert: u64,
 }
 
 /// Starts the clock, opens the store (into `slot`, where the poller finds
@@ -364,6 +372,13 @@ fn open_and_serve(
     } else {
         None
     };
+    let first_insert = if kind.has_ordered_reads() {
+        let value = vec![0x5a; 64];
+        store.write(reader.key.key(targets.insert), &value)?;
+        Some(start.elapsed())
+    } else {
+        None
+    };
     let mut windows = Vec::new();
     loop {
         windows.push(reader.window(store, start)?);
@@ -375,6 +390,7 @@ fn open_and_serve(
         open,
         first_get,
         first_range,
+        first_insert,
         windows,
     })
 }
@@ -441,6 +457,7 @@ pub fn record(
         open_ns: median_ns(reopens, |r| Some(r.open)),
         first_get_ns: median_ns(reopens, |r| Some(r.first_get)),
         first_range_ns: median_ns(reopens, |r| r.first_range),
+        first_insert_ns: median_ns(reopens, |r| r.first_insert),
         rebuild_done_ns: median_ns(reopens, |r| r.rebuild_done),
         ordered_walk_done_ns: if kind.has_ordered_reads() && kind.is_persimmon() {
             median_ns(reopens, |r| r.ordered_walk_done)
@@ -459,13 +476,14 @@ pub fn record(
     }
 }
 
-const ROW_HEADER: &str = "engine                reopen       open  first GET  first range    rebuild  walk done  index ready  full speed  first 50ms Mops/s  steady Mops/s\n";
+const ROW_HEADER: &str = "engine                reopen       open  first GET  first range  first insert    rebuild  walk done  index ready  full speed  first 50ms Mops/s  steady Mops/s\n";
 
 /// One stdout row: `reopen` is its number, or `median`.
 fn row(engine: &str, reopen: &str, r: &Record) -> String {
-    let [open, first_get, first_range, rebuild, walk, index_ready, full_speed] = restart_times(r);
+    let [open, first_get, first_range, first_insert, rebuild, walk, index_ready, full_speed] =
+        restart_times(r);
     format!(
-        "{engine:<21} {reopen:>6} {open:>10} {first_get:>10} {first_range:>12} {rebuild:>10} \
+        "{engine:<21} {reopen:>6} {open:>10} {first_get:>10} {first_range:>12} {first_insert:>13} {rebuild:>10} \
          {walk:>10} {index_ready:>12} {full_speed:>11} {:>18} {:>14}{}\n",
         mops(r.first_window_ops_per_sec),
         mops(r.ops_per_sec),
