@@ -220,7 +220,7 @@ fn scans_racing_writers_that_split_their_leaves_stay_ordered_and_complete() {
                     // Keys between the stable ones: inserts split their leaves.
                     let k = format!("s{:05}-{t}-{n}", n % 400).into_bytes();
                     db.put(&k, b"moving").unwrap();
-                    if n % 3 == 0 {
+                    if n.is_multiple_of(3) {
                         db.delete(&k).unwrap();
                     }
                     n += 1;

@@ -193,11 +193,18 @@ impl Store for PersimmonStore {
     fn durability(&self) -> String {
         let s = self.db.stats();
         let m = self.mechanisms;
-        let ordered = if self.db.has_ordered_index() {
-            "; ordered index on (a persistent skiplist: a put of a new key also links a node, \
-             overwrites do not; a scan = Db::range from the start key, pairs copied out)"
-        } else {
-            ""
+        let ordered = match self.db.ordered_layout() {
+            Some(OrderedLayout::Skiplist) => {
+                "; ordered index on (a persistent skiplist: a put of a new key also links a \
+                 node, overwrites do not; a scan = Db::scan_with from the start key, pairs \
+                 copied out)"
+            }
+            Some(OrderedLayout::Leaves) => {
+                "; ordered index on (leaves of record words: a put of a new key reserves an \
+                 entry, a full leaf splits; a scan = Db::scan_with from the start key, pairs \
+                 copied out)"
+            }
+            None => "",
         };
         let point = match self.db.point_index() {
             PointIndex::Pm => "; point index in PM",

@@ -401,6 +401,7 @@ impl Engine {
                     self.split_leaf(leaf, &puts)?;
                 }
                 Err(Retry::Fail(e)) if self.relievable(&e) => {
+                    drop(pins);
                     drop(held);
                     drop(guard);
                     self.reclaim_pending()?;

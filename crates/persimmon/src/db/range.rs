@@ -361,6 +361,16 @@ impl Db {
         self.engine.ordered.is_some()
     }
 
+    /// The ordered index's layout, if the pool keeps one (chosen at
+    /// creation: leaves with the DRAM point index unless
+    /// `Options::ordered_layout` asked for the skiplist).
+    pub fn ordered_layout(&self) -> Option<crate::OrderedLayout> {
+        self.engine.ordered.as_ref().map(|o| match o.leaves() {
+            Some(_) => crate::OrderedLayout::Leaves,
+            None => crate::OrderedLayout::Skiplist,
+        })
+    }
+
     fn cursor(
         &self,
         lower: Bound<Vec<u8>>,

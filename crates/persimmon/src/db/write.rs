@@ -173,13 +173,15 @@ impl Engine {
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
             let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
-            // Leaf entries this attempt pins stay put until it ends.
-            let pins = self.ordered.as_ref().and_then(|o| o.scope());
             let lock = BucketLock {
                 locks: &self.index.locks,
                 pm,
                 held,
             };
+            // Leaf entries this attempt pins stay put until it ends; declared
+            // after the lock, so dropped before it (a pin never outlives the
+            // bucket lock: the next holder of the key pins it again).
+            let pins = self.ordered.as_ref().and_then(|o| o.scope());
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
@@ -208,6 +210,7 @@ impl Engine {
                 Err(e) if self.relievable(&e) => {
                     // Dead segments are waiting for their epoch: unpin, let it
                     // pass, and try again.
+                    drop(pins);
                     drop(lock);
                     drop(guard);
                     self.reclaim_pending()?;

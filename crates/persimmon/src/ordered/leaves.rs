@@ -123,7 +123,7 @@ pub(crate) struct Leaves {
     segs: Box<[OnceLock<SegMeta>]>,
     /// Free leaf slots per class (index class - LEAF_MIN_CLASS), and the
     /// bump range of the newest segment of each class.
-    heap: parking_lot::Mutex<Vec<(Vec<u64>, Option<(u64, u64)>)>>,
+    heap: parking_lot::Mutex<Vec<ClassHeap>>,
     leaves: AtomicU64,
     segments: AtomicUsize,
     segment_bytes: u64,
@@ -131,6 +131,16 @@ pub(crate) struct Leaves {
     /// The work after open is done (or there was none: a new index).
     settled: AtomicBool,
 }
+
+/// Free leaf slots of one class, and the bump range (next, end) of its
+/// newest segment.
+type ClassHeap = (Vec<u64>, Option<(u64, u64)>);
+
+/// What a scan calls per entry: `(key, entry, word)`; false stops it.
+pub(crate) type Visit<'v> = dyn FnMut(&[u8], u64, Slot) -> Result<bool> + 'v;
+
+/// What [`Leaves::walk_leaves`] calls per leaf: `(low key, leaf, view)`.
+pub(crate) type EachLeaf<'v> = dyn FnMut(&[u8], u64, LeafView) -> Result<()> + 'v;
 
 /// What reading a leaf's header found.
 enum Header {
@@ -219,7 +229,7 @@ impl Leaves {
             segments: AtomicUsize::new(0),
             segment_bytes: pool.segment_bytes,
             max_key: layout::leaf_max_key(pool.segment_bytes),
-            settled: AtomicBool::new(scan.is_empty()),
+            settled: AtomicBool::new(false),
         };
         if from_copy {
             leaves.adopt_from_copy(pool, scan)?;
@@ -233,11 +243,15 @@ impl Leaves {
         leaves
             .leaves
             .store(leaves.dir.len() as u64, Ordering::Relaxed);
-        if scan.is_empty() {
+        // No leaf at all is a new index — also when a crash interrupted the
+        // first open after the first leaf segment was committed.
+        if leaves.dir.len() == 0 {
             let first = leaves.alloc(pool, LEAF_MIN_CLASS)?;
             write_leaf(pool, first, 1 << LEAF_MIN_CLASS, &[], &[]);
             leaves.dir.insert(Vec::new(), first);
             leaves.leaves.fetch_add(1, Ordering::Relaxed);
+            // Nothing to rebuild after open.
+            leaves.set_settled();
         } else if leaves.dir.first().is_none_or(|e| !e.0.is_empty()) {
             return Err(Error::corruption(
                 layout::SUPERBLOCK_BYTES,
@@ -746,7 +760,7 @@ impl Leaves {
         pool: &Pool,
         from: Bound<&[u8]>,
         forward: bool,
-        visit: &mut dyn FnMut(&[u8], u64, Slot) -> Result<bool>,
+        visit: &mut Visit<'_>,
     ) -> Result<()> {
         let mut cur = match (from, forward) {
             (Bound::Unbounded, true) => self.dir.first(),
@@ -825,7 +839,7 @@ impl Leaves {
         &self,
         pool: &Pool,
         stop: &AtomicBool,
-        each: &mut dyn FnMut(&[u8], u64, LeafView) -> Result<()>,
+        each: &mut EachLeaf<'_>,
     ) -> Result<()> {
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
         let mut cur = self.dir.first();

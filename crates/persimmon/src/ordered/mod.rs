@@ -124,7 +124,9 @@ impl Ordered {
         match self {
             Ordered::Skiplist(s) => s.remove(pool, key, guard),
             Ordered::Leaves(l) => {
-                if word != 0 && !Slot(pool.pm.load_u64(word)).names_record() {
+                // A reservation never published holds a marker; after a
+                // delete the entry is empty already.
+                if word != 0 && Slot(pool.pm.load_u64(word)).is_marker() {
                     l.give_back(pool, word);
                 }
                 Ok(false)
