@@ -38,11 +38,12 @@
 //! |                 | every key is read and later keys are overwritten,       |
 //! |                 | deleted, re-inserted and updated (served by their       |
 //! |                 | nodes), then let go; orphans unlinked; clean reopen     |
-//! | leaves-insert   | `ordered-insert` on leaves (format 6): first open (the  |
-//! |                 | first leaf's segment, then the leaf: entries, fence,    |
-//! |                 | word 0, fence); a new key reserves an entry (prefix,    |
-//! |                 | marker), then the record, then the word (two-phase);    |
-//! |                 | every key in the first leaf (no split, no new segment)  |
+//! | leaves-insert   | `ordered-insert` on leaves (format 6): a new key        |
+//! |                 | reserves an entry (prefix, marker), then the record,    |
+//! |                 | then the word (two-phase); every key in the first leaf  |
+//! |                 | (no split, no new segment). The first open (the first   |
+//! |                 | leaf's segment, then the leaf: entries, fence, word 0,  |
+//! |                 | fence) only with `leaves::EXPLORE_FIRST_OPEN`           |
 //! | leaves-update-  | `ordered-delete` on leaves: overwrites move an entry's  |
 //! | delete          | word (two-phase); deletes store the marker, fence, 0    |
 //! |                 | (the entry is free); re-inserts take freed entries;     |
