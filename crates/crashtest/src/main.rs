@@ -9,7 +9,8 @@
 //!   recording checks that operations return only with their stores
 //!   durable. Each workload (`workloads`) targets persist paths (including
 //!   the log cleaner, the Baseline ablation mode, the ordered index's
-//!   skiplist, `ordered-*`, the point index in DRAM, `dram-*`, atomic
+//!   skiplist, `ordered-*`, the point index in DRAM, `dram-*`, the ordered
+//!   index in leaves (format version 6), `leaves-*`, atomic
 //!   batches, transactions and key expiry, `batch*`, `txn`, `expiry`;
 //!   `--only PREFIX` runs a subset); afterwards its final image is damaged
 //!   on purpose (`faults`; on a tiered pool its extents too). The tiered

@@ -54,11 +54,18 @@ pub enum Benign {
     DeleteZero,
     /// A slot claimed for a new key (CAS to a delete marker) and given back
     /// (0) within the same operation, neither flushed: both read as absent.
-    /// Not in the engine's documented list; reported separately.
+    /// Also a leaf entry reserved and given back: its marker, and the key
+    /// prefix stored just before it. Not in the engine's documented list;
+    /// reported separately.
     ReleasedClaim,
     /// A store to a bucket's persistent lock word (Baseline layout), which
     /// the engine never flushes by design (docs/design.md, ablation modes).
     LockWord,
+    /// A full word stored with the value the word's previous store (of this
+    /// recording) left: it changes no image, whatever reaches media. Not
+    /// in the engine's documented list (seen: a leaf entry given back
+    /// after its delete stored 0 there already); reported separately.
+    SameValue,
 }
 
 impl Benign {
@@ -68,6 +75,7 @@ impl Benign {
             Benign::DeleteZero => "delete's final 0",
             Benign::ReleasedClaim => "released claim (marker then 0)",
             Benign::LockWord => "persistent lock word",
+            Benign::SameValue => "same value again (redundant)",
         }
     }
 }
@@ -298,7 +306,8 @@ impl Model {
         // The word's previous value: the last store this recording saw, or,
         // for a word not stored to since the image was opened (a reader
         // helping persist a slot after recovery), what the image holds.
-        let prev = match self.last_word.insert(offset, value) {
+        let last = self.last_word.insert(offset, value);
+        let prev = match last {
             Some(p) => p,
             None => {
                 let at = offset as usize;
@@ -310,27 +319,42 @@ impl Model {
             return Some(Benign::PersistBit);
         }
         if value == 0 && is_marker(prev) {
-            let line = self.lines.get_mut(&(offset & !(LINE - 1)));
+            let Some(line) = self.lines.get_mut(&(offset & !(LINE - 1))) else {
+                return Some(Benign::DeleteZero);
+            };
             // A reader that met the marker may have helped persist it (flush,
             // fence, persist bit): its persist-bit store names the same
             // marker and is passed over; the marker itself is then durable.
-            let marker = line.and_then(|l| {
-                l.pending.iter_mut().rev().find(|p| {
-                    p.offset == offset
-                        && p.len == 8
-                        && !(p.benign == Some(Benign::PersistBit)
-                            && is_marker(u64::from_le_bytes(p.bytes)))
-                })
+            let marker = line.pending.iter_mut().rev().find(|p| {
+                p.offset == offset
+                    && p.len == 8
+                    && !(p.benign == Some(Benign::PersistBit)
+                        && is_marker(u64::from_le_bytes(p.bytes)))
             });
-            return match marker {
+            let claim_seq = match marker {
                 // The marker is durable: the delete committed.
-                None => Some(Benign::DeleteZero),
+                None => return Some(Benign::DeleteZero),
                 Some(m) if m.op.is_some() && m.op == op => {
                     m.benign = Some(Benign::ReleasedClaim);
-                    Some(Benign::ReleasedClaim)
+                    m.seq
                 }
-                Some(_) => None,
+                Some(_) => return None,
             };
+            // A leaf entry's reserve stores the key's prefix in the word
+            // after the entry's, just before the marker: released with it,
+            // it lies in a free entry (and reaches media, if at all, before
+            // the marker).
+            if let Some(prefix) = line.pending.iter_mut().find(|p| {
+                p.offset == offset + 8 && p.len == 8 && p.op == op && p.seq + 1 == claim_seq
+            }) {
+                prefix.benign = Some(Benign::ReleasedClaim);
+            }
+            return Some(Benign::ReleasedClaim);
+        }
+        // (Only after a store of this recording: a record's zero words
+        // over zeroed media are the record's, and stay checked.)
+        if last == Some(value) {
+            return Some(Benign::SameValue);
         }
         None
     }

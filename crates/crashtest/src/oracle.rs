@@ -75,6 +75,23 @@
 //! 14. after the engine closed, the record words of the nodes on media name
 //!     exactly the present keys' records with their values, every one with
 //!     its persist bit (the rebuild helped persist the half-done ones).
+//!
+//! With the ordered index in leaves (format version 6, superblock flag
+//! `poolfile::FLAG_LEAVES`; the record words are leaf entries, see
+//! `poolfile.rs`), checks 7 to 14 apply as they are (a leaf entry in
+//! range is the key's record word, the keys on media are the leaves'
+//! entries in range, by key), and besides:
+//! 15. the image's superblock says leaves exactly when the workload asked
+//!     for them (`Options::ordered_layout` with the DRAM point index);
+//! 16. before the open, the crash image's leaves are readable by the
+//!     harness's own parser (`poolfile::read_leaves`: magic, low keys and
+//!     their CRCs, one leaf per low key, the first one's empty) and breach
+//!     none of the rules that hold in every image: no key named by two
+//!     entries in range, no entry below its leaf's low key, every prefix
+//!     its key's (copies above a leaf's range, an interrupted split's, are
+//!     allowed here);
+//! 17. after the engine closed, no such copy is left (the rebuild cleared
+//!     them) and check 16 still holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -82,7 +99,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use persimmon::format::SUPERBLOCK_BYTES;
-use persimmon::{Clock, Db, Options, PointIndex, Ttl};
+use persimmon::{Clock, Db, Options, OrderedLayout, PointIndex, Ttl};
 
 use crate::poolfile;
 use crate::ssd::SsdImage;
@@ -456,7 +473,18 @@ pub fn check_image(
 ) -> Result<Checked, String> {
     write_image(img, ssd, path)?;
     let parsed = poolfile::parse(img).ok_or("image has no readable superblock")?;
-    let db = Db::open(path, oracle_options(options)).map_err(|e| format!("open failed: {e}"))?;
+    let leaves = check_layout(img, options)?;
+    // Check 16 reads the image before the open changes it; its verdict
+    // comes after the open's own (whose message names the engine's view).
+    let parsed_leaves = match leaves {
+        true => check_leaves(img, &parsed, false).map_err(|e| format!("crash image: {e}")),
+        false => Ok(()),
+    };
+    let db = Db::open(path, oracle_options(options)).map_err(|e| match &parsed_leaves {
+        Ok(()) => format!("open failed: {e}"),
+        Err(p) => format!("open failed: {e} ({p})"),
+    })?;
+    parsed_leaves?;
     let db = Arc::new(db);
     if matches!(options.clock, Clock::Manual(_)) && db.now_ms() != expect.now_ms {
         return Err(format!(
@@ -676,6 +704,10 @@ fn check_closed_image(
     if options.point_index == PointIndex::Dram {
         check_words_on_media(&after, &p, present, expired)?;
     }
+    if poolfile::flags(&after) & poolfile::FLAG_LEAVES != 0 {
+        check_leaves(&after, &p, true)
+            .map_err(|e| format!("after recovery and a clean close: {e}"))?;
+    }
     let dead = p.dead_heads();
     if dead.len() as u32 > reclaimable {
         return Err(format!(
@@ -797,11 +829,49 @@ fn check_words_on_media(
     let words = poolfile::record_words(img, p)?;
     if let Some(w) = words.iter().find(|w| w.half_done()) {
         return Err(format!(
-            "node {:#x} ({}): record word {:#x} without its persist bit after recovery and a clean close",
-            w.node,
+            "record word at {:#x} ({}): {:#x} without its persist bit after recovery and a clean close",
+            w.at,
             show_key(&w.key),
             w.word
         ));
+    }
+    Ok(())
+}
+
+/// Check 15: whether the image is a leaf pool, which it must be exactly
+/// when `options` ask for one.
+fn check_layout(img: &[u8], options: &Options) -> Result<bool, String> {
+    let leaves = poolfile::flags(img) & poolfile::FLAG_LEAVES != 0;
+    let asked = options.ordered_index
+        && options.point_index == PointIndex::Dram
+        && options.ordered_layout == OrderedLayout::Leaves;
+    if leaves != asked {
+        return Err(format!(
+            "the superblock says leaves: {leaves}, the workload asked for {:?} with the point index {:?}",
+            options.ordered_layout, options.point_index
+        ));
+    }
+    Ok(leaves)
+}
+
+/// Checks 16 and 17 (`closed`): the leaves of `img`, read by the harness's
+/// parser.
+fn check_leaves(img: &[u8], p: &poolfile::Parsed, closed: bool) -> Result<(), String> {
+    let l = poolfile::read_leaves(img, p).map_err(|e| format!("leaves unreadable: {e}"))?;
+    if let Some(first) = l.problems.first() {
+        return Err(format!(
+            "{} breach(es) of the leaves' rules, first: {first}",
+            l.problems.len()
+        ));
+    }
+    if closed {
+        if let Some((entry, key)) = l.stale.first() {
+            return Err(format!(
+                "{} copies above their leaf's range left (an interrupted split's), first entry {entry:#x} of {}",
+                l.stale.len(),
+                show_key(key)
+            ));
+        }
     }
     Ok(())
 }

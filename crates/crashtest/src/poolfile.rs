@@ -33,6 +33,25 @@
 //! key is the node's, and carries that key's fingerprint; `LiveRecord`'s
 //! `slot_addr` is then the record word's address. A linked node whose word
 //! names no record is an orphan (`record_words` lists every word).
+//!
+//! Ordered index in leaves (format version 6, superblock flag bit 4, with
+//! the DRAM point index; `read_leaves`): the ordered segments (kind 4)
+//! hold leaf slots of `1 << class` bytes (the header's class, at least
+//! 2^10) from byte 64 of the segment. A slot is a leaf when its word 0
+//! carries the leaf magic in bits 0..32 (bits 32..64: the low key's
+//! length); the low key's CRC32C (as a node's: length, then key) is at 8,
+//! the low key inline at 16 when at most 48 bytes, else at 1024. Then 60
+//! entries of 16 bytes from 64: a record word (slot encoding; 0 or a delete
+//! marker: free) and the key's first 8 bytes, big-endian, zero padded.
+//! Leaves sorted by low key cover the keys from their low key up to the
+//! next one's; the first has the empty low key. An entry naming a record
+//! whose key lies inside its leaf's range is the key's record word: the key
+//! is live when that record's CRC is valid and the word carries the key's
+//! fingerprint (`LiveRecord::slot_addr` is the entry). An entry naming a
+//! record outside its leaf's range (above it) is a copy an interrupted
+//! split left behind: ignored, cleared by the next open. Two entries in
+//! range naming one key, an entry below its leaf's low key, or a prefix
+//! that is not its key's are breaches in any image (`Leaves::problems`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -84,6 +103,11 @@ pub const FLAG_DRAM_POINT_INDEX: u64 = 4;
 /// directory the settings at `SB_TIER` name (format version 5, §6c).
 pub const FLAG_TIERED: u64 = 8;
 
+/// Superblock flag bit 4: the ordered index is kept in leaves, not in a
+/// skiplist (`SB_FLAG_LEAVES`; format version 6, with `FLAG_ORDERED_INDEX`
+/// and `FLAG_DRAM_POINT_INDEX`).
+pub const FLAG_LEAVES: u64 = 16;
+
 /// Where a tiered pool's superblock keeps its tier settings (1024 bytes:
 /// magic, threshold, path length, CRC, the data directory's absolute path;
 /// `persimmon::tier::ident`).
@@ -102,6 +126,22 @@ pub const NODE_RECORD: usize = 8;
 const NODE_KEY_LEN: usize = 16;
 const NODE_CRC: usize = 20;
 const NODE_HEADER_BYTES: usize = 24;
+
+/// Leaf layout (format version 6, see the module header): word 0 = magic
+/// (bits 0..32) and the low key's length (bits 32..64); the low key's
+/// CRC32C (u32) at 8; the low key inline at 16 up to 48 bytes, else at
+/// `LEAF_BODY_BYTES`; 60 entries of 16 bytes (record word, big-endian key
+/// prefix) from 64.
+const LEAF_MAGIC: u32 = 0x4641_454c;
+const LEAF_LOW_CRC: usize = 8;
+const LEAF_LOW_INLINE: usize = 16;
+const LEAF_INLINE_LOW: usize = 48;
+const LEAF_HEADER_BYTES: usize = 64;
+pub const LEAF_ENTRIES: usize = 60;
+const LEAF_ENTRY_BYTES: usize = 16;
+const LEAF_BODY_BYTES: usize = LEAF_HEADER_BYTES + LEAF_ENTRIES * LEAF_ENTRY_BYTES;
+/// Smallest leaf class: 2^10 = 1 KiB.
+pub const LEAF_MIN_CLASS: u32 = 10;
 
 /// The superblock's flags word of an image (0 when unreadable).
 pub fn flags(img: &[u8]) -> u64 {
@@ -133,12 +173,12 @@ pub fn create(
     let flags = flags | tier.map_or(0, |_| FLAG_TIERED);
     sb[0..8].copy_from_slice(&MAGIC);
     // The lowest version that expresses the flags, as the engine writes
-    // them: 5 with the SSD tier, 3 with the DRAM point index, 2 with the
-    // ordered index, else 1. This superblock is written by hand: a new
+    // them: 6 with leaves, 5 with the SSD tier, 3 with the DRAM point
+    // index, 2 with the ordered index, else 1. This superblock is written by hand: a new
     // version must be looked at here before the harness writes it.
     // (Version 4 — batches, deadlines — is reached in place by the engine's
     // first batch or deadline.)
-    const _: () = assert!(FORMAT_VERSION == 5);
+    const _: () = assert!(FORMAT_VERSION == 6);
     sb[8..12].copy_from_slice(&format_version(flags).to_le_bytes());
     sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
     sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
@@ -190,7 +230,9 @@ pub fn set_data_dir(img: &mut [u8], dir: &Path) -> Result<(), String> {
 
 /// The format version a pool with superblock `flags` is written at.
 pub fn format_version(flags: u64) -> u32 {
-    if flags & FLAG_TIERED != 0 {
+    if flags & FLAG_LEAVES != 0 {
+        6
+    } else if flags & FLAG_TIERED != 0 {
         5
     } else if flags & FLAG_DRAM_POINT_INDEX != 0 {
         3
@@ -365,7 +407,16 @@ pub fn parse(img: &[u8]) -> Option<Parsed> {
         live: Vec::new(),
         orphan_index_segments: directory.orphans(),
     };
-    p.live = if flags(img) & FLAG_DRAM_POINT_INDEX != 0 {
+    p.live = if flags(img) & FLAG_LEAVES != 0 {
+        // The entries in range name the records (a damaged structure,
+        // which the engine refuses at open, leaves none).
+        let leaves = read_leaves(img, &p).ok();
+        leaves
+            .iter()
+            .flat_map(|l| l.words.iter())
+            .filter_map(|w| live_from_word(img, w, hash_seed))
+            .collect()
+    } else if flags(img) & FLAG_DRAM_POINT_INDEX != 0 {
         // No index segment to read (one would be damage the engine refuses
         // at open): the linked nodes' record words name the records.
         let words = record_words(img, &p).unwrap_or_default();
@@ -499,10 +550,15 @@ fn live_from_slots(
     live
 }
 
-/// A linked skiplist node and its record word (DRAM point index).
+/// A key's record word in the ordered index (DRAM point index): a linked
+/// skiplist node's, or a leaf entry in its leaf's range.
 #[derive(Clone, Debug)]
 pub struct NodeWord {
+    /// The skiplist node, or the leaf holding the entry.
     pub node: u64,
+    /// Where the record word is (the node's `NODE_RECORD`, or the entry).
+    pub at: u64,
+    /// The node's key, or the key of the record the entry names.
     pub key: Vec<u8>,
     pub word: u64,
 }
@@ -516,19 +572,25 @@ impl NodeWord {
     }
 }
 
-/// The record words of the linked nodes of `img`, in list order.
+/// The record words of the linked nodes of `img`, in list order; in a
+/// leaf pool, the entries in range that name records, by key.
 pub fn record_words(img: &[u8], p: &Parsed) -> Result<Vec<NodeWord>, String> {
-    Ok(ordered_list(img, p)?
+    if flags(img) & FLAG_LEAVES != 0 {
+        return Ok(read_leaves(img, p)?.words);
+    }
+    Ok(skiplist(img, p)?
         .into_iter()
         .map(|(node, key)| NodeWord {
             node,
+            at: node + NODE_RECORD as u64,
             word: get_u64(img, node as usize + NODE_RECORD),
             key,
         })
         .collect())
 }
 
-/// The live record a node's record word names, if any (see the header).
+/// The live record a node's record word (a leaf entry) names, if any (see
+/// the header).
 fn live_from_word(img: &[u8], w: &NodeWord, hash_seed: u64) -> Option<LiveRecord> {
     let off = slot_offset(w.word);
     if w.word == 0 || off == MARKER_OFFSET {
@@ -540,7 +602,7 @@ fn live_from_word(img: &[u8], w: &NodeWord, hash_seed: u64) -> Option<LiveRecord
         return None;
     }
     Some(LiveRecord {
-        slot_addr: w.node + NODE_RECORD as u64,
+        slot_addr: w.at,
         ..rec
     })
 }
@@ -579,9 +641,22 @@ fn read_record(img: &[u8], off: u64) -> Option<LiveRecord> {
     })
 }
 
-/// The keys of the skiplist of `img` in list order (the head left out).
+/// The keys of the ordered index of `img` in order: the skiplist's in list
+/// order (the head left out), or the leaves' keys (`ordered_list`).
 pub fn ordered_keys(img: &[u8], p: &Parsed) -> Result<Vec<Vec<u8>>, String> {
     Ok(ordered_list(img, p)?.into_iter().map(|(_, k)| k).collect())
+}
+
+/// The ordered index of `img` in order, as (pool offset, key): the
+/// skiplist's nodes (`skiplist`), or in a leaf pool the entries in range
+/// that name records (offset: the entry), by key (a key two entries name
+/// is listed twice).
+pub fn ordered_list(img: &[u8], p: &Parsed) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    if flags(img) & FLAG_LEAVES != 0 {
+        let l = read_leaves(img, p)?;
+        return Ok(l.words.into_iter().map(|w| (w.at, w.key)).collect());
+    }
+    skiplist(img, p)
 }
 
 /// The nodes of the skiplist of `img` in list order (the head left out),
@@ -589,7 +664,7 @@ pub fn ordered_keys(img: &[u8], p: &Parsed) -> Result<Vec<Vec<u8>>, String> {
 /// names the first link that is not a valid node: outside a node segment,
 /// off a slot boundary, a key longer than its slot, a CRC mismatch, or a
 /// cycle. A pool without node segments has an empty list.
-pub fn ordered_list(img: &[u8], p: &Parsed) -> Result<Vec<(u64, Vec<u8>)>, String> {
+fn skiplist(img: &[u8], p: &Parsed) -> Result<Vec<(u64, Vec<u8>)>, String> {
     let heads: Vec<u32> = p
         .segments
         .iter()
@@ -652,6 +727,191 @@ pub fn ordered_list(img: &[u8], p: &Parsed) -> Result<Vec<(u64, Vec<u8>)>, Strin
         node = get_u64(img, node as usize + NODE_NEXT);
     }
     Ok(keys)
+}
+
+/// One leaf of a leaf pool's ordered index.
+#[derive(Clone, Debug)]
+pub struct Leaf {
+    /// The leaf's pool offset, and its size class (`1 << class` bytes).
+    pub at: u64,
+    pub class: u32,
+    pub low: Vec<u8>,
+    /// The entries that name records: (entry offset, record word, prefix).
+    pub entries: Vec<(u64, u64, u64)>,
+}
+
+/// What the leaves of an image hold (`read_leaves`).
+#[derive(Clone, Debug, Default)]
+pub struct Leaves {
+    /// Every leaf, by low key (the first one's is empty).
+    pub leaves: Vec<Leaf>,
+    /// The entries naming records inside their leaf's range, by key: the
+    /// keys' record words.
+    pub words: Vec<NodeWord>,
+    /// Entries naming records above their leaf's range, copies an
+    /// interrupted split left behind: (entry, the record's key).
+    pub stale: Vec<(u64, Vec<u8>)>,
+    /// Breaches of what holds in every image, crash images included: two
+    /// entries in range naming one key, an entry naming a record below its
+    /// leaf's low key or one that cannot be read, an entry in range whose
+    /// prefix is not its key's.
+    pub problems: Vec<String>,
+}
+
+/// The first 8 bytes of `key`, big-endian, zero padded (a leaf entry's
+/// prefix).
+pub fn key_prefix(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// The key of the record at `off`, read from its header as the engine
+/// reads it for a leaf entry (no CRC check; `None` when the header is not
+/// a plausible record's).
+fn raw_record_key(img: &[u8], off: u64) -> Option<&[u8]> {
+    let at = usize::try_from(off).ok()?;
+    if off < SUPERBLOCK_BYTES || !off.is_multiple_of(8) || at + RECORD_HEADER_BYTES > img.len() {
+        return None;
+    }
+    let key_len = get_u32(img, at + 4) as usize;
+    let ext = if get_u32(img, at + 12) & 16 != 0 {
+        8
+    } else {
+        0
+    };
+    let key_at = at + RECORD_HEADER_BYTES + ext;
+    if key_len > 64 << 10 || key_at + key_len > img.len() {
+        return None;
+    }
+    Some(&img[key_at..key_at + key_len])
+}
+
+/// The leaf slot at `at` (class `class`): `Ok(None)` when it is free (no
+/// magic), the leaf (entries naming records) when its header is valid.
+fn read_leaf(img: &[u8], at: u64, class: u32) -> Result<Option<Leaf>, String> {
+    let a = at as usize;
+    let w0 = get_u64(img, a);
+    if w0 as u32 != LEAF_MAGIC {
+        return Ok(None);
+    }
+    let len = (w0 >> 32) as usize;
+    let low_at = if len <= LEAF_INLINE_LOW {
+        LEAF_LOW_INLINE
+    } else {
+        LEAF_BODY_BYTES
+    };
+    if low_at + len > 1 << class {
+        return Err(format!(
+            "leaf {at:#x}: a low key of {len} bytes overflows its {} B slot",
+            1u64 << class
+        ));
+    }
+    let low = &img[a + low_at..a + low_at + len];
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&(len as u32).to_le_bytes()), low);
+    if crc != get_u32(img, a + LEAF_LOW_CRC) {
+        return Err(format!("leaf {at:#x}: low key CRC32C mismatch"));
+    }
+    let entries = (0..LEAF_ENTRIES)
+        .map(|i| a + LEAF_HEADER_BYTES + i * LEAF_ENTRY_BYTES)
+        .map(|e| {
+            let prefix = u64::from_be_bytes(img[e + 8..e + 16].try_into().unwrap());
+            (e as u64, get_u64(img, e), prefix)
+        })
+        .filter(|&(_, w, _)| w != 0 && slot_offset(w) != MARKER_OFFSET)
+        .collect();
+    Ok(Some(Leaf {
+        at,
+        class,
+        low: low.to_vec(),
+        entries,
+    }))
+}
+
+/// The leaves of a leaf pool's image (see the module header). `Err` when
+/// the structure itself is unreadable, as the engine's open would refuse
+/// it: a leaf segment of an impossible class, a leaf whose low key
+/// overflows its slot or fails its CRC, two leaves with one low key, or
+/// leaves without a first one (the empty low key). A pool without leaves
+/// (never opened, or a crash in its first open before the first leaf's
+/// word 0, with its segment committed) has an empty index.
+pub fn read_leaves(img: &[u8], p: &Parsed) -> Result<Leaves, String> {
+    let max_class = p.segment_bytes.trailing_zeros() - 1;
+    let mut leaves: Vec<Leaf> = Vec::new();
+    for (i, k) in p.segments.iter().enumerate() {
+        let SegKind::Ordered { class, .. } = *k else {
+            continue;
+        };
+        if !(LEAF_MIN_CLASS..=max_class).contains(&class) {
+            return Err(format!("ordered segment {i}: leaf class {class}"));
+        }
+        let base = p.segment_offset(i as u32) + SEGMENT_HEADER_BYTES;
+        let slots = (p.segment_bytes - SEGMENT_HEADER_BYTES) >> class;
+        for s in 0..slots {
+            if let Some(leaf) = read_leaf(img, base + (s << class), class)? {
+                leaves.push(leaf);
+            }
+        }
+    }
+    leaves.sort_by(|a, b| a.low.cmp(&b.low));
+    if let Some(w) = leaves.windows(2).find(|w| w[0].low == w[1].low) {
+        return Err(format!(
+            "leaves {:#x} and {:#x} share a low key",
+            w[0].at, w[1].at
+        ));
+    }
+    if leaves.first().is_some_and(|l| !l.low.is_empty()) {
+        return Err("leaves, but none with the empty low key".into());
+    }
+    let mut out = Leaves::default();
+    for (i, leaf) in leaves.iter().enumerate() {
+        let high = leaves.get(i + 1).map(|n| n.low.as_slice());
+        for &(entry, word, prefix) in &leaf.entries {
+            let Some(key) = raw_record_key(img, slot_offset(word)) else {
+                out.problems.push(format!(
+                    "leaf {:#x}: entry {entry:#x} names no readable record ({word:#x})",
+                    leaf.at
+                ));
+                continue;
+            };
+            if key < leaf.low.as_slice() {
+                out.problems.push(format!(
+                    "leaf {:#x}: entry {entry:#x} names a record of {:?}, below the leaf's low key {:?}",
+                    leaf.at,
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(&leaf.low)
+                ));
+            } else if high.is_some_and(|h| key >= h) {
+                out.stale.push((entry, key.to_vec()));
+            } else {
+                if prefix != key_prefix(key) {
+                    out.problems.push(format!(
+                        "leaf {:#x}: entry {entry:#x} of {:?} has prefix {prefix:#018x}, not its key's",
+                        leaf.at,
+                        String::from_utf8_lossy(key)
+                    ));
+                }
+                out.words.push(NodeWord {
+                    node: leaf.at,
+                    at: entry,
+                    key: key.to_vec(),
+                    word,
+                });
+            }
+        }
+    }
+    out.words.sort_by(|a, b| a.key.cmp(&b.key));
+    for w in out.words.windows(2).filter(|w| w[0].key == w[1].key) {
+        out.problems.push(format!(
+            "entries {:#x} and {:#x} both name key {:?} inside their leaves' ranges",
+            w[0].at,
+            w[1].at,
+            String::from_utf8_lossy(&w[0].key)
+        ));
+    }
+    out.leaves = leaves;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -762,5 +1022,127 @@ mod tests {
         let words = record_words(&img, &p).unwrap();
         assert!(words[3].half_done() && !words[2].half_done());
         assert_eq!(slot_offset(words[1].word), MARKER_OFFSET);
+    }
+    /// A leaf pool (version 6): no index segment; leaves split as keys
+    /// come (long keys sharing a long prefix give a separator over 48
+    /// bytes, out of line in a larger leaf); the entries in range name the
+    /// live records; a copy above its leaf's range is stale, one below it,
+    /// a second entry of a key or a wrong prefix is a problem, a damaged
+    /// low key makes the structure unreadable.
+    #[test]
+    fn leaf_pool_records_come_from_leaf_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.pool");
+        let leaf_flags = FLAG_ORDERED_INDEX | FLAG_DRAM_POINT_INDEX | FLAG_LEAVES;
+        create(&path, 64 << 10, 16, 13, leaf_flags, None).unwrap();
+        let long = |i: u32| format!("L{}{i:04}", "x".repeat(60)).into_bytes();
+        let mut want: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        {
+            let opts = Options {
+                create: false,
+                cleaner: false,
+                ordered_index: true,
+                point_index: persimmon::PointIndex::Dram,
+                ..Options::default()
+            };
+            let db = Db::open(&path, opts).unwrap();
+            for i in 0..150u32 {
+                for k in [format!("k{i:04}").into_bytes(), long(i)] {
+                    let v = format!("v{i}-{}", k.len()).into_bytes();
+                    db.put(&k, &v).unwrap();
+                    want.insert(k, v);
+                }
+            }
+            db.put(b"", b"empty").unwrap();
+            want.insert(Vec::new(), b"empty".to_vec());
+            for i in (0..150u32).step_by(7) {
+                db.delete(&long(i)).unwrap();
+                want.remove(&long(i));
+            }
+        }
+        let mut img = std::fs::read(&path).unwrap();
+        assert_eq!(get_u32(&img, 8), 6, "format version");
+        assert_eq!(flags(&img), leaf_flags);
+        let p = parse(&img).unwrap();
+        assert!(!p
+            .segments
+            .iter()
+            .any(|k| matches!(k, SegKind::Index { .. })));
+        let l = read_leaves(&img, &p).unwrap();
+        assert!(l.leaves.len() >= 6, "{} leaves", l.leaves.len());
+        assert!(l.leaves[0].low.is_empty());
+        assert!(l
+            .leaves
+            .iter()
+            .any(|f| f.low.len() > LEAF_INLINE_LOW && f.class > LEAF_MIN_CLASS));
+        assert!(
+            l.stale.is_empty() && l.problems.is_empty(),
+            "{:?}",
+            l.problems
+        );
+        let keys: Vec<&[u8]> = l.words.iter().map(|w| w.key.as_slice()).collect();
+        assert_eq!(keys, want.keys().map(|k| k.as_slice()).collect::<Vec<_>>());
+        assert_eq!(ordered_keys(&img, &p).unwrap().len(), want.len());
+        let live: BTreeMap<Vec<u8>, Vec<u8>> = p
+            .live
+            .iter()
+            .map(|r| (r.key.clone(), r.value(&img).to_vec()))
+            .collect();
+        assert_eq!(live, want);
+        assert!(p
+            .live
+            .iter()
+            .all(|r| l.words.iter().any(|w| w.at == r.slot_addr)));
+        // A free entry of leaf `n`, and an entry of leaf 1 copied into it.
+        let free = |img: &[u8], n: usize| {
+            (0..LEAF_ENTRIES)
+                .map(|i| l.leaves[n].at as usize + LEAF_HEADER_BYTES + i * LEAF_ENTRY_BYTES)
+                .find(|&e| get_u64(img, e) == 0)
+                .unwrap()
+        };
+        let (from, _, _) = l.leaves[1].entries[0];
+        let entry = img[from as usize..from as usize + 16].to_vec();
+        let copy = |img: &mut Vec<u8>, n: usize| {
+            let at = free(img, n);
+            img[at..at + 16].copy_from_slice(&entry);
+            at
+        };
+        let mut stale = img.clone();
+        let at = copy(&mut stale, 0); // above leaf 0's range: stale
+        let s = read_leaves(&stale, &parse(&stale).unwrap()).unwrap();
+        assert_eq!(s.stale.iter().map(|e| e.0).collect::<Vec<_>>(), [at as u64]);
+        assert!(s.problems.is_empty() && s.words.len() == want.len());
+        let mut below = img.clone();
+        copy(&mut below, 2); // below leaf 2's low key
+        let b = read_leaves(&below, &parse(&below).unwrap()).unwrap();
+        assert!(b.problems[0].contains("below"), "{:?}", b.problems);
+        let mut twice = img.clone();
+        copy(&mut twice, 1); // a second entry of the key in its leaf
+        let t = read_leaves(&twice, &parse(&twice).unwrap()).unwrap();
+        assert!(t.problems[0].contains("both name"), "{:?}", t.problems);
+        // A wrong prefix.
+        let e = from as usize + 8;
+        img[e] ^= 0x40;
+        let w = read_leaves(&img, &p).unwrap();
+        assert!(w.problems[0].contains("prefix"), "{:?}", w.problems);
+        img[e] ^= 0x40;
+        // A damaged low key (inline, or out of line): the structure is
+        // unreadable.
+        for long in [false, true] {
+            let leaf = l
+                .leaves
+                .iter()
+                .find(|f| !f.low.is_empty() && (f.low.len() > LEAF_INLINE_LOW) == long)
+                .unwrap();
+            let at = if long {
+                LEAF_BODY_BYTES
+            } else {
+                LEAF_LOW_INLINE
+            };
+            let mut damaged = img.clone();
+            damaged[leaf.at as usize + at] ^= 1;
+            let err = read_leaves(&damaged, &p).unwrap_err();
+            assert!(err.contains("CRC32C"), "{err}");
+        }
     }
 }

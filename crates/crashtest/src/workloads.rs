@@ -17,7 +17,11 @@
 //! | `baseline`   | baseline                                                   |
 //! | `ordered`    | ordered-insert, ordered-delete, ordered-lanes,             |
 //! |              | ordered-reopen; dram-insert, dram-update-delete,           |
-//! |              | dram-lanes, dram-reopen (the same four functions)          |
+//! |              | dram-lanes, dram-reopen (the same four functions);         |
+//! |              | leaves-insert, leaves-update-delete (the first two again,  |
+//! |              | on leaves)                                                 |
+//! | `leaves`     | leaves-lanes, leaves-reopen, leaves-split (the ordered     |
+//! |              | index in leaves, format version 6)                         |
 //! | `batch`      | batch, batch-segments; dram-batch, dram-batch-segments     |
 //! | `txn`        | txn, dram-txn (also `Op::Txn`: a transaction and its race) |
 //! | `expiry`     | expiry, dram-expiry                                        |
@@ -46,9 +50,11 @@
 //!   in `txn`'s races (a put of a key a transaction read, while the
 //!   transaction is in flight; never a key it writes),
 //!   in `ordered-lanes`' overlapping pairs (two writers of neighbouring
-//!   keys), in `ordered-reopen`'s put while the walk after open runs, and
-//!   in `dram-reopen`'s operations (one at a time, on a thread of their
-//!   own) while the engine's rebuild of the DRAM index is held at a fence.
+//!   keys; `leaves-lanes` too, and a split waiting for a pinned entry), in
+//!   `ordered-reopen`'s put while the walk after open runs, and in
+//!   `dram-reopen`'s and `leaves-reopen`'s operations (one at a time, on a
+//!   thread of their own) while the engine's rebuild of the DRAM index is
+//!   held at a fence.
 //! - The `batch*`, `txn` and `expiry` families (and their `dram-*` runs)
 //!   measure deadlines against a manual clock of their own (`config`),
 //!   which only the workload moves, and run without background expiry.
@@ -58,15 +64,20 @@
 //!   with at most `tier::PM_CAP` / `tier::PM_SAMPLES` (`config`).
 //! - The `ordered-*` workloads create their pools with the ordered index
 //!   (superblock flag, `pool_flags`), the `dram-*` ones also with the DRAM
-//!   point index; every open checks that the engine found what was asked.
-//!   The `dram-*` workloads are the ordered (or generic) ones run on that
-//!   placement: the workload code is shared, the paths differ underneath.
+//!   point index, the ordered index in the skiplist (format version 3, as
+//!   `OrderedLayout::Skiplist` creates it), the `leaves-*` ones with the
+//!   DRAM point index and the ordered index in leaves (format version 6,
+//!   flag `poolfile::FLAG_LEAVES`); every open checks that the engine found
+//!   what was asked. The `dram-*` workloads are the ordered (or generic)
+//!   ones run on that placement, and `leaves-insert`, `leaves-update-delete`
+//!   the ordered ones on leaves: the workload code is shared, the paths
+//!   differ underneath.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use persimmon::{Clock, ManualClock, Options, PointIndex};
+use persimmon::{Clock, ManualClock, Options, OrderedLayout, PointIndex};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -81,6 +92,7 @@ mod collections;
 mod concurrent;
 mod ctx;
 mod expiry;
+mod leaves;
 mod ops;
 mod ordered;
 mod point;
@@ -116,6 +128,11 @@ pub const WORKLOADS: &[&str] = &[
     "dram-cleaner",
     "dram-lanes",
     "dram-reopen",
+    "leaves-insert",
+    "leaves-update-delete",
+    "leaves-lanes",
+    "leaves-reopen",
+    "leaves-split",
     "batch",
     "batch-segments",
     "txn",
@@ -141,10 +158,11 @@ fn writes_batches(workload: &str) -> bool {
     family.starts_with("batch") || family == "txn" || family == "collections"
 }
 
-/// `workload`'s name without the placement (`dram-`) or tier (`tier-`)
-/// prefix.
+/// `workload`'s name without the placement (`dram-`, `leaves-`) or tier
+/// (`tier-`) prefix.
 fn family(workload: &str) -> &str {
     let w = workload.strip_prefix("dram-").unwrap_or(workload);
+    let w = w.strip_prefix("leaves-").unwrap_or(w);
     w.strip_prefix("tier-").unwrap_or(w)
 }
 
@@ -186,12 +204,20 @@ pub fn config(
     if workload.ends_with("lanes") {
         options.lanes = 4;
     }
-    if workload.starts_with("ordered-") || workload.starts_with("dram-") {
+    let dram = workload.starts_with("dram-");
+    let leaves = workload.starts_with("leaves-");
+    if workload.starts_with("ordered-") || dram || leaves {
         options.ordered_index = true;
     }
-    if workload.starts_with("dram-") {
+    if dram || leaves {
         options.point_index = PointIndex::Dram;
     }
+    // The `dram-*` workloads keep the skiplist (version 3); the `leaves-*`
+    // ones take the engine's default for this placement, leaves.
+    options.ordered_layout = match leaves {
+        true => OrderedLayout::Leaves,
+        false => OrderedLayout::Skiplist,
+    };
     if workload == "baseline" {
         options.mechanisms = persimmon::Mechanisms::NONE;
     }
@@ -264,9 +290,12 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "baseline" => baseline::baseline,
         // The DRAM placement runs the same workloads (the placement is in
         // `cfg.options`, see `config`).
-        "ordered-insert" | "dram-insert" => ordered::insert,
-        "ordered-delete" | "dram-update-delete" => ordered::delete,
+        "ordered-insert" | "dram-insert" | "leaves-insert" => ordered::insert,
+        "ordered-delete" | "dram-update-delete" | "leaves-update-delete" => ordered::delete,
         "ordered-lanes" | "dram-lanes" => ordered::lanes,
+        "leaves-lanes" => leaves::lanes,
+        "leaves-reopen" => leaves::reopen,
+        "leaves-split" => leaves::split,
         "ordered-reopen" | "dram-reopen" => ordered::reopen,
         "dram-cleaner" => cleaner::cleaner,
         "batch" | "dram-batch" => batch::batch,
@@ -282,6 +311,14 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
     Some(f)
 }
 
+/// Whether `options` create a pool whose ordered index is kept in leaves
+/// (the DRAM point index and `OrderedLayout::Leaves`, format version 6).
+fn leaf_pool(options: &Options) -> bool {
+    options.ordered_index
+        && options.point_index == PointIndex::Dram
+        && options.ordered_layout == OrderedLayout::Leaves
+}
+
 /// Superblock flags a pool for `options` must be created with.
 fn pool_flags(options: &Options) -> u64 {
     let mut flags = 0;
@@ -293,6 +330,9 @@ fn pool_flags(options: &Options) -> u64 {
     }
     if options.point_index == PointIndex::Dram {
         flags |= poolfile::FLAG_DRAM_POINT_INDEX;
+    }
+    if leaf_pool(options) {
+        flags |= poolfile::FLAG_LEAVES;
     }
     flags
 }

@@ -9,7 +9,8 @@
 //!   opened with `Db::open_observed`, the simulator as `PersistObserver`:
 //!   every store, flush and fence of that engine reaches the model. Every
 //!   open checks that the engine found the ordered index and the point
-//!   index placement the workload asked for.
+//!   index placement the workload asked for, and the superblock the
+//!   ordered index's layout (leaves or skiplist).
 //! - Opens, reopens and the clean close are announced to the simulator
 //!   like operations (`open`, `close`) and explored when exploration is on:
 //!   a crash during recovery or close must leave an image the oracle
@@ -35,7 +36,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use persimmon::tier::SsdObserver;
-use persimmon::{Clock, Db, Options, PersistObserver, PointIndex};
+use persimmon::{Clock, Db, Options, OrderedLayout, PersistObserver, PointIndex};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -198,6 +199,23 @@ impl Ctx {
                 "the pool's point index is {:?}, the workload created it {point:?}",
                 db.point_index()
             ));
+        }
+        // The layout is the pool's, fixed in the superblock the harness
+        // wrote: leaves exactly when asked for (with the DRAM point index).
+        let want_leaves = ordered
+            && point == PointIndex::Dram
+            && self.cfg.options.ordered_layout == OrderedLayout::Leaves;
+        let flags = std::fs::File::open(&self.pool).and_then(|f| {
+            let mut sb = [0u8; 64];
+            std::os::unix::fs::FileExt::read_exact_at(&f, &mut sb, 0)?;
+            Ok(poolfile::flags(&sb))
+        });
+        match flags {
+            Ok(f) if (f & poolfile::FLAG_LEAVES != 0) == want_leaves => {}
+            Ok(f) => self.stop(format!(
+                "the pool's superblock flags are {f:#x}, the workload asked for leaves: {want_leaves}"
+            )),
+            Err(e) => self.stop(format!("read the pool's superblock: {e}")),
         }
         self.sim.set_db(&db);
         self.db = Some(db);

@@ -38,9 +38,21 @@
 //! |                 | every key is read and later keys are overwritten,       |
 //! |                 | deleted, re-inserted and updated (served by their       |
 //! |                 | nodes), then let go; orphans unlinked; clean reopen     |
+//! | leaves-insert   | `ordered-insert` on leaves (format 6): a new key        |
+//! |                 | reserves an entry (prefix, marker), then the record,    |
+//! |                 | then the word (two-phase); every key in the first leaf  |
+//! |                 | (no split, no new segment). The first open (the first   |
+//! |                 | leaf's segment, then the leaf: entries, fence, word 0,  |
+//! |                 | fence) only with `leaves::EXPLORE_FIRST_OPEN`           |
+//! | leaves-update-  | `ordered-delete` on leaves: overwrites move an entry's  |
+//! | delete          | word (two-phase); deletes store the marker, fence, 0    |
+//! |                 | (the entry is free); re-inserts take freed entries;     |
+//! |                 | `update`; emptying the leaf and refilling it            |
 //!
 //! (`dram-cleaner` is the cleaner's workload on this placement, in
-//! `cleaner.rs`.) What the oracle checks for them, besides what it checks
+//! `cleaner.rs`; `leaves-lanes`, `leaves-reopen` and `leaves-split`, the
+//! paths only leaves have — splits, pins, copies an interrupted split
+//! leaves — are in `leaves.rs`, which uses this room's helpers.) What the oracle checks for them, besides what it checks
 //! for the hash index (`point.rs`), is listed in `oracle.rs` (checks 7 to
 //! 14): no orphan node after the walk; `range_keys`, `range(..).rev()`,
 //! `first`/`last` and `count_range` agree with the keys `get` finds; the
@@ -98,13 +110,13 @@ use crate::poolfile;
 use crate::sim::{lock, mix, Gate, SimConfig};
 
 /// A key of 7 bytes (a 32-byte node) that sorts by `i`.
-fn okey(i: u64) -> Key {
+pub(super) fn okey(i: u64) -> Key {
     format!("k{i:06}").into_bytes()
 }
 
 /// `okey(i)` extended to `len` bytes: right after `okey(i)`, before
 /// `okey(i + 1)`, in the node class of `24 + len` bytes.
-fn padded(i: u64, len: usize) -> Key {
+pub(super) fn padded(i: u64, len: usize) -> Key {
     let mut k = okey(i);
     k.resize(len, b'~');
     k
@@ -118,17 +130,18 @@ fn hinted(cfg: &SimConfig, key: &[u8]) -> bool {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, seed) >> 61 == 0
 }
 
-fn present(c: &Ctx, k: &[u8]) -> bool {
+pub(super) fn present(c: &Ctx, k: &[u8]) -> bool {
     lock(&c.sim.expect).current(k).is_some()
 }
 
 /// The keys acknowledged present, ascending.
-fn present_keys(c: &Ctx) -> Vec<Key> {
+pub(super) fn present_keys(c: &Ctx) -> Vec<Key> {
     lock(&c.sim.expect).present().into_keys().collect()
 }
 
-/// The skiplist of the live pool file: (node offset, key) in list order.
-fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
+/// The ordered index of the live pool file: (node offset, key) in list
+/// order (leaves: (entry, key) by key).
+pub(super) fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
     std::fs::read(&c.pool)
         .ok()
         .and_then(|b| {
@@ -142,15 +155,17 @@ fn node_of(c: &Ctx, key: &[u8]) -> Option<u64> {
     nodes(c).into_iter().find(|(_, k)| k == key).map(|n| n.0)
 }
 
-fn segments_ordered(c: &Ctx) -> u32 {
+pub(super) fn segments_ordered(c: &Ctx) -> u32 {
     c.db().stats().segments_ordered
 }
 
 /// Inserts at every position of the list and into five node classes.
 pub fn insert(cfg: &SimConfig) -> Finished {
     // The first open is explored: it creates the head node (written, fenced,
-    // then its segment committed) next to the first index segment.
-    let mut c = Ctx::start(cfg, 16, true);
+    // then its segment committed) next to the first index segment; on
+    // leaves, the first leaf (see `leaves::EXPLORE_FIRST_OPEN`).
+    let explore_open = !super::leaf_pool(&cfg.options) || super::leaves::EXPLORE_FIRST_OPEN;
+    let mut c = Ctx::start(cfg, 16, explore_open);
     c.explore(true);
     put(&mut c, okey(500)); // into the empty list
     put(&mut c, okey(900)); // after the last node
@@ -194,16 +209,26 @@ pub fn insert(cfg: &SimConfig) -> Finished {
     }
     c.explore(true);
     let added = segments_ordered(&c) - before;
-    if added < 5 && !c.broken {
+    let leaves = super::leaf_pool(&cfg.options);
+    if !leaves && added < 5 && !c.broken {
         c.sim.fail(format!(
             "{}: four new node classes and a full one added {added} node segments, expected 5",
             cfg.workload
         ));
     }
+    // Leaves: the keys live in the records; the 36 keys fit the first leaf.
+    let nodes_now = c.db().stats().ordered_nodes;
+    if leaves && (added != 0 || nodes_now != 1) && !c.broken {
+        c.sim.fail(format!(
+            "{}: 36 keys in leaves of 60 entries: {nodes_now} leaves, {added} leaf segments added",
+            cfg.workload
+        ));
+    }
     c.note = Some(format!(
-        "{} hinted keys, {} node segments",
+        "{} hinted keys, {} {} segments",
         hints.len(),
-        segments_ordered(&c)
+        segments_ordered(&c),
+        if leaves { "leaf" } else { "node" }
     ));
     c.run(Op::Get(padded(606, 5_000)));
     c.run(Op::Scan);
@@ -334,9 +359,12 @@ const PAIRS: &[(bool, i64, bool, u64, &str)] = &[
     ),
 ];
 
+/// Pairs `lanes_in` overlaps: `PAIRS`, then two at random.
+pub(super) const LANE_PAIRS: usize = PAIRS.len() + 2;
+
 /// One writer of a pair: an insert if `k` is absent, else a delete (half of
 /// them through `update`).
-fn toggle(c: &mut Ctx, k: Key) -> Op {
+pub(super) fn toggle(c: &mut Ctx, k: Key) -> Op {
     let through_update = c.rng.gen_range(0..2) == 0;
     match (present(c, &k), through_update) {
         (true, false) => Op::Delete(k),
@@ -353,7 +381,7 @@ fn toggle(c: &mut Ctx, k: Key) -> Op {
 /// its bucket lock, and its range marks from the node's first fence on),
 /// then `b` on another thread; releases `a` after `b` finished or blocked.
 /// Returns whether the two overlapped (`a` had that many fences).
-fn overlap(c: &mut Ctx, a: Op, b: Op, skip: u64) -> bool {
+pub(super) fn overlap(c: &mut Ctx, a: Op, b: Op, skip: u64) -> bool {
     if c.broken {
         return false;
     }
@@ -402,9 +430,31 @@ fn overlap(c: &mut Ctx, a: Op, b: Op, skip: u64) -> bool {
 /// of writers of neighbouring keys that overlap.
 pub fn lanes(cfg: &SimConfig) -> Finished {
     let mut c = Ctx::start(cfg, 16, false);
+    let overlapped = lanes_in(&mut c);
+    lanes_note(&mut c, overlapped, LANE_PAIRS);
+    c.finish()
+}
+
+/// The note of a lanes workload (`overlapped` pairs of `pairs`), and the
+/// check that three threads used three lanes.
+pub(super) fn lanes_note(c: &mut Ctx, overlapped: u32, pairs: usize) {
+    let lanes = log_lanes(c);
+    c.note = Some(format!(
+        "{overlapped} of {pairs} pairs overlapped; log segments on lanes {lanes:?}"
+    ));
+    if lanes.len() < 3 && !c.broken {
+        c.sim.fail(format!(
+            "{}: three threads used only lanes {lanes:?}",
+            c.cfg.workload
+        ));
+    }
+}
+
+/// `lanes`' operations on `c`; returns how many pairs overlapped.
+pub(super) fn lanes_in(c: &mut Ctx) -> u32 {
     let base = 100u64;
     for i in (0..12).step_by(2) {
-        put(&mut c, okey(base + i));
+        put(c, okey(base + i));
     }
     c.explore(true);
     // Neighbours in turn on three threads (three lanes).
@@ -412,11 +462,11 @@ pub fn lanes(cfg: &SimConfig) -> Finished {
         let j = base + (i * 5 + c.rng.gen_range(0..2)) % 12;
         let op = match c.rng.gen_range(0..8) {
             0 => Op::Get(okey(j)),
-            1 if present(&c, &okey(j)) => {
+            1 if present(c, &okey(j)) => {
                 let len = small_len(&mut c.rng);
                 Op::Put(okey(j), value(&mut c.rng, len)) // overwrite: no node work
             }
-            _ => toggle(&mut c, okey(j)),
+            _ => toggle(c, okey(j)),
         };
         c.run_on((i % 3) as usize, op);
     }
@@ -425,13 +475,13 @@ pub fn lanes(cfg: &SimConfig) -> Finished {
     // inserts or removes a neighbour. The keys' states are set up first
     // (unexplored); the pair itself is explored.
     let mut overlapped = 0;
-    for r in 0..PAIRS.len() + 2 {
+    for r in 0..LANE_PAIRS {
         let j = base + 2 + c.rng.gen_range(0..8);
         let (a_inserts, b_offset, b_inserts, skip) = match PAIRS.get(r) {
             Some(&(a, off, b, skip, _)) => (a, off, b, skip),
             // Two pairs at random: A held at any of its first four fences.
             None => (
-                !present(&c, &okey(j)),
+                !present(c, &okey(j)),
                 if r % 2 == 0 { 1 } else { -1 },
                 c.rng.gen_range(0..2) == 0,
                 c.rng.gen_range(0..4),
@@ -441,29 +491,18 @@ pub fn lanes(cfg: &SimConfig) -> Finished {
         c.explore(false);
         for (k, insert) in [(&ka, a_inserts), (&kb, b_inserts)] {
             // An insert needs the key absent, a delete present.
-            if present(&c, k) == insert {
-                let op = toggle(&mut c, k.clone());
+            if present(c, k) == insert {
+                let op = toggle(c, k.clone());
                 c.run(op);
             }
         }
         c.explore(true);
-        let a = toggle(&mut c, ka);
-        let b = toggle(&mut c, kb);
-        overlapped += overlap(&mut c, a, b, skip) as u32;
+        let a = toggle(c, ka);
+        let b = toggle(c, kb);
+        overlapped += overlap(c, a, b, skip) as u32;
         c.run(Op::Scan);
     }
-    let lanes = log_lanes(&c);
-    c.note = Some(format!(
-        "{overlapped} of {} pairs overlapped; log segments on lanes {lanes:?}",
-        PAIRS.len() + 2
-    ));
-    if lanes.len() < 3 && !c.broken {
-        c.sim.fail(format!(
-            "{}: three threads used only lanes {lanes:?}",
-            cfg.workload
-        ));
-    }
-    c.finish()
+    overlapped
 }
 
 /// What the work after open has to repair in an image (by the harness's
@@ -506,9 +545,9 @@ impl Repairs {
 
 /// `dram-reopen`: keys after the workload's own, written while the DRAM
 /// index's rebuild is held.
-const TAIL: u64 = 160;
+pub(super) const TAIL: u64 = 160;
 
-fn tail(i: u64) -> Key {
+pub(super) fn tail(i: u64) -> Key {
     okey(10_000 + i)
 }
 
@@ -688,7 +727,7 @@ const HELD_PATIENCE: Duration = Duration::from_secs(2);
 /// new keys inserted among them (all explored); then it is let go, and
 /// afterwards every key is read again from the DRAM index. Returns what
 /// happened, for the note.
-fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
+pub(super) fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
     let (held, waiter) = hold_rebuild(c, gate);
     c.resolve_in_flight();
     let keys = present_keys(c);
