@@ -85,14 +85,7 @@ fn lost_fences_in_the_skiplist_are_caught() {
     }
 }
 
-/// Ignored until the engine unpins a key's leaf entry before it releases
-/// the key's bucket lock (`Engine::with_locked_at` drops the lock first):
-/// in this debug build the next holder of the lock may find the entry
-/// still pinned and trip `pinned_here`'s debug assertion ("an entry pinned
-/// by another thread"), e.g. the oracle's read right after open racing the
-/// DRAM index's rebuild. Run with `--ignored`.
 #[test]
-#[ignore = "engine: leaf pin outlives the bucket lock (debug assertion), see the doc comment"]
 fn leaf_workloads_replay_with_no_inconsistency() {
     let runs = replay_all(&[
         "leaves-insert",
@@ -125,14 +118,9 @@ fn leaf_workloads_replay_with_no_inconsistency() {
     assert!(note("leaves-lanes").contains("insert held: 1 split"));
 }
 
-/// (`--mutant` on `leaves-split`.) Ignored until the engine unpins a key's leaf entry before it releases
-/// the key's bucket lock (`Engine::with_locked_at` drops the lock first):
-/// in this debug build the next holder of the lock may find the entry
-/// still pinned and trip `pinned_here`'s debug assertion ("an entry pinned
-/// by another thread"), e.g. the oracle's read right after open racing the
-/// DRAM index's rebuild. Run with `--ignored`.
+/// The harness's self-test on leaves: lost fences (`--mutant` on
+/// `leaves-split`) are caught.
 #[test]
-#[ignore = "engine: leaf pin outlives the bucket lock (debug assertion), see the doc comment"]
 fn lost_fences_in_leaves_are_caught() {
     let mut args = vec!["--workload", "leaves-split", "--seed", "5", "--mutant"];
     args.extend_from_slice(SMALL);

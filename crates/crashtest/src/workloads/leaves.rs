@@ -81,12 +81,11 @@ use crate::sim::{Gate, SimConfig};
 
 /// Whether `leaves-insert` explores the first open of its new pool (the
 /// first leaf's segment: slab zeroed, fence, header committed; then the
-/// first leaf: entries and low key, fence, word 0, fence). Off for now: a
-/// crash after the segment's header is durable and before the first leaf's
-/// word 0 is leaves a pool the engine refuses to open ("the ordered index
-/// has leaf segments but no first leaf"), an engine bug reported with this
-/// branch. On once the engine recovers from that window.
-pub(super) const EXPLORE_FIRST_OPEN: bool = false;
+/// first leaf: entries and low key, fence, word 0, fence). A crash after
+/// the segment's header and before the first leaf's word 0 once left a pool
+/// the engine refused to open; now an open that finds no leaf creates the
+/// first one.
+pub(super) const EXPLORE_FIRST_OPEN: bool = true;
 
 /// A key of 67 bytes that sorts by `i`, after every `okey`; any two share
 /// their first 61 bytes, so a separator between two is over 48 bytes.

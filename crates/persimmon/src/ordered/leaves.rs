@@ -57,7 +57,10 @@ use super::leaf_dir::LeafDir;
 
 /// DRAM state of one leaf slot.
 struct LeafMeta {
-    lock: parking_lot::Mutex<()>,
+    /// The leaf lock; it guards the leaf's high bound as last seen in the
+    /// map (None: not looked up yet; Some(None): the last leaf), which only
+    /// a split of this leaf, under this lock, changes.
+    lock: parking_lot::Mutex<High>,
     /// Bit i: entry i is pinned by a writer.
     busy: AtomicU64,
 }
@@ -141,6 +144,9 @@ pub(crate) type Visit<'v> = dyn FnMut(&[u8], u64, Slot) -> Result<bool> + 'v;
 
 /// What [`Leaves::walk_leaves`] calls per leaf: `(low key, leaf, view)`.
 pub(crate) type EachLeaf<'v> = dyn FnMut(&[u8], u64, LeafView) -> Result<()> + 'v;
+
+/// A leaf's high bound, cached under its lock (see [`LeafMeta`]).
+type High = Option<Option<Vec<u8>>>;
 
 /// What reading a leaf's header found.
 enum Header {
@@ -344,7 +350,7 @@ impl Leaves {
             class,
             leaves: (0..slots)
                 .map(|_| LeafMeta {
-                    lock: parking_lot::Mutex::new(()),
+                    lock: parking_lot::Mutex::new(None),
                     busy: AtomicU64::new(0),
                 })
                 .collect(),
@@ -626,17 +632,19 @@ impl Leaves {
         loop {
             let (low, leaf) = self.leaf_for(key);
             let (_, _, meta) = self.locate(leaf);
-            let g = meta.lock.lock();
-            if self.leaf_for(key).1 != leaf {
+            let mut g = meta.lock.lock();
+            // Still this leaf's key (a split may have moved its range on
+            // since the map was read): the high bound is stable under the
+            // lock.
+            let high = g.get_or_insert_with(|| self.next_low(&low).map(|n| n.0));
+            if high.as_deref().is_some_and(|h| key >= h) {
                 continue;
             }
-            if let Some((e, _)) = self.find_in(pool, leaf, key, fp)? {
-                self.pin_locked(meta, leaf, e);
-                return Ok(Reserve::Entry {
-                    entry: e,
-                    new: false,
-                });
-            }
+            // The caller found the key absent under its bucket lock.
+            debug_assert!(
+                self.find_in(pool, leaf, key, fp)?.is_none(),
+                "reserving a present key"
+            );
             let busy = meta.busy.load(Ordering::Acquire);
             for i in 0..LEAF_ENTRIES {
                 let at = entry_at(leaf, i);
@@ -657,7 +665,7 @@ impl Leaves {
             if busy != 0 {
                 return Ok(Reserve::Full(leaf));
             }
-            self.split_locked(pool, &low, leaf, &[key])?;
+            self.split_locked(pool, &low, leaf, &[key], &mut g)?;
             drop(g);
         }
     }
@@ -683,9 +691,9 @@ impl Leaves {
         let mut spins = 0;
         loop {
             {
-                let _g = meta.lock.lock();
+                let mut g = meta.lock.lock();
                 if meta.busy.load(Ordering::Acquire) == 0 {
-                    return self.split_locked(pool, &low, leaf, pending);
+                    return self.split_locked(pool, &low, leaf, pending, &mut g);
                 }
             }
             spin(&mut spins);
@@ -699,11 +707,19 @@ impl Leaves {
     /// for one pending key), the leaf keeps the first and a new leaf takes
     /// each other run's entries, its low key the shortest separator from
     /// the run before.
-    fn split_locked(&self, pool: &Pool, low: &[u8], leaf: u64, pending: &[&[u8]]) -> Result<()> {
+    fn split_locked(
+        &self,
+        pool: &Pool,
+        low: &[u8],
+        leaf: u64,
+        pending: &[&[u8]],
+        cached: &mut High,
+    ) -> Result<()> {
         let pm = &pool.pm;
         let mut seen = Vec::with_capacity(LEAF_ENTRIES);
         self.snapshot(pool, leaf, &mut seen);
         let high = self.next_low(low).map(|n| n.0);
+        *cached = Some(high.clone());
         let in_range = |k: &[u8]| k >= low && high.as_deref().is_none_or(|h| k < h);
         let mut all: Vec<(&[u8], Option<Seen>)> = Vec::with_capacity(seen.len() + pending.len());
         for s in &seen {
@@ -726,12 +742,18 @@ impl Leaves {
         }
         let runs = all.len().div_ceil(45).max(2);
         let size = all.len().div_ceil(runs);
+        let seps: Vec<Vec<u8>> = (1..all.len().div_ceil(size))
+            .map(|j| separator(all[j * size - 1].0, all[j * size].0))
+            .collect();
+        *cached = Some(seps.first().cloned());
         let mut moved = Vec::new();
         for (j, run) in all.chunks(size).enumerate().skip(1) {
-            let sep = separator(all[j * size - 1].0, run[0].0);
+            let sep = seps[j - 1].clone();
             debug_assert!(sep.as_slice() > low, "a separator above the leaf's low key");
             let class = layout::leaf_class_for(sep.len());
             let new = self.alloc(pool, class)?;
+            // Its high bound: the next separator, or the split leaf's.
+            *self.locate(new).2.lock.lock() = Some(seps.get(j).cloned().or_else(|| high.clone()));
             let entries: Vec<(u64, u64)> = run
                 .iter()
                 .filter_map(|(_, s)| s.map(|s| (s.word.0, s.prefix)))
