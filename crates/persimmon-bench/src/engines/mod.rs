@@ -598,6 +598,7 @@ mod tests {
             [
                 "persimmon-ordered",
                 "persimmon-dram",
+                "persimmon-dram-skiplist",
                 "lmdb",
                 "rocksdb",
                 "rocksdb-blob"

@@ -296,6 +296,7 @@ fn restart_records_get_their_own_table_and_no_figure() {
     dram.open_ns = 1_500_000;
     dram.first_get_ns = 1_600_000;
     dram.first_range_ns = 1_700_000;
+    dram.first_insert_ns = 1_800_000;
     dram.point_index_ready_ns = 900_000_000;
     dram.full_speed_ns = 950_000_000;
     dram.first_window_ops_per_sec = 5e5;
@@ -307,13 +308,13 @@ fn restart_records_get_their_own_table_and_no_figure() {
     let rs = vec![pm, dram, record("persimmon", "ycsb-a", 2, 1e6)];
     let t = restart_table(&rs);
     assert!(
-        t.starts_with("| engine | open | first GET | first range read |"),
+        t.starts_with("| engine | open | first GET | first range read | first insert |"),
         "{t}"
     );
-    assert!(t.contains("| persimmon | 800.0 µs | 810.0 µs | – |"), "{t}");
+    assert!(t.contains("| persimmon | 800.0 µs | 810.0 µs | – | – |"), "{t}");
     assert!(
         t.contains(
-            "| persimmon-dram | 1.5 ms | 1.6 ms | 1.7 ms | – | – | 900.0 ms | 950.0 ms | 0.500 | 2.000 | 48.0 MiB |"
+            "| persimmon-dram | 1.5 ms | 1.6 ms | 1.7 ms | 1.8 ms | – | – | 900.0 ms | 950.0 ms | 0.500 | 2.000 | 48.0 MiB |"
         ),
         "{t}"
     );
