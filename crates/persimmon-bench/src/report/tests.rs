@@ -311,7 +311,10 @@ fn restart_records_get_their_own_table_and_no_figure() {
         t.starts_with("| engine | open | first GET | first range read | first insert |"),
         "{t}"
     );
-    assert!(t.contains("| persimmon | 800.0 µs | 810.0 µs | – | – |"), "{t}");
+    assert!(
+        t.contains("| persimmon | 800.0 µs | 810.0 µs | – | – |"),
+        "{t}"
+    );
     assert!(
         t.contains(
             "| persimmon-dram | 1.5 ms | 1.6 ms | 1.7 ms | 1.8 ms | – | – | 900.0 ms | 950.0 ms | 0.500 | 2.000 | 48.0 MiB |"
