@@ -262,3 +262,35 @@ fn scans_racing_writers_that_split_their_leaves_stay_ordered_and_complete() {
     let report = db.check().unwrap();
     assert!(report.is_ok(), "{:?}", report.errors);
 }
+
+#[test]
+fn a_new_key_costs_two_fences_and_a_delete_one_as_without_an_ordered_index() {
+    let dir = common::pool_dir();
+    let db = Db::open(dir.path().join("cost.pool"), options()).unwrap();
+    db.put(b"a", b"first").unwrap();
+    let mut inserts = Vec::new();
+    let mut deletes = Vec::new();
+    // 30 new keys into the first leaf (60 entries): no split among them.
+    for i in 0..30u32 {
+        let k = format!("k{i:03}").into_bytes();
+        let t0 = persimmon::pmem::thread_counters();
+        db.put(&k, b"value").unwrap();
+        inserts.push(persimmon::pmem::thread_counters().since(&t0));
+    }
+    for i in 0..30u32 {
+        let k = format!("k{i:03}").into_bytes();
+        let t0 = persimmon::pmem::thread_counters();
+        assert!(db.delete(&k).unwrap());
+        deletes.push(persimmon::pmem::thread_counters().since(&t0));
+    }
+    for c in &inserts {
+        // The record (flush, fence), the entry's word (flush, fence).
+        assert_eq!(c.fences, 2, "{c:?}");
+        assert!(c.flushes <= 3, "{c:?}");
+    }
+    for c in &deletes {
+        // The delete marker (flush, fence); no unlink as with the skiplist.
+        assert_eq!(c.fences, 1, "{c:?}");
+        assert!(c.flushes <= 1, "{c:?}");
+    }
+}
