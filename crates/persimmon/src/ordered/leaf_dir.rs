@@ -187,6 +187,14 @@ impl LeafDir {
         )
     }
 
+    /// Every leaf the map names (in no particular order), without copying
+    /// keys.
+    pub fn leaf_offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.base.n)
+            .map(|i| self.base.leaf(i))
+            .chain(self.overlay.iter().map(|e| *e.value()))
+    }
+
     /// Every entry, in key order.
     pub fn all(&self) -> Vec<(Vec<u8>, u64)> {
         let mut v: Vec<(Vec<u8>, u64)> = (0..self.base.n).map(|i| self.base.get(i)).collect();

@@ -303,16 +303,16 @@ impl Leaves {
     /// a leaf). Checks that each leaf named sits on a slot of a leaf
     /// segment.
     fn adopt_from_copy(&self, pool: &Pool, scan: &[(u32, u32, bool)]) -> Result<()> {
-        let mut used: std::collections::HashMap<u32, Vec<bool>> = Default::default();
+        let mut used: Vec<Vec<bool>> = vec![Vec::new(); self.segs.len()];
         for &(seg, class, _) in scan {
             let slots = self.slots_per_segment(class);
             self.set_seg(seg, class, slots);
-            used.insert(seg, vec![false; slots as usize]);
+            used[seg as usize] = vec![false; slots as usize];
         }
-        for (_, leaf) in self.dir.all() {
+        for leaf in self.dir.leaf_offsets() {
             let seg = pool.segment_of(leaf);
             let st = self.segs.get(seg as usize).and_then(|s| s.get());
-            let (Some(st), Some(u)) = (st, used.get_mut(&seg)) else {
+            let (Some(st), Some(u)) = (st, used.get_mut(seg as usize)) else {
                 return Err(Error::corruption(
                     leaf,
                     "the leaf map names a slot outside the leaf segments",
@@ -332,7 +332,12 @@ impl Leaves {
         for &(seg, class, _) in scan {
             let base = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;
             let free = &mut heap[(class - LEAF_MIN_CLASS) as usize].0;
-            for (i, _) in used[&seg].iter().enumerate().rev().filter(|(_, u)| !**u) {
+            for (i, _) in used[seg as usize]
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, u)| !**u)
+            {
                 free.push(base + ((i as u64) << class));
             }
         }
