@@ -228,6 +228,34 @@ impl Pool {
         ((self.pm.len() - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32
     }
 
+    /// Decodes and sanity-checks the record header at `offset` (an offset
+    /// read from a slot or a leaf entry, so untrusted).
+    #[inline]
+    pub fn record_header(&self, offset: u64) -> Result<layout::RecordHeader> {
+        if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
+            return Err(Error::corruption(
+                offset,
+                "slot names an impossible record offset",
+            ));
+        }
+        let h = layout::RecordHeader::decode(self.pm.slice(offset, layout::RECORD_HEADER_BYTES)?);
+        if h.key_len as usize > layout::MAX_KEY_BYTES
+            || h.value_len as usize > layout::MAX_VALUE_BYTES
+        {
+            return Err(Error::corruption(
+                offset,
+                "record header has impossible lengths",
+            ));
+        }
+        if h.flags & !layout::REC_KNOWN_FLAGS != 0 {
+            return Err(Error::corruption(offset, "record header has unknown flags"));
+        }
+        if offset + h.total_bytes() > self.pm.len() {
+            return Err(Error::corruption(offset, "record runs past the pool end"));
+        }
+        Ok(h)
+    }
+
     #[inline]
     pub fn segment_offset(&self, index: u32) -> u64 {
         layout::SUPERBLOCK_BYTES + index as u64 * self.segment_bytes

@@ -21,10 +21,7 @@ use super::{check_key, Engine, READ_SEQ};
 use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
 use crate::index::{self, SegRef};
-use crate::layout::{
-    self, RecordHeader, Slot, MAX_KEY_BYTES, MAX_VALUE_BYTES, RECORD_HEADER_BYTES,
-    REC_FLAG_EXTERNAL,
-};
+use crate::layout::{self, RecordHeader, Slot, REC_FLAG_EXTERNAL};
 use crate::pmem::{self, PmemFile};
 
 /// Releases a bucket read lock when dropped (locked reads only).
@@ -61,29 +58,10 @@ impl Engine {
     }
 
     /// Decodes and sanity-checks the record header at `offset` (an offset
-    /// read from a slot, so untrusted).
+    /// read from a slot, so untrusted): [`Pool::record_header`].
     #[inline]
     pub(super) fn record_header(&self, offset: u64) -> Result<RecordHeader> {
-        if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
-            return Err(Error::corruption(
-                offset,
-                "slot names an impossible record offset",
-            ));
-        }
-        let h = RecordHeader::decode(self.pool.pm.slice(offset, RECORD_HEADER_BYTES)?);
-        if h.key_len as usize > MAX_KEY_BYTES || h.value_len as usize > MAX_VALUE_BYTES {
-            return Err(Error::corruption(
-                offset,
-                "record header has impossible lengths",
-            ));
-        }
-        if h.flags & !layout::REC_KNOWN_FLAGS != 0 {
-            return Err(Error::corruption(offset, "record header has unknown flags"));
-        }
-        if offset + h.total_bytes() > self.pool.pm.len() {
-            return Err(Error::corruption(offset, "record runs past the pool end"));
-        }
-        Ok(h)
+        self.pool.record_header(offset)
     }
 
     #[inline]

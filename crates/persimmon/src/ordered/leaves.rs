@@ -47,9 +47,9 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::layout::{
-    self, key_prefix, RecordHeader, SegmentHeader, SegmentKind, Slot, LEAF_BODY_BYTES,
-    LEAF_ENTRIES, LEAF_ENTRY_BYTES, LEAF_HEADER_BYTES, LEAF_INLINE_LOW, LEAF_LOW_CRC,
-    LEAF_LOW_INLINE, LEAF_MAGIC, LEAF_MIN_CLASS, SEGMENT_HEADER_BYTES,
+    self, key_prefix, SegmentHeader, SegmentKind, Slot, LEAF_BODY_BYTES, LEAF_ENTRIES,
+    LEAF_ENTRY_BYTES, LEAF_HEADER_BYTES, LEAF_INLINE_LOW, LEAF_LOW_CRC, LEAF_LOW_INLINE,
+    LEAF_MAGIC, LEAF_MIN_CLASS, SEGMENT_HEADER_BYTES,
 };
 use crate::pool::Pool;
 
@@ -165,19 +165,7 @@ fn low_crc(low: &[u8]) -> u32 {
 
 /// The key of the record at `off` (a word read from a leaf: untrusted).
 pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
-    if off < layout::SUPERBLOCK_BYTES || !off.is_multiple_of(layout::RECORD_ALIGN) {
-        return Err(Error::corruption(
-            off,
-            "leaf entry names an impossible record offset",
-        ));
-    }
-    let h = RecordHeader::decode(pool.pm.slice(off, layout::RECORD_HEADER_BYTES)?);
-    if h.key_len as usize > layout::MAX_KEY_BYTES {
-        return Err(Error::corruption(
-            off,
-            "record header has an impossible key length",
-        ));
-    }
+    let h = pool.record_header(off)?;
     pool.pm.slice(off + h.key_at(), h.key_len as usize)
 }
 
