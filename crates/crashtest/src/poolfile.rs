@@ -956,6 +956,20 @@ mod tests {
     /// records are the ones the linked nodes' record words name, with their
     /// current values; a word of 0 or a delete marker leaves an orphan, a
     /// word without its persist bit still names its record.
+    /// The image of a pool with the DRAM point index at `path`, checked to
+    /// be of `version` with `pool_flags` and to hold no index segment.
+    fn dram_image(path: &Path, version: u32, pool_flags: u64) -> (Vec<u8>, Parsed) {
+        let img = std::fs::read(path).unwrap();
+        assert_eq!(get_u32(&img, 8), version, "format version");
+        assert_eq!(flags(&img), pool_flags);
+        let p = parse(&img).unwrap();
+        assert!(!p
+            .segments
+            .iter()
+            .any(|k| matches!(k, SegKind::Index { .. })));
+        (img, p)
+    }
+
     #[test]
     fn dram_pool_records_come_from_node_record_words() {
         let dir = tempfile::tempdir().unwrap();
@@ -979,14 +993,7 @@ mod tests {
             db.put(b"x", b"second value").unwrap(); // the word moves on
             db.delete(b"b").unwrap(); // marker, 0, unlinked
         }
-        let mut img = std::fs::read(&path).unwrap();
-        assert_eq!(get_u32(&img, 8), 3, "format version");
-        assert_eq!(flags(&img), dram_flags);
-        let p = parse(&img).unwrap();
-        assert!(!p
-            .segments
-            .iter()
-            .any(|k| matches!(k, SegKind::Index { .. })));
+        let (mut img, p) = dram_image(&path, 3, dram_flags);
         let words = record_words(&img, &p).unwrap();
         let listed: Vec<&[u8]> = words.iter().map(|w| w.key.as_slice()).collect();
         assert_eq!(listed, vec![&b""[..], &[b'm'; 100][..], b"x", b"z"]);
@@ -1060,14 +1067,7 @@ mod tests {
                 want.remove(&long(i));
             }
         }
-        let mut img = std::fs::read(&path).unwrap();
-        assert_eq!(get_u32(&img, 8), 6, "format version");
-        assert_eq!(flags(&img), leaf_flags);
-        let p = parse(&img).unwrap();
-        assert!(!p
-            .segments
-            .iter()
-            .any(|k| matches!(k, SegKind::Index { .. })));
+        let (mut img, p) = dram_image(&path, 6, leaf_flags);
         let l = read_leaves(&img, &p).unwrap();
         assert!(l.leaves.len() >= 6, "{} leaves", l.leaves.len());
         assert!(l.leaves[0].low.is_empty());

@@ -70,8 +70,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use super::ordered::{
-    self, beside_held, hold_rebuild, let_rebuild_go, okey, padded, present, present_keys,
-    ready_word, segments_ordered, tail, TAIL,
+    self, finish_held, hold_and_read, okey, padded, present_keys, segments_ordered, tail, TAIL,
 };
 use super::put_small as put;
 use super::{drain_epoch, small_len, value, Ctx, Finished, Op, UpdateMode};
@@ -515,12 +514,7 @@ fn capture_split_image(c: &mut Ctx) -> Option<(Repairs, Key, crate::sim::Capture
 /// deleted, read, re-inserted, a new key in the old leaf, the held word's
 /// key overwritten, tail keys updated; lets it go. Returns what happened.
 fn while_rebuild_held(c: &mut Ctx, gate: &Arc<Gate>, anchor: &[u8]) -> String {
-    let (held, waiter) = hold_rebuild(c, gate);
-    c.resolve_in_flight();
-    let keys = present_keys(c);
-    for k in &keys {
-        c.run(Op::Get(k.clone()));
-    }
+    let (held, waiter, keys) = hold_and_read(c, gate);
     // The anchor's keys: the lower ones stay in the old leaf, the upper
     // ones moved (their copies maybe still in the old leaf).
     let upper: Vec<Key> = keys
@@ -550,35 +544,6 @@ fn while_rebuild_held(c: &mut Ctx, gate: &Arc<Gate>, anchor: &[u8]) -> String {
         Op::Update(tail(4), UpdateMode::Delete),
         Op::Put(padded(4, 60), v(12)), // a new key in the first leaf
     ]);
-    let n = ops.len();
     c.explore(true);
-    let (done, early) = beside_held(c, ops, held.then_some(gate));
-    let ready = let_rebuild_go(c, gate, held, waiter);
-    if c.broken {
-        return "broken".into();
-    }
-    let st = c.db().stats();
-    if !st.point_index_ready || !st.ordered_walk_done {
-        c.sim.fail(format!(
-            "after wait_for_rebuild: point_index_ready={}, ordered_walk_done={}",
-            st.point_index_ready, st.ordered_walk_done
-        ));
-    }
-    for k in &keys {
-        if present(c, k) {
-            c.run(Op::Get(k.clone()));
-        }
-    }
-    if !held {
-        return format!(
-            "rebuild never held (nothing to repair): {} reads, {n} writes and reads after it",
-            keys.len()
-        );
-    }
-    format!(
-        "rebuild held at its first fence: {} reads, {done} of {n} writes and reads{}; the point index ready then: {}",
-        keys.len(),
-        if early { " (one waited for it: let go early)" } else { "" },
-        ready_word(ready)
-    )
+    finish_held(c, gate, (held, waiter), ops, &keys, false)
 }

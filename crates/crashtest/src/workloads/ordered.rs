@@ -728,12 +728,7 @@ const HELD_PATIENCE: Duration = Duration::from_secs(2);
 /// afterwards every key is read again from the DRAM index. Returns what
 /// happened, for the note.
 pub(super) fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
-    let (held, waiter) = hold_rebuild(c, gate);
-    c.resolve_in_flight();
-    let keys = present_keys(c);
-    for k in &keys {
-        c.run(Op::Get(k.clone()));
-    }
+    let (held, waiter, keys) = hold_and_read(c, gate);
     let mut v = |len| value(&mut c.rng, len);
     let after_late = |n: u64| {
         let mut k = late(n);
@@ -756,38 +751,7 @@ pub(super) fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
         Op::Get(after_late(6)),
         Op::Get(late(3)),
     ];
-    let n = writes.len();
-    let (done, let_go_early) = beside_held(c, writes, held.then_some(gate));
-    let ready = let_rebuild_go(c, gate, held, waiter);
-    if c.broken {
-        return "broken".into();
-    }
-    let st = c.db().stats();
-    if !st.point_index_ready || !st.ordered_walk_done {
-        c.sim.fail(format!(
-            "after wait_for_rebuild: point_index_ready={}, ordered_walk_done={}",
-            st.point_index_ready, st.ordered_walk_done
-        ));
-    }
-    for k in &keys {
-        c.run(Op::Get(k.clone()));
-    }
-    if !held {
-        return format!(
-            "rebuild never held (nothing to repair): {} reads, {n} writes and reads after it",
-            keys.len()
-        );
-    }
-    format!(
-        "rebuild held at its first fence: {} reads, {done} of {n} writes and reads{}; the point index ready then: {}",
-        keys.len(),
-        if let_go_early {
-            " (one waited for it: let go early)"
-        } else {
-            ""
-        },
-        ready_word(ready)
-    )
+    finish_held(c, gate, (held, waiter), writes, &keys, true)
 }
 
 /// After an open with `gate` armed for the engine's thread that rebuilds
@@ -803,6 +767,66 @@ pub(super) fn hold_rebuild(c: &Ctx, gate: &Arc<Gate>) -> (bool, std::thread::Joi
         c.sim.disarm_gate();
     }
     (held, waiter)
+}
+
+/// [`hold_rebuild`], then every in-flight key resolved and every present
+/// key read while the rebuild is held. Returns what `hold_rebuild` returns
+/// and the keys read.
+pub(super) fn hold_and_read(
+    c: &mut Ctx,
+    gate: &Arc<Gate>,
+) -> (bool, std::thread::JoinHandle<()>, Vec<Key>) {
+    let (held, waiter) = hold_rebuild(c, gate);
+    c.resolve_in_flight();
+    let keys = present_keys(c);
+    for k in &keys {
+        c.run(Op::Get(k.clone()));
+    }
+    (held, waiter, keys)
+}
+
+/// The rest of a reopen workload after [`hold_and_read`]: runs `ops`
+/// beside the held rebuild, lets it go, checks that the stats say it is
+/// done, reads `keys` again (all of them, or only those still present
+/// unless `reread_absent`), and returns the note.
+pub(super) fn finish_held(
+    c: &mut Ctx,
+    gate: &Arc<Gate>,
+    (held, waiter): (bool, std::thread::JoinHandle<()>),
+    ops: Vec<Op>,
+    keys: &[Key],
+    reread_absent: bool,
+) -> String {
+    let n = ops.len();
+    let (done, early) = beside_held(c, ops, held.then_some(gate));
+    let ready = let_rebuild_go(c, gate, held, waiter);
+    if c.broken {
+        return "broken".into();
+    }
+    let st = c.db().stats();
+    if !st.point_index_ready || !st.ordered_walk_done {
+        c.sim.fail(format!(
+            "after wait_for_rebuild: point_index_ready={}, ordered_walk_done={}",
+            st.point_index_ready, st.ordered_walk_done
+        ));
+    }
+    for k in keys {
+        if reread_absent || present(c, k) {
+            c.run(Op::Get(k.clone()));
+        }
+    }
+    if !held {
+        return format!(
+            "rebuild never held (nothing to repair): {} reads, {n} writes and reads after it",
+            keys.len()
+        );
+    }
+    format!(
+        "rebuild held at its first fence: {} reads, {done} of {n} writes and reads{}; the point index ready then: {}",
+        keys.len(),
+        if early { " (one waited for it: let go early)" } else { "" },
+        ready_word(ready)
+    )
 }
 
 /// Lets the rebuild `hold_rebuild` held go and waits for it. Returns,
