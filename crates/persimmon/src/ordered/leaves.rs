@@ -47,9 +47,9 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::layout::{
-    self, key_prefix, SegmentHeader, SegmentKind, Slot, LEAF_BODY_BYTES, LEAF_ENTRIES,
-    LEAF_ENTRY_BYTES, LEAF_HEADER_BYTES, LEAF_INLINE_LOW, LEAF_LOW_CRC, LEAF_LOW_INLINE,
-    LEAF_MAGIC, LEAF_MIN_CLASS, SEGMENT_HEADER_BYTES,
+    self, key_prefix, Slot, LEAF_BODY_BYTES, LEAF_ENTRIES, LEAF_ENTRY_BYTES, LEAF_HEADER_BYTES,
+    LEAF_INLINE_LOW, LEAF_LOW_CRC, LEAF_LOW_INLINE, LEAF_MAGIC, LEAF_MIN_CLASS,
+    SEGMENT_HEADER_BYTES,
 };
 use crate::pool::Pool;
 
@@ -407,24 +407,8 @@ impl Leaves {
                 return Ok(next);
             }
         }
-        let seg = pool.reserve(1)?;
-        // A leaf slot that never held a leaf must read as free after a
-        // crash: the slab is zeroed durably before its header names it.
-        pool.pm.zero_persistent(
-            pool.segment_offset(seg) + SEGMENT_HEADER_BYTES,
-            (pool.segment_bytes - SEGMENT_HEADER_BYTES) as usize,
-        );
-        // Persist point: the zeros are durable before the header names the slab.
-        pool.pm.fence();
-        pool.commit(
-            seg,
-            SegmentHeader {
-                kind: SegmentKind::Ordered,
-                lane_or_depth: class,
-                run_segments: 1,
-                base_seq_or_prefix: 0,
-            },
-        );
+        // A leaf slot that never held a leaf reads as free after a crash.
+        let seg = super::new_slab(pool, class)?;
         let slots = self.slots_per_segment(class);
         self.set_seg(seg, class, slots);
         let first = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;

@@ -55,10 +55,12 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
 use crate::layout::{
-    self, SegmentHeader, SegmentKind, NODE_CRC, NODE_HEADER_BYTES, NODE_KEY_LEN, NODE_MIN_CLASS,
-    NODE_NEXT, NODE_RECORD, SEGMENT_HEADER_BYTES,
+    self, SegmentKind, NODE_CRC, NODE_HEADER_BYTES, NODE_KEY_LEN, NODE_MIN_CLASS, NODE_NEXT,
+    NODE_RECORD, SEGMENT_HEADER_BYTES,
 };
 use crate::pool::Pool;
+
+use super::{commit_slab, new_slab, zero_slab};
 
 /// Number of range marks.
 const MARKS: usize = 4096;
@@ -836,19 +838,6 @@ impl Skiplist {
     }
 }
 
-/// Zeroes the slab of reserved segment `seg` durably (its header does not
-/// name it yet): a node segment holds nothing but nodes and zeros, so a
-/// slot that was never a node has record word 0 (`scan_live` relies on it;
-/// a reused segment would otherwise carry old bytes).
-fn zero_slab(pool: &Pool, seg: u32) {
-    pool.pm.zero_persistent(
-        pool.segment_offset(seg) + SEGMENT_HEADER_BYTES,
-        (pool.segment_bytes - SEGMENT_HEADER_BYTES) as usize,
-    );
-    // Persist point: the zeros are durable before the header names the slab.
-    pool.pm.fence();
-}
-
 /// Creates the head node in the first node segment of a new ordered index.
 fn create_head(pool: &Pool, heap: &NodeHeap) -> Result<u64> {
     let seg = pool.reserve(1)?;
@@ -860,15 +849,7 @@ fn create_head(pool: &Pool, heap: &NodeHeap) -> Result<u64> {
     pool.pm.flush(node, NODE_HEADER_BYTES);
     // Persist point: the head node is durable before the header names it.
     pool.pm.fence();
-    pool.commit(
-        seg,
-        SegmentHeader {
-            kind: SegmentKind::Ordered,
-            lane_or_depth: NODE_MIN_CLASS,
-            run_segments: 1,
-            base_seq_or_prefix: 1,
-        },
-    );
+    commit_slab(pool, seg, NODE_MIN_CLASS, true);
     let slots = heap.slots_per_segment(NODE_MIN_CLASS);
     let _ = heap.segs[seg as usize].set(SegState::new(NODE_MIN_CLASS, slots, false));
     heap.segments.fetch_add(1, Ordering::Relaxed);
@@ -906,17 +887,7 @@ impl NodeHeap {
                     next
                 }
                 _ => {
-                    let seg = pool.reserve(1)?;
-                    zero_slab(pool, seg);
-                    pool.commit(
-                        seg,
-                        SegmentHeader {
-                            kind: SegmentKind::Ordered,
-                            lane_or_depth: class,
-                            run_segments: 1,
-                            base_seq_or_prefix: 0,
-                        },
-                    );
+                    let seg = new_slab(pool, class)?;
                     let slots = self.slots_per_segment(class);
                     // A segment index is reused only after release, and node
                     // segments are never released: the state is set once.
