@@ -228,10 +228,11 @@ impl Pool {
         ((self.pm.len() - layout::SUPERBLOCK_BYTES) / self.segment_bytes) as u32
     }
 
-    /// Decodes and sanity-checks the record header at `offset` (an offset
-    /// read from a slot or a leaf entry, so untrusted).
+    /// Decodes the record header at `offset` (an offset read from a slot or
+    /// a leaf entry, so untrusted), checked as far as reading the record's
+    /// key needs: a possible record offset and key length.
     #[inline]
-    pub fn record_header(&self, offset: u64) -> Result<layout::RecordHeader> {
+    pub fn record_key_header(&self, offset: u64) -> Result<layout::RecordHeader> {
         if offset < layout::SUPERBLOCK_BYTES || !offset.is_multiple_of(layout::RECORD_ALIGN) {
             return Err(Error::corruption(
                 offset,
@@ -239,9 +240,21 @@ impl Pool {
             ));
         }
         let h = layout::RecordHeader::decode(self.pm.slice(offset, layout::RECORD_HEADER_BYTES)?);
-        if h.key_len as usize > layout::MAX_KEY_BYTES
-            || h.value_len as usize > layout::MAX_VALUE_BYTES
-        {
+        if h.key_len as usize > layout::MAX_KEY_BYTES {
+            return Err(Error::corruption(
+                offset,
+                "record header has impossible lengths",
+            ));
+        }
+        Ok(h)
+    }
+
+    /// [`record_key_header`](Self::record_key_header), and sanity-checked
+    /// whole: value length, flags, the record inside the pool.
+    #[inline]
+    pub fn record_header(&self, offset: u64) -> Result<layout::RecordHeader> {
+        let h = self.record_key_header(offset)?;
+        if h.value_len as usize > layout::MAX_VALUE_BYTES {
             return Err(Error::corruption(
                 offset,
                 "record header has impossible lengths",

@@ -187,6 +187,14 @@ impl LeafDir {
         )
     }
 
+    /// A leaf sharing its low key with another one in the base (damage),
+    /// if any.
+    pub fn shared_low(&self) -> Option<u64> {
+        (1..self.base.n)
+            .find(|&i| self.base.key(i - 1) == self.base.key(i))
+            .map(|i| self.base.leaf(i))
+    }
+
     /// Every leaf the map names (in no particular order), without copying
     /// keys.
     pub fn leaf_offsets(&self) -> impl Iterator<Item = u64> + '_ {
@@ -280,6 +288,9 @@ mod tests {
         assert_eq!(d.first(), Some((k(""), 1)));
         assert_eq!(d.last(), Some((k("z"), 5)));
         assert_eq!(d.len(), 5);
+        assert_eq!(d.shared_low(), None);
+        let twice = LeafDir::from_pairs(vec![(k(""), 1), (k("f"), 2), (k("f"), 3)]);
+        assert!(matches!(twice.shared_low(), Some(2 | 3)));
     }
 
     #[test]

@@ -19,12 +19,14 @@
 //!   the record word is the engine's (two-phase, like a slot).
 //! - *pin* (a known key): under the leaf lock, check the entry still names
 //!   the key's record and set its busy bit.
-//! - *split* (leaf full, no entry pinned, leaf lock held): sort, write the
-//!   upper half into a new leaf (entries, low key, header but word 0),
-//!   flush, **fence**; store word 0 (magic, low key length), flush,
-//!   **fence** (the new leaf exists); add it to the DRAM map; clear the
-//!   moved entries of the old leaf (no fence: a copy left behind by a crash
-//!   lies outside the old leaf's range and is ignored, then cleared).
+//! - *split* (leaf full, no entry pinned, leaf lock held): sort its keys
+//!   with those about to be inserted, cut them into runs (halves for one
+//!   new key, more for a batch's); per run but the first, write a new leaf
+//!   (entries, low key, header but word 0), flush, **fence**; store word 0
+//!   (magic, low key length), flush, **fence** (the new leaf exists); add
+//!   it to the DRAM map; then clear the moved entries of the old leaf (no
+//!   fence: a copy left behind by a crash lies outside the old leaf's range
+//!   and is ignored, then cleared).
 //!
 //! Invariants:
 //! - A key with a record has exactly one entry inside its leaf's range that
@@ -73,8 +75,8 @@ struct SegMeta {
 
 /// What [`Leaves::reserve`] got.
 pub(crate) enum Reserve {
-    /// The key's entry, pinned; `new` when it was reserved now.
-    Entry { entry: u64, new: bool },
+    /// The entry reserved for the key, pinned.
+    Entry(u64),
     /// The leaf is full and has pinned entries: split it (with no lock
     /// held) and try again.
     Full(u64),
@@ -85,8 +87,8 @@ pub(crate) enum Reserve {
 pub(crate) struct LeafView {
     /// (key, entry, word) of the entries in range, by key.
     pub live: Vec<(Vec<u8>, u64, Slot)>,
-    /// Entries naming records outside the leaf's range.
-    pub stale: Vec<u64>,
+    /// Entries naming records outside the leaf's range, with the word seen.
+    pub stale: Vec<(u64, Slot)>,
     /// Entries whose record could not be read.
     pub damaged: Vec<(u64, Error)>,
 }
@@ -127,7 +129,6 @@ pub(crate) struct Leaves {
     /// Free leaf slots per class (index class - LEAF_MIN_CLASS), and the
     /// bump range of the newest segment of each class.
     heap: parking_lot::Mutex<Vec<ClassHeap>>,
-    leaves: AtomicU64,
     segments: AtomicUsize,
     segment_bytes: u64,
     max_key: usize,
@@ -163,9 +164,10 @@ fn low_crc(low: &[u8]) -> u32 {
     layout::node_crc(low)
 }
 
-/// The key of the record at `off` (a word read from a leaf: untrusted).
+/// The key of the record at `off` (a word read from a leaf: untrusted; a
+/// record whose value length is damaged still has its key read).
 pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
-    let h = pool.record_header(off)?;
+    let h = pool.record_key_header(off)?;
     pool.pm.slice(off + h.key_at(), h.key_len as usize)
 }
 
@@ -173,6 +175,11 @@ pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
 fn separator(below: &[u8], above: &[u8]) -> Vec<u8> {
     let common = below.iter().zip(above).take_while(|(a, b)| a == b).count();
     above[..(common + 1).min(above.len())].to_vec()
+}
+
+/// Whether `key` lies in the range of a leaf from `low` up to `high`.
+fn in_leaf(key: &[u8], low: &[u8], high: Option<&[u8]>) -> bool {
+    key >= low && high.is_none_or(|h| key < h)
 }
 
 /// Whether this thread holds a pin on `entry`.
@@ -219,7 +226,6 @@ impl Leaves {
                     .map(|_| (Vec::new(), None))
                     .collect(),
             ),
-            leaves: AtomicU64::new(0),
             segments: AtomicUsize::new(0),
             segment_bytes: pool.segment_bytes,
             max_key: layout::leaf_max_key(pool.segment_bytes),
@@ -233,17 +239,16 @@ impl Leaves {
                 leaves.adopt_segment(pool, seg, class, &mut pairs)?;
             }
             leaves.dir = LeafDir::from_pairs(pairs);
+            if let Some(leaf) = leaves.dir.shared_low() {
+                return Err(Error::corruption(leaf, "two leaves share a low key"));
+            }
         }
-        leaves
-            .leaves
-            .store(leaves.dir.len() as u64, Ordering::Relaxed);
         // No leaf at all is a new index — also when a crash interrupted the
         // first open after the first leaf segment was committed.
         if leaves.dir.len() == 0 {
             let first = leaves.alloc(pool, LEAF_MIN_CLASS)?;
             write_leaf(pool, first, 1 << LEAF_MIN_CLASS, &[], &[]);
             leaves.dir.insert(Vec::new(), first);
-            leaves.leaves.fetch_add(1, Ordering::Relaxed);
             // Nothing to rebuild after open.
             leaves.set_settled();
         } else if leaves.dir.first().is_none_or(|e| !e.0.is_empty()) {
@@ -274,11 +279,6 @@ impl Leaves {
                 Header::Free => free.push(leaf),
                 Header::Leaf(low) => pairs.push((low, leaf)),
             }
-        }
-        let mut sorted: Vec<&[u8]> = pairs.iter().map(|p| p.0.as_slice()).collect();
-        sorted.sort_unstable();
-        if sorted.windows(2).any(|w| w[0] == w[1]) {
-            return Err(Error::corruption(base, "two leaves share a low key"));
         }
         self.heap.lock()[(class - LEAF_MIN_CLASS) as usize]
             .0
@@ -369,10 +369,7 @@ impl Leaves {
 
     /// Leaves in use and leaf segments.
     pub fn figures(&self) -> (u64, usize) {
-        (
-            self.leaves.load(Ordering::Relaxed),
-            self.segments.load(Ordering::Relaxed),
-        )
+        (self.dir.len() as u64, self.segments.load(Ordering::Relaxed))
     }
 
     fn slots_per_segment(&self, class: u32) -> u64 {
@@ -531,6 +528,26 @@ impl Leaves {
 
     // ----------------------------------------------------------- writers
 
+    /// Locks the leaf whose range holds `key`: the map's answer, checked
+    /// under the leaf lock against the leaf's high bound (a split may have
+    /// moved the range on since the map was read; the bound is stable
+    /// under the lock). Returns its low key, the leaf, its state and the
+    /// guard.
+    fn lock_leaf_for(
+        &self,
+        key: &[u8],
+    ) -> (Vec<u8>, u64, &LeafMeta, parking_lot::MutexGuard<'_, High>) {
+        loop {
+            let (low, leaf) = self.leaf_for(key);
+            let (_, _, meta) = self.locate(leaf);
+            let mut g = meta.lock.lock();
+            let high = g.get_or_insert_with(|| self.next_low(&low).map(|n| n.0));
+            if high.as_deref().is_none_or(|h| key < h) {
+                return (low, leaf, meta, g);
+            }
+        }
+    }
+
     /// Pins `entry` (its leaf's lock held) for this thread's scope. Only
     /// the holder of the key's bucket lock pins an entry, so a pin already
     /// there is this thread's own (a key looked up twice in one scope).
@@ -578,21 +595,14 @@ impl Leaves {
                 return Ok(Some(e));
             }
         }
-        loop {
-            let (_, leaf) = self.leaf_for(key);
-            let (_, _, meta) = self.locate(leaf);
-            let _g = meta.lock.lock();
-            if self.leaf_for(key).1 != leaf {
-                continue;
+        let (_, leaf, meta, _g) = self.lock_leaf_for(key);
+        Ok(match self.find_in(pool, leaf, key, fp)? {
+            Some((e, _)) => {
+                self.pin_locked(meta, leaf, e);
+                Some(e)
             }
-            return Ok(match self.find_in(pool, leaf, key, fp)? {
-                Some((e, _)) => {
-                    self.pin_locked(meta, leaf, e);
-                    Some(e)
-                }
-                None => None,
-            });
-        }
+            None => None,
+        })
     }
 
     /// Reserves an entry for `key`, which has none (the caller holds its
@@ -607,16 +617,7 @@ impl Leaves {
         }
         let pm = &pool.pm;
         loop {
-            let (low, leaf) = self.leaf_for(key);
-            let (_, _, meta) = self.locate(leaf);
-            let mut g = meta.lock.lock();
-            // Still this leaf's key (a split may have moved its range on
-            // since the map was read): the high bound is stable under the
-            // lock.
-            let high = g.get_or_insert_with(|| self.next_low(&low).map(|n| n.0));
-            if high.as_deref().is_some_and(|h| key >= h) {
-                continue;
-            }
+            let (low, leaf, meta, mut g) = self.lock_leaf_for(key);
             // The caller found the key absent under its bucket lock.
             debug_assert!(
                 self.find_in(pool, leaf, key, fp)?.is_none(),
@@ -634,10 +635,7 @@ impl Leaves {
                 pm.store_u64(at + 8, key_prefix(key).to_be());
                 pm.store_u64(at, Slot::delete_marker(fp).0);
                 self.pin_locked(meta, leaf, at);
-                return Ok(Reserve::Entry {
-                    entry: at,
-                    new: true,
-                });
+                return Ok(Reserve::Entry(at));
             }
             if busy != 0 {
                 return Ok(Reserve::Full(leaf));
@@ -697,21 +695,25 @@ impl Leaves {
         self.snapshot(pool, leaf, &mut seen);
         let high = self.next_low(low).map(|n| n.0);
         *cached = Some(high.clone());
-        let in_range = |k: &[u8]| k >= low && high.as_deref().is_none_or(|h| k < h);
         let mut all: Vec<(&[u8], Option<Seen>)> = Vec::with_capacity(seen.len() + pending.len());
         for s in &seen {
             pm.prefetch(s.word.offset());
         }
         for s in &seen {
             let key = record_key(pool, s.word.offset())?;
-            if in_range(key) {
+            if in_leaf(key, low, high.as_deref()) {
                 all.push((key, Some(*s)));
             } else {
                 pm.store_u64(s.entry, Slot::EMPTY.0);
                 pm.flush(s.entry, 8);
             }
         }
-        all.extend(pending.iter().filter(|k| in_range(k)).map(|&k| (k, None)));
+        all.extend(
+            pending
+                .iter()
+                .filter(|k| in_leaf(k, low, high.as_deref()))
+                .map(|&k| (k, None)),
+        );
         all.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.is_some().cmp(&a.1.is_some())));
         all.dedup_by(|b, a| a.0 == b.0);
         if all.len() <= LEAF_ENTRIES {
@@ -737,7 +739,6 @@ impl Leaves {
                 .collect();
             write_leaf(pool, new, 1 << class, &sep, &entries);
             self.dir.insert(sep, new);
-            self.leaves.fetch_add(1, Ordering::Relaxed);
             moved.extend(run.iter().filter_map(|(_, s)| s.map(|s| s.entry)));
         }
         // Only now that every new leaf is in the map.
@@ -852,10 +853,10 @@ impl Leaves {
             let mut view = LeafView::default();
             for s in &seen {
                 match record_key(pool, s.word.offset()) {
-                    Ok(key) if key >= low.as_slice() && high.as_deref().is_none_or(|h| key < h) => {
+                    Ok(key) if in_leaf(key, &low, high.as_deref()) => {
                         view.live.push((key.to_vec(), s.entry, s.word))
                     }
-                    Ok(_) => view.stale.push(s.entry),
+                    Ok(_) => view.stale.push((s.entry, s.word)),
                     Err(e) => view.damaged.push((s.entry, e)),
                 }
             }
@@ -881,8 +882,8 @@ impl Leaves {
         }
     }
 
-    /// Checks every leaf's header (magic, low key CRC) and that the map's
-    /// low keys ascend; returns problems found.
+    /// Checks that every leaf the map names has its header (magic, low key
+    /// CRC) and the map's low key; problems go to `errors`.
     pub fn check_headers(&self, pool: &Pool, errors: &mut Vec<String>) {
         for (key, leaf) in self.dir.all() {
             let (_, class, _) = self.locate(leaf);

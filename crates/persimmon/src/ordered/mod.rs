@@ -111,7 +111,10 @@ impl Ordered {
                 })
             }
             Ordered::Leaves(l) => Ok(match l.reserve(pool, key, fp)? {
-                Reserve::Entry { entry, new } => Inserted::Word { word: entry, new },
+                Reserve::Entry(entry) => Inserted::Word {
+                    word: entry,
+                    new: true,
+                },
                 Reserve::Full(leaf) => Inserted::Full(leaf),
             }),
         }
@@ -186,8 +189,8 @@ impl Ordered {
                             damage.push(format!("leaf entry {entry:#x}: {e}"));
                         }
                     }
-                    for e in view.stale {
-                        l.clear_stale(pool, e, Slot(pool.pm.load_u64(e)));
+                    for (e, seen) in view.stale {
+                        l.clear_stale(pool, e, seen);
                     }
                     for (e, err) in view.damaged {
                         damage.push(format!("leaf entry {e:#x} with a record word: {err}"));
@@ -243,7 +246,7 @@ fn check_leaves(l: &Leaves, pool: &Pool, errors: &mut Vec<String>) -> Vec<(Vec<u
             errors.push(format!("ordered index: leaf entry {e:#x}: {err}"));
         }
         let entries = view.live;
-        for e in view.stale {
+        for (e, _) in view.stale {
             errors.push(format!(
                 "ordered index: leaf {leaf:#x} (low key {:?}) holds entry {e:#x} outside its range",
                 String::from_utf8_lossy(low)
