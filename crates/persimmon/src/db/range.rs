@@ -1,8 +1,9 @@
 //! Ordered reads over the ordered index: ranges (both directions), prefixes,
 //! `first`, `last`, counts.
 //!
-//! A range cursor reads the ordered index in batches (8 keys, then twice
-//! as many each time, up to 256): each batch pins an epoch and starts from
+//! A range cursor reads the ordered index in batches (8 keys from the
+//! skiplist, 40 from leaves, then twice as many each time, up to 256): each
+//! batch pins an epoch and starts from
 //! the key where the previous batch stopped (a fresh search, so nothing a
 //! batch saw needs to stay alive between calls). With the skiplist a key is
 //! looked up in the point index (presence and value) when the cursor
@@ -143,7 +144,9 @@ impl<'a> Cursor<'a> {
                     if beyond {
                         return Ok(false);
                     }
-                    if let Some(v) = engine.value_in(key, word, values)? {
+                    let value =
+                        engine.with_value_in(key, word, values, |v| values.then(|| v.to_vec()))?;
+                    if let Some(v) = value {
                         items.push(Pending::Item((key.to_vec(), v)));
                     }
                     last = Some(key.to_vec());
@@ -289,23 +292,24 @@ impl<'a> Cursor<'a> {
 }
 
 impl Engine {
-    /// A range read's value of `key` from the record `word` names (a leaf
-    /// entry, final): `Some(value)` (`None` inside when `values` is off),
-    /// or `None` when the record is a tombstone or expired. A record of a
+    /// Lends the value of `key` from the record `word` names (a leaf entry,
+    /// final) to `f` — an empty slice, the value not read, unless `values`:
+    /// `None` when the record is a tombstone or expired. A record of a
     /// batch still publishing is looked up through the point index instead.
-    fn value_in(&self, key: &[u8], word: Slot, values: bool) -> Result<Option<Option<Vec<u8>>>> {
+    fn with_value_in<R>(
+        &self,
+        key: &[u8],
+        word: Slot,
+        values: bool,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         let off = word.offset();
         let hdr = self.record_header(off)?;
         match self.visibility(off, &hdr)? {
-            super::read::Visible::Yes if values => {
-                Ok(Some(Some(self.record_value(off, &hdr)?.into_owned())))
-            }
-            super::read::Visible::Yes => Ok(Some(None)),
+            super::read::Visible::Yes if values => Ok(Some(f(&self.record_value(off, &hdr)?))),
+            super::read::Visible::Yes => Ok(Some(f(&[]))),
             super::read::Visible::Absent => Ok(None),
-            super::read::Visible::AfterBatch if values => {
-                Ok(self.get_with(key, |v| Some(v.to_vec()))?)
-            }
-            super::read::Visible::AfterBatch => Ok(self.get_with(key, |_| None)?),
+            super::read::Visible::AfterBatch => self.get_with(key, f),
         }
     }
 }
@@ -436,25 +440,11 @@ impl Db {
                 if n >= limit || cursor.above_upper(key) {
                     return Ok(false);
                 }
-                let off = word.offset();
-                let hdr = engine.record_header(off)?;
-                let go = match engine.visibility(off, &hdr)? {
-                    super::read::Visible::Yes => {
-                        n += 1;
-                        f(key, &engine.record_value(off, &hdr)?)
-                    }
-                    super::read::Visible::Absent => true,
-                    super::read::Visible::AfterBatch => {
-                        match engine.get_with(key, |v| v.to_vec())? {
-                            Some(v) => {
-                                n += 1;
-                                f(key, &v)
-                            }
-                            None => true,
-                        }
-                    }
-                };
-                Ok(go)
+                let go = engine.with_value_in(key, word, true, |v| {
+                    n += 1;
+                    f(key, v)
+                })?;
+                Ok(go.unwrap_or(true))
             },
         )?;
         Ok(n)
