@@ -521,7 +521,7 @@ impl Engine {
             let (node, linked) = match &found {
                 Some(f) => (f.node, false),
                 None => match self
-                    .ordered_insert(p.key, claimed.then_some(addr), guard)
+                    .ordered_insert(p.key, p.fp, claimed.then_some(addr), guard)
                     .map_err(Retry::Fail)?
                 {
                     Ok(placed) => placed,

@@ -240,12 +240,13 @@ impl Engine {
     }
 
     /// DRAM point index before its rebuild is done: the record of `key`
-    /// through its ordered-index node (`node` when the caller knows it).
-    /// Returns the node, its record word (marked persisted) and the record's
-    /// header. The caller is pinned.
+    /// (fingerprint `fp`) through its ordered-index record word (`node`
+    /// when the caller knows it). Returns the word's address, the word
+    /// (marked persisted) and the record's header. The caller is pinned.
     pub(super) fn find_in_ordered(
         &self,
         key: &[u8],
+        fp: u16,
         node: Option<u64>,
     ) -> Result<Option<(u64, Slot, RecordHeader)>> {
         let Some(o) = &self.ordered else {
@@ -257,14 +258,13 @@ impl Engine {
             |n: u64| o.leaves().is_none() || o.key_of(&self.pool, n).is_ok_and(|k| k == key);
         let node = match node.filter(|&n| still_names(n)) {
             Some(n) => n,
-            None => match o.find(&self.pool, key, index::fingerprint(self.hash(key)))? {
+            None => match o.find(&self.pool, key, fp)? {
                 Some(n) => n,
                 None => return Ok(None),
             },
         };
         let pm = &self.pool.pm;
-        let addr = node;
-        let v = pm.load_u64(addr);
+        let v = pm.load_u64(node);
         let s = Slot(v);
         if s.is_empty() {
             return Ok(None);
@@ -272,15 +272,13 @@ impl Engine {
         if !s.persisted() {
             // The same two-phase word as a slot: never act on a value a
             // crash could still undo.
-            self.help_persist(pm, addr, v);
+            self.help_persist(pm, node, v);
         }
         if s.is_marker() {
             return Ok(None);
         }
         let hdr = self.record_header(s.offset())?;
-        if self.record_key(s.offset(), &hdr)? != key
-            || s.fingerprint() != index::fingerprint(self.hash(key))
-        {
+        if self.record_key(s.offset(), &hdr)? != key || s.fingerprint() != fp {
             return Err(Error::corruption(
                 node,
                 "an ordered-index node's record word names a record of another key",

@@ -264,7 +264,7 @@ impl Engine {
         // Under the lock the answer is stable: the rebuild enters keys
         // under their bucket locks before it reports itself complete.
         if found.is_none() && !self.point_index.is_complete() {
-            found = match self.find_in_ordered(key, node)? {
+            found = match self.find_in_ordered(key, fp, node)? {
                 Some((node, slot, header)) => Some(Found {
                     addr: 0,
                     slot,
@@ -472,6 +472,7 @@ impl Engine {
     pub(super) fn ordered_insert(
         &self,
         key: &[u8],
+        fp: u16,
         addr: Option<u64>,
         guard: &Guard,
     ) -> Result<std::result::Result<(u64, bool), u64>> {
@@ -483,7 +484,6 @@ impl Engine {
                 self.ipm().store_u64(a, 0);
             }
         };
-        let fp = index::fingerprint(self.hash(key));
         match o
             .insert(&self.pool, key, fp, guard)
             .inspect_err(|_| give_back())?
@@ -548,7 +548,7 @@ impl Engine {
                 },
             };
             let (node, linked) = match &found {
-                None => match self.ordered_insert(key, claimed.then_some(addr), guard)? {
+                None => match self.ordered_insert(key, fp, claimed.then_some(addr), guard)? {
                     Ok(placed) => placed,
                     Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
                 },
@@ -673,7 +673,7 @@ impl Engine {
                 },
             };
             let (node, linked) = match (&found, claimed) {
-                (None, Some(a)) => match self.ordered_insert(key, Some(a), guard)? {
+                (None, Some(a)) => match self.ordered_insert(key, w.fp, Some(a), guard)? {
                     Ok(placed) => placed,
                     Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
                 },
