@@ -12,6 +12,7 @@
 //! pinned ([`Leaves::scope`]); the engine pins under the key's bucket lock.
 
 mod leaf_dir;
+mod leaf_media;
 pub(crate) mod leaves;
 mod skiplist;
 
@@ -156,7 +157,7 @@ impl Ordered {
                 if !w.names_record() {
                     return Err(Error::corruption(word, "leaf entry names no record"));
                 }
-                leaves::record_key(pool, w.offset())
+                leaf_media::record_key(pool, w.offset())
             }
         }
     }
