@@ -10,10 +10,11 @@
 //! - A lane's records are appended and made durable strictly one after the
 //!   other (the lane mutex is held from reserving space until the record's
 //!   fence), so after a crash the valid records of the active segment form a
-//!   prefix — except inside an atomic batch, whose records are appended under
-//!   one hold of the mutex and fenced together (`append_unfenced`): a crash
-//!   before that fence may tear one of them, and every record from there to
-//!   the tail belongs to that uncommitted batch, so none is live. After a restart a lane never appends to a segment of an earlier
+//!   prefix — except inside an atomic batch or a cleaner chunk, whose records
+//!   are appended under one hold of the mutex and fenced together
+//!   (`append_unfenced`): a crash before that fence may tear one of them,
+//!   and every record from there to the tail belongs to that uncommitted
+//!   batch (or is a copy no word names yet), so none is live. After a restart a lane never appends to a segment of an earlier
 //!   run: it starts a new one (the old one is sealed and left to the
 //!   cleaner), so damage inside the old segment can never make it write over
 //!   live records.

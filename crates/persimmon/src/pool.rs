@@ -26,7 +26,11 @@ use crate::options::{FlushMode, Options, PointIndex};
 use crate::pmem::{self, PersistObserver, PmemFile};
 use crate::tier::ident::{self, TierSettings};
 
-/// DRAM state of one segment.
+/// DRAM state of one segment, a cache line of its own: the lanes' active
+/// segments are neighbours (allocated one after the other), and every
+/// append adds to its segment's live bytes, so sharing lines would bounce
+/// them between the writing cores.
+#[repr(align(64))]
 pub(crate) struct SegmentInfo {
     /// `SegmentKind as u8`, or `KIND_CONTINUATION` / `KIND_DAMAGED` /
     /// `KIND_FREEING`.

@@ -81,6 +81,8 @@ impl Engine {
         self.wait_tally();
         // No split may add a segment between listing and locking them.
         let _serial = self.split_mutex.lock();
+        // No cleaner chunk has copies counted live but not yet named.
+        let _chunk = self.chunk_mutex.lock();
         let pm = self.ipm();
         let segments: Vec<u64> = self
             .index

@@ -2,32 +2,45 @@
 //! so that the segments can be freed, keeping an overwrite-heavy workload in
 //! bounded space.
 //!
+//! A victim is cleaned a chunk of records at a time (`CHUNK_RECORDS`): the
+//! chunk's bucket lines are prefetched together, records no slot names
+//! (most of a victim) are dropped after a look at their bucket pair without
+//! a lock, the live ones are copied under **one fence**, then switched one
+//! by one under their bucket locks, unfenced, and **one fence** makes every
+//! switch of the chunk durable. So a chunk costs two fences, not two per
+//! record.
+//!
 //! Invariants:
 //! - A record is relocated only while its key's home bucket lock is held and
 //!   the key's slot still names it; the copy (same bytes: header with its
 //!   original sequence number, key, value) is durable before the slot is
-//!   switched to it with the same two-phase write a put uses. A crash before
-//!   the switch leaves an unreferenced copy (dead space), after it a dead
-//!   original; never a lost or doubled key.
+//!   switched to it. A crash before the switch is durable leaves either
+//!   word on media — both name the same bytes, durably — never a lost or
+//!   doubled key; a copy no word names is dead space.
+//! - The victim (and with it the original) is not freed before the fence
+//!   that makes the chunk's switches durable: the chunk holds an epoch pin
+//!   until then, and freeing goes through the epoch.
+//! - A record with a deadline is moved alone (its own two fences), and not
+//!   at all once the deadline has passed: its key is deleted (the cleaner's
+//!   share of reclaiming expired keys); a copied record with a deadline gets
+//!   a new entry in the expiry heap.
 //! - The cleaner holds locks with an internal sequence number (lane 255),
 //!   which no record carries, so no put is ever eliminated against it.
 //! - The victim is freed like any segment: when its live bytes reach zero,
 //!   through an epoch, after every reader that might hold an offset into it.
-//! - A live record whose deadline has passed is not copied: its key is
-//!   deleted (the cleaner's share of reclaiming expired keys); a copied
-//!   record with a deadline gets a new entry in the expiry heap.
 //! - The cleaner appends to its own lane (254), which may use the pool's
 //!   spare segments: it can make room even when the pool is full.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crossbeam_epoch as epoch;
+use crossbeam_epoch::{self as epoch, Guard};
 
 use super::write::Locked;
 use super::{Engine, CLEANER_SEQ};
 use crate::error::Result;
-use crate::layout::{self, SegmentKind};
+use crate::index::{self, SegRef};
+use crate::layout::{self, RecordHeader, SegmentKind, Slot, REC_FLAG_DEADLINE};
 use crate::log::walk_segment;
 
 /// Start cleaning when more than this share of sealed log space is dead…
@@ -36,6 +49,18 @@ const START_GARBAGE_PERCENT: u64 = 50;
 const STOP_GARBAGE_PERCENT: u64 = 35;
 /// A segment whose live share is above this is not worth copying.
 const MAX_VICTIM_LIVE_PERCENT: u64 = 90;
+/// Records of a victim handled together: their buckets are prefetched
+/// together, their copies share one fence and their switches another.
+const CHUNK_RECORDS: usize = 32;
+
+/// A record of a victim that a slot named when the chunk began.
+struct Candidate<'v> {
+    off: u64,
+    header: RecordHeader,
+    /// Its key, read in place (the chunk's epoch pin keeps the victim).
+    key: &'v [u8],
+    h: u64,
+}
 
 /// Figures the cleaning policy works from.
 #[derive(Debug, Default)]
@@ -94,8 +119,8 @@ impl Engine {
         v.into_iter().map(|(_, s)| s).collect()
     }
 
-    /// Moves the live records of segment `seg` to the cleaner's lane.
-    /// Returns the bytes copied.
+    /// Moves the live records of segment `seg` to the cleaner's lane, a
+    /// chunk of records at a time. Returns the bytes copied.
     pub(super) fn clean_segment(&self, seg: u32) -> Result<u64> {
         let mut records = Vec::new();
         {
@@ -108,57 +133,189 @@ impl Engine {
             walk_segment(&self.pool, seg, |r| records.push((r.offset, r.header)));
         }
         let mut moved = 0;
-        for (off, walked) in records {
+        for chunk in records.chunks(CHUNK_RECORDS) {
             if self.pool.live_bytes(seg) == 0 || self.stop.load(Ordering::Acquire) {
                 break;
             }
-            let key = {
-                let _pin = epoch::pin();
-                if self.cleanable(seg).is_none() {
-                    break;
-                }
-                self.record_key(off, &walked)?.to_vec()
-            };
-            let h = self.hash(&key);
-            moved += self.with_locked(&key, h, CLEANER_SEQ, |_ctx, found, _free, guard| {
-                let Some(f) = found.filter(|f| f.in_index) else {
-                    return Ok(Locked::Done(0));
-                };
-                if f.slot.offset() != off {
-                    return Ok(Locked::Done(0)); // a newer record holds the key
-                }
-                // The header as read under the lock (`f.header`), not the one
-                // walked earlier: only this one is known to be the key's.
-                let header = f.header;
-                if self.expired(off, &header)? {
-                    // An expired key is deleted, not copied.
-                    self.remove(0, &key, &f, f.slot.fingerprint(), guard);
-                    return Ok(Locked::Done(0));
-                }
-                let total = header.total_bytes();
-                let pm = &self.pool.pm;
-                let len = 4 + header.body_len();
-                let src = pm.slice(off, len)?;
-                // Later cleaner segments' bases must exceed the copied number.
-                self.cleaner_lane.raise(header.seq);
-                let (at, sealed) = self.cleaner_lane.append(&self.pool, total, |at| {
-                    pm.write_persistent(at, src);
-                })?;
-                if let Some(old) = sealed {
-                    self.maybe_free(old, guard);
-                }
-                // The copy is durable (`append` fenced) and byte for byte the
-                // original before any word names it.
-                debug_assert_eq!(pm.slice(at, len).ok(), Some(src));
-                self.republish(0, &f, (at, total), &header, guard);
-                Ok(Locked::Done(total))
-            })?;
+            match self.clean_chunk(seg, chunk)? {
+                Some(m) => moved += m,
+                None => break,
+            }
         }
         // A victim that was already dead on arrival still needs handing over.
         self.maybe_free(seg, &epoch::pin());
         self.cleaned_segments.fetch_add(1, Ordering::Relaxed);
         self.cleaned_bytes.fetch_add(moved, Ordering::Relaxed);
         Ok(moved)
+    }
+
+    /// Relocates the live records among `chunk` (records of victim `seg`):
+    /// their buckets are prefetched together, the records no slot names are
+    /// dropped without a lock, the rest are copied under one fence and
+    /// switched under another. `None` when the victim is no longer
+    /// cleanable.
+    fn clean_chunk(&self, seg: u32, chunk: &[(u64, RecordHeader)]) -> Result<Option<u64>> {
+        // Held to the end: the victim's bytes (keys, sources) stay mapped
+        // and unreused, and it cannot be freed before the switches' fence.
+        let guard = epoch::pin();
+        if self.cleanable(seg).is_none() {
+            return Ok(None);
+        }
+        let pm = &self.pool.pm;
+        let mut live = Vec::with_capacity(chunk.len());
+        {
+            let dir = self.index.dir.load();
+            for &(off, header) in chunk {
+                let key = self.record_key(off, &header)?;
+                let h = self.hash(key);
+                for bucket in self.index.probe(&dir.lookup(h), h) {
+                    self.ipm().prefetch(bucket);
+                }
+                live.push(Candidate {
+                    off,
+                    header,
+                    key,
+                    h,
+                });
+            }
+            live.retain(|c| self.slot_names(&dir.lookup(c.h), c.h, c.off));
+        }
+        let mut moved = 0;
+        // A record with a deadline may have expired: its key is deleted,
+        // not copied, one at a time.
+        for c in live
+            .iter()
+            .filter(|c| c.header.flags & REC_FLAG_DEADLINE != 0)
+        {
+            moved += self.relocate_one(c)?;
+        }
+        live.retain(|c| c.header.flags & REC_FLAG_DEADLINE == 0);
+        if live.is_empty() {
+            return Ok(Some(moved));
+        }
+        // `check` must not see the copies counted live before they are named.
+        let _chunk = self.chunk_mutex.lock();
+        let copies = self.copy_chunk(&live, &guard)?;
+        let mut failed = None;
+        for (c, &at) in live.iter().zip(&copies) {
+            let total = c.header.total_bytes();
+            let switched = match failed {
+                Some(_) => Ok(false),
+                None => self.switch_copy(c, at),
+            };
+            match switched {
+                Ok(true) => moved += total,
+                Ok(false) => self.sub_live(at, total, &guard),
+                Err(e) => {
+                    self.sub_live(at, total, &guard);
+                    failed = Some(e);
+                }
+            }
+        }
+        // Persist point: every switch of the chunk is durable before the
+        // victim can be freed (the guard, held until here, keeps it).
+        pm.fence();
+        drop(guard);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Some(moved)),
+        }
+    }
+
+    /// Whether a slot of `h`'s bucket pair in `seg` names record `off`
+    /// (read without a lock: a record no slot names is dead for good).
+    fn slot_names(&self, seg: &SegRef, h: u64, off: u64) -> bool {
+        let fp = index::fingerprint(h);
+        let pm = self.ipm();
+        self.index.probe(seg, h).into_iter().any(|bucket| {
+            self.index.slots(bucket).any(|addr| {
+                let s = Slot(pm.load_u64(addr));
+                s.names_record() && s.fingerprint() == fp && s.offset() == off
+            })
+        })
+    }
+
+    /// Appends copies of the chunk's records to the cleaner's lane, under
+    /// one fence; returns their offsets (each counted live).
+    fn copy_chunk(&self, live: &[Candidate], guard: &Guard) -> Result<Vec<u64>> {
+        let pm = &self.pool.pm;
+        let totals: Vec<u64> = live.iter().map(|c| c.header.total_bytes()).collect();
+        let mut sources = Vec::with_capacity(live.len());
+        for c in live {
+            sources.push(pm.slice(c.off, 4 + c.header.body_len())?);
+            // Later cleaner segments' bases must exceed the copied numbers.
+            self.cleaner_lane.raise(c.header.seq);
+        }
+        let mut offsets = Vec::with_capacity(live.len());
+        let mut sealed = Vec::new();
+        let appended = self.cleaner_lane.append_unfenced(
+            &self.pool,
+            &totals,
+            &mut offsets,
+            &mut sealed,
+            |i, at| pm.write_persistent(at, sources[i]),
+        );
+        // Persist point: the copies are durable (and byte for byte the
+        // originals) before any word names one.
+        pm.fence();
+        for s in sealed {
+            self.maybe_free(s, guard);
+        }
+        if let Err(e) = appended {
+            for (&at, &total) in offsets.iter().zip(&totals) {
+                self.sub_live(at, total, guard);
+            }
+            return Err(e);
+        }
+        debug_assert!(offsets
+            .iter()
+            .zip(&sources)
+            .all(|(&at, src)| pm.slice(at, src.len()).ok() == Some(*src)));
+        Ok(offsets)
+    }
+
+    /// Switches `c`'s key to its copy at `at` if its slot still names the
+    /// original (bucket lock held); whether it did.
+    fn switch_copy(&self, c: &Candidate, at: u64) -> Result<bool> {
+        let total = c.header.total_bytes();
+        self.with_locked(c.key, c.h, CLEANER_SEQ, |_ctx, found, _free, guard| {
+            let Some(f) = found.filter(|f| f.in_index && f.slot.offset() == c.off) else {
+                return Ok(Locked::Done(false)); // a newer record holds the key
+            };
+            // The header as read under the lock (`f.header`): only this
+            // one is known to be the key's.
+            self.relocate(&f, (at, total), &f.header, guard);
+            Ok(Locked::Done(true))
+        })
+    }
+
+    /// Moves one record alone (two fences of its own), deleting its key
+    /// instead if its deadline has passed. Returns the bytes copied.
+    fn relocate_one(&self, c: &Candidate) -> Result<u64> {
+        self.with_locked(c.key, c.h, CLEANER_SEQ, |_ctx, found, _free, guard| {
+            let Some(f) = found.filter(|f| f.in_index && f.slot.offset() == c.off) else {
+                return Ok(Locked::Done(0)); // a newer record holds the key
+            };
+            let header = f.header;
+            if self.expired(c.off, &header)? {
+                // An expired key is deleted, not copied.
+                self.remove(0, c.key, &f, f.slot.fingerprint(), guard);
+                return Ok(Locked::Done(0));
+            }
+            let total = header.total_bytes();
+            let pm = &self.pool.pm;
+            let src = pm.slice(c.off, 4 + header.body_len())?;
+            self.cleaner_lane.raise(header.seq);
+            let (at, sealed) = self.cleaner_lane.append(&self.pool, total, |at| {
+                pm.write_persistent(at, src);
+            })?;
+            if let Some(old) = sealed {
+                self.maybe_free(old, guard);
+            }
+            debug_assert_eq!(pm.slice(at, src.len()).ok(), Some(src));
+            self.republish(0, &f, (at, total), &header, guard);
+            Ok(Locked::Done(total))
+        })
     }
 
     /// Cleans every sealed log segment that has any dead space, now, on

@@ -175,6 +175,10 @@ pub(crate) struct Engine {
     stop: AtomicBool,
     me: Weak<Engine>,
     split_mutex: parking_lot::Mutex<()>,
+    /// Held by the cleaner while a chunk's copies are counted live but not
+    /// all switched yet, and by `check` (which counts live bytes against
+    /// what the index names) before it locks the buckets.
+    chunk_mutex: parking_lot::Mutex<()>,
     eliminated_puts: AtomicU64,
     splits: AtomicU64,
     cleaned_segments: AtomicU64,

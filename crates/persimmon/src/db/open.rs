@@ -147,6 +147,7 @@ impl Engine {
             stop: AtomicBool::new(false),
             me: me.clone(),
             split_mutex: parking_lot::Mutex::new(()),
+            chunk_mutex: parking_lot::Mutex::new(()),
             eliminated_puts: AtomicU64::new(0),
             splits: AtomicU64::new(0),
             cleaned_segments: AtomicU64::new(0),

@@ -172,6 +172,11 @@ impl Engine {
             let guard = epoch::pin();
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
+            // The bucket lines load while the lock is taken (its line may
+            // miss too): two misses overlapped instead of one after another.
+            for &bucket in &probe {
+                pm.prefetch(bucket);
+            }
             let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
             let lock = BucketLock {
                 locks: &self.index.locks,
@@ -420,6 +425,31 @@ impl Engine {
     ) {
         self.publish(f.addr, f.node, f.slot.fingerprint(), at);
         self.replaced(lane_index, f.addr, Some((at, total)), Some(f), guard);
+        self.note_deadline(at, h);
+    }
+
+    /// Makes record `at` — a byte-for-byte copy of the record `f` names,
+    /// already durable — its key's (bucket lock held), like
+    /// [`republish`](Self::republish) but with **no fence**: the word is
+    /// stored with its persist bit set and flushed, and the caller fences
+    /// once for a whole chunk of such switches. Sound because both records
+    /// hold the same bytes: until that fence a crash may keep either word,
+    /// and each names the same value durably; the caller keeps the
+    /// original's segment from being freed (an epoch pin) until the fence.
+    pub(super) fn relocate(
+        &self,
+        f: &Found,
+        (at, total): (u64, u64),
+        h: &RecordHeader,
+        guard: &Guard,
+    ) {
+        let pm = &self.pool.pm;
+        let word = self.point_index.word_to_persist(f.addr, f.node);
+        let slot = Slot::new(f.slot.fingerprint(), at, true);
+        pm.store_u64(word, slot.0);
+        pm.flush(word, 8);
+        self.point_index.mirror(f.addr, f.node, slot);
+        self.replaced(0, f.addr, Some((at, total)), Some(f), guard);
         self.note_deadline(at, h);
     }
 
