@@ -179,6 +179,11 @@ impl Engine {
                 });
             }
             live.retain(|c| self.slot_names(&dir.lookup(c.h), c.h, c.off));
+            // The live ones' lock lines load while their copies are written.
+            for c in &live {
+                let probe = self.index.probe(&dir.lookup(c.h), c.h);
+                self.index.locks.prefetch(probe[0]);
+            }
         }
         let mut moved = 0;
         // A record with a deadline may have expired: its key is deleted,

@@ -2,7 +2,10 @@
 //! the lookup under that lock, record appends and publishing.
 //!
 //! Persist points, in order, of a put (see `db` and docs/design.md §6): the
-//! record is durable (`write_record`'s fence) before any word names it; the
+//! record is written and durable (`write_record`'s fence) under the bucket
+//! lock before the lookup reads the candidates' keys (`with_locked_early`:
+//! the fence overlaps their prefetched misses), and before any word names
+//! it; the
 //! word that names it is durable (`publish_word`'s fence) before the put
 //! returns; its persist bit is set after that fence, unflushed.
 //!
@@ -164,6 +167,24 @@ impl Engine {
         h: u64,
         seq: u64,
         node: Option<u64>,
+        body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
+    ) -> Result<R> {
+        self.with_locked_early(key, h, seq, node, |_| Ok(()), body)
+    }
+
+    /// [`with_locked_at`](Self::with_locked_at), running `early` with the
+    /// lock held after the bucket pair's candidate records were asked for
+    /// (prefetched) and before they are read: work that does not depend on
+    /// the lookup (a put's record append and its fence) overlaps their
+    /// cache misses. `early` runs in every attempt; an error from it ends
+    /// the write like one from `body`.
+    pub(super) fn with_locked_early<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        seq: u64,
+        node: Option<u64>,
+        mut early: impl FnMut(&Guard) -> Result<()>,
         mut body: impl FnMut(&LockCtx, Option<Found>, &[(u64, u64)], &Guard) -> Result<Locked<R>>,
     ) -> Result<R> {
         let fp = index::fingerprint(h);
@@ -190,14 +211,18 @@ impl Engine {
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
+            self.prefetch_candidates(&probe, fp);
             let mut free = FreeSlots::default();
-            let found = self.lookup_locked(&seg, &probe, key, fp, node, &mut free)?;
-            let ctx = LockCtx {
-                seg,
-                observed: if self.eliminate { observed } else { 0 },
-                held,
-            };
-            match body(&ctx, found, free.as_slice(), &guard) {
+            let step = early(&guard).and_then(|()| {
+                let found = self.lookup_locked(&seg, &probe, key, fp, node, &mut free)?;
+                let ctx = LockCtx {
+                    seg,
+                    observed: if self.eliminate { observed } else { 0 },
+                    held,
+                };
+                body(&ctx, found, free.as_slice(), &guard)
+            });
+            match step {
                 Ok(Locked::Done(r)) => return Ok(r),
                 Ok(Locked::Split(seg)) => {
                     drop(pins);
@@ -221,6 +246,21 @@ impl Engine {
                     self.reclaim_pending()?;
                 }
                 Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Starts loading the records the bucket pair `probe` names under
+    /// fingerprint `fp` (the lookup reads their keys).
+    #[inline]
+    fn prefetch_candidates(&self, probe: &[u64], fp: u16) {
+        let pm = self.ipm();
+        for &bucket in probe {
+            for addr in self.index.slots(bucket) {
+                let s = Slot(pm.load_u64(addr));
+                if s.names_record() && s.fingerprint() == fp {
+                    self.pool.pm.prefetch(s.offset());
+                }
             }
         }
     }
@@ -556,52 +596,68 @@ impl Engine {
         // returns: its extent stays in flight until counted live.)
         let stored = self.stored_value(value)?;
         let rec = RecordParts::new(key, &stored.field, stored.flags, seq, deadline);
-        self.with_locked(key, h, seq, |ctx, found, free, guard| {
-            let held = ctx.held;
-            if let Some(f) = &found {
-                if ctx.observed != 0
-                    && f.header.seq == ctx.observed
-                    && f.header.flags & REC_FLAG_RMW == 0
-                {
-                    // Concurrent write elimination: the holder we waited for
-                    // stored this key while we were in flight; order our put
-                    // just before it.
-                    self.eliminated_puts.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Locked::Done(()));
+        // The record is written (and fenced) under the lock but before the
+        // lookup reads the candidates' keys: the fence and those misses
+        // overlap. Written once; a retry (split) publishes the same record.
+        let written = std::cell::Cell::new(None);
+        let write_early = |guard: &Guard| {
+            if written.get().is_none() {
+                written.set(Some(self.write_record(lane, &rec, guard)?));
+            }
+            Ok(())
+        };
+        let outcome =
+            self.with_locked_early(key, h, seq, None, write_early, |ctx, found, free, guard| {
+                let (off, total) = written
+                    .get()
+                    .expect("the record is written before the lookup");
+                let held = ctx.held;
+                if let Some(f) = &found {
+                    if ctx.observed != 0
+                        && f.header.seq == ctx.observed
+                        && f.header.flags & REC_FLAG_RMW == 0
+                    {
+                        // Concurrent write elimination: the holder we waited for
+                        // stored this key while we were in flight; order our put
+                        // just before it. Our record stays dead.
+                        self.eliminated_puts.fetch_add(1, Ordering::Relaxed);
+                        written.set(None);
+                        self.sub_live(off, total, guard);
+                        return Ok(Locked::Done(()));
+                    }
                 }
-            }
-            let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
-                Some(f) => (f.addr, false),
-                None => match self.claim(free, fp, ctx.seg) {
-                    Ok(a) => (a, true),
-                    Err(retry) => return Ok(retry),
-                },
-            };
-            let (node, linked) = match &found {
-                None => match self.ordered_insert(key, fp, claimed.then_some(addr), guard)? {
-                    Ok(placed) => placed,
-                    Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
-                },
-                Some(f) => (f.node, false),
-            };
-            let reserved = Reserved {
-                slot: claimed.then_some(addr),
-                node,
-                linked,
-            };
-            let (off, total) = self
-                .write_record(lane, &rec, guard)
-                .inspect_err(|_| self.give_back(key, &reserved, guard))?;
-            // Waiters that first see us from here on started after our
-            // value may have become visible: they must not be eliminated.
-            self.index.locks.mark_publishing(&held, seq);
-            self.publish(addr, reserved.node, fp, off);
-            self.replaced(lane_index, addr, Some((off, total)), found.as_ref(), guard);
-            if let Some(d) = deadline {
-                self.expiry.note(d, off, seq);
-            }
-            Ok(Locked::Done(()))
-        })
+                let (addr, claimed) = match found.as_ref().filter(|f| f.in_index) {
+                    Some(f) => (f.addr, false),
+                    None => match self.claim(free, fp, ctx.seg) {
+                        Ok(a) => (a, true),
+                        Err(retry) => return Ok(retry),
+                    },
+                };
+                // From here on nothing fails: the slot and the ordered-index
+                // entry need no giving back.
+                let node = match &found {
+                    None => match self.ordered_insert(key, fp, claimed.then_some(addr), guard)? {
+                        Ok((node, _linked)) => node,
+                        Err(leaf) => return Ok(Locked::SplitLeaf(leaf)),
+                    },
+                    Some(f) => f.node,
+                };
+                // Waiters that first see us from here on started after our
+                // value may have become visible: they must not be eliminated.
+                self.index.locks.mark_publishing(&held, seq);
+                written.set(None);
+                self.publish(addr, node, fp, off);
+                self.replaced(lane_index, addr, Some((off, total)), found.as_ref(), guard);
+                if let Some(d) = deadline {
+                    self.expiry.note(d, off, seq);
+                }
+                Ok(Locked::Done(()))
+            });
+        if let Some((off, total)) = written.get() {
+            // Written but never published (the write failed): dead.
+            self.sub_live(off, total, &epoch::pin());
+        }
+        outcome
     }
 
     pub(super) fn delete(&self, key: &[u8]) -> Result<bool> {

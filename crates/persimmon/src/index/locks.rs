@@ -184,6 +184,17 @@ impl BucketLocks {
         )
     }
 
+    /// Starts loading the lock word of the bucket at `bucket` (a lock taken
+    /// soon after then need not wait for its line). The persistent lock
+    /// words live in the bucket line itself.
+    #[inline]
+    pub fn prefetch(&self, bucket: u64) {
+        if self.in_pm {
+            return;
+        }
+        crate::pmem::cpu::prefetch_ref(&self.table.words[LockTable::index_of(bucket)]);
+    }
+
     /// Marks the holder as publishing (its value may become visible from
     /// now on). Only the holder calls this.
     #[inline]

@@ -119,6 +119,21 @@ pub unsafe fn flush_line(kind: FlushInstruction, p: *const u8) {
     let _ = (kind, p);
 }
 
+/// Starts loading the cache line of `r` (DRAM state such as a lock word):
+/// a hint, with no effect the program can observe.
+#[inline(always)]
+pub fn prefetch_ref<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the address of a live reference; a prefetch reads nothing
+    // the program can observe and cannot fault.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 /// Orders all earlier stores, flushes and non-temporal stores before later ones.
 #[inline(always)]
 pub fn store_fence() {
