@@ -34,6 +34,7 @@
 
 mod batch_table;
 mod db;
+mod dead_hints;
 mod error;
 mod index;
 mod layout;

@@ -39,6 +39,8 @@ pub(crate) struct SegmentInfo {
     live_bytes: AtomicU64,
     /// No more records will be appended (not a lane's active segment).
     sealed: AtomicBool,
+    /// Which of its records are known dead (a hint for the cleaner).
+    dead: crate::dead_hints::DeadBits,
 }
 
 pub(crate) const KIND_CONTINUATION: u8 = 0xC0;
@@ -151,6 +153,7 @@ impl Pool {
                 kind: AtomicU8::new(SegmentKind::Free as u8),
                 live_bytes: AtomicU64::new(0),
                 sealed: AtomicBool::new(false),
+                dead: Default::default(),
             })
             .collect();
         let tier = tier_settings(path, &sb, &pm, opts)?;
@@ -295,6 +298,25 @@ impl Pool {
         self.segments[index as usize]
             .live_bytes
             .load(Ordering::SeqCst)
+    }
+
+    /// Notes (a hint, `dead_hints`) that the record at `offset`, `total`
+    /// bytes, will never be named again.
+    #[inline]
+    pub fn mark_dead(&self, offset: u64, total: u64) {
+        let seg = self.segment_of(offset);
+        let rel = offset - self.segment_offset(seg);
+        self.segments[seg as usize]
+            .dead
+            .mark(self.segment_bytes, rel, total);
+    }
+
+    /// Whether the record at `offset`, `total` bytes, is known dead.
+    #[inline]
+    pub fn known_dead(&self, offset: u64, total: u64) -> bool {
+        let seg = self.segment_of(offset);
+        let rel = offset - self.segment_offset(seg);
+        self.segments[seg as usize].dead.is_marked(rel, total)
     }
 
     /// Counts `bytes` more of segment `index` live.
@@ -465,6 +487,9 @@ impl Pool {
         self.pm.fence();
         for c in 0..run {
             let info = &self.segments[(first + c) as usize];
+            if header.kind == SegmentKind::Log {
+                info.dead.clear();
+            }
             info.live_bytes.store(0, Ordering::Relaxed);
             info.sealed.store(false, Ordering::Relaxed);
             let k = if c == 0 {

@@ -4,8 +4,9 @@
 //!
 //! A victim is cleaned a chunk of records at a time (`CHUNK_RECORDS`): the
 //! chunk's bucket lines are prefetched together, records no slot names
-//! (most of a victim) are dropped after a look at their bucket pair without
-//! a lock, the live ones are copied under **one fence**, then switched one
+//! (most of a victim) are dropped — without a look at the index when a
+//! writer marked them dead (`dead_hints`), else after a look at their
+//! bucket pair without a lock — the live ones are copied under **one fence**, then switched one
 //! by one under their bucket locks, unfenced, and **one fence** makes every
 //! switch of the chunk durable. So a chunk costs two fences, not two per
 //! record.
@@ -166,6 +167,9 @@ impl Engine {
         {
             let dir = self.index.dir.load();
             for &(off, header) in chunk {
+                if self.pool.known_dead(off, header.total_bytes()) {
+                    continue;
+                }
                 let key = self.record_key(off, &header)?;
                 let h = self.hash(key);
                 for bucket in self.index.probe(&dir.lookup(h), h) {

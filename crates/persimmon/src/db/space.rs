@@ -58,6 +58,8 @@ impl Engine {
             }
         }
         if let Some((off, total)) = old {
+            // Its key moved on: the cleaner need not look it up.
+            self.pool.mark_dead(off, total);
             if tallied {
                 self.sub_live(off, total, guard);
             }
