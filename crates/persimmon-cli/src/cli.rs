@@ -213,8 +213,9 @@ a DAX mount or /dev/shm."
         long_about = "Benchmark Persimmon against its Baseline, its ablation variants and its \
 peers (LMDB, RocksDB) in one process and one run: YCSB core workloads A-F and the \
 MPKV paper's experiments (GET ratio, value size, thread sweeps), range scans of N pairs \
-(scan:N, items/s), inserts of new keys (insert) and atomic batches of N puts (batch:N, keys \
-written per second and PM work per key, next to the same keys as N single puts). \
+(scan:N, items/s), inserts of new keys (insert), atomic batches of N puts (batch:N, keys \
+written per second and PM work per key, next to the same keys as N single puts) and batched \
+reads of N keys (multiget:N, keys read per second). \
 --deadline-fraction F loads a fraction F of the keys with a deadline a day ahead and writes \
 them with it, to compare GET and PUT with and without expiry. Scans need ordered reads \
 (persimmon-ordered, the pool with the ordered index; persimmon-dram, the same with the point \

@@ -20,7 +20,8 @@
 //! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
 //! - [`tier`]: the SSD tier (MixStore's PM + SSD split): data files of
 //!   value extents, group-commit syncs, the ACS read cache; optional.
-//! - `db`: the [`Db`] API and its write protocol.
+//! - `db`: the [`Db`] API and its write protocol; batched point reads
+//!   ([`Db::get_many_with`]) overlap the cache misses of many keys.
 //! - [`size`]: byte sizes as people write and read them (`64M`, `1.5 GiB`),
 //!   shared by the CLI, the server's config and the benchmark.
 //! - [`pdv`]: persistent dancing variables, a hot persisted word spread over

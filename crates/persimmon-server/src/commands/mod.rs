@@ -13,7 +13,8 @@
 //! - Multi-key writes (MSET, MSETNX, DEL of several keys, MOVE, and the
 //!   commands in an EXEC) are one atomic unit of the store: one crash-atomic
 //!   engine batch (see `store.rs`). Multi-key reads (MGET, EXISTS) read key
-//!   by key, each read atomic.
+//!   by key, each read atomic (MGET through `Store::get_many`, one batched
+//!   engine read per 64 keys, each key still read on its own).
 //! - Inside `MULTI` every command but the `multi_control` rows is queued;
 //!   every command runs holding the database map (see `dbs.rs`).
 //! - Every request is counted for `INFO commandstats` as Redis counts it:
