@@ -525,6 +525,8 @@ impl Drop for Engine {
                 // the mark then vouches for.
                 l.save_map(&self.pool);
             }
+            // Before the clean mark too, after the last header write.
+            self.pool.save_scan_copy();
             let keys = self.count_now();
             self.pool.mark_clean(keys);
         }
