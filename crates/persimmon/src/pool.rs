@@ -137,10 +137,10 @@ impl Pool {
             create_pool_file(path, opts)?;
         }
         let file = open_exclusive(path)?;
-        let file_len = file
+        let meta = file
             .metadata()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
-            .len();
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+        let file_len = meta.len();
         let (sb, staged) = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
         check_geometry(path, file_len, seg)?;
@@ -190,7 +190,16 @@ impl Pool {
         // After a clean close, the headers as that close left them, from
         // their copy beside the pool (one small read); else from the pool.
         let copy = (clean_state & 1 == 1)
-            .then(|| scan_copy::load(path, &sb.pool_id, closed_session, pool.segment_count()))
+            .then(|| {
+                let file = scan_copy::FileId::of(&meta);
+                scan_copy::load(
+                    path,
+                    &sb.pool_id,
+                    closed_session,
+                    file,
+                    pool.segment_count(),
+                )
+            })
             .flatten();
         pool.scan_from_copy = copy.is_some();
         let scan = copy
@@ -537,11 +546,16 @@ impl Pool {
     }
 
     /// Writes the copy of the segment headers for the next open (at a
-    /// clean close, before [`mark_clean`](Self::mark_clean), once nothing
-    /// writes a header any more): the scan the next open would make.
+    /// clean close, after [`mark_clean`](Self::mark_clean), the session's
+    /// last write to the pool): the scan the next open would make, and the
+    /// file's identity as this close leaves it.
     pub fn save_scan_copy(&self) {
+        let Ok(meta) = self.pm.metadata() else {
+            return;
+        };
         let scan = scan_headers(&self.pm, self.segment_bytes, self.segment_count());
-        scan_copy::save(&self.path, &self.sb.pool_id, self.open_count, &scan);
+        let file = scan_copy::FileId::of(&meta);
+        scan_copy::save(&self.path, &self.sb.pool_id, self.open_count, file, &scan);
     }
 
     /// Records the key count as of a clean close (bit 0 = clean).

@@ -19,19 +19,30 @@
 //!   known, lists naming segments of their kind). Anything else — a crash,
 //!   a missing, torn, foreign or stale copy, an older build that opened the
 //!   pool since — and open scans the headers, as without a copy.
-//! - It is written after the last header write of its session (the scan
-//!   runs in the engine's drop, after every thread and every epoch-deferred
-//!   release that held the engine) and before the clean mark, so a copy
-//!   with the session's tag describes exactly the headers the next open
-//!   would read. Every later open raises the open count, so the copy is
-//!   stale from the first write of the next session on.
+//! - It is written after the last write of its session to the pool (the
+//!   scan runs in the engine's drop, after every thread and every
+//!   epoch-deferred release that held the engine, and after the clean
+//!   mark), so a copy with the session's tag describes exactly the headers
+//!   the next open would read. Every later open raises the open count, so
+//!   the copy is stale from the first write of the next session on.
+//! - The copy also names the pool *file* as the close left it: device,
+//!   inode, length, change and modification times, read from the open
+//!   descriptor after the clean mark. Open compares them with the file it
+//!   has just opened, before writing anything. The tag alone cannot tell
+//!   apart two histories of one pool that reached the same open count (a
+//!   crash image or a backup put back, then opened again: the same pool
+//!   id and session number, different headers); putting other contents
+//!   into the file by writing it, copying over it or renaming another file
+//!   onto its name changes these, so such a copy is not used.
 //! - A scan that found a damaged header is not copied (damage is reported
 //!   by the scan at every open).
 //! - Written to a temporary name, then renamed; nothing in the pool is
 //!   written, so the pool's format is unchanged.
 //!
-//! Layout (little-endian): magic `PMSEGS01` (8), pool id (16), tag (8),
-//! segment count n (4), CRC32C of the body (4), body length (8) — 48 bytes;
+//! Layout (little-endian): magic `PMSEGS02` (8), pool id (16), tag (8),
+//! segment count n (4), CRC32C of the body (4), body length (8), the
+//! file's identity (device, inode, length, change time in ns, modification
+//! time in ns: 5 × u64) — 88 bytes;
 //! then the body: n kind bytes; index segments (count u32, then per segment
 //! u32 index, u8 depth, u64 prefix); lanes with a log segment or a base
 //! sequence (count u32, then per lane u8 lane, u32 newest log segment or
@@ -44,10 +55,33 @@ use std::path::{Path, PathBuf};
 use crate::layout::SegmentKind;
 use crate::pool::{ScanResult, KIND_CONTINUATION};
 
-const MAGIC: &[u8; 8] = b"PMSEGS01";
-const HEAD: usize = 48;
+const MAGIC: &[u8; 8] = b"PMSEGS02";
+const HEAD: usize = 88;
 const LANES: usize = 256;
 const NO_SEGMENT: u32 = u32::MAX;
+
+/// The identity of a pool file as its metadata gives it: device, inode,
+/// length, change and modification times (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileId(pub [u64; 5]);
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| {
+            (s as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(n as u64)
+        };
+        FileId([
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            ns(meta.ctime(), meta.ctime_nsec()),
+            ns(meta.mtime(), meta.mtime_nsec()),
+        ])
+    }
+}
 
 /// Where the copy of the pool at `pool` lives.
 pub(crate) fn copy_path(pool: &Path) -> PathBuf {
@@ -59,9 +93,9 @@ pub(crate) fn copy_path(pool: &Path) -> PathBuf {
 /// Writes the copy of `scan` for a clean close of the session `tag`. Best
 /// effort: a copy that is missing or torn is not used. A scan that found
 /// damage is not written (and an older copy is removed).
-pub(crate) fn save(pool: &Path, pool_id: &[u8; 16], tag: u64, scan: &ScanResult) {
+pub(crate) fn save(pool: &Path, pool_id: &[u8; 16], tag: u64, file: FileId, scan: &ScanResult) {
     let path = copy_path(pool);
-    let Some(bytes) = encode(pool_id, tag, scan) else {
+    let Some(bytes) = encode(pool_id, tag, file, scan) else {
         let _ = std::fs::remove_file(&path);
         return;
     };
@@ -75,14 +109,26 @@ pub(crate) fn save(pool: &Path, pool_id: &[u8; 16], tag: u64, scan: &ScanResult)
 }
 
 /// The scan from the copy beside the pool, if there is a valid one for this
-/// pool, session `tag` and `segments` segments (one read of one file).
-pub(crate) fn load(pool: &Path, pool_id: &[u8; 16], tag: u64, segments: u32) -> Option<ScanResult> {
+/// pool, session `tag`, pool file `file` and `segments` segments (one read
+/// of one file).
+pub(crate) fn load(
+    pool: &Path,
+    pool_id: &[u8; 16],
+    tag: u64,
+    file: FileId,
+    segments: u32,
+) -> Option<ScanResult> {
     let bytes = std::fs::read(copy_path(pool)).ok()?;
-    decode(&bytes, pool_id, tag, segments)
+    decode(&bytes, pool_id, tag, file, segments)
 }
 
 /// The copy's bytes; `None` when the scan found damage.
-pub(crate) fn encode(pool_id: &[u8; 16], tag: u64, scan: &ScanResult) -> Option<Vec<u8>> {
+pub(crate) fn encode(
+    pool_id: &[u8; 16],
+    tag: u64,
+    file: FileId,
+    scan: &ScanResult,
+) -> Option<Vec<u8>> {
     if !scan.damaged.is_empty() {
         return None;
     }
@@ -120,6 +166,9 @@ pub(crate) fn encode(pool_id: &[u8; 16], tag: u64, scan: &ScanResult) -> Option<
     out.extend_from_slice(&n.to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    for w in file.0 {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
     out.extend_from_slice(&body);
     Some(out)
 }
@@ -151,12 +200,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The scan a copy holds, if it is one for this pool, session `tag` and
-/// `segments` segments, whole and consistent.
+/// The scan a copy holds, if it is one for this pool, session `tag`, pool
+/// file `file` and `segments` segments, whole and consistent.
 pub(crate) fn decode(
     bytes: &[u8],
     pool_id: &[u8; 16],
     tag: u64,
+    file: FileId,
     segments: u32,
 ) -> Option<ScanResult> {
     let mut head = Reader { bytes, at: 0 };
@@ -166,6 +216,11 @@ pub(crate) fn decode(
     let n = head.u32()?;
     let crc = head.u32()?;
     let body_len = usize::try_from(head.u64()?).ok()?;
+    for w in file.0 {
+        if head.u64()? != w {
+            return None;
+        }
+    }
     if n != segments || bytes.len() != HEAD.checked_add(body_len)? {
         return None;
     }
@@ -241,6 +296,8 @@ pub(crate) fn decode(
 mod tests {
     use super::*;
 
+    const F: FileId = FileId([1, 2, 3, 4, 5]);
+
     fn scan() -> ScanResult {
         let mut active_log = vec![None; LANES];
         let mut lane_max_seq = vec![0; LANES];
@@ -270,18 +327,26 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_reads_back_for_its_pool_session_and_size_only() {
+    fn a_copy_reads_back_for_its_pool_session_file_and_size_only() {
         let s = scan();
-        let bytes = encode(&[7; 16], 5, &s).unwrap();
-        assert!(same(&decode(&bytes, &[7; 16], 5, 8).unwrap(), &s));
-        assert!(decode(&bytes, &[8; 16], 5, 8).is_none(), "another pool");
-        assert!(decode(&bytes, &[7; 16], 6, 8).is_none(), "another session");
-        assert!(decode(&bytes, &[7; 16], 5, 9).is_none(), "the pool grew");
-        assert!(decode(&bytes[..bytes.len() - 1], &[7; 16], 5, 8).is_none());
-        for at in [0, 30, HEAD, HEAD + 3, bytes.len() - 1] {
+        let bytes = encode(&[7; 16], 5, F, &s).unwrap();
+        assert!(same(&decode(&bytes, &[7; 16], 5, F, 8).unwrap(), &s));
+        assert!(decode(&bytes, &[8; 16], 5, F, 8).is_none(), "another pool");
+        assert!(
+            decode(&bytes, &[7; 16], 6, F, 8).is_none(),
+            "another session"
+        );
+        assert!(decode(&bytes, &[7; 16], 5, F, 9).is_none(), "the pool grew");
+        for i in 0..5 {
+            let mut other = F;
+            other.0[i] += 1;
+            assert!(decode(&bytes, &[7; 16], 5, other, 8).is_none(), "file {i}");
+        }
+        assert!(decode(&bytes[..bytes.len() - 1], &[7; 16], 5, F, 8).is_none());
+        for at in [0, 30, 60, HEAD, HEAD + 3, bytes.len() - 1] {
             let mut torn = bytes.clone();
             torn[at] ^= 0x10;
-            assert!(decode(&torn, &[7; 16], 5, 8).is_none(), "byte {at} flipped");
+            assert!(decode(&torn, &[7; 16], 5, F, 8).is_none(), "byte {at}");
         }
     }
 
@@ -289,15 +354,15 @@ mod tests {
     fn damage_is_never_copied_and_inconsistent_copies_are_refused() {
         let mut s = scan();
         s.damaged.push((7, "bad".into()));
-        assert!(encode(&[7; 16], 5, &s).is_none());
+        assert!(encode(&[7; 16], 5, F, &s).is_none());
         let mut s = scan();
         s.kinds[7] = KIND_CONTINUATION; // a continuation after no large head
-        assert!(decode(&encode(&[7; 16], 5, &s).unwrap(), &[7; 16], 5, 8).is_none());
+        assert!(decode(&encode(&[7; 16], 5, F, &s).unwrap(), &[7; 16], 5, F, 8).is_none());
         let mut s = scan();
         s.active_log[3] = Some((6, 0)); // names an ordered segment
-        assert!(decode(&encode(&[7; 16], 5, &s).unwrap(), &[7; 16], 5, 8).is_none());
+        assert!(decode(&encode(&[7; 16], 5, F, &s).unwrap(), &[7; 16], 5, F, 8).is_none());
         let mut s = scan();
         s.kinds[0] = 0; // an index segment listed, but free
-        assert!(decode(&encode(&[7; 16], 5, &s).unwrap(), &[7; 16], 5, 8).is_none());
+        assert!(decode(&encode(&[7; 16], 5, F, &s).unwrap(), &[7; 16], 5, F, 8).is_none());
     }
 }

@@ -83,8 +83,8 @@ fn checked(db: &Db, model: &Model, what: &str) {
 }
 
 /// Opens `path`, asserts which way the headers were read, checks the model.
-fn open_expect(path: &Path, from_copy: bool, model: &Model, what: &str) -> Db {
-    let db = Db::open(path, options()).unwrap();
+fn open_expect(path: &Path, opts: Options, from_copy: bool, model: &Model, what: &str) -> Db {
+    let db = Db::open(path, opts).unwrap();
     assert_eq!(db.stats().segments_from_copy, from_copy, "{what}");
     checked(&db, model, what);
     db
@@ -107,8 +107,8 @@ fn a_clean_close_opens_from_the_copy_and_answers_as_the_header_scan() {
     // The same pool without its copy: the header scan.
     let scanned = dir.path().join("scanned.pool");
     std::fs::copy(&path, &scanned).unwrap();
-    let slow = open_expect(&scanned, false, &model, "header scan");
-    let fast = open_expect(&path, true, &model, "from the copy");
+    let slow = open_expect(&scanned, options(), false, &model, "header scan");
+    let fast = open_expect(&path, options(), true, &model, "from the copy");
     let s = shape(&fast);
     assert_eq!(s, shape(&slow), "same directory, lanes and free set");
     assert!(s[0] > 16, "the pool grew: {s:?}");
@@ -129,11 +129,11 @@ fn a_clean_close_opens_from_the_copy_and_answers_as_the_header_scan() {
     drop(slow);
 
     // Across growth: the copy of the grown pool is used, and holds.
-    let db = open_expect(&path, true, &model, "after growth");
+    let db = open_expect(&path, options(), true, &model, "after growth");
     assert_eq!(db.stats().segments_total, grown);
     step(&db, &mut model, 6);
     drop(db);
-    let db = open_expect(&path, true, &model, "third session");
+    let db = open_expect(&path, options(), true, &model, "third session");
     drop(db);
 }
 
@@ -146,7 +146,7 @@ fn a_crash_or_a_stale_torn_missing_or_foreign_copy_means_the_header_scan() {
     step(&db, &mut model, 0);
     db.wait_for_rebuild();
     drop(db);
-    let db = open_expect(&path, true, &model, "clean close");
+    let db = open_expect(&path, options(), true, &model, "clean close");
 
     // A crash image: every store so far, no clean close; the copy beside
     // it is the previous session's.
@@ -155,7 +155,7 @@ fn a_crash_or_a_stale_torn_missing_or_foreign_copy_means_the_header_scan() {
     std::fs::copy(&path, &image).unwrap();
     drop(db);
     std::fs::rename(&image, &path).unwrap();
-    let db = open_expect(&path, false, &model, "after a crash");
+    let db = open_expect(&path, options(), false, &model, "after a crash");
     step(&db, &mut model, 2);
     db.wait_for_rebuild();
     drop(db);
@@ -163,12 +163,18 @@ fn a_crash_or_a_stale_torn_missing_or_foreign_copy_means_the_header_scan() {
     // A stale copy: an earlier session's, left beside the pool after a
     // later clean close (the later session grew the pool and moved things).
     let stale = std::fs::read(copy_of(&path)).unwrap();
-    let db = open_expect(&path, true, &model, "clean close after the crash");
+    let db = open_expect(
+        &path,
+        options(),
+        true,
+        &model,
+        "clean close after the crash",
+    );
     step(&db, &mut model, 3);
     db.wait_for_rebuild();
     drop(db);
     std::fs::write(copy_of(&path), &stale).unwrap();
-    let db = open_expect(&path, false, &model, "stale copy");
+    let db = open_expect(&path, options(), false, &model, "stale copy");
     db.wait_for_rebuild();
     drop(db);
 
@@ -177,20 +183,20 @@ fn a_crash_or_a_stale_torn_missing_or_foreign_copy_means_the_header_scan() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x04;
     std::fs::write(copy_of(&path), &bytes).unwrap();
-    let db = open_expect(&path, false, &model, "torn copy");
+    let db = open_expect(&path, options(), false, &model, "torn copy");
     db.wait_for_rebuild();
     drop(db);
 
     // A cut copy.
     let bytes = std::fs::read(copy_of(&path)).unwrap();
     std::fs::write(copy_of(&path), &bytes[..bytes.len() - 3]).unwrap();
-    let db = open_expect(&path, false, &model, "cut copy");
+    let db = open_expect(&path, options(), false, &model, "cut copy");
     db.wait_for_rebuild();
     drop(db);
 
     // A missing copy.
     std::fs::remove_file(copy_of(&path)).unwrap();
-    let db = open_expect(&path, false, &model, "missing copy");
+    let db = open_expect(&path, options(), false, &model, "missing copy");
     db.wait_for_rebuild();
     drop(db);
 
@@ -203,9 +209,9 @@ fn a_crash_or_a_stale_torn_missing_or_foreign_copy_means_the_header_scan() {
     step(&db, &mut other_model, 0);
     drop(db);
     std::fs::copy(copy_of(&other), copy_of(&path)).unwrap();
-    let db = open_expect(&path, false, &model, "another pool's copy");
+    let db = open_expect(&path, options(), false, &model, "another pool's copy");
     drop(db);
-    let _ = open_expect(&path, true, &model, "its own copy again");
+    let _ = open_expect(&path, options(), true, &model, "its own copy again");
 }
 
 #[test]
@@ -227,4 +233,60 @@ fn a_close_before_the_rebuild_writes_no_copy_and_the_old_one_is_not_used() {
     let db = Db::open(&path, options()).unwrap();
     assert_eq!(db.stats().segments_from_copy, before != after);
     checked(&db, &model, "after an early close");
+}
+
+#[test]
+fn a_copy_from_another_history_of_the_same_pool_and_session_is_not_used() {
+    // Two histories of one pool reach the same open count: a backup (or a
+    // crash image) put back and opened again. Their copies carry the same
+    // pool id and tag; the file's identity tells them apart.
+    // A pool that does not grow: both histories have the same segment
+    // count, so only the file's identity can refuse the other's copy.
+    let fixed = || Options {
+        pool_bytes_initial: 96 << 20,
+        ..options()
+    };
+    let dir = common::pool_dir();
+    let path = dir.path().join("branch.pool");
+    let mut model = Model::new();
+    let db = Db::open(&path, fixed()).unwrap();
+    step(&db, &mut model, 0);
+    db.wait_for_rebuild();
+    drop(db);
+    let backup = std::fs::read(&path).unwrap();
+    let backup_model = model.clone();
+
+    // History A: one more session, closed cleanly.
+    let db = open_expect(&path, fixed(), true, &model, "history A");
+    step(&db, &mut model, 1);
+    db.wait_for_rebuild();
+    drop(db);
+    let a_pool = std::fs::read(&path).unwrap();
+    let a_model = model.clone();
+
+    // History B: the backup put back, a different session of the same
+    // number, closed cleanly: its copy replaces A's.
+    std::fs::write(&path, &backup).unwrap();
+    let mut b_model = backup_model;
+    let db = open_expect(
+        &path,
+        fixed(),
+        false,
+        &b_model,
+        "history B (file rewritten)",
+    );
+    // Other keys, the same amount of writing: the same pool size.
+    for i in 0..20_000u32 {
+        let k = format!("b-{i:06}").into_bytes();
+        let v = value(i, 7);
+        db.put(&k, &v).unwrap();
+        b_model.insert(k, v);
+    }
+    db.wait_for_rebuild();
+    drop(db);
+
+    // A's pool put back beside B's copy (same pool id, same tag).
+    std::fs::write(&path, &a_pool).unwrap();
+    let db = open_expect(&path, fixed(), false, &a_model, "history A beside B's copy");
+    drop(db);
 }

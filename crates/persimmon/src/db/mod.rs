@@ -525,10 +525,11 @@ impl Drop for Engine {
                 // the mark then vouches for.
                 l.save_map(&self.pool);
             }
-            // Before the clean mark too, after the last header write.
-            self.pool.save_scan_copy();
             let keys = self.count_now();
             self.pool.mark_clean(keys);
+            // After the clean mark, the session's last write to the pool:
+            // the copy names the file as this close leaves it.
+            self.pool.save_scan_copy();
         }
     }
 }
