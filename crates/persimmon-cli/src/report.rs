@@ -76,6 +76,7 @@ fn base_json(path: &str, s: &Stats) -> serde_json::Value {
         "format_version": s.format_version,
         "batches_undone_at_open": s.batches_undone_at_open,
         "batches_finished_at_open": s.batches_finished_at_open,
+        "segments_from_copy": s.segments_from_copy,
         "deadlines_pending": s.deadlines_pending,
         "keys_expired": s.keys_expired,
         "pmem": {

@@ -15,7 +15,9 @@
 //!   (stores, flushes, fences, non-temporal copies); all `unsafe` lives there.
 //! - `layout`: the on-media formats (superblock, segment header, record,
 //!   bucket, slot), drawn byte by byte in `docs/design.md`.
-//! - `pool`: segments, free space, growth; `log`: per-lane record append.
+//! - `pool`: segments, free space, growth; `log`: per-lane record append;
+//!   `scan_copy`: the copy of the segment-header scan kept beside the pool
+//!   across a clean close, so that the next open reads no header.
 //! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
 //! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
 //! - [`tier`]: the SSD tier (MixStore's PM + SSD split): data files of
@@ -46,6 +48,7 @@ pub mod pdv;
 #[allow(unsafe_code)] // the one place for it; see the module header
 pub mod pmem;
 mod pool;
+mod scan_copy;
 pub mod size;
 pub mod tier;
 

@@ -12,6 +12,10 @@
 //!   persists state word 0 (continuation segments of a run first, head last).
 //! - Free-space and live-byte tables live in DRAM only; they are rebuilt
 //!   after open (headers synchronously, live bytes in the background).
+//! - The headers are read at open by [`scan_headers`], or after a clean
+//!   close taken from that close's copy of the same scan
+//!   ([`scan_copy`](crate::scan_copy), checked before it is trusted); both
+//!   give one [`ScanResult`], which [`Pool::adopt`]s the same way.
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -24,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::layout::{self, HeaderState, SegmentHeader, SegmentKind, Superblock, SuperblockError};
 use crate::options::{FlushMode, Options, PointIndex};
 use crate::pmem::{self, PersistObserver, PmemFile};
+use crate::scan_copy;
 use crate::tier::ident::{self, TierSettings};
 
 /// DRAM state of one segment, a cache line of its own: the lanes' active
@@ -62,6 +67,9 @@ pub(crate) struct ScanResult {
     pub ordered_segments: Vec<(u32, u32, bool)>,
     /// Some log segment or large run exists: the pool holds records.
     pub has_records: bool,
+    /// Per segment of the file, its kind as DRAM keeps it: `SegmentKind as
+    /// u8`, `KIND_CONTINUATION` or `KIND_DAMAGED`.
+    pub kinds: Vec<u8>,
 }
 
 pub(crate) struct Pool {
@@ -90,6 +98,9 @@ pub(crate) struct Pool {
     raise_lock: parking_lot::Mutex<()>,
     /// The SSD tier's settings, when the pool was created with one.
     pub tier: Option<TierSettings>,
+    /// This open took the segment headers from their copy beside the pool
+    /// (`scan_copy`), not from the pool.
+    pub scan_from_copy: bool,
 }
 
 fn now_millis() -> u64 {
@@ -132,10 +143,10 @@ impl Pool {
             create_pool_file(path, opts)?;
         }
         let file = open_exclusive(path)?;
-        let file_len = file
+        let meta = file
             .metadata()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
-            .len();
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+        let file_len = meta.len();
         let (sb, staged) = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
         check_geometry(path, file_len, seg)?;
@@ -158,7 +169,8 @@ impl Pool {
             .collect();
         let tier = tier_settings(path, &sb, &pm, opts)?;
         let clean_state = pm.load_u64(layout::SB_CLEAN_STATE);
-        let open_count = pm.load_u64(layout::SB_OPEN_COUNT).wrapping_add(1);
+        let closed_session = pm.load_u64(layout::SB_OPEN_COUNT);
+        let open_count = closed_session.wrapping_add(1);
         let mut pool = Pool {
             pm,
             sb,
@@ -175,13 +187,31 @@ impl Pool {
             version: AtomicU32::new(sb.format_version),
             raise_lock: parking_lot::Mutex::new(()),
             tier,
+            scan_from_copy: false,
         };
         if staged {
             // A crash interrupted a version raise after the staged copy was
             // durable: finish it.
             pool.write_fixed_superblock(&sb);
         }
-        let scan = pool.scan_headers();
+        // After a clean close, the headers as that close left them, from
+        // their copy beside the pool (one small read); else from the pool.
+        let copy = (clean_state & 1 == 1)
+            .then(|| {
+                let file = scan_copy::FileId::of(&meta);
+                scan_copy::load(
+                    path,
+                    &sb.pool_id,
+                    closed_session,
+                    file,
+                    pool.segment_count(),
+                )
+            })
+            .flatten();
+        pool.scan_from_copy = copy.is_some();
+        let scan = copy
+            .unwrap_or_else(|| scan_headers(&pool.pm, pool.segment_bytes, pool.segment_count()));
+        pool.adopt(&scan);
         // From here on the pool is open: a crash must not be taken for a clean close.
         pool.pm.store_u64(layout::SB_CLEAN_STATE, 0);
         pool.pm.store_u64(layout::SB_OPEN_COUNT, open_count);
@@ -376,77 +406,21 @@ impl Pool {
         (kind == SegmentKind::Log as u8 || kind == SegmentKind::Large as u8).then_some(kind)
     }
 
-    fn scan_headers(&mut self) -> ScanResult {
-        let lanes = 256;
-        let mut r = ScanResult {
-            index_segments: Vec::new(),
-            active_log: vec![None; lanes],
-            lane_max_seq: vec![0; lanes],
-            damaged: Vec::new(),
-            ordered_segments: Vec::new(),
-            has_records: false,
-        };
-        let n = self.segment_count();
+    /// Takes over what a header scan (or its copy) found: each segment's
+    /// kind, log segments and large runs sealed, the free set.
+    fn adopt(&mut self, scan: &ScanResult) {
         let mut free = BTreeSet::new();
-        let mut i = 0;
-        while i < n {
-            let off = self.segment_offset(i);
-            let header = self
-                .pm
-                .slice(off, 64)
-                .expect("segment header inside the file");
-            let info = &self.segments[i as usize];
-            match SegmentHeader::decode(header) {
-                HeaderState::Free => {
-                    free.insert(i);
-                }
-                HeaderState::Damaged(why) => {
-                    info.kind.store(KIND_DAMAGED, Ordering::Relaxed);
-                    r.damaged.push((i, why));
-                }
-                HeaderState::Valid(h) => match h.kind {
-                    SegmentKind::Index => {
-                        info.kind.store(SegmentKind::Index as u8, Ordering::Relaxed);
-                        r.index_segments
-                            .push((i, h.lane_or_depth as u8, h.base_seq_or_prefix));
-                    }
-                    SegmentKind::Log | SegmentKind::Large => {
-                        r.has_records = true;
-                        let lane = (h.lane_or_depth as usize).min(lanes - 1);
-                        info.kind.store(h.kind as u8, Ordering::Relaxed);
-                        info.sealed.store(true, Ordering::Relaxed);
-                        r.lane_max_seq[lane] = r.lane_max_seq[lane].max(h.base_seq_or_prefix);
-                        if h.kind == SegmentKind::Log
-                            && r.active_log[lane].is_none_or(|(_, s)| h.base_seq_or_prefix >= s)
-                        {
-                            r.active_log[lane] = Some((i, h.base_seq_or_prefix));
-                        }
-                        if h.kind == SegmentKind::Large {
-                            let run = h.run_segments.max(1).min(n - i);
-                            for c in 1..run {
-                                self.segments[(i + c) as usize]
-                                    .kind
-                                    .store(KIND_CONTINUATION, Ordering::Relaxed);
-                            }
-                            i += run;
-                            continue;
-                        }
-                    }
-                    SegmentKind::Ordered => {
-                        info.kind
-                            .store(SegmentKind::Ordered as u8, Ordering::Relaxed);
-                        r.ordered_segments
-                            .push((i, h.lane_or_depth, h.base_seq_or_prefix == 1));
-                    }
-                    SegmentKind::Free => {
-                        free.insert(i);
-                    }
-                },
+        for (i, &kind) in scan.kinds.iter().enumerate() {
+            let info = &self.segments[i];
+            info.kind.store(kind, Ordering::Relaxed);
+            if kind == SegmentKind::Log as u8 || kind == SegmentKind::Large as u8 {
+                info.sealed.store(true, Ordering::Relaxed);
             }
-            i += 1;
+            if kind == SegmentKind::Free as u8 {
+                free.insert(i as u32);
+            }
         }
         *self.free.lock() = free;
-        r
     }
 
     /// Allocates `run` contiguous segments (1 for log and index segments),
@@ -600,12 +574,86 @@ impl Pool {
         self.releases_pending.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// Writes the copy of the segment headers for the next open (at a
+    /// clean close, after [`mark_clean`](Self::mark_clean), the session's
+    /// last write to the pool): the scan the next open would make, and the
+    /// file's identity as this close leaves it.
+    pub fn save_scan_copy(&self) {
+        let Ok(meta) = self.pm.metadata() else {
+            return;
+        };
+        let scan = scan_headers(&self.pm, self.segment_bytes, self.segment_count());
+        let file = scan_copy::FileId::of(&meta);
+        scan_copy::save(&self.path, &self.sb.pool_id, self.open_count, file, &scan);
+    }
+
     /// Records the key count as of a clean close (bit 0 = clean).
     pub fn mark_clean(&self, keys: u64) {
         self.pm.store_u64(layout::SB_CLEAN_STATE, (keys << 1) | 1);
         // Persist point: a later open trusts this key count.
         self.pm.persist(layout::SB_CLEAN_STATE, 8);
     }
+}
+
+/// Reads the header of each of the `n` segments of `pm` (one line per
+/// segment; the continuation segments of a large run are skipped).
+pub(crate) fn scan_headers(pm: &PmemFile, segment_bytes: u64, n: u32) -> ScanResult {
+    let lanes = 256;
+    let mut r = ScanResult {
+        index_segments: Vec::new(),
+        active_log: vec![None; lanes],
+        lane_max_seq: vec![0; lanes],
+        damaged: Vec::new(),
+        ordered_segments: Vec::new(),
+        has_records: false,
+        kinds: vec![SegmentKind::Free as u8; n as usize],
+    };
+    let mut i = 0;
+    while i < n {
+        let off = layout::SUPERBLOCK_BYTES + i as u64 * segment_bytes;
+        let header = pm.slice(off, 64).expect("segment header inside the file");
+        match SegmentHeader::decode(header) {
+            HeaderState::Free => {}
+            HeaderState::Damaged(why) => {
+                r.kinds[i as usize] = KIND_DAMAGED;
+                r.damaged.push((i, why));
+            }
+            HeaderState::Valid(h) => {
+                r.kinds[i as usize] = h.kind as u8;
+                match h.kind {
+                    SegmentKind::Index => {
+                        r.index_segments
+                            .push((i, h.lane_or_depth as u8, h.base_seq_or_prefix));
+                    }
+                    SegmentKind::Log | SegmentKind::Large => {
+                        r.has_records = true;
+                        let lane = (h.lane_or_depth as usize).min(lanes - 1);
+                        r.lane_max_seq[lane] = r.lane_max_seq[lane].max(h.base_seq_or_prefix);
+                        if h.kind == SegmentKind::Log
+                            && r.active_log[lane].is_none_or(|(_, s)| h.base_seq_or_prefix >= s)
+                        {
+                            r.active_log[lane] = Some((i, h.base_seq_or_prefix));
+                        }
+                        if h.kind == SegmentKind::Large {
+                            let run = h.run_segments.max(1).min(n - i);
+                            for c in 1..run {
+                                r.kinds[(i + c) as usize] = KIND_CONTINUATION;
+                            }
+                            i += run;
+                            continue;
+                        }
+                    }
+                    SegmentKind::Ordered => {
+                        r.ordered_segments
+                            .push((i, h.lane_or_depth, h.base_seq_or_prefix == 1));
+                    }
+                    SegmentKind::Free => {}
+                }
+            }
+        }
+        i += 1;
+    }
+    r
 }
 
 fn find_run(free: &BTreeSet<u32>, run: u32) -> Option<u32> {

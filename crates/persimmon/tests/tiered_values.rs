@@ -23,7 +23,7 @@ impl Dirs {
             PathBuf::from("/dev/shm")
         };
         let data = base.join(format!("{tag}.data"));
-        let _ = std::fs::remove_file(&pool);
+        remove_pool(&pool);
         let _ = std::fs::remove_dir_all(&data);
         Dirs { pool, data }
     }
@@ -37,9 +37,15 @@ impl Dirs {
     }
 }
 
+/// Removes a pool file and the copy a clean close keeps beside it.
+fn remove_pool(pool: &std::path::Path) {
+    let _ = std::fs::remove_file(pool);
+    let _ = std::fs::remove_file(format!("{}.segments", pool.display()));
+}
+
 impl Drop for Dirs {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.pool);
+        remove_pool(&self.pool);
         let _ = std::fs::remove_dir_all(&self.data);
     }
 }

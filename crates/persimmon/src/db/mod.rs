@@ -554,6 +554,9 @@ impl Drop for Engine {
             }
             let keys = self.count_now();
             self.pool.mark_clean(keys);
+            // After the clean mark, the session's last write to the pool:
+            // the copy names the file as this close leaves it.
+            self.pool.save_scan_copy();
         }
     }
 }

@@ -73,6 +73,10 @@ pub struct Stats {
     /// their commit point) and finished (after it).
     pub batches_undone_at_open: u64,
     pub batches_finished_at_open: u64,
+    /// This open took the segment headers from their copy beside the pool
+    /// (`<pool>.segments`, written at the last clean close) instead of
+    /// reading one header per segment.
+    pub segments_from_copy: bool,
     /// Entries in the heap of deadlines (live keys with a deadline, plus
     /// stale entries not yet dropped).
     pub deadlines_pending: u64,
@@ -127,6 +131,7 @@ impl Engine {
         let tier = self.tier().map(|t| t.stats()).unwrap_or_default();
         let cache = &tier.cache;
         Stats {
+            segments_from_copy: self.pool.scan_from_copy,
             data_dir: self.tier().map(|t| t.dir.clone()),
             tier_threshold: self.tier().map_or(0, |t| t.threshold),
             ssd_bytes: tier.allocated_bytes,

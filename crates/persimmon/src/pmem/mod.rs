@@ -263,6 +263,11 @@ impl PmemFile {
         Ok(new_len)
     }
 
+    /// The mapped file's metadata (from its descriptor, not its path).
+    pub fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+
     /// Bytes currently mapped (the file length).
     #[inline]
     pub fn len(&self) -> u64 {
