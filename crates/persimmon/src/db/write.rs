@@ -104,7 +104,7 @@ impl Drop for BucketLock<'_> {
 /// Outcome of the locked part of a write.
 pub(super) enum Locked<R> {
     Done(R),
-    /// The bucket pair has no free slot: split this segment and retry.
+    /// The key's buckets have no free slot: split this segment and retry.
     Split(SegRef),
     /// Free slots seen by the scan were taken by writers of the neighbour
     /// bucket meanwhile: look again before deciding to split.
@@ -114,18 +114,31 @@ pub(super) enum Locked<R> {
     SplitLeaf(u64),
 }
 
-/// The free slots of a bucket pair, with the word each held when seen (a
-/// claim compares against it).
+/// The free slots of a key's buckets, with the word each held when seen (a
+/// claim compares against it), the preferred bucket's first.
 #[derive(Default)]
 pub(super) struct FreeSlots {
-    slots: [(u64, u64); 2 * layout::SLOTS_PER_BUCKET],
+    slots: [(u64, u64); index::MAX_PROBE * layout::SLOTS_PER_BUCKET],
     len: usize,
+    /// Free slots per probed bucket, in probe order.
+    per_bucket: [usize; index::MAX_PROBE],
 }
 
 impl FreeSlots {
-    fn push(&mut self, addr: u64, word: u64) {
+    fn push(&mut self, bucket: usize, addr: u64, word: u64) {
         self.slots[self.len] = (addr, word);
         self.len += 1;
+        self.per_bucket[bucket] += 1;
+    }
+
+    /// Moves the free slots of probed bucket `first` ahead of the others
+    /// (which keep their order).
+    fn put_first(&mut self, first: usize) {
+        if first > 0 {
+            let start: usize = self.per_bucket[..first].iter().sum();
+            let n = self.per_bucket[first];
+            self.slots[..start + n].rotate_right(n);
+        }
     }
 
     pub(super) fn as_slice(&self) -> &[(u64, u64)] {
@@ -220,9 +233,10 @@ impl Engine {
         }
     }
 
-    /// The key's entry in its bucket pair `probe` of `seg` (home bucket
-    /// locked); the pair's free slots (empty ones and stale copies left by a
-    /// split) go to `free`. With the DRAM point index before its rebuild is complete,
+    /// The key's entry in its buckets `probe` of `seg` (home bucket
+    /// locked); their free slots (empty ones and stale copies left by a
+    /// split) go to `free`, those of the bucket a new entry should take
+    /// first ([`Index::preferred`](crate::index::Index::preferred)) first. With the DRAM point index before its rebuild is complete,
     /// a key the index misses is looked up in the ordered index (at `node`
     /// when given) and returned as found but not `in_index`.
     #[inline]
@@ -237,12 +251,12 @@ impl Engine {
     ) -> Result<Option<Found>> {
         let pm = self.ipm();
         let mut found = None;
-        for &bucket in probe {
+        for (i, &bucket) in probe.iter().enumerate() {
             for addr in self.index.slots(bucket) {
                 let v = pm.load_u64(addr);
                 let s = Slot(v);
                 if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
-                    free.push(addr, v);
+                    free.push(i, addr, v);
                     continue;
                 }
                 if s.is_marker() || s.fingerprint() != fp || found.is_some() {
@@ -260,7 +274,13 @@ impl Engine {
                     });
                 }
             }
+            if found.is_some() {
+                // Free slots serve only a key not found: the buckets after
+                // the key's are not read (most keys sit in their home).
+                break;
+            }
         }
+        free.put_first(self.index.preferred(&free.per_bucket[..probe.len()]));
         // Under the lock the answer is stable: the rebuild enters keys
         // under their bucket locks before it reports itself complete.
         if found.is_none() && !self.point_index.is_complete() {
@@ -319,11 +339,11 @@ impl Engine {
         }
     }
 
-    /// Claims one of `free` (a bucket pair of `seg`) for a new key by CAS to
-    /// a delete marker (absent to readers) and returns its address; or, when
-    /// none can be had, what the write must do instead: split `seg` (the
-    /// pair has no free slot) or look again (the free slots it saw were
-    /// taken meanwhile by writers of the neighbour bucket).
+    /// Claims one of `free` (free slots of the key's buckets in `seg`) for a
+    /// new key by CAS to a delete marker (absent to readers) and returns its
+    /// address; or, when none can be had, what the write must do instead:
+    /// split `seg` (the buckets have no free slot) or look again (the free
+    /// slots it saw were taken meanwhile by writers of other home buckets).
     #[inline]
     pub(super) fn claim<R>(
         &self,
