@@ -185,6 +185,7 @@ impl Engine {
             let guard = epoch::pin();
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
+            probe.prefetch_others(pm);
             let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
             let lock = BucketLock {
                 locks: &self.index.locks,

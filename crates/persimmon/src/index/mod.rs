@@ -77,6 +77,18 @@ impl std::ops::Deref for Probe {
     }
 }
 
+impl Probe {
+    /// Starts loading every bucket but the home one into the cache (a
+    /// writer does this before it waits for its lock: with three choices
+    /// the third bucket is not next to the others).
+    #[inline]
+    pub fn prefetch_others(&self, pm: &PmemFile) {
+        for &b in &self.buckets[1..self.len] {
+            pm.prefetch(b);
+        }
+    }
+}
+
 impl IntoIterator for Probe {
     type Item = u64;
     type IntoIter = std::iter::Take<std::array::IntoIter<u64, MAX_PROBE>>;
