@@ -108,6 +108,12 @@ pub const FLAG_TIERED: u64 = 8;
 /// and `FLAG_DRAM_POINT_INDEX`).
 pub const FLAG_LEAVES: u64 = 16;
 
+/// Superblock flag bit 5: a point-index key may live in a third bucket
+/// besides its home and the next one (`SB_FLAG_THREE_CHOICE`; format
+/// version 7, point index in PM without persistent locks). The parser does
+/// not check bucket placement, so it reads both placements alike.
+pub const FLAG_THREE_CHOICE: u64 = 32;
+
 /// Where a tiered pool's superblock keeps its tier settings (1024 bytes:
 /// magic, threshold, path length, CRC, the data directory's absolute path;
 /// `persimmon::tier::ident`).
@@ -157,12 +163,12 @@ pub fn create(
     let flags = flags | tier.map_or(0, |_| FLAG_TIERED);
     sb[0..8].copy_from_slice(&MAGIC);
     // The lowest version that expresses the flags, as the engine writes
-    // them: 6 with leaves, 5 with the SSD tier, 3 with the DRAM point
+    // them: 7 with three-choice buckets, 6 with leaves, 5 with the SSD tier, 3 with the DRAM point
     // index, 2 with the ordered index, else 1. This superblock is written by hand: a new
     // version must be looked at here before the harness writes it.
     // (Version 4 — batches, deadlines — is reached in place by the engine's
     // first batch or deadline.)
-    const _: () = assert!(FORMAT_VERSION == 6);
+    const _: () = assert!(FORMAT_VERSION == 7);
     sb[8..12].copy_from_slice(&format_version(flags).to_le_bytes());
     sb[12..16].copy_from_slice(&(SUPERBLOCK_BYTES as u32).to_le_bytes());
     sb[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
@@ -214,7 +220,9 @@ pub fn set_data_dir(img: &mut [u8], dir: &Path) -> Result<(), String> {
 
 /// The format version a pool with superblock `flags` is written at.
 pub fn format_version(flags: u64) -> u32 {
-    if flags & FLAG_LEAVES != 0 {
+    if flags & FLAG_THREE_CHOICE != 0 {
+        7
+    } else if flags & FLAG_LEAVES != 0 {
         6
     } else if flags & FLAG_TIERED != 0 {
         5

@@ -334,6 +334,11 @@ fn pool_flags(options: &Options) -> u64 {
     if leaf_pool(options) {
         flags |= poolfile::FLAG_LEAVES;
     }
+    // As the engine creates them: a PM point index with the DRAM lock table
+    // gets three-choice buckets.
+    if options.point_index == PointIndex::Pm && options.mechanisms.volatile_lock_table {
+        flags |= poolfile::FLAG_THREE_CHOICE;
+    }
     flags
 }
 

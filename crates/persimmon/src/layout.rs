@@ -26,12 +26,16 @@ pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// version 5 the SSD tier (superblock flag `SB_FLAG_TIERED`, the tier
 /// settings at `SB_TIER`, record flag `REC_FLAG_EXTERNAL`); version 6 the
 /// ordered index in leaves (superblock flag `SB_FLAG_LEAVES`: the ordered
-/// segments hold leaves of many record words instead of skiplist nodes).
+/// segments hold leaves of many record words instead of skiplist nodes);
+/// version 7 the three-choice point index (superblock flag
+/// `SB_FLAG_THREE_CHOICE`: a key may also live in a third bucket, §4).
 /// A pool is
 /// written at the lowest version that expresses it (a pool of an older
 /// version is raised to 4 by its first batch or deadline; a tiered pool is
 /// created at 5), and older versions are still read.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
+/// First format version with the three-choice point index.
+pub const FORMAT_VERSION_THREE_CHOICE: u32 = 7;
 /// First format version with the ordered index in leaves.
 pub const FORMAT_VERSION_LEAVES: u32 = 6;
 /// First format version with the SSD tier.
@@ -95,12 +99,18 @@ pub const SB_FLAG_TIERED: u64 = 8;
 /// Superblock flag: the ordered index is kept in leaves (format version 6;
 /// with the ordered-index and DRAM point-index flags).
 pub const SB_FLAG_LEAVES: u64 = 16;
+/// Superblock flag: a key of the (persistent) point index lives in its home
+/// bucket, the next one, or a third bucket a little further on
+/// (`index::Placement::ThreeChoice`; format version 7; not with the DRAM
+/// point index or persistent bucket locks). Without it: home or next.
+pub const SB_FLAG_THREE_CHOICE: u64 = 32;
 /// Every flag this build understands.
 pub const SB_KNOWN_FLAGS: u64 = SB_FLAG_PM_BUCKET_LOCKS
     | SB_FLAG_ORDERED_INDEX
     | SB_FLAG_DRAM_POINT_INDEX
     | SB_FLAG_TIERED
-    | SB_FLAG_LEAVES;
+    | SB_FLAG_LEAVES
+    | SB_FLAG_THREE_CHOICE;
 
 /// Immutable superblock fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +189,15 @@ impl Superblock {
         {
             return Err(SuperblockError::Damaged(format!(
                 "a version-{version} superblock with the leaves flag and flags {:#x} (needs version 6 and the DRAM point index)",
+                sb.flags
+            )));
+        }
+        if sb.flags & SB_FLAG_THREE_CHOICE != 0
+            && (version < FORMAT_VERSION_THREE_CHOICE
+                || sb.flags & (SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_PM_BUCKET_LOCKS) != 0)
+        {
+            return Err(SuperblockError::Damaged(format!(
+                "a version-{version} superblock with the three-choice flag and flags {:#x} (needs version 7, the point index in PM and no persistent bucket locks)",
                 sb.flags
             )));
         }
@@ -686,7 +705,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 6);
+        assert_eq!(get_u32(&b, 8), 7);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -714,8 +733,31 @@ mod tests {
         next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
             Superblock::decode(&next.encode()),
-            Err(SuperblockError::Version(7))
+            Err(SuperblockError::Version(8))
         ));
+        // The three-choice flag: version 7, PM point index, DRAM lock table.
+        let mut three = sb;
+        three.flags = SB_FLAG_THREE_CHOICE | SB_FLAG_ORDERED_INDEX | SB_FLAG_TIERED;
+        assert_eq!(Superblock::decode(&three.encode()).unwrap(), three);
+        for (version, flags) in [
+            (6, SB_FLAG_THREE_CHOICE),
+            (7, SB_FLAG_THREE_CHOICE | SB_FLAG_PM_BUCKET_LOCKS),
+            (
+                7,
+                SB_FLAG_THREE_CHOICE | SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX,
+            ),
+        ] {
+            let mut bad = sb;
+            bad.format_version = version;
+            bad.flags = flags;
+            assert!(
+                matches!(
+                    Superblock::decode(&bad.encode()),
+                    Err(SuperblockError::Damaged(_))
+                ),
+                "version {version} flags {flags:#x}"
+            );
+        }
         // The leaves flag: version 6, with the DRAM point index.
         let mut leaves = sb;
         leaves.flags = SB_FLAG_LEAVES | SB_FLAG_DRAM_POINT_INDEX | SB_FLAG_ORDERED_INDEX;

@@ -506,11 +506,13 @@ impl Pool {
             if headroom == 0 {
                 return Err(full());
             }
-            // Grow: at least what is missing, at least 1/8 of the pool, at
+            // Grow: at least what is missing, at least 1/64 of the pool, at
             // least 16 segments; never past the maximum. If the file system
-            // is full, try just what is missing before giving up.
+            // is full, try just what is missing before giving up. (1/64:
+            // the unused tail a load leaves is at most 1.6 % of the pool;
+            // growing is cheap, the new part is mapped in place.)
             let have = self.segment_count();
-            let mut want = (have / 8).max(16).max(run).min(headroom);
+            let mut want = (have / GROWTH_DIVISOR).max(16).max(run).min(headroom);
             loop {
                 match self.pm.grow(self.segment_offset(have + want)) {
                     Ok(_) => break,
@@ -770,6 +772,9 @@ fn tier_settings(
     Ok(settings)
 }
 
+/// The pool grows by at least 1/GROWTH_DIVISOR of its size at a time.
+const GROWTH_DIVISOR: u32 = 64;
+
 /// Most segments a pool may have (DRAM tables hold one entry per segment).
 const MAX_SEGMENTS: u64 = 1 << 22;
 
@@ -833,11 +838,17 @@ fn read_fixed_superblock(file: &File, path: &Path, file_len: u64) -> Result<Supe
 fn new_superblock(opts: &Options) -> Superblock {
     let dram = opts.point_index == PointIndex::Dram;
     let leaves = dram && opts.ordered_layout == crate::options::OrderedLayout::Leaves;
+    // A point index in PM gets three-choice buckets (a higher load factor,
+    // §4), except in the Baseline layout (lock words in the buckets), which
+    // keeps the paper's bucket pairs.
+    let three_choice = !dram && opts.mechanisms.volatile_lock_table;
     let flag = |on: bool, bit: u64| if on { bit } else { 0 };
     Superblock {
         // The lowest version that expresses the pool, so a pool without
         // the newer features stays readable by older builds.
-        format_version: if leaves {
+        format_version: if three_choice {
+            layout::FORMAT_VERSION_THREE_CHOICE
+        } else if leaves {
             layout::FORMAT_VERSION_LEAVES
         } else if dram {
             3
@@ -860,7 +871,8 @@ fn new_superblock(opts: &Options) -> Superblock {
             layout::SB_FLAG_PM_BUCKET_LOCKS,
         ) | flag(opts.ordered_index, layout::SB_FLAG_ORDERED_INDEX)
             | flag(dram, layout::SB_FLAG_DRAM_POINT_INDEX)
-            | flag(leaves, layout::SB_FLAG_LEAVES),
+            | flag(leaves, layout::SB_FLAG_LEAVES)
+            | flag(three_choice, layout::SB_FLAG_THREE_CHOICE),
     }
 }
 
@@ -999,7 +1011,7 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
             pm.write(layout::SB_TIER, &tier);
             pm.persist(layout::SB_TIER, tier.len());
             sb.flags |= layout::SB_FLAG_TIERED;
-            sb.format_version = layout::FORMAT_VERSION_TIER;
+            sb.format_version = sb.format_version.max(layout::FORMAT_VERSION_TIER);
         }
         let bytes = sb.encode();
         pm.write(0, &bytes);

@@ -285,8 +285,9 @@ fn newer_format_version_is_refused_untouched() {
     make_pool(&path);
     let newer = format::FORMAT_VERSION + 1;
     let mut bytes = std::fs::read(&path).unwrap();
-    // A pool without the ordered index is written as version 1.
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    // A pool with the point index in PM is written as version 7
+    // (three-choice buckets).
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 7);
     bytes[8..12].copy_from_slice(&newer.to_le_bytes());
     let crc = crc32c::crc32c(&bytes[..124]);
     bytes[124..128].copy_from_slice(&crc.to_le_bytes());

@@ -71,7 +71,8 @@ fn a_batch_applies_every_operation_and_survives_reopen() {
     assert_eq!(db.get(b"stock").unwrap().as_deref(), Some(&b"9"[..]));
     assert_eq!(db.get(b"gone").unwrap(), None);
     assert_eq!(db.len(), 3);
-    assert_eq!(db.stats().format_version, 4);
+    // At least 4 (batches); a new pool is at 7 already (three-choice buckets).
+    assert!(db.stats().format_version >= 4);
     assert_consistent(&db);
 }
 

@@ -13,7 +13,8 @@
 //!    fixed bytes without a stage, or with a stage that does not verify,
 //!    are refused as a damaged superblock. A crash after the stage was
 //!    written but before the fixed bytes were touched leaves the pool at
-//!    its old version, and the next raise works.
+//!    its old version, and the next raise works. (New pools for these are
+//!    made in the Baseline layout: others start at version 7, above 4.)
 
 mod common;
 
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use persimmon::{Clock, Db, Error, ManualClock, Options, Ttl, WriteBatch};
+use persimmon::{Clock, Db, Error, ManualClock, Mechanisms, Options, Ttl, WriteBatch};
 
 /// Where the staged copy of the fixed superblock bytes lives, and their size.
 const SB_STAGED: u64 = 3072;
@@ -40,6 +41,19 @@ fn options() -> Options {
         active_expiry: false,
         clock: Clock::Manual(ManualClock::new(NOW)),
         ..common::small_options()
+    }
+}
+
+/// A new pool at version 1: this build creates pools with the point index
+/// in PM at version 7 (three-choice buckets), except in the Baseline layout
+/// (persistent bucket locks), which keeps bucket pairs and version 1.
+fn v1_options() -> Options {
+    Options {
+        mechanisms: Mechanisms {
+            volatile_lock_table: false,
+            ..Mechanisms::ALL
+        },
+        ..options()
     }
 }
 
@@ -108,8 +122,9 @@ fn a_fixture_is_raised_to_4_by_a_batch_and_a_deadline(version: u32) {
     assert_eq!(db.stats().format_version, 4);
     drop(db);
     assert_eq!(common::format_version_on_file(&copy), 4);
-    // Batches and deadlines need 4, not the newest version (6: leaves).
-    assert_eq!(persimmon::format::FORMAT_VERSION, 6);
+    // Batches and deadlines need 4, not the newest version (7: three-choice
+    // buckets).
+    assert_eq!(persimmon::format::FORMAT_VERSION, 7);
     assert_eq!(
         fixed_bytes(&copy, SB_STAGED),
         [0; SB_FIXED_BYTES],
@@ -142,7 +157,7 @@ fn a_format_3_fixture_with_the_dram_point_index_is_raised_to_4_in_place() {
 fn raised_pool() -> (tempfile::TempDir, std::path::PathBuf, [u8; SB_FIXED_BYTES]) {
     let dir = common::pool_dir();
     let path = dir.path().join("raised.pool");
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     db.put(b"old", b"kept").unwrap();
     assert_eq!(db.stats().format_version, 1);
     write_batch_and_deadline(&db);
@@ -166,7 +181,7 @@ fn an_open_finishes_a_raise_torn_by_a_crash_from_the_staged_copy() {
     let (_dir, path, v4) = raised_pool();
     write_at(&path, SB_STAGED, &v4);
     write_at(&path, 0, &torn(&v4));
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     db.wait_for_rebuild();
     assert_eq!(db.stats().format_version, 4);
     assert_eq!(db.get(b"old").unwrap().as_deref(), Some(&b"kept"[..]));
@@ -185,7 +200,7 @@ fn an_open_finishes_a_raise_torn_by_a_crash_from_the_staged_copy() {
 fn torn_fixed_bytes_without_a_valid_stage_are_a_damaged_superblock() {
     let (_dir, path, v4) = raised_pool();
     write_at(&path, 0, &torn(&v4));
-    let refused = |what: &str| match Db::open(&path, options()) {
+    let refused = |what: &str| match Db::open(&path, v1_options()) {
         Err(Error::CorruptSuperblock { .. }) => {}
         other => panic!("{what}: expected a damaged superblock, got {other:?}"),
     };
@@ -197,7 +212,7 @@ fn torn_fixed_bytes_without_a_valid_stage_are_a_damaged_superblock() {
     // The refused opens wrote nothing: with a valid stage it opens.
     assert_eq!(fixed_bytes(&path, 0), torn(&v4));
     write_at(&path, SB_STAGED, &v4);
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     assert_eq!(db.stats().format_version, 4);
     assert_raised_keys(&db);
 }
@@ -206,13 +221,13 @@ fn torn_fixed_bytes_without_a_valid_stage_are_a_damaged_superblock() {
 fn a_crash_after_staging_but_before_the_rewrite_keeps_the_old_version() {
     let dir = common::pool_dir();
     let path = dir.path().join("staged.pool");
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     db.put(b"old", b"kept").unwrap();
     drop(db);
     let v1 = fixed_bytes(&path, 0);
     assert_eq!(v1[SB_FORMAT_VERSION], 1);
     write_at(&path, SB_STAGED, &with_version(&v1, 4));
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     assert_eq!(
         db.stats().format_version,
         1,
@@ -228,7 +243,7 @@ fn a_crash_after_staging_but_before_the_rewrite_keeps_the_old_version() {
         [0; SB_FIXED_BYTES],
         "stage cleared"
     );
-    let db = Db::open(&path, options()).unwrap();
+    let db = Db::open(&path, v1_options()).unwrap();
     assert_raised_keys(&db);
     assert_checks(&db, 4);
 }

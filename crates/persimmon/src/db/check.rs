@@ -4,7 +4,7 @@
 //! What it proves, for every live index entry: the record it names lies in a
 //! log segment (inside the segment's valid record prefix) or heads a large
 //! run, has a valid CRC, and its key hashes to the entry's fingerprint, its
-//! segment and its bucket pair; no key appears twice. Then: live bytes per
+//! segment and its buckets (pair or three-choice); no key appears twice. Then: live bytes per
 //! segment equal what the index references, the key count equals the
 //! entries, and the ordered index lists exactly the point index's keys (or
 //! orphans a crash may leave). With the DRAM point index, each entry mirrors
@@ -294,8 +294,8 @@ impl Engine {
         })
     }
 
-    /// The entry sits where its key routes: fingerprint, segment, bucket
-    /// pair, and it is the pair's only entry of the key.
+    /// The entry sits where its key routes: fingerprint, segment, one of
+    /// its probed buckets, and it is their only entry of the key.
     fn check_placement_of(
         &self,
         seg: &SegRef,
@@ -316,9 +316,9 @@ impl Engine {
             .iter()
             .any(|&p| (p..p + layout::BUCKET_BYTES).contains(&addr))
         {
-            err("entry sits outside its key's bucket pair".into());
+            err("entry sits outside its key's buckets".into());
         }
-        // The first slot of the pair naming this key must be this one.
+        // The first slot of the key's buckets naming it must be this one.
         let names_key = |o: Slot| {
             self.record_header(o.offset())
                 .and_then(|oh: RecordHeader| self.record_key(o.offset(), &oh).map(|k| k == key))

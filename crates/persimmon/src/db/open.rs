@@ -107,7 +107,12 @@ impl Engine {
             !mech.lock_free_reads,
             pool.open_count,
         );
-        let index = Index::new(dir, pool.segment_bytes, locks);
+        let placement = if pool.sb.flags & layout::SB_FLAG_THREE_CHOICE != 0 {
+            crate::index::Placement::ThreeChoice
+        } else {
+            crate::index::Placement::Pair
+        };
+        let index = Index::new(dir, pool.segment_bytes, locks, placement);
         let seed = pool.sb.hash_seed;
         let ordered = open_ordered(&pool, scan, seed)?;
         let lane_count = lanes.len();

@@ -9,8 +9,9 @@
 //! 3. `REBUILD_SWEPT`: every segment found dead has been handed to an epoch.
 //!
 //! Invariants:
-//! - The tally holds the locks of both home buckets of the bucket it counts,
-//!   so no writer changes it meanwhile; `tally_cursor` advances only past
+//! - The tally holds the locks of every home bucket whose keys may live in
+//!   the buckets it counts (`Index::reach`), so no writer changes them
+//!   meanwhile; `tally_cursor` advances only past
 //!   counted buckets, and writers account by it (see `space`).
 //! - A delete marker the tally meets is left over from a crash (no delete is
 //!   in flight under those locks) and is cleared.
@@ -31,6 +32,9 @@ use crate::error::Result;
 use crate::index::{self, Index, SegRef};
 use crate::layout::{self, Slot};
 use crate::ordered::Ordered;
+
+/// Buckets the tally counts under one set of locks.
+const TALLY_CHUNK: u64 = 64;
 
 /// Rebuild stages signalled through `tally_signal`.
 pub(super) const REBUILD_TALLIED: u8 = 1;
@@ -226,11 +230,12 @@ impl Engine {
         segs.sort_by_key(|s| s.offset);
         let mut keys = 0u64;
         for seg in &segs {
-            for b in 0..self.index.buckets {
+            for b in (0..self.index.buckets).step_by(TALLY_CHUNK as usize) {
                 if self.stop.load(Ordering::Acquire) {
                     return false;
                 }
-                keys += self.tally_bucket(seg, b);
+                let end = (b + TALLY_CHUNK).min(self.index.buckets);
+                keys += self.tally_buckets(seg, b..end);
             }
         }
         if !self.clean_open {
@@ -239,28 +244,41 @@ impl Engine {
         true
     }
 
-    /// Counts bucket `b` of `seg` (both its keys' home locks held); returns
-    /// the keys it holds.
-    fn tally_bucket(&self, seg: &SegRef, b: u64) -> u64 {
+    /// Counts buckets `range` of `seg` (the home locks of every key they
+    /// may hold held); returns the keys they hold.
+    fn tally_buckets(&self, seg: &SegRef, range: std::ops::Range<u64>) -> u64 {
         let buckets = self.index.buckets;
         let pm = &self.pool.pm;
-        let bucket = seg.bucket_offset(b);
-        let prev = seg.bucket_offset(if b == 0 { buckets - 1 } else { b - 1 });
-        // Keys in bucket b have home b or b-1: hold both locks.
-        let held = self
-            .index
-            .locks
-            .lock_many(pm, &mut vec![bucket, prev], TALLY_SEQ);
+        // Keys in bucket b have their home in b - reach ..= b.
+        let reach = self.index.reach();
+        let mut homes: Vec<u64> = (range.start + buckets - reach..range.end + buckets)
+            .map(|b| seg.bucket_offset(b % buckets))
+            .collect();
+        let held = self.index.locks.lock_many(pm, &mut homes, TALLY_SEQ);
         debug_assert!(
-            bucket >= self.tally_cursor.load(Ordering::Acquire),
+            seg.bucket_offset(range.start) >= self.tally_cursor.load(Ordering::Acquire),
             "each bucket is tallied once"
         );
+        let mut keys = 0;
+        for bucket in range.map(|b| seg.bucket_offset(b)) {
+            keys += self.tally_bucket(seg, bucket);
+            self.tally_cursor
+                .store(bucket + layout::BUCKET_BYTES, Ordering::Release);
+        }
+        self.index.locks.unlock_all(pm, held);
+        keys
+    }
+
+    /// Counts the bucket at `bucket` of `seg` (the caller holds the home
+    /// locks of its keys); returns the keys it holds.
+    fn tally_bucket(&self, seg: &SegRef, bucket: u64) -> u64 {
+        let pm = &self.pool.pm;
         let mut keys = 0;
         for addr in self.index.slots(bucket) {
             let s = Slot(pm.load_u64(addr));
             if s.is_marker() {
-                // No delete is in flight here (we hold both home
-                // locks): a marker is left over from a crash.
+                // No delete is in flight here (we hold every home lock
+                // of the bucket): a marker is left over from a crash.
                 pm.store_u64(addr, 0);
                 continue;
             }
@@ -278,9 +296,6 @@ impl Engine {
                 Err(e) => self.tally_errors.lock().push(e.to_string()),
             }
         }
-        self.tally_cursor
-            .store(bucket + layout::BUCKET_BYTES, Ordering::Release);
-        self.index.locks.unlock_all(pm, held);
         keys
     }
 

@@ -1,5 +1,5 @@
-//! Index segment splits (CCEH style): a segment whose bucket pair has no
-//! free slot is split into two of depth + 1; the high half's entries move to
+//! Index segment splits (CCEH style): a segment where a key's buckets have
+//! no free slot is split into two of depth + 1; the high half's entries move to
 //! a new segment, the low half stays, and the directory is swapped whole.
 //!
 //! Invariants:
@@ -47,7 +47,7 @@ impl Engine {
         if seg.depth >= index::MAX_DEPTH {
             return Err(Error::IndexFull {
                 detail: format!(
-                    "index segment at depth {} (the maximum) has no free slot in a bucket pair",
+                    "index segment at depth {} (the maximum) has no free slot in a key's buckets",
                     seg.depth
                 ),
             });

@@ -113,3 +113,56 @@ fn lanes_never_reuse_numbers_of_records_the_cleaner_moved() {
         "lane 5 hands out {next}, not above the live records' {max_live}"
     );
 }
+
+/// Three-choice buckets (format version 7): a new pool uses them; through
+/// index splits every key sits in one of its three buckets, the second and
+/// third buckets both take keys (the balancing that raises the load
+/// factor), `check` agrees, and segments split well above the 50 % at
+/// which bucket pairs split.
+#[test]
+fn three_choice_keys_use_all_three_buckets_through_splits() {
+    let dir = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    let path = dir.path().join("three.pool");
+    let db = Db::open(&path, options(1, false)).unwrap();
+    let e = &db.engine;
+    assert_eq!(e.index.placement, crate::index::Placement::ThreeChoice);
+    assert_eq!(e.pool.format_version(), layout::FORMAT_VERSION_THREE_CHOICE);
+    let slots_per_segment = e.index.buckets * e.index.slots_per_bucket;
+    let mut first_split_at = None;
+    let n = 40_000u64;
+    for i in 0..n {
+        db.put(&i.to_le_bytes(), &[1u8; 16]).unwrap();
+        if first_split_at.is_none() && e.index.dir.load().segments().len() > 1 {
+            first_split_at = Some(i);
+        }
+    }
+    // The first split comes when one segment holds all keys so far.
+    let load = first_split_at.unwrap() as f64 / slots_per_segment as f64;
+    assert!(load > 0.6, "first split at load factor {load:.2}");
+    let mut at = [0u64; 3];
+    let pm = e.ipm();
+    for i in 0..n {
+        let key = i.to_le_bytes();
+        let h = e.hash(&key);
+        let seg = e.index.dir.load().lookup(h);
+        let probe = e.index.probe(&seg, h);
+        let pos = probe.iter().position(|&b| {
+            e.index.slots(b).any(|a| {
+                let s = layout::Slot(pm.load_u64(a));
+                s.names_record()
+                    && s.fingerprint() == crate::index::fingerprint(h)
+                    && e.record_header(s.offset())
+                        .and_then(|hd| e.record_key(s.offset(), &hd).map(|k| k == key))
+                        .unwrap_or(false)
+            })
+        });
+        at[pos.expect("every key in one of its buckets")] += 1;
+    }
+    assert!(at[0] > at[1] && at[1] > 0 && at[2] > 0, "{at:?}");
+    db.wait_for_rebuild();
+    let report = db.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.errors);
+    assert_eq!(report.keys, n);
+}

@@ -107,7 +107,7 @@ impl Drop for BucketLock<'_> {
 /// Outcome of the locked part of a write.
 pub(super) enum Locked<R> {
     Done(R),
-    /// The bucket pair has no free slot: split this segment and retry.
+    /// The key's buckets have no free slot: split this segment and retry.
     Split(SegRef),
     /// Free slots seen by the scan were taken by writers of the neighbour
     /// bucket meanwhile: look again before deciding to split.
@@ -117,18 +117,31 @@ pub(super) enum Locked<R> {
     SplitLeaf(u64),
 }
 
-/// The free slots of a bucket pair, with the word each held when seen (a
-/// claim compares against it).
+/// The free slots of a key's buckets, with the word each held when seen (a
+/// claim compares against it), the preferred bucket's first.
 #[derive(Default)]
 pub(super) struct FreeSlots {
-    slots: [(u64, u64); 2 * layout::SLOTS_PER_BUCKET],
+    slots: [(u64, u64); index::MAX_PROBE * layout::SLOTS_PER_BUCKET],
     len: usize,
+    /// Free slots per probed bucket, in probe order.
+    per_bucket: [usize; index::MAX_PROBE],
 }
 
 impl FreeSlots {
-    fn push(&mut self, addr: u64, word: u64) {
+    fn push(&mut self, bucket: usize, addr: u64, word: u64) {
         self.slots[self.len] = (addr, word);
         self.len += 1;
+        self.per_bucket[bucket] += 1;
+    }
+
+    /// Moves the free slots of probed bucket `first` ahead of the others
+    /// (which keep their order).
+    fn put_first(&mut self, first: usize) {
+        if first > 0 {
+            let start: usize = self.per_bucket[..first].iter().sum();
+            let n = self.per_bucket[first];
+            self.slots[..start + n].rotate_right(n);
+        }
     }
 
     pub(super) fn as_slice(&self) -> &[(u64, u64)] {
@@ -194,8 +207,8 @@ impl Engine {
             let seg = self.index.dir.load().lookup(h);
             let probe = self.index.probe(&seg, h);
             // The bucket lines load while the lock is taken (its line may
-            // miss too): two misses overlapped instead of one after another.
-            for &bucket in &probe {
+            // miss too): misses overlapped instead of one after another.
+            for &bucket in probe.iter() {
                 pm.prefetch(bucket);
             }
             let (held, observed) = self.index.locks.lock(pm, probe[0], seq);
@@ -265,9 +278,10 @@ impl Engine {
         }
     }
 
-    /// The key's entry in its bucket pair `probe` of `seg` (home bucket
-    /// locked); the pair's free slots (empty ones and stale copies left by a
-    /// split) go to `free`. With the DRAM point index before its rebuild is complete,
+    /// The key's entry in its buckets `probe` of `seg` (home bucket
+    /// locked); their free slots (empty ones and stale copies left by a
+    /// split) go to `free`, those of the bucket a new entry should take
+    /// first ([`Index::preferred`](crate::index::Index::preferred)) first. With the DRAM point index before its rebuild is complete,
     /// a key the index misses is looked up in the ordered index (at `node`
     /// when given) and returned as found but not `in_index`.
     #[inline]
@@ -282,12 +296,12 @@ impl Engine {
     ) -> Result<Option<Found>> {
         let pm = self.ipm();
         let mut found = None;
-        for &bucket in probe {
+        for (i, &bucket) in probe.iter().enumerate() {
             for addr in self.index.slots(bucket) {
                 let v = pm.load_u64(addr);
                 let s = Slot(v);
                 if s.is_empty() || !seg.owns_fingerprint(s.fingerprint()) {
-                    free.push(addr, v);
+                    free.push(i, addr, v);
                     continue;
                 }
                 if s.is_marker() || s.fingerprint() != fp || found.is_some() {
@@ -305,7 +319,13 @@ impl Engine {
                     });
                 }
             }
+            if found.is_some() {
+                // Free slots serve only a key not found: the buckets after
+                // the key's are not read (most keys sit in their home).
+                break;
+            }
         }
+        free.put_first(self.index.preferred(&free.per_bucket[..probe.len()]));
         // Under the lock the answer is stable: the rebuild enters keys
         // under their bucket locks before it reports itself complete.
         if found.is_none() && !self.point_index.is_complete() {
@@ -364,11 +384,11 @@ impl Engine {
         }
     }
 
-    /// Claims one of `free` (a bucket pair of `seg`) for a new key by CAS to
-    /// a delete marker (absent to readers) and returns its address; or, when
-    /// none can be had, what the write must do instead: split `seg` (the
-    /// pair has no free slot) or look again (the free slots it saw were
-    /// taken meanwhile by writers of the neighbour bucket).
+    /// Claims one of `free` (free slots of the key's buckets in `seg`) for a
+    /// new key by CAS to a delete marker (absent to readers) and returns its
+    /// address; or, when none can be had, what the write must do instead:
+    /// split `seg` (the buckets have no free slot) or look again (the free
+    /// slots it saw were taken meanwhile by writers of other home buckets).
     #[inline]
     pub(super) fn claim<R>(
         &self,

@@ -5,7 +5,11 @@
 //! - its top `depth` bits pick the index segment through the directory
 //!   (so a fingerprint always carries its segment's prefix: depth <= 16);
 //! - its low 32 bits pick the home bucket inside the segment; a key lives in
-//!   its home bucket or the next one (wrapping inside the segment).
+//!   its home bucket or the next one (wrapping inside the segment), and with
+//!   [`Placement::ThreeChoice`] (format version 7) also in a third bucket
+//!   `home + 2 + r`, `r` = bits 32.. of the hash modulo [`THIRD_SPAN`].
+//!   Which buckets a key may use is decided here only ([`Index::probe`],
+//!   [`Index::reach`], [`Index::preferred`]).
 //!
 //! Invariants:
 //! - A slot word changes only while the writer holds the volatile lock of
@@ -33,6 +37,54 @@ use crate::layout::{Slot, BUCKET_BYTES, SEGMENT_HEADER_BYTES, SLOTS_PER_BUCKET, 
 
 /// Deepest directory: the fingerprint has 16 bits.
 pub(crate) const MAX_DEPTH: u8 = 16;
+
+/// Three-choice placement: the third bucket is `home + 2 + r`, `r <
+/// THIRD_SPAN` (wrapping inside the segment).
+pub(crate) const THIRD_SPAN: u64 = 64;
+
+/// Three-choice placement: a new entry goes to its home bucket while that
+/// holds fewer entries than this, else to the least full of its buckets.
+const HOME_FIRST_BELOW: usize = 4;
+
+/// Most buckets a key may live in.
+pub(crate) const MAX_PROBE: usize = 3;
+
+/// Which buckets of its segment a key may live in (fixed per pool by the
+/// superblock flag `SB_FLAG_THREE_CHOICE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Home bucket or the next one (format versions 1–6, the Baseline
+    /// layout, the DRAM point index).
+    Pair,
+    /// Home, next, or `home + 2 + r` (format version 7): segments split at
+    /// about 75–80 % occupancy instead of 35–45 % (docs/design.md §4).
+    ThreeChoice,
+}
+
+/// The buckets a key may live in, in the order readers look: the home
+/// bucket first (the one whose lock guards the key).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe {
+    buckets: [u64; MAX_PROBE],
+    len: usize,
+}
+
+impl std::ops::Deref for Probe {
+    type Target = [u64];
+    #[inline]
+    fn deref(&self) -> &[u64] {
+        &self.buckets[..self.len]
+    }
+}
+
+impl IntoIterator for Probe {
+    type Item = u64;
+    type IntoIter = std::iter::Take<std::array::IntoIter<u64, MAX_PROBE>>;
+    #[inline]
+    fn into_iter(self) -> Self::IntoIter {
+        self.buckets.into_iter().take(self.len)
+    }
+}
 
 /// A 64-bit finaliser (from splitmix64) to spread bucket offsets over locks.
 #[inline]
@@ -259,20 +311,30 @@ pub(crate) struct Index {
     pub buckets: u64,
     /// Data slots per bucket: 8, or 7 when the last slot is a lock word.
     pub slots_per_bucket: u64,
+    pub placement: Placement,
 }
 
 impl Index {
-    pub fn new(dir: Directory, segment_bytes: u64, locks: locks::BucketLocks) -> Index {
+    pub fn new(
+        dir: Directory,
+        segment_bytes: u64,
+        locks: locks::BucketLocks,
+        placement: Placement,
+    ) -> Index {
         let slots_per_bucket = if locks.in_pm() {
             SLOTS_PER_BUCKET as u64 - 1
         } else {
             SLOTS_PER_BUCKET as u64
         };
+        let buckets = buckets_per_segment(segment_bytes);
+        // The three buckets are distinct (segments hold at least 1023).
+        assert!(buckets > THIRD_SPAN + 2, "index segments too small");
         Index {
             dir: ArcSwap::from_pointee(dir),
             locks,
-            buckets: buckets_per_segment(segment_bytes),
+            buckets,
             slots_per_bucket,
+            placement,
         }
     }
 
@@ -282,16 +344,63 @@ impl Index {
         (0..self.slots_per_bucket).map(move |i| bucket_offset + i * SLOT_BYTES)
     }
 
-    /// The home and neighbour bucket offsets of `h` in `seg`.
+    /// The offsets of the buckets `h` may live in, in `seg`: home first,
+    /// then the next bucket, then (three-choice) the third.
     #[inline]
-    pub fn probe(&self, seg: &SegRef, h: u64) -> [u64; 2] {
+    pub fn probe(&self, seg: &SegRef, h: u64) -> Probe {
         let home = home_bucket(h, self.buckets);
-        let next = if home + 1 == self.buckets {
-            0
-        } else {
-            home + 1
+        let at = |d: u64| {
+            let b = home + d;
+            seg.bucket_offset(if b >= self.buckets {
+                b - self.buckets
+            } else {
+                b
+            })
         };
-        [seg.bucket_offset(home), seg.bucket_offset(next)]
+        match self.placement {
+            Placement::Pair => Probe {
+                buckets: [at(0), at(1), 0],
+                len: 2,
+            },
+            Placement::ThreeChoice => Probe {
+                buckets: [at(0), at(1), at(2 + (h >> 32) % THIRD_SPAN)],
+                len: 3,
+            },
+        }
+    }
+
+    /// How far past its home bucket a key may live: a key in bucket `b`
+    /// has its home in `b - reach ..= b` (wrapping inside the segment).
+    #[inline]
+    pub fn reach(&self) -> u64 {
+        match self.placement {
+            Placement::Pair => 1,
+            Placement::ThreeChoice => THIRD_SPAN + 1,
+        }
+    }
+
+    /// Which of the probed buckets (index into [`Index::probe`]'s order) a
+    /// new entry should go to first, given the free slots each has (empty
+    /// slots and stale split copies). Pairs: the home bucket while it has
+    /// room (first fit, as MPKV). Three-choice: the home bucket while it
+    /// holds fewer than `HOME_FIRST_BELOW` entries, else the one with the
+    /// most free slots (the earlier on a tie): this balancing is what lets
+    /// segments fill to about 75–80 % before a probe finds all three full.
+    #[inline]
+    pub fn preferred(&self, free_per_bucket: &[usize]) -> usize {
+        if self.placement == Placement::Pair
+            || (self.slots_per_bucket as usize).saturating_sub(free_per_bucket[0])
+                < HOME_FIRST_BELOW
+        {
+            return 0;
+        }
+        let mut best = 0;
+        for (i, &f) in free_per_bucket.iter().enumerate().skip(1) {
+            if f > free_per_bucket[best] {
+                best = i;
+            }
+        }
+        best
     }
 
     /// Whether slot word `s` is a live entry of `seg` (not empty, not a
@@ -377,6 +486,71 @@ mod tests {
         assert_eq!(d3.entries, vec![lo2, hi2, hi, hi]);
         let rebuilt = Directory::rebuild(&[(100, 0, 0), (200, 1, 1), (300, 2, 1)]).unwrap();
         assert_eq!(rebuilt.entries, d3.entries);
+    }
+
+    fn index(placement: Placement) -> Index {
+        let dir = Directory {
+            depth: 0,
+            entries: vec![SegRef {
+                offset: 4096,
+                depth: 0,
+                prefix: 0,
+            }],
+        };
+        Index::new(
+            dir,
+            64 << 10,
+            locks::BucketLocks::new(false, false, 1),
+            placement,
+        )
+    }
+
+    #[test]
+    fn probes_stay_within_reach_of_home() {
+        for placement in [Placement::Pair, Placement::ThreeChoice] {
+            let ix = index(placement);
+            let seg = ix.dir.load().entries[0];
+            let n = ix.buckets;
+            let mut third_seen = std::collections::BTreeSet::new();
+            for i in 0..20_000u64 {
+                let h = mix64(i);
+                let p = ix.probe(&seg, h);
+                let b: Vec<u64> = p
+                    .iter()
+                    .map(|&o| (o - seg.bucket_offset(0)) / BUCKET_BYTES)
+                    .collect();
+                assert_eq!(b.len(), if placement == Placement::Pair { 2 } else { 3 });
+                assert_eq!(b[0], home_bucket(h, n));
+                assert_eq!(b[1], (b[0] + 1) % n, "the pair is kept as the first two");
+                for &x in &b {
+                    // Every bucket lies within `reach` after home (wrapping).
+                    assert!((x + n - b[0]) % n <= ix.reach());
+                }
+                if let Some(&t) = b.get(2) {
+                    assert!(t != b[0] && t != b[1]);
+                    third_seen.insert((t + n - b[0]) % n);
+                }
+                assert_eq!(p.into_iter().count(), b.len());
+            }
+            if placement == Placement::ThreeChoice {
+                assert_eq!(third_seen.len() as u64, THIRD_SPAN);
+            }
+        }
+    }
+
+    #[test]
+    fn preferred_bucket_balances_three_choices_only() {
+        let pair = index(Placement::Pair);
+        assert_eq!(pair.preferred(&[0, 8]), 0);
+        assert_eq!(pair.preferred(&[1, 8]), 0);
+        let three = index(Placement::ThreeChoice);
+        // Home holds fewer than HOME_FIRST_BELOW entries: home.
+        assert_eq!(three.preferred(&[8 - HOME_FIRST_BELOW + 1, 8, 8]), 0);
+        // Else the emptiest, the earlier on a tie.
+        assert_eq!(three.preferred(&[2, 5, 7]), 2);
+        assert_eq!(three.preferred(&[2, 6, 6]), 1);
+        assert_eq!(three.preferred(&[4, 4, 3]), 0);
+        assert_eq!(three.preferred(&[0, 0, 0]), 0);
     }
 
     #[test]
