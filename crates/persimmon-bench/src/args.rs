@@ -60,7 +60,11 @@ pub struct BenchArgs {
     /// second, items/s, and flushes, fences and PM bytes per key written;
     /// each engine also runs the same keys as N single puts, reported as
     /// the engine `<engine> single puts` for the ratio; batch:1,10,100,1000
-    /// makes one figure against N; Persimmon engines only).
+    /// makes one figure against N; Persimmon engines only), multiget:N
+    /// (100 % batched reads of N uniform random existing keys: Db::get_many
+    /// on Persimmon, N gets in one read transaction on LMDB, multi_get on
+    /// RocksDB; throughput in keys read per second, items/s, ops/s counts
+    /// the batched reads; multiget:1,4,16,64 makes one figure against N).
     ///
     /// pdv (alone): the persistent dancing variable microbenchmark, persisted
     /// updates per second of one variable per thread: single-word (one word

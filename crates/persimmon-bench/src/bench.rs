@@ -209,7 +209,8 @@ fn cache_note(r: &Record) -> String {
     format!("  ({})", notes.join(", "))
 }
 
-/// What the scans of `r` read or its batches wrote, for its row (empty
+/// What the scans of `r` read, its batches wrote or its batched reads
+/// read, for its row (empty
 /// for the other workloads).
 fn items_note(r: &Record) -> String {
     if r.scans > 0 {
@@ -223,6 +224,13 @@ fn items_note(r: &Record) -> String {
         return format!(
             "  ({} M keys/s; PM B, flushes, fences per key)",
             mops(r.items_per_sec)
+        );
+    }
+    if report::is_multiget(r) {
+        return format!(
+            "  ({} M keys/s, {:.0} keys/read; PM B, flushes, fences per key)",
+            mops(r.items_per_sec),
+            r.items as f64 / r.ops.max(1) as f64
         );
     }
     String::new()
@@ -597,6 +605,7 @@ impl Bench<'_> {
             value_size: point.value_size,
             batch_keys: point.spec.batch_keys(),
             single_puts,
+            multiget_keys: point.spec.multiget_keys(),
             deadlines: self.deadlines,
             threads,
             warmup: self.warmup,
@@ -640,8 +649,9 @@ impl Bench<'_> {
         let args = self.args;
         let secs = result.elapsed.as_secs_f64();
         let ops = result.ops;
-        // Batches count their PM work per key written.
-        let units = if point.spec.batch_keys() > 0 {
+        // Batches count their PM work per key written, batched reads per
+        // key read.
+        let units = if point.spec.batch_keys() > 0 || point.spec.multiget_keys() > 0 {
             result.items
         } else {
             ops

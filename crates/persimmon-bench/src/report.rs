@@ -9,7 +9,9 @@
 //! second against the scan length. A `batch:N` figure counts keys written
 //! per second against N, one line for the batches and one for the same
 //! keys as single puts (`<engine> single puts`), so the subject's ratio is
-//! the batches' gain; its PM bytes, flushes and fences are per key.
+//! the batches' gain; its PM bytes, flushes and fences are per key. A
+//! `multiget:N` figure counts keys read per second against N (N keys per
+//! batched read); its PM figures are per key read too.
 //! Records that differ in `deadline_fraction` make different figures.
 //! Records that differ in `cache` (`--cache-bytes`) make a figure against
 //! the cache size when nothing else varies (one workload, one thread
@@ -48,6 +50,8 @@ pub enum XAxis {
     ScanLength,
     /// Keys per batch (`batch:N`).
     BatchSize,
+    /// Keys per batched read (`multiget:N`).
+    MultiGetSize,
     /// DRAM cache per store (`--cache-bytes`), in command-line order.
     CacheSize,
 }
@@ -61,6 +65,7 @@ impl XAxis {
             XAxis::Workload => "workload",
             XAxis::ScanLength => "scan length (items)",
             XAxis::BatchSize => "batch size (keys)",
+            XAxis::MultiGetSize => "keys per batched read",
             XAxis::CacheSize => "cache (bytes or % of the data)",
         }
     }
@@ -85,8 +90,9 @@ pub struct Figure<'a> {
     /// Engines in order of first appearance; the first is the subject.
     pub engines: Vec<String>,
     /// Whether throughput counts pairs read by scans (items/s, every
-    /// record a `scan:N`) or keys written by batches (keys/s, every record
-    /// a `batch:N`) rather than operations.
+    /// record a `scan:N`), keys written by batches (keys/s, every record
+    /// a `batch:N`) or keys read by batched reads (keys/s, every record a
+    /// `multiget:N`) rather than operations.
     pub items: bool,
     cells: HashMap<(usize, usize), &'a Record>,
 }
@@ -109,16 +115,16 @@ impl<'a> Figure<'a> {
     /// What [`throughput`](Self::throughput) counts per second.
     pub fn unit(&self) -> &'static str {
         match (self.items, self.x_axis) {
-            (true, XAxis::BatchSize) => "keys",
+            (true, XAxis::BatchSize | XAxis::MultiGetSize) => "keys",
             (true, _) => "items",
             (false, _) => "ops",
         }
     }
 
     /// What the PM figures of the details table are per: a key written
-    /// for batches, else an operation.
+    /// for batches, a key read for batched reads, else an operation.
     pub fn pm_unit(&self) -> &'static str {
-        if self.x_axis == XAxis::BatchSize {
+        if matches!(self.x_axis, XAxis::BatchSize | XAxis::MultiGetSize) {
             "key"
         } else {
             "op"
@@ -198,6 +204,7 @@ fn workload_or_thread_figures<'a>(family: &str, members: &[&'a Record]) -> Vec<F
         "value-size" => XAxis::ValueSize,
         "scan" => XAxis::ScanLength,
         "batch" => XAxis::BatchSize,
+        "multiget" => XAxis::MultiGetSize,
         _ => XAxis::Workload,
     };
     if workloads.len() == 1 && threads.len() > 1 {
@@ -223,7 +230,9 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             XAxis::ValueSize => r.value_size.to_string(),
             XAxis::Threads => r.threads.to_string(),
             XAxis::Workload => r.workload.clone(),
-            XAxis::ScanLength | XAxis::BatchSize => workload_order(&r.workload).0.to_string(),
+            XAxis::ScanLength | XAxis::BatchSize | XAxis::MultiGetSize => {
+                workload_order(&r.workload).0.to_string()
+            }
             XAxis::CacheSize => r.cache.clone(),
         }
     };
@@ -258,9 +267,11 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             parts.push(first.workload.clone());
             parts.push(format!("{} B values", first.value_size));
         }
-        XAxis::GetRatio | XAxis::Workload | XAxis::ScanLength | XAxis::BatchSize => {
-            parts.push(format!("{} B values", first.value_size))
-        }
+        XAxis::GetRatio
+        | XAxis::Workload
+        | XAxis::ScanLength
+        | XAxis::BatchSize
+        | XAxis::MultiGetSize => parts.push(format!("{} B values", first.value_size)),
     }
     if axis != XAxis::CacheSize && !first.cache.is_empty() {
         parts.push(format!("cache {}", first.cache));
@@ -285,8 +296,17 @@ fn figure<'a>(axis: XAxis, rs: &[&'a Record]) -> Figure<'a> {
             axis.label().split(" (").next().unwrap_or("")
         ),
     };
-    let items = rs.iter().all(|r| family(&r.workload) == "scan") || rs.iter().all(|r| is_batch(r));
-    if items && axis == XAxis::BatchSize {
+    let items = rs.iter().all(|r| family(&r.workload) == "scan")
+        || rs.iter().all(|r| is_batch(r))
+        || rs.iter().all(|r| is_multiget(r));
+    if items && rs.iter().all(|r| is_multiget(r)) {
+        parts.insert(
+            0,
+            "keys read per second (N keys per batched read: Db::get_many, one LMDB read \
+             transaction, RocksDB multi_get)"
+                .to_string(),
+        );
+    } else if items && axis == XAxis::BatchSize {
         parts.insert(
             0,
             "keys written per second (a batch of N keys in one atomic write, or N single puts)"
@@ -396,7 +416,8 @@ pub fn throughput_table(fig: &Figure<'_>) -> String {
 pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
     let mut s = String::new();
     let scans = fig.cells.values().any(|r| r.scans > 0);
-    let batches = fig.x_axis == XAxis::BatchSize;
+    // Keys written (batch:N) or read (multiget:N) per second.
+    let batches = matches!(fig.x_axis, XAxis::BatchSize | XAxis::MultiGetSize);
     let space = fig.cells.values().any(|r| r.used_bytes_per_key > 0.0);
     let mut header: Vec<String> = [fig.x_axis.label(), "engine", "Mops/s"]
         .map(String::from)
@@ -490,7 +511,13 @@ pub fn details_table(fig: &Figure<'_>, probe: Option<&ProbeRecord>) -> String {
             if let Some(p) = probe {
                 let cores = r.threads.min(p.cores.max(1)) as f64;
                 let bound = cores * p.get_bound_ops_per_sec_per_thread;
-                row.push(format!("{:.0} %", 100.0 * r.ops_per_sec / bound));
+                // A batched read's keys each count as a GET.
+                let gets = if fig.x_axis == XAxis::MultiGetSize {
+                    r.items_per_sec
+                } else {
+                    r.ops_per_sec
+                };
+                row.push(format!("{:.0} %", 100.0 * gets / bound));
                 let per_sec = if batches {
                     r.items_per_sec
                 } else {
@@ -546,6 +573,11 @@ pub fn is_pdv(r: &Record) -> bool {
 /// Whether `r` comes from a `batch:N` workload.
 pub fn is_batch(r: &Record) -> bool {
     family(&r.workload) == "batch"
+}
+
+/// Whether `r` comes from a batched-read workload (`multiget:N`).
+pub fn is_multiget(r: &Record) -> bool {
+    family(&r.workload) == "multiget"
 }
 
 /// Whether `r` comes from the restart workload (`--workload restart`).

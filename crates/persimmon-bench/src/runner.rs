@@ -17,7 +17,11 @@
 //!   for an insert, taking its index) is timed. A batch (`batch:N`) is N
 //!   consecutive key indices from the chosen one, so N distinct keys when
 //!   at least N are loaded, written as one atomic batch or, in the phase
-//!   measuring single puts, as N puts in a row.
+//!   measuring single puts, as N puts in a row. A batched read
+//!   (`multiget:N`) is N key indices drawn one by one (so keys may repeat),
+//!   assembled before the clock starts too; the timed call gets them as one
+//!   slice of keys. It counts N items (keys read) and, as read misses, the
+//!   keys it did not find.
 //! - Every write of key `i` carries the deadline [`Deadlines::of`] gives
 //!   it, at load and after, so the keys with deadlines stay the same.
 //! - A scan starts at an acknowledged key, so it reads at least one pair; a
@@ -78,6 +82,8 @@ pub struct Phase<'a> {
     pub batch_keys: usize,
     /// Write a batch's keys as single puts instead of one atomic batch.
     pub single_puts: bool,
+    /// Keys per batched read (used when the mix has batched reads).
+    pub multiget_keys: usize,
     /// Which keys carry a deadline.
     pub deadlines: Deadlines,
     pub threads: usize,
@@ -98,7 +104,8 @@ pub struct PhaseResult {
     /// Sum of the workers' per-thread counter deltas.
     pub pm: PmemCounters,
     pub read_misses: u64,
-    /// Scans among `ops`; the pairs they read plus the keys batches wrote.
+    /// Scans among `ops`; the pairs they read plus the keys batches wrote
+    /// and batched reads read.
     pub scans: u64,
     pub items: u64,
     /// The process's storage I/O and the data device's requests from the
@@ -238,6 +245,8 @@ struct Worker<'a> {
     out: Vec<u8>,
     /// The pairs of the next batch.
     batch: Batch,
+    /// The keys of the next batched read, back to back.
+    multiget: Vec<u8>,
     stamp: u64,
 }
 
@@ -261,6 +270,7 @@ impl<'a> Worker<'a> {
             value,
             out: Vec::with_capacity(phase.key_size + phase.value_size),
             batch: Batch::new(phase.key_size, phase.value_size, phase.batch_keys),
+            multiget: Vec::with_capacity(phase.key_size * phase.multiget_keys),
             stamp: (t as u64) << 40,
         }
     }
@@ -296,6 +306,9 @@ impl Worker<'_> {
         if op == Op::Batch {
             self.fill_batch(index);
         }
+        if op == Op::MultiGet {
+            self.fill_multiget(index);
+        }
         Choice {
             op,
             index,
@@ -319,6 +332,27 @@ impl Worker<'_> {
         }
     }
 
+    /// Fills the keys of a batched read: `first`, then `multiget_keys - 1`
+    /// more drawn from the phase's distribution.
+    fn fill_multiget(&mut self, first: u64) {
+        let phase = self.shared.phase;
+        self.multiget.clear();
+        self.multiget.extend_from_slice(self.key.key(first));
+        for _ in 1..phase.multiget_keys {
+            let items = self.shared.inserts.acknowledged();
+            let index = self.chooser.next(&mut self.rng, items);
+            self.multiget.extend_from_slice(self.key.key(index));
+        }
+    }
+
+    /// Reads the keys of the filled batched read at once; returns how many
+    /// it found.
+    fn read_many(&mut self) -> Result<u64> {
+        let key_size = self.shared.phase.key_size;
+        let keys: Vec<&[u8]> = self.multiget.chunks_exact(key_size).collect();
+        self.shared.store.read_many(&keys, &mut self.out)
+    }
+
     /// Writes the filled batch: atomically, or as single puts.
     fn write_batch(&self) -> Result<u64> {
         let store = self.shared.store;
@@ -334,7 +368,8 @@ impl Worker<'_> {
 
     /// Runs `choice` (inserts take a fresh index). Returns how many pairs
     /// it read or wrote: for a read, 1 when it found its key; for a scan,
-    /// the pairs scanned; 1 for a write; the keys of a batch.
+    /// the pairs scanned; 1 for a write; the keys of a batch; the keys a
+    /// batched read found.
     fn execute(&mut self, choice: Choice) -> Result<u64> {
         let store = self.shared.store;
         let deadlines = self.shared.phase.deadlines;
@@ -373,6 +408,7 @@ impl Worker<'_> {
                 .scan(self.key.key(index), scan_length, &mut self.out)
                 .map(|read| read as u64),
             Op::Batch => self.write_batch(),
+            Op::MultiGet => self.read_many(),
         }
     }
 
@@ -410,14 +446,19 @@ impl Worker<'_> {
             let end = Instant::now();
             latency.saturating_record((end - start).as_nanos().max(1) as u64);
             ops += 1;
-            read_misses += u64::from(read == 0);
             match choice.op {
                 Op::Scan => {
                     scans += 1;
                     items += read;
+                    read_misses += u64::from(read == 0);
                 }
                 Op::Batch => items += read,
-                _ => {}
+                Op::MultiGet => {
+                    let keys = shared.phase.multiget_keys as u64;
+                    items += keys;
+                    read_misses += keys.saturating_sub(read);
+                }
+                _ => read_misses += u64::from(read == 0),
             }
             last_end = Some(end);
         }

@@ -30,6 +30,12 @@
 //! measures the same keys as N single puts next to it
 //! (`batch:1,10,100,1000` makes one figure against N).
 //!
+//! Batched reads: `multiget:N` is 100 % reads of N uniformly chosen
+//! existing keys at once (Persimmon's `Db::get_many`, LMDB's N gets in one
+//! read transaction, RocksDB's `multi_get`); its throughput counts keys read
+//! per second (items/s), its operations are the batches
+//! (`multiget:1,4,16,64` makes one figure against N).
+//!
 //! The MPKV paper's experiments (its §4; uniform keys):
 //! `get-ratio:R` is R % GET and the rest PUT of existing keys (Figure 4,
 //! and Figures 6–7 at 50 % and 95 % over a thread sweep); `value-size:B` is
@@ -62,6 +68,8 @@ pub enum Op {
     Scan,
     /// Write N existing keys (one atomic batch, or N single puts).
     Batch,
+    /// Read N existing keys at once (one batched read).
+    MultiGet,
 }
 
 /// Proportions of each operation; they add up to 1.
@@ -73,6 +81,7 @@ pub struct Mix {
     pub read_modify_write: f64,
     pub scan: f64,
     pub batch: f64,
+    pub multiget: f64,
 }
 
 impl Mix {
@@ -84,6 +93,7 @@ impl Mix {
             read_modify_write,
             scan: 0.0,
             batch: 0.0,
+            multiget: 0.0,
         }
     }
 
@@ -97,6 +107,11 @@ impl Mix {
         Mix { batch, ..self }
     }
 
+    /// The same mix with this share of batched reads.
+    const fn with_multiget(self, multiget: f64) -> Mix {
+        Mix { multiget, ..self }
+    }
+
     /// The operation for a uniform draw `u` in `[0, 1)`.
     pub fn choose(&self, u: f64) -> Op {
         let shares = [
@@ -105,6 +120,7 @@ impl Mix {
             (Op::Insert, self.insert),
             (Op::Scan, self.scan),
             (Op::Batch, self.batch),
+            (Op::MultiGet, self.multiget),
             (Op::ReadModifyWrite, self.read_modify_write),
         ];
         let mut below = 0.0;
@@ -128,6 +144,9 @@ pub const YCSB_MAX_SCAN_LENGTH: usize = 100;
 
 /// Most pairs a `scan:N` workload may ask for.
 pub const MAX_SCAN_LENGTH: usize = 1_000_000;
+
+/// Most keys a `multiget:N` workload may read at once.
+pub const MAX_MULTIGET_KEYS: usize = 100_000;
 
 /// How many pairs a scan reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +178,8 @@ pub enum WorkloadSpec {
     Insert,
     /// Atomic batches of this many puts of existing keys, nothing else.
     Batch(usize),
+    /// Batched reads of this many existing keys, nothing else.
+    MultiGet(usize),
     /// This percentage of GETs, the rest PUTs of existing keys.
     GetRatio(u32),
     /// 50 % GET, 50 % PUT with values of this many bytes.
@@ -178,6 +199,7 @@ impl fmt::Display for WorkloadSpec {
             WorkloadSpec::Scan(n) => write!(f, "scan:{n}"),
             WorkloadSpec::Insert => write!(f, "insert"),
             WorkloadSpec::Batch(n) => write!(f, "batch:{n}"),
+            WorkloadSpec::MultiGet(n) => write!(f, "multiget:{n}"),
             WorkloadSpec::GetRatio(r) => write!(f, "get-ratio:{r}"),
             WorkloadSpec::ValueSize(b) => write!(f, "value-size:{b}"),
             WorkloadSpec::Pdv => write!(f, "pdv"),
@@ -200,6 +222,7 @@ impl WorkloadSpec {
             WorkloadSpec::Scan(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_scan(1.0),
             WorkloadSpec::Insert => Mix::new(0.0, 0.0, 1.0, 0.0),
             WorkloadSpec::Batch(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_batch(1.0),
+            WorkloadSpec::MultiGet(_) => Mix::new(0.0, 0.0, 0.0, 0.0).with_multiget(1.0),
             WorkloadSpec::GetRatio(r) => {
                 let read = f64::from(*r) / 100.0;
                 Mix::new(read, 1.0 - read, 0.0, 0.0)
@@ -235,6 +258,15 @@ impl WorkloadSpec {
         }
     }
 
+    /// Keys one batched read reads: N for `multiget:N`, 0 for workloads
+    /// without batched reads.
+    pub fn multiget_keys(&self) -> usize {
+        match self {
+            WorkloadSpec::MultiGet(n) => *n,
+            _ => 0,
+        }
+    }
+
     /// How many pairs each scan reads: `scan:N` exactly N, else YCSB's
     /// default (uniform 1 to 100).
     pub fn scan_length(&self) -> ScanLength {
@@ -256,15 +288,16 @@ impl WorkloadSpec {
         }
     }
 
-    /// Percentage of reads (GETs) in the mix.
+    /// Percentage of reads (GETs, single or batched) in the mix.
     pub fn get_percent(&self) -> f64 {
-        self.mix().read * 100.0
+        let mix = self.mix();
+        (mix.read + mix.multiget) * 100.0
     }
 }
 
 /// Parses a comma-separated list of workloads. A bare number continues the
 /// family before it: `get-ratio:0,50,95,100`, `value-size:64,256,1K,4K`,
-/// `scan:10,100,1000`.
+/// `scan:10,100,1000`, `multiget:1,4,16,64`.
 pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
     let mut out = Vec::new();
     let mut family: Option<&str> = None;
@@ -280,7 +313,7 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 None => {
                     return Err(format!(
                         "workload {item:?}: a bare number must follow get-ratio:R, value-size:B, \
-                         scan:N or batch:N"
+                         scan:N, batch:N or multiget:N"
                     ))
                 }
             },
@@ -368,11 +401,23 @@ pub fn parse_workloads(text: &str) -> Result<Vec<WorkloadSpec>, String> {
                 out.push(WorkloadSpec::Batch(n));
                 family = Some("batch");
             }
+            ("multiget", Some(n)) => {
+                let n: usize = n
+                    .replace('_', "")
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_MULTIGET_KEYS).contains(n))
+                    .ok_or_else(|| {
+                        format!("multiget:{n}: a batched read reads 1 to {MAX_MULTIGET_KEYS} keys (digits)")
+                    })?;
+                out.push(WorkloadSpec::MultiGet(n));
+                family = Some("multiget");
+            }
             _ => {
                 return Err(format!(
                     "unknown workload {item:?}: use ycsb-a … ycsb-f, ycsb (= a to f), \
-                     get-ratio:R (R = 0..100), value-size:B, scan:N, batch:N or insert, in a \
-                     comma list; or pdv or restart alone"
+                     get-ratio:R (R = 0..100), value-size:B, scan:N, batch:N, multiget:N or \
+                     insert, in a comma list; or pdv or restart alone"
                 ))
             }
         }
@@ -409,6 +454,7 @@ mod tests {
             ("scan:10", vec![(Op::Scan, 1.0)]),
             ("insert", vec![(Op::Insert, 1.0)]),
             ("batch:10", vec![(Op::Batch, 1.0)]),
+            ("multiget:16", vec![(Op::MultiGet, 1.0)]),
             ("ycsb-f", vec![(Op::Read, 0.5), (Op::ReadModifyWrite, 0.5)]),
             ("get-ratio:0", vec![(Op::Update, 1.0)]),
             ("get-ratio:95", vec![(Op::Read, 0.95), (Op::Update, 0.05)]),
@@ -472,6 +518,24 @@ mod tests {
             [1, 10, 1000, 100_000].map(WorkloadSpec::Batch)
         );
         assert_eq!(WorkloadSpec::Batch(100).to_string(), "batch:100");
+        assert_eq!(
+            parse_workloads("multiget:1,4,16,64").unwrap(),
+            [1, 4, 16, 64].map(WorkloadSpec::MultiGet)
+        );
+        assert_eq!(
+            parse_workloads("get-ratio:100,MULTIGET:16").unwrap(),
+            [WorkloadSpec::GetRatio(100), WorkloadSpec::MultiGet(16)]
+        );
+        assert_eq!(WorkloadSpec::MultiGet(16).to_string(), "multiget:16");
+        assert_eq!(WorkloadSpec::MultiGet(16).multiget_keys(), 16);
+        assert_eq!(WorkloadSpec::MultiGet(16).batch_keys(), 0);
+        assert_eq!(WorkloadSpec::Batch(16).multiget_keys(), 0);
+        assert_eq!(WorkloadSpec::MultiGet(16).get_percent(), 100.0);
+        assert!(!WorkloadSpec::MultiGet(16).scans());
+        assert_eq!(
+            WorkloadSpec::MultiGet(16).default_distribution(0.99),
+            Distribution::Uniform
+        );
         assert_eq!(WorkloadSpec::Batch(100).batch_keys(), 100);
         assert_eq!(WorkloadSpec::Insert.batch_keys(), 0);
         assert_eq!(WorkloadSpec::Batch(100).get_percent(), 0.0);
@@ -507,6 +571,13 @@ mod tests {
             .unwrap_err()
             .contains("1 to 100000 keys"));
         assert!(parse_workloads("batch").is_err());
+        assert!(parse_workloads("multiget").is_err());
+        assert!(parse_workloads("multiget:0").is_err());
+        assert!(parse_workloads("multiget:1K").is_err());
+        assert!(parse_workloads("multiget:100001")
+            .unwrap_err()
+            .contains("1 to 100000 keys"));
+        assert!(parse_workloads("multiget:16,x").is_err());
         assert!(parse_workloads("insert:5").is_err());
         assert!(parse_workloads("restart:3").is_err());
         assert!(parse_workloads("get-ratio:101").is_err());

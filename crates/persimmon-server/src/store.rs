@@ -225,6 +225,51 @@ impl Store {
         Ok(self.shared.db.get_with(&ek, |v| f(Stored::decode(v)))?)
     }
 
+    /// Reads `keys` through `f(i, value)`, once per key in order: each as
+    /// [`get`](Self::get) would. Outside a unit one batched engine read
+    /// (`Db::get_many_with`, the keys' cache misses overlapped; each key
+    /// read at its own instant, as by one `get` after another); inside one,
+    /// key by key through the overlay.
+    pub fn get_many(
+        &mut self,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, Option<Stored<'_>>),
+    ) -> Result<(), Error> {
+        if self.overlay.is_some() {
+            for (i, key) in keys.iter().enumerate() {
+                self.get(key, |v| f(i, Some(v)))?
+                    .unwrap_or_else(|| f(i, None));
+            }
+            return Ok(());
+        }
+        // Keys too long to exist are answered without the engine; `at`
+        // holds the index of every key the engine reads.
+        let mut engine_keys = Vec::with_capacity(keys.len());
+        let mut at = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let ek = self.engine_key(key);
+            if may_exist(&ek) {
+                engine_keys.push(ek);
+                at.push(i);
+            }
+        }
+        let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
+        let mut next = 0;
+        self.shared.db.get_many_with(&refs, |j, v| {
+            while next < at[j] {
+                f(next, None);
+                next += 1;
+            }
+            f(next, v.map(Stored::decode));
+            next += 1;
+        })?;
+        while next < keys.len() {
+            f(next, None);
+            next += 1;
+        }
+        Ok(())
+    }
+
     /// Atomic read-modify-write of `key`; `f` sees the value and its
     /// deadline and decides (a plain `Update::Put` keeps the deadline). A
     /// key too long to exist (its engine key, with the database prefix) is

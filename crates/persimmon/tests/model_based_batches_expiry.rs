@@ -1,7 +1,7 @@
 //! Model-based story of batches, transactions and key expiry: a random
 //! sequence of puts (with and without deadlines), deletes, atomic batches,
 //! transactions, deadline changes, clock moves, active-expiry passes, reads,
-//! iterations, ranges and reopens runs against both a `Db` on a manual clock
+//! iterations, ranges, batched reads (`get_many`) and reopens runs against both a `Db` on a manual clock
 //! and a `BTreeMap` model, and the two must agree after every step.
 //!
 //! The model maps each key the engine still holds to its value and deadline.
@@ -23,7 +23,11 @@
 //! After every reopen and at the end the whole pool is compared: `iter()` as
 //! a set, `range(..)` in key order on pools with the ordered index, `len()`,
 //! `check()` with no errors and as many keys as the model, and a heap of
-//! deadlines holding at least every key that has one.
+//! deadlines holding at least every key that has one. A batched read of
+//! random keys (repeats and the empty list included) must agree with the
+//! model and with `get` of each key; right after each reopen one reads the
+//! whole key space before anything waits for the background work (on the
+//! DRAM point index: before its rebuild is complete).
 //!
 //! The story runs on the PM point index, on the PM point index with the
 //! ordered index, on the DRAM point index (which needs the ordered index),
@@ -129,6 +133,8 @@ enum Op {
     Get {
         key: u8,
     },
+    /// `get_many` of these keys (in this order, repeats allowed).
+    GetMany(Vec<u8>),
     IterCompare,
     RangeCompare,
     Len,
@@ -182,6 +188,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => Just(Op::ExpireNow),
         1 => Just(Op::Clean),
         4 => key().prop_map(|key| Op::Get { key }),
+        3 => prop::collection::vec(0..KEY_SPACE, 0..40).prop_map(Op::GetMany),
         1 => Just(Op::IterCompare),
         1 => Just(Op::RangeCompare),
         1 => Just(Op::Len),
@@ -384,6 +391,27 @@ fn compare_key(db: &Db, story: &Story, k: &[u8], when: &str) -> Result<(), TestC
     Ok(())
 }
 
+/// Checks a batched read of `keys` against the model and against `get`:
+/// `f` is called once per key, in order.
+fn compare_get_many(db: &Db, story: &Story, keys: &[u8], when: &str) -> Result<(), TestCaseError> {
+    let keys: Vec<Vec<u8>> = keys.iter().map(|&k| key_bytes(k)).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let mut got = Vec::new();
+    db.get_many_with(&refs, |i, v| got.push((i, v.map(<[u8]>::to_vec))))
+        .map_err(|e| fail(when, "get_many_with", e))?;
+    let copied = db.get_many(&refs).map_err(|e| fail(when, "get_many", e))?;
+    prop_assert_eq!(got.len(), keys.len(), "{}: calls of f", when);
+    for (j, (k, (i, v))) in keys.iter().zip(got).enumerate() {
+        prop_assert_eq!(i, j, "{}: f called out of order", when);
+        let want = story.visible(k).map(|(v, _)| v);
+        prop_assert_eq!(&v, &want, "{}: get_many of key {:?} (#{})", when, k, j);
+        prop_assert_eq!(&copied[j], &want, "{}: get_many (copied), #{}", when, j);
+        let single = db.get(k).map_err(|e| fail(when, "get", e))?;
+        prop_assert_eq!(&single, &want, "{}: get of key {:?}", when, k);
+    }
+    Ok(())
+}
+
 /// A single put, put with a deadline, or delete.
 fn run_write(db: &Db, story: &mut Story, w: &Write, when: &str) -> Result<(), TestCaseError> {
     let (k, op) = story.resolve(w);
@@ -530,6 +558,7 @@ fn run(ops: Vec<Op>, mode: Mode) -> Result<(), TestCaseError> {
                 compare_key(d, &story, &k, &when)?;
             }
             Op::Ttl { key } | Op::Get { key } => compare_key(d, &story, &key_bytes(key), &when)?,
+            Op::GetMany(keys) => compare_get_many(d, &story, &keys, &when)?,
             Op::Append { key, byte } => {
                 let k = key_bytes(key);
                 let saw = d
@@ -568,6 +597,9 @@ fn run(ops: Vec<Op>, mode: Mode) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 drop(db.take());
                 let d = open(&path, mode, &clock);
+                // Before anything waits for the work after open.
+                let every: Vec<u8> = (0..KEY_SPACE).rev().collect();
+                compare_get_many(&d, &story, &every, &when)?;
                 compare_all(&d, &story, &when)?;
                 db = Some(d);
             }
@@ -578,6 +610,8 @@ fn run(ops: Vec<Op>, mode: Mode) -> Result<(), TestCaseError> {
     for k in 0..KEY_SPACE {
         compare_key(&d, &story, &key_bytes(k), "end")?;
     }
+    let every: Vec<u8> = (0..KEY_SPACE).chain(0..KEY_SPACE).collect();
+    compare_get_many(&d, &story, &every, "end")?;
     let n = d.expire_now().map_err(|e| fail("end", "expire_now", e))?;
     prop_assert_eq!(n, story.expire(), "end: keys expire_now reclaimed");
     compare_all(&d, &story, "end, after expire_now")?;

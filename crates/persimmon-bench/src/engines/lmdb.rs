@@ -6,7 +6,8 @@
 //! every write transaction's commit writes its pages and `fdatasync`s data
 //! and meta page before returning. Each write is one write transaction;
 //! read-modify-write reads and writes inside one write transaction; each
-//! read is one read-only transaction (`mdb_get`, value copied out). LMDB
+//! read is one read-only transaction (`mdb_get`, value copied out), a
+//! batched read (`multiget:N`) one read-only transaction of N gets. LMDB
 //! allows one writer at a time. A scan is one read-only transaction and a
 //! range cursor from the start key (`Database::range`), each pair copied
 //! out. The load phase commits 1 024 pairs per transaction. The map is
@@ -102,6 +103,20 @@ impl Store for LmdbStore {
             }
             None => Ok(false),
         }
+    }
+
+    /// All the keys in one read transaction.
+    fn read_many(&self, keys: &[&[u8]], out: &mut Vec<u8>) -> Result<u64> {
+        let txn = self.env.read_txn().map_err(fail)?;
+        let mut found = 0;
+        for key in keys {
+            if let Some(v) = self.db.get(&txn, key).map_err(fail)? {
+                out.clear();
+                out.extend_from_slice(v);
+                found += 1;
+            }
+        }
+        Ok(found)
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {

@@ -363,6 +363,17 @@ pub trait Store: Send + Sync {
     /// Copies the value of `key` into `out`; false when `key` is absent.
     fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
 
+    /// Reads every key of `keys` (a batched read, `multiget:N`), copying
+    /// each value found into `out` (which holds the last one afterwards);
+    /// returns how many it found. The default reads them one by one.
+    fn read_many(&self, keys: &[&[u8]], out: &mut Vec<u8>) -> Result<u64> {
+        let mut found = 0;
+        for key in keys {
+            found += u64::from(self.read(key, out)?);
+        }
+        Ok(found)
+    }
+
     /// Stores `value` under `key` (update or insert), durable on return.
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()>;
 

@@ -19,7 +19,8 @@
 //! Batches ([`Store::write_batch`]) are one `WriteBatch` committed with
 //! `Db::write`, built inside the timed call as a user would build it;
 //! deadlines go through `Db::put_with_deadline` and
-//! `WriteBatch::put_with_deadline`.
+//! `WriteBatch::put_with_deadline`. A batched read
+//! ([`Store::read_many`], `multiget:N`) is one `Db::get_many_with`.
 
 use std::path::PathBuf;
 
@@ -254,6 +255,20 @@ impl Store for PersimmonStore {
             })
             .map_err(|e| self.fail(e))?;
         Ok(found.is_some())
+    }
+
+    fn read_many(&self, keys: &[&[u8]], out: &mut Vec<u8>) -> Result<u64> {
+        let mut found = 0;
+        self.db
+            .get_many_with(keys, |_, v| {
+                if let Some(v) = v {
+                    out.clear();
+                    out.extend_from_slice(v);
+                    found += 1;
+                }
+            })
+            .map_err(|e| self.fail(e))?;
+        Ok(found)
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {

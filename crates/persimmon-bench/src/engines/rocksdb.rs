@@ -7,7 +7,8 @@
 //! default `use_fsync = false`) before returning. Each write is one
 //! `put`; read-modify-write is one optimistic transaction
 //! (`get_for_update` + `put` + `commit`, retried when it conflicts); reads
-//! are plain `get_pinned` with the value copied out; a scan is a raw
+//! are plain `get_pinned` with the value copied out (a batched read,
+//! `multiget:N`, is one `multi_get` of its N keys); a scan is a raw
 //! iterator (implicit snapshot) seeked to the start key, reading `count`
 //! pairs with `next`, each copied out. No compression
 //! (values are random bytes), an LRU block cache of `--cache-bytes`
@@ -153,6 +154,20 @@ impl Store for RocksdbStore {
             .with(|r| self.db.get_pinned_opt(key, r))
             .map_err(fail)?;
         Ok(copy_out(value, out))
+    }
+
+    /// One `multi_get` call for all the keys, each value copied out.
+    fn read_many(&self, keys: &[&[u8]], out: &mut Vec<u8>) -> Result<u64> {
+        let values = READ.with(|r| self.db.multi_get_opt(keys.iter().copied(), r));
+        let mut found = 0;
+        for value in values {
+            if let Some(v) = value.map_err(fail)? {
+                out.clear();
+                out.extend_from_slice(&v);
+                found += 1;
+            }
+        }
+        Ok(found)
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {

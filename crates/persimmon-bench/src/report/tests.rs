@@ -454,3 +454,52 @@ fn the_tiers_cache_hits_and_syncs_show_in_the_details() {
     let t = details_table(&figures(&[lmdb])[0], None);
     assert!(!t.contains("cache hits"), "{t}");
 }
+
+#[test]
+fn a_multiget_sweep_is_one_figure_of_keys_read_per_second() {
+    let mut rs = Vec::new();
+    for n in [16, 1, 4] {
+        // keys/s: persimmon 1, 2, 4 M at N = 1, 4, 16; lmdb 1 M throughout.
+        let persimmon = match n {
+            1 => 1e6,
+            4 => 2e6,
+            _ => 4e6,
+        };
+        rs.push(items_record(
+            "persimmon",
+            "multiget",
+            n,
+            persimmon / n as f64,
+        ));
+        rs.push(items_record("lmdb", "multiget", n, 1e6 / n as f64));
+    }
+    let f = &items_figure(
+        &rs,
+        XAxis::MultiGetSize,
+        &["1", "4", "16"],
+        "keys read per second",
+    );
+    assert_eq!((f.unit(), f.pm_unit()), ("keys", "key"));
+    let t = throughput_table(f);
+    assert_holds(
+        &t,
+        &[
+            "| keys per batched read | persimmon M keys/s | lmdb M keys/s | persimmon ÷ lmdb |",
+            "| 1 | 1.000 | 1.000 | 1.00× |",
+            "| 16 | 4.000 | 1.000 | 4.00× |",
+        ],
+    );
+    // Operations are the batched reads: 4 M keys/s in batches of 16.
+    assert_holds(
+        &details_table(f, None),
+        &[
+            "| Mops/s | M keys/s | p50 |",
+            "| 16 | persimmon | 0.250 | 4.000 |",
+        ],
+    );
+    // Not mixed into the GET-ratio figure of the same run.
+    rs.push(record("persimmon", "get-ratio:100", 1, 1e6));
+    let figs = figures(&rs);
+    assert_eq!(figs.len(), 2);
+    assert_eq!(figs[1].x_axis, XAxis::GetRatio);
+}

@@ -262,22 +262,39 @@ pub fn getdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     })?
 }
 
+/// Keys MGET hands the engine per batched read (`Store::get_many`), so a
+/// reply cut short by the output limit reads at most this many keys more.
+const MGET_BATCH: usize = 64;
+
+/// One batched read per [`MGET_BATCH`] keys; the reply stops at the key
+/// that takes it over the output limit, as a key-by-key MGET would (the
+/// keys after it are not counted as hits or misses).
 pub fn mget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.out.array(a.len() - 1);
-    for key in a.from(1) {
-        let out = &mut s.out;
-        let found = s.store.get(key, |v| match v {
-            Stored::String(body) => out.bulk(body),
-            // MGET answers nil for a key of another type, like Redis.
-            _ => out.null(),
+    let keys: Vec<&[u8]> = a.from(1).collect();
+    let limit = s.shared.settings.output_buffer_limit();
+    let mut over = false;
+    for batch in keys.chunks(MGET_BATCH) {
+        let (out, counters) = (&mut s.out, &mut s.counters);
+        s.store.get_many(batch, |_, v| {
+            if over {
+                return;
+            }
+            match v {
+                Some(Stored::String(body)) => out.bulk(body),
+                // MGET answers nil for a key of another type, like Redis.
+                Some(_) => out.null(),
+                None => out.null(),
+            }
+            match v {
+                Some(_) => counters.hits += 1,
+                None => counters.misses += 1,
+            }
+            over = out.len() > limit;
         })?;
-        if found.is_none() {
-            s.out.null();
-            s.counters.misses += 1;
-        } else {
-            s.counters.hits += 1;
-        }
-        if s.output_over_limit() {
+        if over {
+            // Marks the client for closing, as the output limit does.
+            let _ = s.output_over_limit();
             return Ok(());
         }
     }

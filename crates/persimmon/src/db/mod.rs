@@ -5,6 +5,7 @@
 //! - `open`: opening a pool and starting the background work after open;
 //! - `read`: point reads (lock-free, or under the bucket lock while a DRAM
 //!   index is rebuilt) and record decoding;
+//! - `read_many`: batched point reads (`get_many`), their misses overlapped;
 //! - `write`: put, delete, update, the bucket-locked lookup and publishing;
 //! - `space`: live-byte and key accounting, freeing dead segments;
 //! - `split`: index segment splits;
@@ -83,6 +84,7 @@ mod patch;
 mod placement;
 mod range;
 mod read;
+mod read_many;
 mod rebuild;
 mod space;
 mod split;
@@ -206,6 +208,27 @@ impl Db {
     /// it short and do not call back into the `Db` from it.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.engine.get_with(key, f)
+    }
+
+    /// Reads many keys at once, overlapping their cache misses; calls
+    /// `f(i, value)` for each key in order (`None`: absent or expired).
+    ///
+    /// Each key is read exactly as by [`Db::get_with`] (never half of an
+    /// atomic batch, never a value a crash could undo), at its own instant:
+    /// the keys are not read as one snapshot. Keys may repeat. `f` runs while
+    /// the value is protected from reclamation; keep it short and do not call
+    /// back into the `Db` from it. On an error the read stops: `f` has been
+    /// called for exactly the keys before the failing one.
+    pub fn get_many_with(&self, keys: &[&[u8]], f: impl FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        self.engine.get_many_with(keys, f)
+    }
+
+    /// The values of `keys`, copied out, in order ([`Db::get_many_with`]).
+    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out = vec![None; keys.len()];
+        self.engine
+            .get_many_with(keys, |i, v| out[i] = v.map(<[u8]>::to_vec))?;
+        Ok(out)
     }
 
     /// Whether `key` is present.

@@ -101,6 +101,35 @@ impl Engine {
         Ok(())
     }
 
+    /// The probe of `h` in `seg`, the one place that walks a key's probe
+    /// window (the buckets of [`Index::probe`](crate::index::Index::probe),
+    /// in order): calls `f(slot address, slot word)` for every slot whose
+    /// fingerprint is `h`'s (delete markers included) until `f` returns
+    /// `Some`. Reads only; `f` decides what a candidate means.
+    #[inline(always)]
+    pub(super) fn probe_candidates<T>(
+        &self,
+        pm: &PmemFile,
+        seg: &SegRef,
+        h: u64,
+        mut f: impl FnMut(u64, u64) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let fp = index::fingerprint(h);
+        for bucket in self.index.probe(seg, h) {
+            for addr in self.index.slots(bucket) {
+                let v = pm.load_u64(addr);
+                let s = Slot(v);
+                if s.is_empty() || s.fingerprint() != fp {
+                    continue;
+                }
+                if let Some(t) = f(addr, v)? {
+                    return Ok(Some(t));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Lock-free lookup in `seg`: the record of `key`, helping persist its
     /// slot (or a delete marker in the way) when needed.
     pub(super) fn find_lockfree(
@@ -109,37 +138,30 @@ impl Engine {
         h: u64,
         key: &[u8],
     ) -> Result<Option<(u64, RecordHeader)>> {
-        let fp = index::fingerprint(h);
         let pm = self.ipm();
-        for bucket in self.index.probe(seg, h) {
-            for addr in self.index.slots(bucket) {
-                let v = pm.load_u64(addr);
-                let s = Slot(v);
-                if s.is_empty() || s.fingerprint() != fp {
-                    continue;
+        self.probe_candidates(pm, seg, h, |addr, v| {
+            let s = Slot(v);
+            if s.is_marker() {
+                if !s.persisted() {
+                    self.help_persist(pm, addr, v);
                 }
-                if s.is_marker() {
-                    if !s.persisted() {
-                        self.help_persist(pm, addr, v);
-                    }
-                    continue;
-                }
-                let off = s.offset();
-                let hdr = self.record_header(off)?;
-                if self.record_key(off, &hdr)? == key {
-                    if !s.persisted() {
-                        self.help_persist(pm, addr, v);
-                    }
-                    return Ok(Some((off, hdr)));
-                }
-                if self.verify_reads {
-                    // A damaged key must not pass for "some other key": with
-                    // verification on, a fingerprint match gets its CRC checked.
-                    self.verify_record(off, &hdr)?;
-                }
+                return Ok(None);
             }
-        }
-        Ok(None)
+            let off = s.offset();
+            let hdr = self.record_header(off)?;
+            if self.record_key(off, &hdr)? == key {
+                if !s.persisted() {
+                    self.help_persist(pm, addr, v);
+                }
+                return Ok(Some((off, hdr)));
+            }
+            if self.verify_reads {
+                // A damaged key must not pass for "some other key": with
+                // verification on, a fingerprint match gets its CRC checked.
+                self.verify_record(off, &hdr)?;
+            }
+            Ok(None)
+        })
     }
 
     pub(super) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
@@ -156,7 +178,18 @@ impl Engine {
         f: impl FnOnce(u64, &RecordHeader) -> Result<R>,
     ) -> Result<Option<R>> {
         check_key(key)?;
-        let h = self.hash(key);
+        self.read_record_hashed(key, self.hash(key), f)
+    }
+
+    /// [`Engine::read_record`] of a key already checked, whose hash is `h`
+    /// (batched reads hash their keys ahead).
+    #[inline]
+    pub(super) fn read_record_hashed<R>(
+        &self,
+        key: &[u8],
+        h: u64,
+        f: impl FnOnce(u64, &RecordHeader) -> Result<R>,
+    ) -> Result<Option<R>> {
         loop {
             let _guard = epoch::pin();
             // Read before the index: once it is set, the DRAM index holds

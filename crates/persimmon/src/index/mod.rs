@@ -45,7 +45,7 @@ pub(crate) fn mix64(mut x: u64) -> u64 {
 }
 
 /// One index segment as the directory sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegRef {
     /// Pool offset of the segment.
     pub offset: u64,
