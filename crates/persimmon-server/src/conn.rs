@@ -266,9 +266,13 @@ impl Connection {
                     let args = self.parser.args(&self.input[consumed..]);
                     let from_input = self.parser.from_input();
                     let joined = !args.is_empty()
-                        && self
-                            .pipeline
-                            .offer(&self.session, &args, consumed, from_input);
+                        && self.pipeline.offer(
+                            &mut self.session,
+                            &self.input,
+                            &args,
+                            consumed,
+                            from_input,
+                        );
                     if !joined || self.pipeline.is_full() {
                         self.pipeline.run(&mut self.session, &self.input);
                     }

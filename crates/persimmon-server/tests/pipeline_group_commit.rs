@@ -4,7 +4,8 @@
 //! requests one at a time (each request sent after the previous reply).
 //!
 //! The script mixes runs of plain SETs (one key set twice in a run, keys
-//! holding lists overwritten, keys in another database) with everything
+//! holding lists overwritten, keys in another database) and runs of GETs
+//! (of strings, lists, missing keys, a key too long to exist) with everything
 //! that must end a run or stay out of one: GETs, SETs with options, wrong
 //! arity, keys over the engine's limit, inline requests, MULTI/EXEC with
 //! SETs queued inside, SELECT, unknown commands, INCR on a string, DEL,
@@ -45,7 +46,7 @@ fn script(seed: u64, len: usize) -> Vec<Vec<u8>> {
     while out.len() < len {
         let k = key(rng.below(KEYS));
         let v = format!("v{}", rng.below(1000));
-        let r: Vec<Vec<u8>> = match rng.below(40) {
+        let r: Vec<Vec<u8>> = match rng.below(42) {
             // Runs of plain SETs, one key possibly twice.
             0..=19 => (0..1 + rng.below(24))
                 .map(|_| {
@@ -90,6 +91,18 @@ fn script(seed: u64, len: usize) -> Vec<Vec<u8>> {
             34 => vec![req(&["MSET", &k, &v, &key(rng.below(KEYS)), "m"])],
             35 => vec![req(&["TYPE", &k])],
             36 => vec![req(&["SET", &k, &v, "GET"])],
+            // Runs of GETs (some keys holding lists: WRONGTYPE; one too
+            // long to exist: a miss).
+            37..=38 => {
+                let mut gets: Vec<Vec<u8>> = (0..1 + rng.below(40))
+                    .map(|_| req(&["GET", &key(rng.below(KEYS))]))
+                    .collect();
+                if rng.below(4) == 0 {
+                    gets.push(req(&["GET", &"y".repeat(70 << 10)]));
+                    gets.push(req(&["get", &k]));
+                }
+                gets
+            }
             _ => vec![req(&["SET", &k, &v]), req(&["GET", &k])],
         };
         out.extend(r);
