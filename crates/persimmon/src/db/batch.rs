@@ -416,6 +416,7 @@ impl Engine {
             let segs: Vec<SegRef> = plan.iter().map(|p| dir.lookup(p.h)).collect();
             let read_segs: Vec<SegRef> = read_h.iter().map(|&h| dir.lookup(h)).collect();
             drop(dir);
+            self.prefetch_homes(plan, &segs);
             let Some(held) = self.lock_homes(plan, &segs, &read_h, &read_segs) else {
                 continue;
             };
@@ -473,6 +474,30 @@ impl Engine {
                 }
                 Err(Retry::Fail(e)) => return Err(e),
             }
+        }
+    }
+
+    /// Prefetches every planned key's bucket pair, then the first lines of
+    /// the records its fingerprint names — what the locked lookups read —
+    /// so that their cache misses overlap (as `get_many` does for reads).
+    /// Reads only: a hint.
+    fn prefetch_homes(&self, plan: &[Planned], segs: &[SegRef]) {
+        let pm = self.ipm();
+        for (p, seg) in plan.iter().zip(segs) {
+            for bucket in self.index.probe(seg, p.h) {
+                pm.prefetch(bucket);
+            }
+        }
+        for (p, seg) in plan.iter().zip(segs) {
+            let _ = self.probe_candidates(pm, seg, p.h, |_, v| {
+                let s = Slot(v);
+                if !s.is_marker() {
+                    let line = s.offset() & !63;
+                    self.pool.pm.prefetch(line);
+                    self.pool.pm.prefetch(line + 64);
+                }
+                Ok(None::<()>)
+            });
         }
     }
 
