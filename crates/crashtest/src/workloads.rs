@@ -27,6 +27,8 @@
 //! | `expiry`     | expiry, dram-expiry                                        |
 //! | `tier`       | tier-put, tier-batch, tier-patch (the SSD tier)            |
 //! | `collections`| collections (the server's collection commands' batches)   |
+//! | `grouped`    | grouped, dram-grouped, leaves-grouped (group commit:      |
+//! |              | `Db::write_grouped`, per key old or new)                  |
 //!
 //! and they run on `ops` (`Op`, `exec`: one operation announced to the
 //! simulator, and how that tells the oracle what a crash may leave) and
@@ -55,8 +57,8 @@
 //!   `dram-reopen`'s and `leaves-reopen`'s operations (one at a time, on a
 //!   thread of their own) while the engine's rebuild of the DRAM index is
 //!   held at a fence.
-//! - The `batch*`, `txn` and `expiry` families (and their `dram-*` runs)
-//!   measure deadlines against a manual clock of their own (`config`),
+//! - The `batch*`, `txn`, `grouped` and `expiry` families (and their
+//!   `dram-*` runs) measure deadlines against a manual clock of their own (`config`),
 //!   which only the workload moves, and run without background expiry.
 //! - The `tier-*` workloads create their pools with an SSD tier (threshold
 //!   4 KiB, a data directory of their own, `SimConfig::data_dir`), which
@@ -92,6 +94,7 @@ mod collections;
 mod concurrent;
 mod ctx;
 mod expiry;
+mod grouped;
 mod leaves;
 mod ops;
 mod ordered;
@@ -145,17 +148,22 @@ pub const WORKLOADS: &[&str] = &[
     "tier-batch",
     "tier-patch",
     "collections",
+    "grouped",
+    "dram-grouped",
+    "leaves-grouped",
 ];
 
 /// Where the manual clocks of the workloads that use deadlines start
 /// (ms of Unix time: 2023-11-14).
 pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
 
-/// Whether `workload` writes batches or transactions (named with or
-/// without `dram-` or `tier-`).
+/// Whether `workload` writes batches, transactions or grouped writes
+/// (named with or without `dram-` or `tier-`). (Grouped writes need no
+/// batch machinery of the readers, but many keys are in flight at once,
+/// which the probes do not handle.)
 fn writes_batches(workload: &str) -> bool {
     let family = family(workload);
-    family.starts_with("batch") || family == "txn" || family == "collections"
+    family.starts_with("batch") || family == "txn" || family == "collections" || family == "grouped"
 }
 
 /// `workload`'s name without the placement (`dram-`, `leaves-`) or tier
@@ -306,6 +314,7 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "tier-batch" => tier::batch,
         "tier-patch" => tier::patch,
         "collections" => collections::collections,
+        "grouped" | "dram-grouped" | "leaves-grouped" => grouped::grouped,
         _ => return None,
     };
     Some(f)

@@ -7,10 +7,19 @@
 //! batch goes on, so a long pipeline never holds more than about that much
 //! plus one reply.
 //!
+//! Consecutive plain `SET`s of a read run as one grouped engine write
+//! (`pipeline.rs`): each complete request is offered to the run first;
+//! any other request, the end of the complete input, a protocol error or a
+//! full run executes the run before anything else happens.
+//!
 //! Invariants:
 //! - A reply is queued only after its command's engine call returned, and
 //!   engine writes are durable on return: any reply a client receives
-//!   acknowledges a durable write.
+//!   acknowledges a durable write (a run's replies are queued after its
+//!   grouped write returned).
+//! - The run's ranges point into the input buffer, which is advanced only
+//!   after the run has executed; no flush of the replies happens while a
+//!   run is pending (a request that joins a run queues nothing).
 //! - Requests are executed in order, and replies leave in order.
 //! - The connection is closed — after the replies to every request before
 //!   it — on a protocol error (`-ERR Protocol error: ...`), when the unparsed
@@ -35,6 +44,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::commands::{execute, recheck_blocked, reply_blocked, COMMANDS};
+use crate::pipeline::Pipeline;
 use crate::protocol::{ParseLimits, Progress, RequestParser};
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
@@ -63,6 +73,8 @@ struct Connection {
     need: Option<usize>,
     /// Batches since the counters were last added to the server's.
     unpublished_batches: u32,
+    /// The run of plain writes being collected (`pipeline.rs`).
+    pipeline: Pipeline,
 }
 
 /// Counters are added to the server's (shared, contended) totals once per
@@ -78,6 +90,7 @@ pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<Clie
         session: Session::new(shared, info, COMMANDS),
         need: None,
         unpublished_batches: 0,
+        pipeline: Pipeline::new(),
     };
     let _ = c.run().await;
     c.session.publish_counters();
@@ -218,6 +231,10 @@ impl Connection {
         let flow = loop {
             let parse_limits = self.parse_limits(&limits);
             let progress = self.parser.parse(&self.input[consumed..], &parse_limits);
+            if !matches!(progress, Ok(Progress::Complete { .. })) {
+                // The run before a protocol error or the end of the input.
+                self.pipeline.run(&mut self.session, &self.input);
+            }
             match progress {
                 Err(e) => {
                     self.session
@@ -247,7 +264,19 @@ impl Connection {
                 }
                 Ok(Progress::Complete { len }) => {
                     let args = self.parser.args(&self.input[consumed..]);
-                    if !args.is_empty() {
+                    let from_input = self.parser.from_input();
+                    let joined = !args.is_empty()
+                        && self.pipeline.offer(
+                            &mut self.session,
+                            &self.input,
+                            &args,
+                            consumed,
+                            from_input,
+                        );
+                    if !joined || self.pipeline.is_full() {
+                        self.pipeline.run(&mut self.session, &self.input);
+                    }
+                    if !joined && !args.is_empty() {
                         execute(&mut self.session, args);
                     }
                     self.parser.reset();
@@ -266,6 +295,7 @@ impl Connection {
                 }
             }
         };
+        debug_assert!(self.pipeline.is_empty(), "the run executed first");
         self.input.advance(consumed);
         if self.input.is_empty() && self.input.capacity() > KEEP_BUFFER_BYTES {
             self.input = BytesMut::with_capacity(READ_BYTES);

@@ -17,7 +17,8 @@
 //! - `server`: opens the pool, listens, applies protected mode and
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
-//!   output buffer limits.
+//!   output buffer limits. `pipeline`: a read's consecutive plain SETs run
+//!   as one grouped engine write (group commit).
 //! - `commands`: the command table (one row per command) and dispatch;
 //!   `commands/*`: the handlers, one module per group of commands.
 //! - `session`: what a handler works with: the client's session, the error
@@ -54,6 +55,7 @@ pub mod embedded;
 mod encoding;
 mod glob;
 mod longdouble;
+mod pipeline;
 pub mod protocol;
 mod random;
 mod rdb;

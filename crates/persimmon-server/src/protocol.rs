@@ -201,6 +201,13 @@ impl RequestParser {
         self.args.len()
     }
 
+    /// Whether the request just completed was a multibulk request, whose
+    /// arguments are ranges of the buffer passed to `parse` (an inline
+    /// one's live in the parser, until the next request).
+    pub fn from_input(&self) -> bool {
+        matches!(self.source, Source::Input)
+    }
+
     /// The arguments of the request just completed; `buf` is the buffer that
     /// was passed to `parse`.
     pub fn args<'a>(&'a self, buf: &'a [u8]) -> Args<'a> {
@@ -260,6 +267,11 @@ impl<'a> Args<'a> {
     pub fn new(data: &'a [u8], ranges: &'a [Range<usize>]) -> Args<'a> {
         debug_assert!(ranges.iter().all(|r| r.end <= data.len()));
         Args { data, ranges }
+    }
+
+    /// Where argument `i` lies in the data the arguments were made from.
+    pub fn range(&self, i: usize) -> Range<usize> {
+        self.ranges[i].clone()
     }
 
     pub fn len(&self) -> usize {

@@ -63,6 +63,9 @@ pub struct Counters {
     /// Socket reads and writes.
     pub reads: u64,
     pub writes: u64,
+    /// Pipeline runs executed as one grouped write, and their commands.
+    pub group_runs: u64,
+    pub group_commands: u64,
 }
 
 /// A client's state as the commands see it.
@@ -170,6 +173,8 @@ impl Session {
             (&st.net_output_bytes, c.net_out),
             (&st.reads_processed, c.reads),
             (&st.writes_processed, c.writes),
+            (&st.group_commit_runs, c.group_runs),
+            (&st.group_commit_commands, c.group_commands),
         ] {
             if n > 0 {
                 counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);

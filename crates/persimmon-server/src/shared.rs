@@ -81,6 +81,10 @@ pub struct ServerStats {
     /// Reads from and writes to client sockets.
     pub reads_processed: AtomicU64,
     pub writes_processed: AtomicU64,
+    /// Runs of a pipeline executed as one grouped engine write, and the
+    /// commands they held (`pipeline.rs`).
+    pub group_commit_runs: AtomicU64,
+    pub group_commit_commands: AtomicU64,
     /// Unix time in seconds of the last SAVE or BGSAVE (the start before
     /// any), for `LASTSAVE`; and how many there were.
     pub last_save: AtomicU64,
@@ -97,7 +101,7 @@ pub struct ServerStats {
 impl ServerStats {
     /// The counters `CONFIG RESETSTAT` zeroes (as Redis: not the time of
     /// the last save, nor the memory peak).
-    pub fn resettable(&self) -> [&AtomicU64; 13] {
+    pub fn resettable(&self) -> [&AtomicU64; 15] {
         [
             &self.total_connections_received,
             &self.rejected_connections,
@@ -112,6 +116,8 @@ impl ServerStats {
             &self.output_buffer_limit_disconnections,
             &self.reads_processed,
             &self.writes_processed,
+            &self.group_commit_runs,
+            &self.group_commit_commands,
         ]
     }
 }

@@ -385,6 +385,24 @@ impl Store {
         Ok(())
     }
 
+    /// Writes `batch` — puts and deletes of engine keys, outside a unit —
+    /// as independent writes sharing their fences
+    /// ([`persimmon::Db::write_grouped`]: each key durable on return, not
+    /// atomic across keys, nothing written on error), then signals every
+    /// key it puts (`puts`: their Redis keys, in the selected database).
+    pub fn write_grouped<'k>(
+        &mut self,
+        batch: &WriteBatch,
+        puts: impl Iterator<Item = &'k [u8]>,
+    ) -> Result<(), Error> {
+        debug_assert!(self.overlay.is_none(), "a unit commits as one batch");
+        self.shared.db.write_grouped(batch)?;
+        for key in puts {
+            self.signal_ready(key);
+        }
+        Ok(())
+    }
+
     /// The engine's range write ([`persimmon::Db::write_range_after`]) on
     /// `key`, outside a unit; `None` when the value does not start with
     /// `head` — and always inside a unit, where the caller rewrites the

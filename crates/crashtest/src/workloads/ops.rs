@@ -91,6 +91,9 @@ pub enum Op {
     Scan,
     /// `Db::write` of a batch of these writes, all or nothing.
     Batch(Vec<Write>),
+    /// `Db::write_grouped` of these writes: each key old or new on its
+    /// own until it returns, all new after.
+    Grouped(Vec<Write>),
     /// `put_with_deadline(key, value, deadline)`.
     PutExpiring(Key, Val, u64),
     /// `expire_at(key, deadline)`.
@@ -151,6 +154,7 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
         Op::CleanNow => clean_now(sim, db),
         Op::Scan => scan(sim, db),
         Op::Batch(writes) => batch(sim, db, writes),
+        Op::Grouped(writes) => grouped(sim, db, writes),
         Op::PutExpiring(k, v, d) => put_expiring(sim, db, k, v, *d),
         Op::ExpireAt(k, d) => expire_at(sim, db, k, *d),
         Op::Persist(k) => persist(sim, db, k),
@@ -266,6 +270,41 @@ fn unexpected(what: &str, k: &[u8], did: &str, got: &Option<Val>, want: &Option<
 /// `Op::Batch`: the batch's keys in flight as one group, each with the
 /// state the last write to it leaves.
 fn batch(sim: &Sim, db: &Db, writes: &[Write]) -> Result<(), String> {
+    let (b, after) = batch_of(sim, writes);
+    announced(sim, "batch", &after, || db.write(&b))
+}
+
+/// `Op::Grouped`: each key in flight as a group of its own (so the joint
+/// rule asks nothing across keys: a grouped write is not atomic), with the
+/// state the last write to it leaves; all acknowledged once it returns.
+fn grouped(sim: &Sim, db: &Db, writes: &[Write]) -> Result<(), String> {
+    let (b, after) = batch_of(sim, writes);
+    let ids: Vec<u64> = {
+        let mut e = lock(&sim.expect);
+        after
+            .iter()
+            .map(|w| e.begin_group(std::slice::from_ref(w)))
+            .collect()
+    };
+    sim.begin("grouped", None);
+    let result = db.write_grouped(&b);
+    sim.end(None);
+    match result {
+        Ok(()) => {
+            let mut e = lock(&sim.expect);
+            ids.into_iter().for_each(|id| e.ack_group(id));
+            Ok(())
+        }
+        Err(e) => {
+            let first = after.first().map(|w| show_key(&w.0)).unwrap_or_default();
+            Err(format!("grouped ({} keys, {first}..): {e}", after.len()))
+        }
+    }
+}
+
+/// The engine batch of `writes`, and each key with the state the last
+/// write to it leaves.
+fn batch_of(sim: &Sim, writes: &[Write]) -> (WriteBatch, Vec<(Key, State)>) {
     let now = lock(&sim.expect).now_ms;
     let mut b = WriteBatch::new();
     let mut after: Vec<(Key, State)> = Vec::new();
@@ -281,7 +320,7 @@ fn batch(sim: &Sim, db: &Db, writes: &[Write]) -> Result<(), String> {
             None => after.push((w.key().to_vec(), s)),
         }
     }
-    announced(sim, "batch", &after, || db.write(&b))
+    (b, after)
 }
 
 fn put_expiring(sim: &Sim, db: &Db, k: &[u8], v: &Val, d: u64) -> Result<(), String> {

@@ -415,6 +415,14 @@ fn persistence_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
         out.line("ordered_nodes", &stats.ordered_nodes);
         out.line("ordered_walk_done", &(stats.ordered_walk_done as u8));
     }
+    // Persistent-memory traffic of the server process since it started
+    // (every store, flush and fence of the engine; fences per write =
+    // pmem_fences delta / writes).
+    let pm = persimmon::pmem::process_counters();
+    out.line("pmem_fences", &pm.fences);
+    out.line("pmem_flushes", &pm.flushes);
+    out.line("pmem_bytes_written", &pm.bytes_written);
+    out.line("pmem_nt_bytes_written", &pm.nt_bytes_written);
     out.line("point_index", &stats.point_index.name());
     out.line("point_index_ready", &(stats.point_index_ready as u8));
     out.line("dram_index_bytes", &stats.dram_index_bytes);
@@ -507,6 +515,10 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("dump_payload_sanitizations", &0);
     out.line("total_reads_processed", &n(&st.reads_processed));
     out.line("total_writes_processed", &n(&st.writes_processed));
+    // Persimmon's own: pipelines' runs of plain writes committed as one
+    // grouped engine write (group commit), and the commands they held.
+    out.line("group_commit_runs", &n(&st.group_commit_runs));
+    out.line("group_commit_commands", &n(&st.group_commit_commands));
     out.zeros(&[
         "io_threaded_reads_processed",
         "io_threaded_writes_processed",

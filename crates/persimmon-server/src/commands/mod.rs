@@ -64,7 +64,7 @@ mod zset_ops;
 mod zset_range;
 mod zsets;
 
-pub use blocking::{recheck_blocked, reply_blocked};
+pub use blocking::{recheck_blocked, reply_blocked, serve_ready};
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -387,6 +387,25 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         }
     }
     s.map = Some(map);
+}
+
+/// The row of request `args` when it is exactly `name` with `argc`
+/// arguments and would run now, as [`execute`] would run it, with no check
+/// in the way: authenticated (or no password), outside `MULTI`, not
+/// refused by the settings. `None` otherwise: then `execute` must run it
+/// (and gives any refusal). For the pipeline's runs (`pipeline.rs`).
+pub(crate) fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Option<usize> {
+    if args.len() != argc || !args.get(0).eq_ignore_ascii_case(name.as_bytes()) {
+        return None;
+    }
+    let index = lookup(args.get(0))?;
+    let spec = &COMMANDS[index];
+    let authenticated = s.authenticated || !s.shared.settings.password_required();
+    (spec.arity_ok(argc)
+        && authenticated
+        && s.multi.is_none()
+        && refused_by_settings(s, spec).is_none())
+    .then_some(index)
 }
 
 /// Whether row `index` changes the database map (runs holding it

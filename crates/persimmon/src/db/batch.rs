@@ -1,6 +1,8 @@
 //! Atomic write batches: puts and deletes of many keys that commit
 //! all-or-nothing, durable on return; also the commit of a transaction
-//! (the same, after validating the keys it read).
+//! (the same, after validating the keys it read); and grouped writes, the
+//! same machinery without the undo record: many independent writes that
+//! share their two fences (`BatchMode::Grouped`, below).
 //!
 //! Commit of a batch (persist points in order; docs/design.md §6a):
 //! 1. lock the home buckets of every key (ascending lock order, like every
@@ -35,6 +37,23 @@
 //!   and reads again. Readers of other keys never wait.
 //! - The old records stay counted live until the commit point, so the
 //!   segments the undo record points into cannot be freed before it.
+//!
+//! A **grouped write** (`Db::write_grouped`) plans, locks and reserves
+//! exactly as above, then:
+//! 2. appends every put's record (no batch flag: readers never wait on
+//!    it; one sequence number for the group, as a batch), flushing each —
+//!    **fence G1** (no undo record, no commit-table entry);
+//! 3. stores every put's new word (persist bit 0) and every delete's
+//!    delete marker, flushing each — **fence G2**: every key is durable;
+//! 4. sets persist bits, clears the deleted words, mirrors DRAM slots,
+//!    accounts, unlinks deleted keys' nodes, unlocks.
+//!
+//! So 2 fences per group, not 2 per key (1 for a group of deletes only:
+//! G1 has nothing to wait for). It is *not* atomic: a crash
+//! before G2 completes leaves each key old or new, independently (any mix),
+//! and readers may see some keys new before others. It is all-or-nothing
+//! on error (every error comes before G1's stores are named by any word:
+//! limits, allocation, reservation) and durable on return.
 
 use std::collections::HashMap;
 
@@ -198,6 +217,17 @@ pub(super) enum Commit {
     Conflict,
 }
 
+/// How a commit makes its writes durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BatchMode {
+    /// All or nothing across a crash: undo record and commit-table entry
+    /// (fences A to F).
+    Atomic,
+    /// Each key old or new after a crash, independently; two shared fences
+    /// (G1, G2) for the whole group.
+    Grouped,
+}
+
 /// One key of the batch after deduplication (`value: None`: delete).
 struct Planned<'a> {
     key: &'a [u8],
@@ -224,7 +254,8 @@ struct Target {
 /// planned key), and its undo record.
 struct Written {
     records: Vec<Option<(u64, u64)>>,
-    undo: (u64, u64),
+    /// The undo record (atomic batches only).
+    undo: Option<(u64, u64)>,
     words: Vec<u64>,
 }
 
@@ -260,6 +291,24 @@ impl Engine {
         reads: &[ReadCheck],
         rmw: bool,
     ) -> Result<Commit> {
+        self.commit_ops(ops, reads, rmw, BatchMode::Atomic)
+    }
+
+    /// Applies `ops` as a grouped write: each key durable on return, every
+    /// key's write sharing the group's two fences; not atomic across keys
+    /// (see the module header). Nothing is written on error.
+    pub(super) fn write_grouped(&self, ops: &[BatchOp]) -> Result<()> {
+        self.commit_ops(ops, &[], false, BatchMode::Grouped)
+            .map(|_| ())
+    }
+
+    fn commit_ops(
+        &self,
+        ops: &[BatchOp],
+        reads: &[ReadCheck],
+        rmw: bool,
+        mode: BatchMode,
+    ) -> Result<Commit> {
         check_limits(ops)?;
         let plan = self.plan(ops)?;
         if plan.is_empty() && reads.is_empty() {
@@ -281,17 +330,28 @@ impl Engine {
                 p
             })
             .collect();
-        if !plan.is_empty() {
+        // A grouped write needs format 4 only for deadlines (as a put).
+        let raise = match mode {
+            BatchMode::Atomic => !plan.is_empty(),
+            BatchMode::Grouped => plan.iter().any(|p| p.deadline.is_some()),
+        };
+        if raise {
             self.pool.raise_version(FORMAT_VERSION_BATCHES);
         }
         let (lane_index, lane) = self.lane();
+        let flags = match mode {
+            BatchMode::Atomic => REC_FLAG_BATCH | if rmw { REC_FLAG_RMW } else { 0 },
+            // Plain records: readers never wait on them.
+            BatchMode::Grouped => 0,
+        };
         let w = BatchWriter {
             lane,
             lane_index,
             seq: lane.next_seq(&self.pool),
-            flags: REC_FLAG_BATCH | if rmw { REC_FLAG_RMW } else { 0 },
+            flags,
+            mode,
         };
-        let entry = (!plan.is_empty()).then(|| self.batches.acquire());
+        let entry = (mode == BatchMode::Atomic && !plan.is_empty()).then(|| self.batches.acquire());
         let result = self.commit_locked(&w, &plan, reads, entry);
         if let Some(i) = entry {
             self.batches.release(i);
@@ -356,6 +416,7 @@ impl Engine {
             let segs: Vec<SegRef> = plan.iter().map(|p| dir.lookup(p.h)).collect();
             let read_segs: Vec<SegRef> = read_h.iter().map(|&h| dir.lookup(h)).collect();
             drop(dir);
+            self.prefetch_homes(plan, &segs);
             let Some(held) = self.lock_homes(plan, &segs, &read_h, &read_segs) else {
                 continue;
             };
@@ -364,9 +425,9 @@ impl Engine {
             if !self.reads_current(reads, &read_h, &read_segs)? {
                 return Ok(Commit::Conflict);
             }
-            let Some(entry) = entry else {
+            if entry.is_none() && w.mode == BatchMode::Atomic {
                 return Ok(Commit::Done); // a read-only transaction
-            };
+            }
             let outcome = self.reserve(plan, &segs, &guard).and_then(|targets| {
                 match self.write_records(w, plan, &targets, &guard) {
                     Ok(written) => Ok((targets, written)),
@@ -378,7 +439,12 @@ impl Engine {
             });
             match outcome {
                 Ok((targets, written)) => {
-                    self.publish_batch(w, entry, plan, &targets, &written, &guard);
+                    match entry {
+                        Some(entry) => {
+                            self.publish_batch(w, entry, plan, &targets, &written, &guard)
+                        }
+                        None => self.publish_grouped(w, plan, &targets, &written, &guard),
+                    }
                     drop(pins);
                     drop(held);
                     return Ok(Commit::Done);
@@ -408,6 +474,30 @@ impl Engine {
                 }
                 Err(Retry::Fail(e)) => return Err(e),
             }
+        }
+    }
+
+    /// Prefetches every planned key's bucket pair, then the first lines of
+    /// the records its fingerprint names — what the locked lookups read —
+    /// so that their cache misses overlap (as `get_many` does for reads).
+    /// Reads only: a hint.
+    fn prefetch_homes(&self, plan: &[Planned], segs: &[SegRef]) {
+        let pm = self.ipm();
+        for (p, seg) in plan.iter().zip(segs) {
+            for bucket in self.index.probe(seg, p.h) {
+                pm.prefetch(bucket);
+            }
+        }
+        for (p, seg) in plan.iter().zip(segs) {
+            let _ = self.probe_candidates(pm, seg, p.h, |_, v| {
+                let s = Slot(v);
+                if !s.is_marker() {
+                    let line = s.offset() & !63;
+                    self.pool.pm.prefetch(line);
+                    self.pool.pm.prefetch(line + 64);
+                }
+                Ok(None::<()>)
+            });
         }
     }
 
@@ -564,12 +654,21 @@ impl Engine {
         let mut part_of = Vec::with_capacity(plan.len());
         let mut pairs = Vec::with_capacity(plan.len());
         let mut words = Vec::with_capacity(plan.len());
+        let atomic = w.mode == BatchMode::Atomic;
         for (p, t) in plan.iter().zip(targets) {
             let Some(t) = t else {
                 part_of.push(None);
                 words.push(0);
                 continue;
             };
+            let word = self.point_index.word_to_persist(t.addr, t.node);
+            words.push(word);
+            if !atomic && p.value.is_none() {
+                // A grouped delete writes no tombstone: its marker is the
+                // whole of it, as for a single delete.
+                part_of.push(None);
+                continue;
+            }
             let tomb = if p.value.is_none() {
                 REC_FLAG_TOMBSTONE
             } else {
@@ -584,27 +683,33 @@ impl Engine {
                 w.seq,
                 p.deadline,
             ));
-            let word = self.point_index.word_to_persist(t.addr, t.node);
-            let deletes = if p.value.is_none() { UNDO_DELETES } else { 0 };
-            pairs.push((word | deletes, self.pool.pm.load_u64(word)));
-            words.push(word);
+            if atomic {
+                let deletes = if p.value.is_none() { UNDO_DELETES } else { 0 };
+                pairs.push((word | deletes, self.pool.pm.load_u64(word)));
+            }
         }
         let undo_value = encode_pairs(&pairs);
-        parts.push(RecordParts::new(
-            &[],
-            &undo_value,
-            REC_FLAG_UNDO,
-            w.seq,
-            None,
-        ));
+        if atomic {
+            parts.push(RecordParts::new(
+                &[],
+                &undo_value,
+                REC_FLAG_UNDO,
+                w.seq,
+                None,
+            ));
+        }
         let placed = self.append_parts(w.lane, &parts, guard)?;
-        // Persist point (fence A): every record and the undo record are
-        // durable; no word names any of them yet.
-        self.pool.pm.fence();
+        if !parts.is_empty() {
+            // Persist point (fence A; G1 of a grouped write): every record
+            // (and the undo record) is durable; no word names any of them
+            // yet. (A grouped write of deletes only has no record to wait
+            // for.)
+            self.pool.pm.fence();
+        }
         let records = part_of.iter().map(|i| i.map(|i| placed[i])).collect();
         Ok(Written {
             records,
-            undo: *placed.last().expect("the undo record is placed"),
+            undo: atomic.then(|| *placed.last().expect("the undo record is placed")),
             words,
         })
     }
@@ -669,6 +774,7 @@ struct BatchWriter<'a> {
     lane_index: usize,
     seq: u64,
     flags: u32,
+    mode: BatchMode,
 }
 
 impl Engine {
@@ -684,7 +790,8 @@ impl Engine {
         guard: &Guard,
     ) {
         let pm = &self.pool.pm;
-        self.batches.begin(&self.pool, entry, written.undo.0, w.seq);
+        let undo = written.undo.expect("an atomic batch has an undo record");
+        self.batches.begin(&self.pool, entry, undo.0, w.seq);
         self.batches.start_publishing(entry, w.seq);
         let live = || {
             plan.iter()
@@ -760,6 +867,73 @@ impl Engine {
                 let _ = o.remove(&self.pool, p.key, t.node, guard);
             }
         }
-        self.sub_live(written.undo.0, written.undo.1, guard);
+        if let Some((off, total)) = written.undo {
+            self.sub_live(off, total, guard);
+        }
+    }
+
+    /// Fence G2 of a grouped write: every put's new word and every
+    /// delete's marker, then one fence; then the persist bits, the deleted
+    /// words cleared, the DRAM side and the accounting. Cannot fail.
+    fn publish_grouped(
+        &self,
+        w: &BatchWriter,
+        plan: &[Planned],
+        targets: &[Option<Target>],
+        written: &Written,
+        guard: &Guard,
+    ) {
+        let pm = &self.pool.pm;
+        let live = || {
+            plan.iter()
+                .zip(targets)
+                .zip(&written.records)
+                .zip(&written.words)
+                .filter_map(|(((p, t), r), &w)| Some((p, t.as_ref()?, *r, w)))
+        };
+        for (p, _, record, word) in live() {
+            let new = match record {
+                Some((off, _)) => Slot::new(p.fp, off, !self.two_phase),
+                // Locked reads (ablation): no reader sees the word before
+                // the fence, so a delete clears it at once.
+                None if !self.two_phase => Slot::EMPTY,
+                None => Slot::delete_marker(p.fp),
+            };
+            pm.store_u64(word, new.0);
+            pm.flush(word, 8);
+        }
+        // Persist point (fence G2): every key of the group is durable.
+        pm.fence();
+        for (p, t, record, word) in live() {
+            let old = t.found.as_ref();
+            match record {
+                Some((off, total)) => {
+                    let slot = Slot::new(p.fp, off, true);
+                    // Only readers helping to persist may have touched it.
+                    pm.store_u64(word, slot.0);
+                    if t.addr != 0 {
+                        self.point_index.mirror(t.addr, t.node, slot);
+                    }
+                    self.replaced(w.lane_index, t.addr, Some((off, total)), old, guard);
+                    if let Some(d) = p.deadline {
+                        self.expiry.note(d, off, w.seq);
+                    }
+                }
+                None => {
+                    // A marker on media reads as absent: 0 need not be
+                    // flushed (as a single delete).
+                    pm.store_u64(word, Slot::EMPTY.0);
+                    if old.is_some_and(|f| f.in_index) {
+                        self.point_index.unmirror(t.addr);
+                    }
+                    self.replaced(w.lane_index, t.addr, None, old, guard);
+                    if let Some(o) = &self.ordered {
+                        // As for a single delete: a node left behind is an
+                        // orphan.
+                        let _ = o.remove(&self.pool, p.key, t.node, guard);
+                    }
+                }
+            }
+        }
     }
 }

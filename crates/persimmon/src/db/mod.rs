@@ -290,6 +290,30 @@ impl Db {
             .map(|_| ())
     }
 
+    /// Applies every operation of `batch` as independent writes that share
+    /// their fences: two fences for the whole group (the records, then the
+    /// words that name them), where a `put` per key costs two each. For a
+    /// server's pipeline of plain writes (group commit).
+    ///
+    /// Crash semantics, precisely:
+    /// - **Not atomic across keys.** After a crash at any instant before
+    ///   this returns, each key of the batch holds its old value or its new
+    ///   one (for a delete: old or absent), independently of the others —
+    ///   any mix. While it runs, readers may see some keys new and others
+    ///   still old (each key's read is atomic, as with `put`).
+    /// - **Durable on return:** once it returns `Ok`, every key holds its
+    ///   new value across any crash.
+    /// - **All or nothing on error:** every error (a key or value over its
+    ///   limit, [`MAX_BATCH_OPS`]/[`MAX_BATCH_BYTES`], a full pool) comes
+    ///   before any key changed: on `Err` nothing was written.
+    ///
+    /// As with [`write`](Self::write), a later operation on a key replaces
+    /// an earlier one. Use [`write`](Self::write) when the keys must change
+    /// together.
+    pub fn write_grouped(&self, batch: &WriteBatch) -> Result<()> {
+        self.engine.write_grouped(batch.ops())
+    }
+
     /// Runs `f` as an optimistic transaction: its reads (`tx.get`) see the
     /// store and its own writes; at commit the keys it read are checked
     /// unchanged (a write or an expiry since is a conflict) and its writes

@@ -1,0 +1,310 @@
+//! Runs of a pipeline executed as one engine call (group commit, issue 19).
+//!
+//! A client that pipelines sends many requests per read. The connection
+//! (`conn.rs`) offers each complete request here; consecutive plain
+//! `SET key value` requests collect in a *run*, which executes as one
+//! grouped engine write (`Db::write_grouped`: two fences for the whole run,
+//! where a `put` per SET costs two each). Then each request gets exactly
+//! the reply and bookkeeping `execute` would have given it: `+OK`, a call
+//! of `set` in `INFO commandstats` (timed as `Tally::times` picks, each
+//! timed call charged the run's time divided by its length), the command
+//! count, `CLIENT LIST`'s last command, the blocked clients served.
+//! Consecutive plain `GET key` requests likewise collect in a run read by
+//! one `Db::get_many_with` (their cache misses overlapped), each answered
+//! and counted (keyspace hits and misses, WRONGTYPE for another type) as
+//! `strings::get` answers it.
+//!
+//! Invariants:
+//! - Replies are queued only after the engine call returned, and the
+//!   grouped write is durable on return: every `+OK` a client receives
+//!   acknowledges a durable write, as for a single `SET`.
+//! - The outcome is that of executing the run's requests one by one, in
+//!   order: a run holds only requests that `execute` would run as a plain
+//!   overwrite or read (exactly three arguments, `SET` with no option, or
+//!   `GET key`; outside
+//!   `MULTI`; authenticated; not refused by the settings: see
+//!   `commands::runnable_as`), and a run ends before any other request, so
+//!   nothing observes the session between its requests.
+//! - Other clients see a run's writes in request order, as they would see
+//!   single SETs: the grouped write stores the keys' words, then their
+//!   DRAM copies, in the order of the run's requests (x86 keeps stores in
+//!   program order), and a key
+//!   appears at most once in a run — a SET of a key already in the run
+//!   starts a new run — so no later SET's value shows before an earlier
+//!   one's. (What the run does not keep is durability per request: a crash
+//!   while it runs may keep a later SET and lose an earlier one; none of
+//!   them had been answered.)
+//! - When the run cannot go as one (a key or value over its limit, a client
+//!   blocked on keys — whose serving order per command the run would not
+//!   keep —, or the grouped write failed, which writes nothing), its
+//!   requests are executed one by one through `execute`, each getting its
+//!   own reply or error.
+//! - A run of one request is executed through `execute` directly: a lone
+//!   `SET` (`-P 1`) pays nothing for this room.
+//! - A run of SETs holds at most `MAX_RUN` requests and `MAX_RUN_BYTES`
+//!   of keys and values, well within the engine's batch limits; a run of
+//!   GETs at most `MAX_GET_RUN` (their replies' size is not known before).
+//!
+//! What a plain `SET` does besides the engine write (`commands/strings.rs`,
+//! `store.rs`), and how a run keeps it: the key and value length checks
+//! (done for the whole run first); the value encoded with its type tag;
+//! the overwrite of a key of any type — a collection's meta record is
+//! replaced, and its pages are reclaimed in the background from the
+//! registry (`coll/reclaim.rs`), as after a single SET; WATCH needs
+//! nothing (EXEC compares versions, and every write changes the key's
+//! version); blocked clients' `signal_ready` (only with clients blocked,
+//! and then the run is not used).
+
+use std::ops::Range;
+use std::time::Instant;
+
+use persimmon::WriteBatch;
+
+use crate::commands::{execute, runnable_as, serve_ready};
+use crate::protocol::Args;
+use crate::session::{check_key, may_exist, wrongtype, Session};
+use crate::value::{self, Stored, MAX_STRING_BYTES};
+
+/// Most requests in one run of SETs.
+pub const MAX_RUN: usize = 128;
+/// Most bytes of keys and values in one run of SETs.
+pub const MAX_RUN_BYTES: usize = 1 << 20;
+/// Most requests in one run of GETs: their replies are queued before the
+/// connection next checks its output limits (one by one, after each GET),
+/// so the run is kept to one chunk of the engine's batched read.
+pub const MAX_GET_RUN: usize = 16;
+
+/// What a run is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `SET key value`: one grouped engine write.
+    Set,
+    /// `GET key`: one batched engine read (`Db::get_many_with`).
+    Get,
+}
+
+/// The requests of the run being collected: each one's arguments
+/// (command, key and for a SET the value; a GET's third range is empty)
+/// as ranges of the connection's input buffer.
+#[derive(Default)]
+pub struct Pipeline {
+    kind: Option<Kind>,
+    reqs: Vec<[Range<usize>; 3]>,
+    /// A hash of each SET's key: a key already in the run ends the run.
+    keys: Vec<u64>,
+    bytes: usize,
+    /// Reused between runs.
+    batch: WriteBatch,
+}
+
+impl Pipeline {
+    pub fn new() -> Pipeline {
+        Pipeline::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// Takes request `args` into the run if it is a plain `SET` or `GET`
+    /// that may join a run (a pending run of the other kind is executed
+    /// first, against `input`); `base`: where the buffer `args` was parsed
+    /// from starts in `input`. Returns `false` (and takes nothing)
+    /// otherwise: the caller runs the pending run, then executes the
+    /// request itself. `from_input`: the request was a multibulk one, whose
+    /// arguments stay in the input (an inline request's do not).
+    pub fn offer(
+        &mut self,
+        s: &mut Session,
+        input: &[u8],
+        args: &Args<'_>,
+        base: usize,
+        from_input: bool,
+    ) -> bool {
+        if !from_input {
+            return false;
+        }
+        let kind = if runnable_as(s, args, "set", 3).is_some() {
+            Kind::Set
+        } else if runnable_as(s, args, "get", 2).is_some() {
+            Kind::Get
+        } else {
+            return false;
+        };
+        let hash = match kind {
+            Kind::Set => fnv(args.get(1)),
+            Kind::Get => 0,
+        };
+        if self.kind != Some(kind) || (kind == Kind::Set && self.keys.contains(&hash)) {
+            self.run(s, input);
+            self.kind = Some(kind);
+        }
+        if kind == Kind::Set {
+            self.keys.push(hash);
+        }
+        let at = |i: usize| match i < kind.argc() {
+            true => {
+                let r = args.range(i);
+                base + r.start..base + r.end
+            }
+            false => 0..0,
+        };
+        self.bytes += args.iter().skip(1).map(<[u8]>::len).sum::<usize>();
+        self.reqs.push([at(0), at(1), at(2)]);
+        true
+    }
+
+    /// Whether the run must execute before another request may join it.
+    pub fn is_full(&self) -> bool {
+        match self.kind {
+            Some(Kind::Get) => self.reqs.len() >= MAX_GET_RUN,
+            _ => self.reqs.len() >= MAX_RUN || self.bytes >= MAX_RUN_BYTES,
+        }
+    }
+
+    /// Executes the pending run (see the module header) against `input`,
+    /// the buffer its ranges point into, and empties it.
+    pub fn run(&mut self, s: &mut Session, input: &[u8]) {
+        let reqs = std::mem::take(&mut self.reqs);
+        self.bytes = 0;
+        self.keys.clear();
+        match (reqs.len(), self.kind) {
+            (0, _) | (_, None) => {}
+            (1, Some(kind)) => one_by_one(s, input, &reqs, kind),
+            (_, Some(Kind::Set)) => {
+                if !self.run_grouped(s, input, &reqs) {
+                    one_by_one(s, input, &reqs, Kind::Set);
+                }
+            }
+            (_, Some(Kind::Get)) => run_gets(s, input, &reqs),
+        }
+        // Keep the buffer's allocation for the next run.
+        self.reqs = reqs;
+        self.reqs.clear();
+    }
+
+    /// The run as one grouped engine write; `false` (nothing written,
+    /// nothing replied) when it cannot go as one.
+    fn run_grouped(&mut self, s: &mut Session, input: &[u8], sets: &[[Range<usize>; 3]]) -> bool {
+        if s.shared.blocked.any() {
+            return false;
+        }
+        let Some(row) = runnable_as(s, &args_of(input, &sets[0], Kind::Set), "set", 3) else {
+            return false;
+        };
+        let started = Instant::now();
+        self.batch.clear();
+        for [_, key, body] in sets {
+            let (key, body) = (&input[key.clone()], &input[body.clone()]);
+            let ek = s.store.engine_key(key);
+            if check_key(key).is_err() || body.len() > MAX_STRING_BYTES || !may_exist(&ek) {
+                return false;
+            }
+            value::string_into(body, &mut s.scratch);
+            self.batch.put(&ek, &s.scratch);
+        }
+        let map = s.map.take().expect("the map is back between commands");
+        let written = {
+            let _held = map.shared();
+            let keys = sets.iter().map(|[_, key, _]| &input[key.clone()]);
+            let written = s.store.write_grouped(&self.batch, keys);
+            if written.is_ok() {
+                serve_ready(s);
+            }
+            written.is_ok()
+        };
+        s.map = Some(map);
+        if !written {
+            return false;
+        }
+        s.counters.group_runs += 1;
+        s.counters.group_commands += sets.len() as u64;
+        let share = started.elapsed().as_nanos() as u64 / sets.len() as u64;
+        for _ in sets {
+            let timed = s.tally.times(row).then_some(share);
+            s.out.ok();
+            s.counters.commands += 1;
+            s.tally.called(row, timed, false);
+        }
+        s.info
+            .last_command
+            .store(row + 1, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+}
+
+/// A run of GETs as one batched engine read (`Store::get_many`): each
+/// request's reply as `strings::get` gives it (the value, a null, or
+/// WRONGTYPE for another type), counted alike. When the read fails part
+/// way, the requests it answered keep their replies and the rest are
+/// executed one by one (the failing one gets its own error).
+fn run_gets(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]]) {
+    let Some(row) = runnable_as(s, &args_of(input, &reqs[0], Kind::Get), "get", 2) else {
+        return one_by_one(s, input, reqs, Kind::Get);
+    };
+    let started = Instant::now();
+    let keys: Vec<&[u8]> = reqs.iter().map(|r| &input[r[1].clone()]).collect();
+    let mut failed = [false; MAX_GET_RUN];
+    let (mut done, mut hits) = (0, 0);
+    let map = s.map.take().expect("the map is back between commands");
+    let result = {
+        let _held = map.shared();
+        let out = &mut s.out;
+        s.store.get_many(&keys, |i, v| {
+            match v {
+                None => out.null(),
+                Some(Stored::String(body)) => out.bulk(body),
+                Some(_) => {
+                    out.error(&wrongtype().0);
+                    failed[i] = true;
+                }
+            }
+            hits += v.is_some() as u64;
+            done = i + 1;
+        })
+    };
+    s.map = Some(map);
+    s.counters.hits += hits;
+    s.counters.misses += done as u64 - hits;
+    let share = started.elapsed().as_nanos() as u64 / reqs.len() as u64;
+    for &failed in &failed[..done] {
+        let timed = s.tally.times(row).then_some(share);
+        s.counters.commands += 1;
+        s.tally.called(row, timed, failed);
+    }
+    s.info
+        .last_command
+        .store(row + 1, std::sync::atomic::Ordering::Relaxed);
+    if result.is_err() {
+        one_by_one(s, input, &reqs[done..], Kind::Get);
+    }
+}
+
+/// FNV-1a of a key (a repeat check; a collision only ends a run early).
+fn fnv(key: &[u8]) -> u64 {
+    key.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Kind {
+    /// Arguments of its requests, the command's name included.
+    fn argc(self) -> usize {
+        match self {
+            Kind::Set => 3,
+            Kind::Get => 2,
+        }
+    }
+}
+
+/// The arguments of a run's request of `kind`.
+fn args_of<'a>(input: &'a [u8], ranges: &'a [Range<usize>; 3], kind: Kind) -> Args<'a> {
+    Args::new(input, &ranges[..kind.argc()])
+}
+
+/// Executes the run's requests one by one, as if no run had been made.
+fn one_by_one(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]], kind: Kind) {
+    for ranges in reqs {
+        execute(s, args_of(input, ranges, kind));
+    }
+}
