@@ -163,10 +163,13 @@ impl Expiry {
     /// without bound). DRAM work only; writers wait only while the heap and
     /// the dead set are taken out and put back. An entry added meanwhile
     /// and its death, if it died meanwhile, land in the new heap and set.
-    fn compact(&self) {
+    /// `slack`: stale entries tolerated on top of half the heap
+    /// (`COMPACT_SLACK` for the background passes; none for an explicit
+    /// `expire_now`, whose caller asks for the heap to be tidied now).
+    fn compact(&self, slack: u64) {
         let (heap, dead) = {
             let mut d = self.deadlines.lock();
-            if d.dead.len() as u64 <= d.heap.len() as u64 / 2 + COMPACT_SLACK {
+            if d.dead.len() as u64 <= d.heap.len() as u64 / 2 + slack {
                 return;
             }
             (std::mem::take(&mut d.heap), std::mem::take(&mut d.dead))
@@ -285,13 +288,14 @@ impl Engine {
 
     /// One pass of active expiry: deletes the keys whose heap entries are
     /// due and still name their current record, then compacts the heap if
-    /// it has doubled. Returns how many keys it deleted.
-    pub(super) fn expire_due(&self) -> Result<u64> {
+    /// it has doubled (`slack`: see `Expiry::compact`). Returns how many
+    /// keys it deleted.
+    pub(super) fn expire_due(&self, slack: u64) -> Result<u64> {
         let mut deleted = 0;
         loop {
             let due = self.expiry.take_due(self.expiry.now_ms(), PASS_ENTRIES);
             if due.is_empty() {
-                self.expiry.compact();
+                self.expiry.compact(slack);
                 return Ok(deleted);
             }
             for (_, off, _) in due {
@@ -350,7 +354,7 @@ impl Engine {
             self.idle(Duration::from_millis(5));
         }
         while !self.stop.load(Ordering::Acquire) {
-            let _ = self.expire_due();
+            let _ = self.expire_due(COMPACT_SLACK);
             let now = self.expiry.now_ms();
             let sleep = match self.expiry.next_due() {
                 Some(d) if d > now => Duration::from_millis(d - now).min(MAX_SLEEP),

@@ -367,7 +367,7 @@ impl Db {
     #[doc(hidden)]
     pub fn expire_now(&self) -> Result<u64> {
         self.engine.wait_tally();
-        self.engine.expire_due()
+        self.engine.expire_due(0)
     }
 
     /// Writes `bytes` at byte offset `at` of the value of `key` (Redis's
