@@ -17,7 +17,9 @@
 //!   bucket, slot), drawn byte by byte in `docs/design.md`.
 //! - `pool`: segments, free space, growth; `log`: per-lane record append;
 //!   `scan_copy`: the copy of the segment-header scan kept beside the pool
-//!   across a clean close, so that the next open reads no header.
+//!   across a clean close, so that the next open reads no header;
+//!   `dead_hints`: DRAM bits marking records whose key moved on, so the log
+//!   cleaner passes them over without an index lookup.
 //! - `index`: the MPKV hash index (directory, buckets, volatile lock table).
 //! - `ordered`: the ordered index (persistent skiplist, MixStore), optional.
 //! - [`tier`]: the SSD tier (MixStore's PM + SSD split): data files of
