@@ -489,15 +489,7 @@ impl Engine {
             }
         }
         for (p, seg) in plan.iter().zip(segs) {
-            let _ = self.probe_candidates(pm, seg, p.h, |_, v| {
-                let s = Slot(v);
-                if !s.is_marker() {
-                    let line = s.offset() & !63;
-                    self.pool.pm.prefetch(line);
-                    self.pool.pm.prefetch(line + 64);
-                }
-                Ok(None::<()>)
-            });
+            self.prefetch_records(seg, p.h, p.key.len());
         }
     }
 

@@ -24,6 +24,9 @@ use crate::index::{self, SegRef};
 use crate::layout::{self, RecordHeader, Slot, REC_FLAG_EXTERNAL};
 use crate::pmem::{self, PmemFile};
 
+/// Record lines prefetched per candidate at most.
+const RECORD_LINES: u64 = 3;
+
 /// Releases a bucket read lock when dropped (locked reads only).
 pub(super) struct ReadLock<'a> {
     pub(super) locks: &'a BucketLocks,
@@ -128,6 +131,25 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+
+    /// Starts loading the records that `h`'s buckets in `seg` name under
+    /// its fingerprint: the lines holding a record's header, a key of
+    /// `key_len` bytes and the value's start, at most `RECORD_LINES`. A
+    /// hint only: a stale or damaged offset costs a useless prefetch.
+    pub(super) fn prefetch_records(&self, seg: &SegRef, h: u64, key_len: usize) {
+        let span = (layout::RECORD_HEADER_BYTES + key_len) as u64 + 64;
+        let _ = self.probe_candidates(self.ipm(), seg, h, |_, v| {
+            let s = Slot(v);
+            if !s.is_marker() {
+                let first = s.offset() & !63;
+                let end = (s.offset() + span).min(first + RECORD_LINES * 64);
+                for line in (first..end).step_by(64) {
+                    self.pool.pm.prefetch(line);
+                }
+            }
+            Ok(None::<()>)
+        });
     }
 
     /// Lock-free lookup in `seg`: the record of `key`, helping persist its

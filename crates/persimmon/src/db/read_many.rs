@@ -7,7 +7,7 @@
 //! 1. hash every key of the chunk, find its segment in the directory and
 //!    prefetch the buckets of its probe window;
 //! 2. scan each key's probe window for slots with its fingerprint
-//!    ([`Engine::probe_candidates`], the same probe `get` walks) and prefetch
+//!    ([`Engine::prefetch_records`], over the same probe `get` walks) and prefetch
 //!    the first lines of the records they name;
 //! 3. read each key, in order, with the single-key read
 //!    ([`Engine::read_record_hashed`]) — by now its lines are in the caches —
@@ -36,15 +36,11 @@ use crossbeam_epoch as epoch;
 use super::{check_key, Engine};
 use crate::error::Result;
 use crate::index::SegRef;
-use crate::layout::{Slot, RECORD_HEADER_BYTES};
 
 /// Keys whose misses are in flight together. Each costs up to two bucket
 /// lines and a record line or two; more than the core's outstanding-miss
 /// slots gains nothing.
 pub(super) const CHUNK: usize = 16;
-
-/// Record lines prefetched per candidate at most.
-const RECORD_LINES: u64 = 3;
 
 impl Engine {
     /// Reads `keys` in order, calling `f(i, value)` for each (`None`: absent
@@ -89,21 +85,8 @@ impl Engine {
                 }
             }
         }
-        let records = &self.pool.pm;
-        for (key, &(h, seg)) in chunk.iter().zip(at.iter()) {
-            // The lines that hold the header, the key and the value's start.
-            let span = (RECORD_HEADER_BYTES + key.len()) as u64 + 64;
-            let _ = self.probe_candidates(pm, &seg, h, |_, v| {
-                let s = Slot(v);
-                if !s.is_marker() {
-                    let first = s.offset() & !63;
-                    let end = (s.offset() + span).min(first + RECORD_LINES * 64);
-                    for line in (first..end).step_by(64) {
-                        records.prefetch(line);
-                    }
-                }
-                Ok(None::<()>)
-            });
+        for (key, (h, seg)) in chunk.iter().zip(at.iter()) {
+            self.prefetch_records(seg, *h, key.len());
         }
     }
 }

@@ -224,7 +224,7 @@ impl Engine {
             if self.index.dir.load().lookup(h) != seg {
                 continue;
             }
-            self.prefetch_candidates(&probe, fp);
+            self.prefetch_records(&seg, h, key.len());
             let mut free = FreeSlots::default();
             let step = early(&guard).and_then(|()| {
                 let found = self.lookup_locked(&seg, &probe, key, fp, node, &mut free)?;
@@ -259,21 +259,6 @@ impl Engine {
                     self.reclaim_pending()?;
                 }
                 Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Starts loading the records the bucket pair `probe` names under
-    /// fingerprint `fp` (the lookup reads their keys).
-    #[inline]
-    fn prefetch_candidates(&self, probe: &[u64], fp: u16) {
-        let pm = self.ipm();
-        for &bucket in probe {
-            for addr in self.index.slots(bucket) {
-                let s = Slot(pm.load_u64(addr));
-                if s.names_record() && s.fingerprint() == fp {
-                    self.pool.pm.prefetch(s.offset());
-                }
             }
         }
     }
