@@ -61,6 +61,8 @@ struct Candidate<'v> {
     /// Its key, read in place (the chunk's epoch pin keeps the victim).
     key: &'v [u8],
     h: u64,
+    /// The index segment its key routed to when the chunk began.
+    seg: SegRef,
 }
 
 /// Figures the cleaning policy works from.
@@ -172,7 +174,8 @@ impl Engine {
                 }
                 let key = self.record_key(off, &header)?;
                 let h = self.hash(key);
-                for bucket in self.index.probe(&dir.lookup(h), h) {
+                let seg = dir.lookup(h);
+                for bucket in self.index.probe(&seg, h) {
                     self.ipm().prefetch(bucket);
                 }
                 live.push(Candidate {
@@ -180,13 +183,13 @@ impl Engine {
                     header,
                     key,
                     h,
+                    seg,
                 });
             }
-            live.retain(|c| self.slot_names(&dir.lookup(c.h), c.h, c.off));
+            live.retain(|c| self.slot_names(&c.seg, c.h, c.off));
             // The live ones' lock lines load while their copies are written.
             for c in &live {
-                let probe = self.index.probe(&dir.lookup(c.h), c.h);
-                self.index.locks.prefetch(probe[0]);
+                self.index.locks.prefetch(self.index.probe(&c.seg, c.h)[0]);
             }
         }
         let mut moved = 0;
