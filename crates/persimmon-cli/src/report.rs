@@ -10,82 +10,28 @@
 //!   stats table's `ordered index` row says `no` (and how to get one).
 
 use persimmon::size::human_bytes;
-use persimmon::{CheckReport, PointIndex, Stats};
+use persimmon::{CheckReport, PointIndex, StatValue, Stats};
 
-/// `stats --json`: one object, `path` first.
+/// `stats --json`: one object: `path`, then every figure of
+/// [`Stats::fields`], the `pmem_*` counters nested under `pmem`.
 pub fn stats_json(path: &str, s: &Stats) -> serde_json::Value {
-    let mut v = base_json(path, s);
-    if let (Some(o), serde_json::Value::Object(t)) = (v.as_object_mut(), tier_json(s)) {
-        o.extend(t);
+    let mut top = serde_json::Map::new();
+    let mut pmem = serde_json::Map::new();
+    top.insert("path".into(), path.into());
+    for (name, value) in s.fields() {
+        let value = match value {
+            StatValue::Count(n) => n.into(),
+            StatValue::Flag(b) => b.into(),
+            StatValue::Text(t) => t.into(),
+            StatValue::Absent => serde_json::Value::Null,
+        };
+        match name.strip_prefix("pmem_") {
+            Some(counter) => pmem.insert(counter.into(), value),
+            None => top.insert(name.into(), value),
+        };
     }
-    v
-}
-
-/// The SSD tier's and the read cache's fields of `stats --json`.
-fn tier_json(s: &Stats) -> serde_json::Value {
-    serde_json::json!({
-        "data_dir": s.data_dir.as_ref().map(|d| d.display().to_string()),
-        "tier_threshold": s.tier_threshold,
-        "ssd_bytes": s.ssd_bytes,
-        "ssd_live_bytes": s.ssd_live_bytes,
-        "ssd_files": s.ssd_files,
-        "ssd_extents_written": s.ssd_extents_written,
-        "ssd_syncs": s.ssd_syncs,
-        "ssd_files_deleted": s.ssd_files_deleted,
-        "ssd_extents_moved": s.ssd_extents_moved,
-        "ssd_merges": s.ssd_merges,
-        "ssd_direct_io": s.ssd_direct_io,
-        "cache_capacity_bytes": s.cache_capacity_bytes,
-        "cache_bytes": s.cache_bytes,
-        "cache_hits": s.cache_hits,
-        "cache_misses": s.cache_misses,
-        "cache_policy": s.cache_policy,
-    })
-}
-
-fn base_json(path: &str, s: &Stats) -> serde_json::Value {
-    serde_json::json!({
-        "path": path,
-        "keys": s.keys,
-        "pool_bytes": s.pool_bytes,
-        "pool_bytes_max": s.pool_bytes_max,
-        "used_bytes": s.used_bytes,
-        "live_bytes": s.live_bytes,
-        "segment_bytes": s.segment_bytes,
-        "segments_total": s.segments_total,
-        "segments_free": s.segments_free,
-        "segments_log": s.segments_log,
-        "segments_index": s.segments_index,
-        "segments_large": s.segments_large,
-        "segments_damaged": s.segments_damaged,
-        "index_depth": s.index_depth,
-        "lanes": s.lanes,
-        "durability": s.durability.name(),
-        "flush_instruction": s.flush_instruction,
-        "nt_copy": s.nt_copy,
-        "eliminated_puts": s.eliminated_puts,
-        "index_splits": s.index_splits,
-        "rebuild_done": s.rebuild_done,
-        "ordered_index": s.ordered_index,
-        "ordered_nodes": s.ordered_nodes,
-        "segments_ordered": s.segments_ordered,
-        "ordered_walk_done": s.ordered_walk_done,
-        "point_index": s.point_index.name(),
-        "point_index_ready": s.point_index_ready,
-        "dram_index_bytes": s.dram_index_bytes,
-        "format_version": s.format_version,
-        "batches_undone_at_open": s.batches_undone_at_open,
-        "batches_finished_at_open": s.batches_finished_at_open,
-        "segments_from_copy": s.segments_from_copy,
-        "deadlines_pending": s.deadlines_pending,
-        "keys_expired": s.keys_expired,
-        "pmem": {
-            "flushes": s.pmem.flushes,
-            "fences": s.pmem.fences,
-            "bytes_written": s.pmem.bytes_written,
-            "nt_bytes_written": s.pmem.nt_bytes_written,
-        },
-    })
+    top.insert("pmem".into(), pmem.into());
+    top.into()
 }
 
 /// `stats`: one `name  value` row per line, names aligned.

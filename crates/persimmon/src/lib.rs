@@ -56,9 +56,9 @@ pub mod tier;
 
 pub use batch_table::BatchRecovery;
 pub use db::{
-    prefix_end, CheckReport, Db, Iter, Range, RangeKeys, Stats, Transaction, Ttl, Update, Version,
-    Versioned, WriteBatch, DEFAULT_TRANSACTION_ATTEMPTS, MAX_BATCH_BYTES, MAX_BATCH_OPS,
-    MAX_DEADLINE_MS,
+    prefix_end, CheckReport, Db, Iter, Range, RangeKeys, StatValue, Stats, Transaction, Ttl,
+    Update, Version, Versioned, WriteBatch, DEFAULT_TRANSACTION_ATTEMPTS, MAX_BATCH_BYTES,
+    MAX_BATCH_OPS, MAX_DEADLINE_MS,
 };
 pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};

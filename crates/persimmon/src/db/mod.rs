@@ -104,7 +104,7 @@ pub use iter::Iter;
 use placement::IndexPlacement;
 pub use range::{prefix_end, Range, RangeKeys};
 use rebuild::REBUILD_SWEPT;
-pub use stats::Stats;
+pub use stats::{StatValue, Stats};
 pub use txn::{Transaction, Versioned, DEFAULT_TRANSACTION_ATTEMPTS};
 pub use write::Update;
 

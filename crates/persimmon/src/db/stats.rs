@@ -115,6 +115,102 @@ pub struct Stats {
     pub pmem: pmem::PmemCounters,
 }
 
+/// One figure of [`Stats`], as [`Stats::fields`] names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatValue {
+    Count(u64),
+    Flag(bool),
+    Text(String),
+    /// A figure the pool does not have (`data_dir` without an SSD tier).
+    Absent,
+}
+
+impl Stats {
+    /// Every figure by its stable name (the names of `persimmon stats
+    /// --json`, with the persistence counters flattened as `pmem_*`). The
+    /// bindings and reports build their views from this one list.
+    pub fn fields(&self) -> Vec<(&'static str, StatValue)> {
+        let mut f = self.pool_fields();
+        f.extend(self.tier_fields());
+        f
+    }
+
+    fn pool_fields(&self) -> Vec<(&'static str, StatValue)> {
+        use StatValue::{Count as C, Flag as F};
+        let text = |s: &str| StatValue::Text(s.to_string());
+        vec![
+            ("keys", C(self.keys)),
+            ("pool_bytes", C(self.pool_bytes)),
+            ("pool_bytes_max", C(self.pool_bytes_max)),
+            ("used_bytes", C(self.used_bytes)),
+            ("live_bytes", C(self.live_bytes)),
+            ("segment_bytes", C(self.segment_bytes)),
+            ("segments_total", C(self.segments_total.into())),
+            ("segments_free", C(self.segments_free.into())),
+            ("segments_log", C(self.segments_log.into())),
+            ("segments_index", C(self.segments_index.into())),
+            ("segments_large", C(self.segments_large.into())),
+            ("segments_damaged", C(self.segments_damaged.into())),
+            ("index_depth", C(self.index_depth.into())),
+            ("lanes", C(self.lanes as u64)),
+            ("durability", text(self.durability.name())),
+            ("flush_instruction", text(self.flush_instruction)),
+            ("nt_copy", text(self.nt_copy)),
+            ("eliminated_puts", C(self.eliminated_puts)),
+            ("index_splits", C(self.index_splits)),
+            ("cleaned_segments", C(self.cleaned_segments)),
+            ("cleaned_bytes", C(self.cleaned_bytes)),
+            ("rebuild_done", F(self.rebuild_done)),
+            ("ordered_index", F(self.ordered_index)),
+            ("ordered_nodes", C(self.ordered_nodes)),
+            ("segments_ordered", C(self.segments_ordered.into())),
+            ("ordered_walk_done", F(self.ordered_walk_done)),
+            ("point_index", text(self.point_index.name())),
+            ("point_index_ready", F(self.point_index_ready)),
+            ("dram_index_bytes", C(self.dram_index_bytes)),
+            ("format_version", C(self.format_version.into())),
+            ("batches_undone_at_open", C(self.batches_undone_at_open)),
+            ("batches_finished_at_open", C(self.batches_finished_at_open)),
+            ("segments_from_copy", F(self.segments_from_copy)),
+            ("deadlines_pending", C(self.deadlines_pending)),
+            ("keys_expired", C(self.keys_expired)),
+            ("pmem_flushes", C(self.pmem.flushes)),
+            ("pmem_fences", C(self.pmem.fences)),
+            ("pmem_bytes_written", C(self.pmem.bytes_written)),
+            ("pmem_nt_bytes_written", C(self.pmem.nt_bytes_written)),
+        ]
+    }
+
+    fn tier_fields(&self) -> Vec<(&'static str, StatValue)> {
+        use StatValue::{Count as C, Flag as F};
+        let dir = match &self.data_dir {
+            Some(d) => StatValue::Text(d.display().to_string()),
+            None => StatValue::Absent,
+        };
+        vec![
+            ("data_dir", dir),
+            ("tier_threshold", C(self.tier_threshold)),
+            ("ssd_bytes", C(self.ssd_bytes)),
+            ("ssd_live_bytes", C(self.ssd_live_bytes)),
+            ("ssd_files", C(self.ssd_files)),
+            ("ssd_extents_written", C(self.ssd_extents_written)),
+            ("ssd_syncs", C(self.ssd_syncs)),
+            ("ssd_files_deleted", C(self.ssd_files_deleted)),
+            ("ssd_extents_moved", C(self.ssd_extents_moved)),
+            ("ssd_merges", C(self.ssd_merges)),
+            ("ssd_direct_io", F(self.ssd_direct_io)),
+            ("cache_capacity_bytes", C(self.cache_capacity_bytes)),
+            ("cache_bytes", C(self.cache_bytes)),
+            ("cache_hits", C(self.cache_hits)),
+            ("cache_misses", C(self.cache_misses)),
+            (
+                "cache_policy",
+                StatValue::Text(self.cache_policy.to_string()),
+            ),
+        ]
+    }
+}
+
 impl Engine {
     pub(super) fn stats(&self) -> Stats {
         // Never waits: before the rebuild is done the count may be partial
