@@ -786,7 +786,7 @@ const char *persimmon_errmsg(void);
  *
  * Thread safety: any thread, any time.
  */
-const char *persimmon_strerror(int32_t code);
+const char *persimmon_strerror(int code);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -6,7 +6,7 @@
 //! the engine's `Error` maps to exactly one code (the match below is
 //! exhaustive, so a new engine error does not compile until it has one).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 
 use engine::Error;
 
@@ -149,7 +149,7 @@ impl Status {
 ///
 /// Thread safety: any thread, any time.
 #[no_mangle]
-pub extern "C" fn persimmon_strerror(code: i32) -> *const c_char {
+pub extern "C" fn persimmon_strerror(code: c_int) -> *const c_char {
     Status::describe(code).as_ptr()
 }
 
