@@ -206,3 +206,25 @@ fn verify_million_example_builds_and_verifies_a_small_run() {
     );
     assert!(!pool.exists(), "the example removes its pool");
 }
+
+#[test]
+fn readme_example_builds_and_runs() {
+    let readme = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
+    let example = readme
+        .split("```c\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README.md has a C example");
+    let dir = scratch();
+    let pool = dir.path().join("app.pool");
+    let source = dir.path().join("example.c");
+    let example = example.replace("/dev/shm/app.pool", &pool.to_string_lossy());
+    std::fs::write(&source, example).expect("write the example");
+    let exe = dir.path().join("example");
+    compile(&source, &exe, false);
+    assert_eq!(run(&exe, &[]), "user:1 = Ada\n");
+    assert!(
+        pool.is_file(),
+        "the example made its pool in the scratch dir"
+    );
+}
