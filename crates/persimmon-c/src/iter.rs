@@ -20,7 +20,9 @@ use crate::raw;
 use crate::status::Status;
 
 /// The engine's pairs, borrowing the db for as long as the iterator lives.
-type Pairs = Box<dyn Iterator<Item = engine::Result<(Vec<u8>, Vec<u8>)>>>;
+/// `Send`: an iterator may move between threads (the engine's iterators
+/// hold no epoch pin or lock between calls).
+type Pairs = Box<dyn Iterator<Item = engine::Result<(Vec<u8>, Vec<u8>)>> + Send>;
 
 /// An iterator (`persimmon_iter` in C).
 pub struct Iter {

@@ -544,6 +544,15 @@ static void test_threads(persimmon_db *db) {
     w[i] = (struct worker){db, i + 1, 0, ""};
     CHECK(pthread_create(&t[i], NULL, work, &w[i]) == 0);
   }
+  /* Iterate while they write: every key present throughout is returned. */
+  persimmon_iter *it = NULL;
+  uint64_t seen = 0;
+  int rc;
+  CHECK_RC(persimmon_iter_new(db, &it), PERSIMMON_OK);
+  while ((rc = persimmon_iter_next(it, NULL, NULL, NULL, NULL)) == PERSIMMON_OK) seen++;
+  CHECK(rc == PERSIMMON_END);
+  CHECK(seen >= before);
+  CHECK_RC(persimmon_iter_free(it), PERSIMMON_OK);
   for (int i = 0; i < 4; i++) {
     pthread_join(t[i], NULL);
     CHECK(w[i].bad == 0);
