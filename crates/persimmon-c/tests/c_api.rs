@@ -154,8 +154,8 @@ fn scratch() -> tempfile::TempDir {
         .expect("a scratch directory in /dev/shm")
 }
 
-/// Checks the C test program passes at least (it ran 265 when written).
-const MIN_CHECKS: u32 = 265;
+/// Fewest checks the C test program may report (it ran 280 when written).
+const MIN_CHECKS: u32 = 280;
 
 /// Runs the C test program built one way and checks its summary line.
 fn c_test_program(statically: bool) {
