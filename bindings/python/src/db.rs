@@ -145,9 +145,9 @@ impl Db {
         _exc_type: &Bound<'_, PyAny>,
         _exc: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {
@@ -362,8 +362,9 @@ impl Db {
     /// Closes the pool cleanly: waits for calls in flight, ends every live
     /// iterator (their next `next()` raises `ClosedError`) and releases the
     /// pool's lock, so it can be opened again. Closing twice is harmless.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.shared.close());
+    /// Inside one of the Db's own transactions it raises `BusyError`.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        Ok(py.detach(|| self.shared.close_checked())?)
     }
 
     /// Whether the Db is closed.

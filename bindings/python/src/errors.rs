@@ -20,6 +20,9 @@ pub enum Failure {
     Engine(persimmon::Error),
     /// The Db (or the iterator, batch, transaction) is closed.
     Closed(&'static str),
+    /// A call that would deadlock (closing a Db from inside its own
+    /// transaction).
+    Busy(&'static str),
     /// The engine panicked (a bug); the panic's message.
     Panic(String),
 }
@@ -35,6 +38,7 @@ impl From<Failure> for PyErr {
         Python::attach(|py| match f {
             Failure::Engine(e) => engine_error(py, e),
             Failure::Closed(what) => raise(py, "ClosedError", format!("{what} is closed")),
+            Failure::Busy(msg) => raise(py, "BusyError", msg),
             Failure::Panic(msg) => raise(
                 py,
                 "InternalError",

@@ -13,9 +13,13 @@
 //! - The `Db` is boxed, so its address is stable while it is open; cursors
 //!   borrow it (see `cursor`). `close` empties every registered cursor
 //!   under the write lock before it drops the `Db`: no borrow outlives it.
+//! - A transaction holds the read lock while its Python function runs; the
+//!   thread notes this (`HELD`), and `close` on that thread refuses with
+//!   `Failure::Busy` instead of waiting for itself forever.
 //! - A panic in an engine call is caught here and becomes `InternalError`;
 //!   it never unwinds into Python.
 
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 
@@ -23,6 +27,12 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::cursor::Cursor;
 use crate::errors::Failure;
+
+thread_local! {
+    /// The `Shared`s (by address) whose read lock this thread holds while
+    /// it runs Python code (a transaction's function).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
 
 /// The pool and what borrows it.
 pub struct Shared {
@@ -52,6 +62,18 @@ impl Shared {
         catch_unwind(AssertUnwindSafe(|| f(db))).unwrap_or_else(|p| Err(panic_failure(p)))
     }
 
+    /// Like `with`, for an `f` that runs Python code while the lock is held
+    /// (noted in `HELD` for the time, so that `close` can refuse).
+    pub fn with_held<R>(
+        &self,
+        f: impl FnOnce(&persimmon::Db) -> Result<R, Failure>,
+    ) -> Result<R, Failure> {
+        let me = self as *const Shared as usize;
+        HELD.with(|h| h.borrow_mut().push(me));
+        let _pop = Pop(me);
+        self.with(f)
+    }
+
     pub fn is_closed(&self) -> bool {
         self.state.read_recursive().is_none()
     }
@@ -75,6 +97,19 @@ impl Shared {
         f(&mut slot)
     }
 
+    /// `close`, unless this thread holds the lock across Python code (inside
+    /// a transaction's function), where it would wait for itself.
+    pub fn close_checked(&self) -> Result<(), Failure> {
+        let me = self as *const Shared as usize;
+        if HELD.with(|h| h.borrow().contains(&me)) {
+            return Err(Failure::Busy(
+                "the Db cannot be closed inside one of its own transactions",
+            ));
+        }
+        self.close();
+        Ok(())
+    }
+
     /// Ends every cursor, then closes the pool (the engine's clean close).
     /// Waits for the calls in flight; a second close does nothing.
     pub fn close(&self) {
@@ -93,6 +128,20 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Takes a `Shared` off `HELD` when a `with_held` ends (even by a panic).
+struct Pop(usize);
+
+impl Drop for Pop {
+    fn drop(&mut self) {
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some(i) = h.iter().rposition(|&p| p == self.0) {
+                h.remove(i);
+            }
+        });
     }
 }
 

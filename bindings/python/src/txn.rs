@@ -153,7 +153,7 @@ pub fn run(
 ) -> PyResult<Py<PyAny>> {
     let mut raised: Option<PyErr> = None;
     let result = py.detach(|| {
-        shared.with(|db| {
+        shared.with_held(|db| {
             let out = db.transaction_with_attempts(attempts, |tx| {
                 Python::attach(|py| attempt(py, shared, &f, tx)).map_err(|e| {
                     raised = Some(e);

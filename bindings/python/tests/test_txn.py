@@ -111,3 +111,31 @@ def test_conflict_on_every_attempt_raises(db):
         db.transaction(f, attempts=3)
     assert n[0] == 3
     assert db[b"k"] == b"3"
+
+
+def test_close_inside_own_transaction_is_refused(db):
+    def f(txn):
+        txn[b"k"] = b"v"
+        db.close()
+
+    with pytest.raises(persimmon.BusyError) as e:
+        db.transaction(f)
+    assert isinstance(e.value, RuntimeError)
+    assert not db.closed
+    assert b"k" not in db  # the exception ended it with nothing written
+    db.close()
+    assert db.closed
+
+
+def test_nested_use_of_db_inside_transaction(db):
+    db[b"a"] = b"1"
+
+    def f(txn):
+        # Plain reads, iteration and another transaction on the same thread.
+        assert db[b"a"] == b"1"
+        assert list(db) == [b"a"]
+        db.transaction(lambda inner: inner.put(b"inner", b"x"))
+        txn[b"outer"] = txn[b"a"]
+
+    db.transaction(f)
+    assert db[b"outer"] == b"1" and db[b"inner"] == b"x"

@@ -5,6 +5,7 @@ from typing import Any, Callable, Iterable, Iterator as _Iterator, TypeVar, Unio
 
 from ._errors import (
     BatchTooLargeError as BatchTooLargeError,
+    BusyError as BusyError,
     ClosedError as ClosedError,
     CorruptionError as CorruptionError,
     CorruptSuperblockError as CorruptSuperblockError,

@@ -37,6 +37,11 @@ class KeyNotFoundError(Error, KeyError):
     """The key is absent (``db[key]``, ``del db[key]``, ``db.ttl(key)``)."""
 
 
+class BusyError(Error, RuntimeError):
+    """A call that would wait for itself forever (closing a Db from inside
+    one of its own transactions)."""
+
+
 class InternalError(Error):
     """The engine panicked; this is a bug in Persimmon, please report it."""
 
