@@ -11,7 +11,7 @@
 //! serialized and none overlaps the engine's own use of the transaction.
 //!
 //! An exception from the function ends the engine transaction with nothing
-//! written: the closure returns an error to the engine (`ABORTED`, never
+//! written: the closure returns an error to the engine (`aborted()`, never
 //! shown to anyone) and the exception, stashed aside, is raised instead.
 
 use std::sync::Arc;
@@ -29,10 +29,15 @@ struct Live(*mut persimmon::Transaction<'static>);
 
 // SAFETY: the pointer is dereferenced only under `Transaction::live`'s
 // mutex while the attempt that owns the transaction is suspended in the
-// Python function (see the module header); `persimmon::Transaction` holds
-// a shared reference to the (Sync) engine and owned maps, so using it from
-// another thread under the mutex is sound.
+// Python function (see the module header); `persimmon::Transaction` is
+// itself `Send` (checked below), so using it from another thread under the
+// mutex is sound.
 unsafe impl Send for Live {}
+
+const _: () = {
+    fn is_send<T: Send>() {}
+    let _ = is_send::<persimmon::Transaction<'static>>;
+};
 
 /// The error an aborted attempt returns to the engine (the real exception
 /// is stashed and raised instead; this one is never shown).
