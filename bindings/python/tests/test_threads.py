@@ -107,3 +107,36 @@ def test_close_while_other_threads_work(pool_path):
     assert outcomes == ["closed"] * 3
     with persimmon.open(pool_path) as again:
         assert again.check()["ok"]
+
+
+def test_close_while_other_threads_iterate(pool_path):
+    d = persimmon.open(pool_path, ordered_index=True)
+    for i in range(2000):
+        d[b"%05d" % i] = b"v"
+    started = threading.Barrier(5)
+    outcomes = []
+
+    def scanner(t):
+        started.wait()
+        try:
+            while True:
+                it = d.items() if t % 2 else d.range(reverse=True)
+                n = sum(1 for _ in it)
+                assert n == 2000
+        except persimmon.ClosedError:
+            outcomes.append("closed")
+
+    ts = [threading.Thread(target=scanner, args=(t,)) for t in range(4)]
+    for t in ts:
+        t.start()
+    started.wait()
+    import time
+
+    time.sleep(0.2)
+    d.close()
+    for t in ts:
+        t.join()
+    assert outcomes == ["closed"] * 4
+    with persimmon.open(pool_path) as again:
+        assert len(again) == 2000
+        assert again.check()["ok"]
