@@ -215,11 +215,13 @@ def main() -> int:
                   file=sys.stderr, flush=True)
 
     if args.json:
+        from importlib import metadata
+
         versions = {}
-        for mod in ("persimmon", "lmdb", "rocksdict"):
+        for dist in ("persimmon", "lmdb", "rocksdict"):
             try:
-                versions[mod] = getattr(__import__(mod), "__version__", "?")
-            except ImportError:
+                versions[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
                 pass
         print(json.dumps({
             "keys": args.keys, "key_bytes": 8, "value_bytes": len(VALUE),
