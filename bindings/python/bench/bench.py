@@ -52,7 +52,11 @@ class PersimmonStore:
     def __init__(self, directory: str, args: argparse.Namespace):
         import persimmon
 
-        self.db = persimmon.open(os.path.join(directory, "bench.pool"), pool_bytes_initial="256M")
+        self.db = persimmon.open(
+            os.path.join(directory, "bench.pool"),
+            pool_bytes_initial="256M",
+            release_gil=args.release_gil,
+        )
         self.put = self.db.put
         self.get = self.db.get
 
@@ -191,6 +195,8 @@ def main() -> int:
     ap.add_argument("--dir", default="/dev/shm", help="where the stores live (default /dev/shm)")
     ap.add_argument("--rocksdict-sync", choices=["on", "off"], default="on",
                     help="fsync rocksdict's WAL on every put (default on)")
+    ap.add_argument("--release-gil", choices=["auto", "always"], default="auto",
+                    help="persimmon's GIL policy (default auto: short point calls keep it)")
     ap.add_argument("--seed", type=int, default=42, help="seed of the GET order")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = ap.parse_args()
@@ -226,6 +232,7 @@ def main() -> int:
         print(json.dumps({
             "keys": args.keys, "key_bytes": 8, "value_bytes": len(VALUE),
             "dir": args.dir, "rocksdict_sync": args.rocksdict_sync,
+            "release_gil": args.release_gil,
             "python": platform.python_version(), "cpus": os.cpu_count(), "versions": versions,
             "results": {n: {str(t): r for t, r in per.items()} for n, per in results.items()},
         }, indent=2))

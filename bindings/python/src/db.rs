@@ -1,7 +1,9 @@
 //! `persimmon.Db`: the Python face of `persimmon::Db`.
 //!
 //! Invariants: every engine call goes through `Db::call`, which releases the
-//! GIL and runs under the shared state lock (`shared`); no Python code runs
+//! GIL, or `Db::call_point`, which keeps it for a short point call when the
+//! `release_gil` policy says so (`gil`); both run under the shared state
+//! lock (`shared`); no Python code runs
 //! while an engine lock is held (`update` is a compare-and-swap loop over
 //! `get_versioned`/`write_if` for that reason, see `update`); results are
 //! copied into new `bytes` objects once the GIL is held again.
@@ -15,6 +17,7 @@ use crate::batch::Batch;
 use crate::convert::{bytes_of, deadline, seconds, type_name};
 use crate::cursor::Source;
 use crate::errors::{argument_error, key_not_found, raise, type_error, Failure};
+use crate::gil::Policy;
 use crate::iterator::{DbIterator, Yields};
 use crate::report;
 use crate::shared::Shared;
@@ -25,10 +28,14 @@ use crate::{options, txn, update};
 /// Keys and values are `bytes` (also accepted: `bytearray`, `memoryview`,
 /// and `str`, stored as UTF-8); every read returns new `bytes` (a copy).
 /// Every write is durable when the call returns. The Db may be shared by
-/// any number of threads: each call releases the GIL while the engine runs.
+/// any number of threads: calls release the GIL while the engine runs
+/// (short point calls keep it, see `release_gil` in `persimmon.open`).
 #[pyclass(module = "persimmon", name = "Db", frozen)]
 pub struct Db {
     pub(crate) shared: Arc<Shared>,
+    release_gil: Policy,
+    /// The pool has an SSD tier (a point read may wait for the disk).
+    tiered: bool,
 }
 
 impl Db {
@@ -39,6 +46,22 @@ impl Db {
         f: impl FnOnce(&persimmon::Db) -> persimmon::Result<R> + Send,
     ) -> PyResult<R> {
         Ok(py.detach(|| self.shared.with(|db| Ok(f(db)?)))?)
+    }
+
+    /// Runs the point call `f`, which moves `bytes` of key and value, on
+    /// the engine: with the GIL held when the policy keeps it for so short
+    /// a call, else as `call`.
+    fn call_point<R: Send>(
+        &self,
+        py: Python<'_>,
+        bytes: usize,
+        f: impl FnOnce(&persimmon::Db) -> persimmon::Result<R> + Send,
+    ) -> PyResult<R> {
+        if self.release_gil.keeps(self.tiered, bytes) {
+            Ok(self.shared.with(|db| Ok(f(db)?))?)
+        } else {
+            self.call(py, f)
+        }
     }
 
     /// The engine's clock now (ms of Unix time), for deadlines.
@@ -80,12 +103,14 @@ impl Db {
                 format!("path must be str or os.PathLike, not {}", type_name(path)),
             )
         })?;
-        let options = options::from_kwargs(options)?;
+        let opening = options::from_kwargs(options)?;
         let db = py
-            .detach(|| persimmon::Db::open(&path, options))
+            .detach(|| persimmon::Db::open(&path, opening.engine))
             .map_err(Failure::from)?;
         Ok(Db {
+            tiered: db.stats().data_dir.is_some(),
             shared: Shared::new(db),
+            release_gil: opening.release_gil,
         })
     }
 
@@ -93,7 +118,7 @@ impl Db {
     /// when it is absent.
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
         let k = bytes_of(key, "key")?;
-        match self.call(py, |db| db.get(&k))? {
+        match self.call_point(py, k.len(), |db| db.get(&k))? {
             Some(v) => Ok(PyBytes::new(py, &v).unbind()),
             None => Err(key_not_found(py, key)),
         }
@@ -121,12 +146,12 @@ impl Db {
     /// `key in db`.
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = bytes_of(key, "key")?;
-        self.call(py, |db| db.contains(&k))
+        self.call_point(py, k.len(), |db| db.contains(&k))
     }
 
     /// `len(db)`: the number of keys (O(1)).
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.call(py, |db| Ok(db.len() as usize))
+        self.call_point(py, 0, |db| Ok(db.len() as usize))
     }
 
     /// `iter(db)`: the keys, in no particular order (see `keys`).
@@ -168,7 +193,7 @@ impl Db {
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = bytes_of(key, "key")?;
-        Ok(match self.call(py, |db| db.get(&k))? {
+        Ok(match self.call_point(py, k.len(), |db| db.get(&k))? {
             Some(v) => PyBytes::new(py, &v).into_any().unbind(),
             None => default.unwrap_or_else(|| py.None()),
         })
@@ -188,16 +213,17 @@ impl Db {
         expire_at: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        let bytes = k.len() + v.len();
         match self.deadline_of(py, ttl, expire_at)? {
-            None => self.call(py, |db| db.put(&k, &v)),
-            Some(d) => self.call(py, |db| db.put_with_deadline(&k, &v, d)),
+            None => self.call_point(py, bytes, |db| db.put(&k, &v)),
+            Some(d) => self.call_point(py, bytes, |db| db.put_with_deadline(&k, &v, d)),
         }
     }
 
     /// Deletes `key`; returns whether it existed. Durable when it returns.
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = bytes_of(key, "key")?;
-        self.call(py, |db| db.delete(&k))
+        self.call_point(py, k.len(), |db| db.delete(&k))
     }
 
     /// Seconds left before `key` expires (a float), `None` when it has no
@@ -377,6 +403,13 @@ impl Db {
     #[getter]
     fn path(&self) -> String {
         self.shared.path.display().to_string()
+    }
+
+    /// The `release_gil` policy this Db was opened with ("auto" or
+    /// "always").
+    #[getter]
+    fn release_gil(&self) -> &'static str {
+        self.release_gil.name()
     }
 
     /// Whether the pool keeps the ordered index (`range`, `prefix`).

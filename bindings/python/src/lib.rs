@@ -4,15 +4,16 @@
 //! Rooms: `shared` (the open `Db` behind its lock, and the registry of
 //! live cursors), `cursor` (engine iterators with their borrow erased; the
 //! one `unsafe` lifetime argument), `iterator` (the Python iterator),
-//! `db` (the `Db` class), `batch`, `txn` (transactions; the raw pointer to
+//! `db` (the `Db` class), `gil` (when a call gives the GIL up), `batch`, `txn` (transactions; the raw pointer to
 //! the live engine transaction), `update` (read-modify-write), `options`
 //! (keyword arguments → `Options`), `convert` (bytes-like arguments,
 //! deadlines), `errors` (engine errors → the classes of
 //! `persimmon/_errors.py`), `report` (stats and check as dicts).
 //!
-//! Thread-safety model: every object is `frozen` and `Sync`; every engine
-//! call releases the GIL, so threads run the engine in parallel; no Python
-//! code runs while an engine lock is held.
+//! Thread-safety model: every object is `frozen` and `Sync`; engine calls
+//! release the GIL (short point calls keep it under the default
+//! `release_gil="auto"`, see `gil`), so threads run the engine in
+//! parallel; no Python code runs while an engine lock is held.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -24,6 +25,7 @@ mod convert;
 mod cursor;
 mod db;
 mod errors;
+mod gil;
 mod iterator;
 mod options;
 mod report;

@@ -1,6 +1,8 @@
-//! Keyword arguments of `persimmon.open` → `persimmon::Options`.
+//! Keyword arguments of `persimmon.open` → `persimmon::Options`, plus the
+//! binding's own `release_gil` (see `gil`).
 //!
-//! Invariants: the names are the engine's `Options` field names; an unknown
+//! Invariants: the names are the engine's `Options` field names (and
+//! `release_gil`); an unknown
 //! name, a value of the wrong type or an impossible value is an
 //! `InvalidOptionsError` that names the option. Sizes (`*_bytes*`,
 //! `tier_threshold`) take an int or a size string such as `"64M"` or
@@ -15,6 +17,7 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
 use crate::convert::type_name;
 use crate::errors::raise;
+use crate::gil::Policy;
 
 /// The option names `open` accepts, in the order the docs list them.
 pub const NAMES: &[&str] = &[
@@ -35,17 +38,29 @@ pub const NAMES: &[&str] = &[
     "tier_threshold",
     "cache_bytes",
     "cache_policy",
+    "release_gil",
 ];
 
-/// Engine options from `open`'s keyword arguments (defaults for the rest).
-pub fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
-    let mut o = Options::default();
-    let Some(kwargs) = kwargs else {
-        return Ok(o);
+/// What `open`'s keyword arguments ask for.
+pub struct Opening {
+    pub engine: Options,
+    pub release_gil: Policy,
+}
+
+/// The options of `open`'s keyword arguments (defaults for the rest).
+pub fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opening> {
+    let mut o = Opening {
+        engine: Options::default(),
+        release_gil: Policy::Auto,
     };
-    for (name, value) in kwargs.iter() {
+    for (name, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
         let name: String = name.extract()?;
-        set(&mut o, &name, &value)?;
+        if name == "release_gil" {
+            let policies = [("auto", Policy::Auto), ("always", Policy::Always)];
+            o.release_gil = choice(&name, &value, &policies)?;
+        } else {
+            set(&mut o.engine, &name, &value)?;
+        }
     }
     Ok(o)
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import persimmon
 
 
@@ -112,3 +114,22 @@ def test_close_twice_is_harmless(db):
     db.close()
     db.close()
     assert db.closed
+
+
+@pytest.mark.parametrize("policy", ["auto", "always"])
+def test_gil_policies_store_the_same(pool_path, policy):
+    # Short calls keep the GIL under "auto"; a value over 4 KiB, get_many and
+    # batches release it under both: every path must store and read alike.
+    with persimmon.open(pool_path, release_gil=policy) as db:
+        assert db.release_gil == policy
+        big = bytes(range(256)) * 64  # 16 KiB: over the short-call limit
+        db[b"small"] = b"s"
+        db[b"big"] = big
+        assert db[b"small"] == b"s" and db[b"big"] == big
+        assert b"big" in db and len(db) == 2
+        assert db.get_many([b"small", b"big", b"none"]) == [b"s", big, None]
+        assert db.delete(b"big") and not db.delete(b"big")
+
+
+def test_default_gil_policy_is_auto(db):
+    assert db.release_gil == "auto"

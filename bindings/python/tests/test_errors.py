@@ -130,6 +130,11 @@ def test_bad_option_values(pool_path):
         persimmon.open(pool_path, create=1)
     with pytest.raises(persimmon.InvalidOptionsError, match="pool_bytes_max"):
         persimmon.open(pool_path, pool_bytes_max="lots")
+    with pytest.raises(persimmon.InvalidOptionsError, match="release_gil"):
+        persimmon.open(pool_path, release_gil="never")
+    with pytest.raises(persimmon.InvalidOptionsError, match="release_gil"):
+        persimmon.open(pool_path, release_gil=True)
+    assert not os.path.exists(pool_path)
 
 
 def test_engine_rejects_impossible_options(pool_path):

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import persimmon
+
+
+@pytest.fixture(params=["auto", "always"])
+def db(pool_path, request):
+    """Every test here runs under both GIL policies."""
+    d = persimmon.open(pool_path, release_gil=request.param)
+    assert d.release_gil == request.param
+    yield d
+    d.close()
 
 
 def run_threads(n, target):

@@ -9,8 +9,8 @@ b'Ada'
 Every write is durable when its call returns. Keys and values are bytes
 (``bytearray``, ``memoryview`` and ``str`` are accepted; a ``str`` is
 stored as its UTF-8 encoding); reads return new ``bytes`` objects (a copy).
-A Db may be shared by threads: each call releases the GIL while the engine
-runs. A pool file can be open in one process (and one Db) at a time.
+A Db may be shared by threads: calls release the GIL while the engine
+runs (short point calls keep it; see ``release_gil`` in :func:`open`). A pool file can be open in one process (and one Db) at a time.
 Every exception the package raises derives from :class:`persimmon.Error`.
 """
 
@@ -49,6 +49,13 @@ def open(path: Union[str, "os.PathLike[str]"], **options: Any) -> Db:
     ``tier_threshold``, ``cache_bytes``, ``cache_policy`` ("lru", "clock"
     or "s3-fifo"). Sizes take an int or a string such as ``"64M"``. An
     unknown name or a bad value raises :class:`InvalidOptionsError`.
+
+    ``release_gil`` is the package's own option: ``"auto"`` (the default)
+    keeps the GIL through a short point call (get, ``in``, put, delete with
+    at most 4 KiB of key and value, on a pool without an SSD tier), where a
+    GIL hand-off costs more than the engine's work; ``"always"`` releases it
+    for every call. Batches, ``get_many``, scans, transactions, ``update``,
+    ``check`` and ``stats`` release it under both.
 
     The returned :class:`Db` is a context manager that closes the pool on
     exit.

@@ -160,3 +160,6 @@ class Db:
     def path(self) -> str: ...
     @property
     def ordered(self) -> bool: ...
+    @property
+    def release_gil(self) -> str:
+        """The GIL policy the Db was opened with: "auto" or "always"."""
