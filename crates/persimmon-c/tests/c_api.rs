@@ -207,14 +207,15 @@ fn verify_million_example_builds_and_verifies_a_small_run() {
     assert!(!pool.exists(), "the example removes its pool");
 }
 
-#[test]
-fn readme_example_builds_and_runs() {
-    let readme = std::fs::read_to_string(crate_dir().join("README.md")).expect("README.md");
-    let example = readme
+/// The C example of `readme` (a path from the crate directory) compiles
+/// and prints what it promises.
+fn readme_example_runs(readme: &str) {
+    let text = std::fs::read_to_string(crate_dir().join(readme)).expect("the README");
+    let example = text
         .split("```c\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("README.md has a C example");
+        .unwrap_or_else(|| panic!("{readme} has a C example"));
     let dir = scratch();
     let pool = dir.path().join("app.pool");
     let source = dir.path().join("example.c");
@@ -222,9 +223,15 @@ fn readme_example_builds_and_runs() {
     std::fs::write(&source, example).expect("write the example");
     let exe = dir.path().join("example");
     compile(&source, &exe, false);
-    assert_eq!(run(&exe, &[]), "user:1 = Ada\n");
+    assert_eq!(run(&exe, &[]), "user:1 = Ada\n", "{readme}");
     assert!(
         pool.is_file(),
         "the example made its pool in the scratch dir"
     );
+}
+
+#[test]
+fn readme_examples_build_and_run() {
+    readme_example_runs("README.md");
+    readme_example_runs("../../README.md");
 }
