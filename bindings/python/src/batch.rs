@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use crate::convert::{bytes_of, deadline, seconds};
+use crate::convert::{bytes_of, deadline_arg};
 use crate::errors::Failure;
 use crate::shared::Shared;
 
@@ -62,12 +62,7 @@ impl Batch {
         expire_at: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        let (ttl, at) = (seconds(ttl, "ttl")?, seconds(expire_at, "expire_at")?);
-        let now = match ttl {
-            Some(_) => py.detach(|| self.shared.with(|db| Ok(db.now_ms())))?,
-            None => 0,
-        };
-        let deadline = deadline(py, now, ttl, at)?;
+        let deadline = deadline_arg(py, &self.shared, ttl, expire_at)?;
         self.with_ops(|ops| {
             match deadline {
                 Some(d) => ops.put_with_deadline(&k, &v, d),

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use crate::errors::{argument_error, type_error};
+use crate::shared::Shared;
 
 /// The bytes of a key or value argument (`what` names it in errors).
 pub fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
@@ -49,9 +50,26 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// The deadline (ms of Unix time) that a call's `ttl` (seconds from now) or
+/// `expire_at` (seconds of Unix time) argument names, if any; the engine's
+/// clock is read, with the GIL released, only for a `ttl`.
+pub fn deadline_arg(
+    py: Python<'_>,
+    shared: &Shared,
+    ttl: Option<&Bound<'_, PyAny>>,
+    expire_at: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<u64>> {
+    let (ttl, at) = (seconds(ttl, "ttl")?, seconds(expire_at, "expire_at")?);
+    let now = match ttl {
+        Some(_) => py.detach(|| shared.with(|db| Ok(db.now_ms())))?,
+        None => 0,
+    };
+    deadline(py, now, ttl, at)
+}
+
 /// A deadline in ms of Unix time from `ttl` (seconds from `now_ms`) or
 /// `expire_at` (seconds of Unix time); `None` when neither is given.
-pub fn deadline(
+fn deadline(
     py: Python<'_>,
     now_ms: u64,
     ttl: Option<f64>,

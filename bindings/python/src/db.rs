@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::batch::Batch;
-use crate::convert::{bytes_of, deadline, seconds, type_name};
+use crate::convert::{bytes_of, deadline_arg, type_name};
 use crate::cursor::Source;
 use crate::errors::{argument_error, key_not_found, raise, type_error, Failure};
 use crate::gil::Policy;
@@ -62,23 +62,6 @@ impl Db {
         } else {
             self.call(py, f)
         }
-    }
-
-    /// The engine's clock now (ms of Unix time), for deadlines.
-    fn now_ms(&self, py: Python<'_>) -> PyResult<u64> {
-        self.call(py, |db| Ok(db.now_ms()))
-    }
-
-    /// The deadline `ttl` / `expire_at` name, if any.
-    fn deadline_of(
-        &self,
-        py: Python<'_>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expire_at: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
-        let (ttl, at) = (seconds(ttl, "ttl")?, seconds(expire_at, "expire_at")?);
-        let now = if ttl.is_some() { self.now_ms(py)? } else { 0 };
-        deadline(py, now, ttl, at)
     }
 
     fn iterate(&self, py: Python<'_>, source: Source, yields: Yields) -> PyResult<DbIterator> {
@@ -214,7 +197,7 @@ impl Db {
     ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
         let bytes = k.len() + v.len();
-        match self.deadline_of(py, ttl, expire_at)? {
+        match deadline_arg(py, &self.shared, ttl, expire_at)? {
             None => self.call_point(py, bytes, |db| db.put(&k, &v)),
             Some(d) => self.call_point(py, bytes, |db| db.put_with_deadline(&k, &v, d)),
         }
@@ -248,7 +231,7 @@ impl Db {
         expire_at: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let k = bytes_of(key, "key")?;
-        let Some(d) = self.deadline_of(py, ttl, expire_at)? else {
+        let Some(d) = deadline_arg(py, &self.shared, ttl, expire_at)? else {
             return Err(argument_error(py, "expire needs ttl or expire_at"));
         };
         self.call(py, |db| db.expire_at(&k, d))

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::convert::{bytes_of, deadline, seconds};
+use crate::convert::{bytes_of, deadline_arg};
 use crate::errors::{key_not_found, Failure};
 use crate::shared::Shared;
 
@@ -118,12 +118,7 @@ impl Transaction {
         expire_at: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let (k, v) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        let (ttl, at) = (seconds(ttl, "ttl")?, seconds(expire_at, "expire_at")?);
-        let now = match ttl {
-            Some(_) => py.detach(|| self.shared.with(|db| Ok(db.now_ms())))?,
-            None => 0,
-        };
-        match deadline(py, now, ttl, at)? {
+        match deadline_arg(py, &self.shared, ttl, expire_at)? {
             Some(d) => self.with_txn(py, |tx| tx.put_with_deadline(&k, &v, d)),
             None => self.with_txn(py, |tx| tx.put(&k, &v)),
         }
