@@ -224,8 +224,12 @@ fn the_tier_cleaner_empties_mostly_dead_files() {
     assert!(s.ssd_extents_moved > 0, "{s:?}");
     let live = keys * len as u64;
     assert_eq!(s.ssd_live_bytes, live);
+    // 32 MiB live fit in one 64 MiB data file; a second may be the one the
+    // background tier pass was filling when `clean_tier_now` sealed its own
+    // (seen once under load: exactly 128 MiB). The rounds above wrote 200
+    // MiB of extents.
     assert!(
-        s.ssd_bytes < live * 2 + (64 << 20),
+        s.ssd_bytes <= 2 * (64 << 20),
         "ssd_bytes {} for {live} live",
         s.ssd_bytes
     );
