@@ -28,7 +28,8 @@ use std::sync::Mutex;
 use persimmon::pmem::{self, PmemCounters};
 use persimmon::{Db, Error, ManualClock, Mechanisms, Options, PointIndex, WriteBatch};
 
-/// The fence test reads process-wide counters: nothing else may run.
+/// The fence test reads process-wide counters: no other test of this file
+/// may run meanwhile, so every test takes this lock.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -258,6 +259,7 @@ fn compare(name: &str, db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, universe: u6
 
 #[test]
 fn grouped_writes_match_a_model_on_every_pool() {
+    let _serial = serial();
     let clock = ManualClock::new(NOW);
     let base = Options {
         clock: persimmon::Clock::Manual(clock.clone()),
@@ -305,6 +307,7 @@ fn grouped_writes_match_a_model_on_every_pool() {
 
 #[test]
 fn grouped_writes_match_a_model_on_a_tiered_pool() {
+    let _serial = serial();
     let clock = ManualClock::new(NOW);
     let data = common::pool_dir();
     let options = Options {
@@ -321,6 +324,7 @@ fn grouped_writes_match_a_model_on_a_tiered_pool() {
 
 #[test]
 fn an_error_writes_nothing() {
+    let _serial = serial();
     let dir = common::pool_dir();
     let db = Db::open(dir.path().join("errors.pool"), common::small_options()).unwrap();
     for i in 0..10 {
@@ -360,6 +364,7 @@ fn an_error_writes_nothing() {
 
 #[test]
 fn a_full_pool_fails_a_group_with_nothing_written() {
+    let _serial = serial();
     let dir = common::pool_dir();
     let options = Options {
         pool_bytes_initial: 4 << 20,
@@ -406,6 +411,7 @@ fn a_full_pool_fails_a_group_with_nothing_written() {
 
 #[test]
 fn concurrent_readers_see_each_key_old_or_new() {
+    let _serial = serial();
     let dir = common::pool_dir();
     let options = Options {
         ordered_index: true,
