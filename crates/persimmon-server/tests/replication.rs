@@ -437,5 +437,187 @@ fn redis_server_replica_follows_a_persimmon_master() {
     assert_in_sync(&mut m, &mut r);
     stream_writes(&mut m);
     assert_in_sync(&mut m, &mut r);
+    // Keys that expire on the master reach the replica as DELs: a
+    // redis-server replica frees an expired key only then (DBSIZE counts
+    // it until it does). One from the stream, one renamed (its deadline
+    // moves with it), one from a second snapshot.
+    run(&mut m, &["SET", "short", "v", "PX", "300"]);
+    run(&mut m, &["SET", "moving", "v", "PX", "400"]);
+    run(&mut m, &["RENAME", "moving", "moved-away"]);
+    let before = common::int(&mut r, &["DBSIZE"]);
+    assert_eq!(before, common::int(&mut m, &["DBSIZE"]));
+    wait_until("the expired keys to leave the replica", || {
+        common::int(&mut r, &["DBSIZE"]) == before - 2
+    });
+    assert_eq!(
+        common::int(&mut r, &["DBSIZE"]),
+        common::int(&mut m, &["DBSIZE"])
+    );
     let _ = std::io::stdout().flush();
+}
+
+// --- The stream on the wire ---------------------------------------------------
+
+/// A replica's connection, read by hand: the handshake, the snapshot and
+/// the stream's commands.
+struct WireReplica {
+    reader: std::io::BufReader<TcpStream>,
+    /// Every stream byte read so far (after the snapshot).
+    bytes: Vec<u8>,
+}
+
+impl WireReplica {
+    fn connect(addr: SocketAddr, psync: &[&str]) -> (WireReplica, String) {
+        let socket = TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut w = WireReplica {
+            reader: std::io::BufReader::new(socket),
+            bytes: Vec::new(),
+        };
+        w.send(&["REPLCONF", "listening-port", "1"]);
+        assert_eq!(w.line(), "+OK");
+        w.send(psync);
+        let reply = w.line();
+        (w, reply)
+    }
+
+    fn send(&mut self, words: &[&str]) {
+        let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        self.reader
+            .get_mut()
+            .write_all(&common::encode(&args))
+            .unwrap();
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+
+    fn exactly(&mut self, n: usize) -> Vec<u8> {
+        use std::io::Read;
+        let mut buf = vec![0; n];
+        self.reader.read_exact(&mut buf).unwrap();
+        buf
+    }
+
+    /// The snapshot after `+FULLRESYNC`.
+    fn snapshot(&mut self) -> Vec<u8> {
+        let head = self.line();
+        let n: usize = head.strip_prefix('$').unwrap().parse().unwrap();
+        self.exactly(n)
+    }
+
+    /// The next command of the stream.
+    fn command(&mut self) -> Vec<String> {
+        let head = self.line();
+        self.bytes
+            .extend_from_slice(format!("{head}\r\n").as_bytes());
+        let n: usize = head.strip_prefix('*').expect("an array").parse().unwrap();
+        (0..n)
+            .map(|_| {
+                let len = self.line();
+                self.bytes
+                    .extend_from_slice(format!("{len}\r\n").as_bytes());
+                let len: usize = len.strip_prefix('$').unwrap().parse().unwrap();
+                let word = self.exactly(len + 2);
+                self.bytes.extend_from_slice(&word);
+                String::from_utf8_lossy(&word[..len]).into_owned()
+            })
+            .collect()
+    }
+
+    /// The next command that is not a PING or REPLCONF GETACK.
+    fn write(&mut self) -> Vec<String> {
+        loop {
+            let c = self.command();
+            if c[0] != "PING" && c[0] != "REPLCONF" {
+                return c;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_stream_carries_redis_rewrites_and_the_backlog_replays_it() {
+    let master = TestServer::start();
+    let mut m = master.client();
+    run(&mut m, &["SET", "before", "1"]);
+    let (mut w, reply) = WireReplica::connect(master.addr, &["PSYNC", "?", "-1"]);
+    let words: Vec<&str> = reply.split(' ').collect();
+    assert_eq!(words[0], "+FULLRESYNC");
+    assert_eq!(words[1].len(), 40);
+    let (replid, offset): (String, u64) = (words[1].into(), words[2].parse().unwrap());
+    let rdb = w.snapshot();
+    assert!(rdb.starts_with(b"REDIS0010"));
+    assert!(rdb.windows(6).any(|x| x == b"before"));
+
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    run(&mut m, &["SET", "a", "v", "EX", "100"]);
+    assert_eq!(w.write(), s(&["SELECT", "0"]));
+    let set = w.write();
+    assert_eq!(set[..4], s(&["SET", "a", "v", "PXAT"]));
+    let at: u64 = set[4].parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(at > now + 90_000 && at <= now + 100_000, "{at} vs {now}");
+    run(&mut m, &["SET", "a", "x", "NX"]); // wrote nothing: nothing propagated
+    run(&mut m, &["SADD", "s", "x"]);
+    run(&mut m, &["SPOP", "s"]);
+    run(&mut m, &["INCRBYFLOAT", "f", "1.5"]);
+    run(&mut m, &["EXPIRE", "a", "50"]);
+    run(&mut m, &["RPUSH", "l", "1", "2"]);
+    run(&mut m, &["BLPOP", "l", "0"]);
+    assert_eq!(w.write(), s(&["SADD", "s", "x"]));
+    assert_eq!(w.write(), s(&["SREM", "s", "x"]));
+    assert_eq!(w.write(), s(&["SET", "f", "1.5", "KEEPTTL"]));
+    let expire = w.write();
+    assert_eq!(expire[..2], s(&["PEXPIREAT", "a"]));
+    assert_eq!(w.write(), s(&["RPUSH", "l", "1", "2"]));
+    assert_eq!(w.write(), s(&["LPOP", "l", "1"]));
+    for c in [
+        vec!["MULTI"],
+        vec!["SET", "t", "1"],
+        vec!["INCR", "t"],
+        vec!["SELECT", "2"],
+        vec!["SET", "b", "1"],
+        vec!["EXEC"],
+    ] {
+        run(&mut m, &c);
+    }
+    for want in [
+        vec!["MULTI"],
+        vec!["SET", "t", "1"],
+        vec!["INCR", "t"],
+        vec!["SELECT", "2"],
+        vec!["SET", "b", "1"],
+        vec!["EXEC"],
+    ] {
+        assert_eq!(w.write(), s(&want));
+    }
+    run(&mut m, &["SELECT", "0"]);
+    run(&mut m, &["SET", "gone", "v", "PX", "100"]);
+    assert_eq!(w.write(), s(&["SELECT", "0"]));
+    assert_eq!(w.write()[..4], s(&["SET", "gone", "v", "PXAT"]));
+    assert_eq!(w.write(), s(&["DEL", "gone"]), "the expiry propagates");
+
+    // A second replica asks for the stream from the first one's start:
+    // +CONTINUE and the same bytes, from the backlog.
+    let from = (offset + 1).to_string();
+    let (mut again, reply) = WireReplica::connect(master.addr, &["PSYNC", &replid, &from]);
+    assert_eq!(reply, format!("+CONTINUE {replid}"));
+    let seen = w.bytes.clone();
+    while again.bytes.len() < seen.len() {
+        again.command();
+    }
+    assert_eq!(again.bytes[..seen.len()], seen[..]);
+    // An offset the backlog does not hold gets a full resync.
+    let (_, reply) = WireReplica::connect(master.addr, &["PSYNC", &replid, "999999999"]);
+    assert!(reply.starts_with("+FULLRESYNC"), "{reply}");
 }

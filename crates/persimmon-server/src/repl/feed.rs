@@ -161,7 +161,8 @@ fn begin(
     }
     shared.repl.syncs.full.fetch_add(1, Ordering::Relaxed);
     let (replid, offset) = (stream.replid.clone(), stream.offset);
-    let rdb = super::snapshot::build(shared, &replid, offset).map_err(|e| e.0.to_string())?;
+    let rdb = super::snapshot::build(shared, &replid, offset, &mut stream.deadlines)
+        .map_err(|e| e.0.to_string())?;
     let mut head = Vec::with_capacity(rdb.len() + 80);
     if psync.from.is_some() {
         head.extend_from_slice(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());

@@ -29,6 +29,7 @@
 //!   or applying).
 
 pub mod backlog;
+pub mod expiry;
 pub mod feed;
 pub mod info;
 pub mod link;
@@ -243,12 +244,18 @@ pub fn spawn(shared: &std::sync::Arc<crate::shared::Shared>) {
     tokio::spawn(async move {
         let mut ticks = 0u64;
         loop {
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             let Some(shared) = weak.upgrade() else { return };
             if shared.is_stopping() {
                 return;
             }
+            if shared.repl.is_active() && !shared.repl.is_replica() {
+                tokio::task::block_in_place(|| propagate_expiries(&shared));
+            }
             ticks += 1;
+            if !ticks.is_multiple_of(10) {
+                continue;
+            }
             let period = shared
                 .settings
                 .value("repl-ping-replica-period")
@@ -257,7 +264,7 @@ pub fn spawn(shared: &std::sync::Arc<crate::shared::Shared>) {
                 .max(1);
             let idle_master =
                 !shared.repl.is_replica() && !shared.repl.lock_state().replicas.is_empty();
-            if idle_master && ticks.is_multiple_of(period) {
+            if idle_master && (ticks / 10).is_multiple_of(period) {
                 if let Some(mut stream) = shared.repl.turn() {
                     stream.command_anywhere(&[b"PING".to_vec()]);
                 }
@@ -292,4 +299,27 @@ pub fn enough_replicas(shared: &crate::shared::Shared) -> bool {
         .filter(|p| p.state == "online" && p.last_ack.elapsed().as_secs() <= lag)
         .count() as u64;
     good >= min
+}
+
+/// One pass of `expiry`: a `DEL` for each key whose noted deadline passed
+/// and that is gone from the master.
+fn propagate_expiries(shared: &std::sync::Arc<crate::shared::Shared>) {
+    use expiry::Now;
+    let Some(mut stream) = shared.repl.turn() else {
+        return;
+    };
+    let now = shared.db.now_ms();
+    let due = stream.deadlines.due(now);
+    if due.is_empty() {
+        return;
+    }
+    let _map = shared.dbs.shared();
+    let mut store = crate::store::Store::new(shared.clone());
+    for (db, key) in due {
+        match expiry::look(&mut store, db, &key) {
+            Now::Gone => stream.command(db, &[b"DEL".to_vec(), key]),
+            Now::ExpiresAt(at) => stream.deadlines.add(at.max(now + 1), db, &key),
+            Now::Persistent => {}
+        }
+    }
 }

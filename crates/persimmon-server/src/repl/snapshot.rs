@@ -8,6 +8,9 @@
 //! remove a key meanwhile, and a key gone when read is skipped (its
 //! deadline passed on the replica too, since deadlines are absolute).
 //!
+//! Every deadline written is also noted for the expiry of its key
+//! (`expiry`): all of them, since the file holds every key.
+//!
 //! Invariant: each key is read as one atomic unit (value and deadline
 //! together), through the same code as `DUMP`.
 
@@ -19,7 +22,13 @@ use crate::shared::Shared;
 use crate::store::Store;
 
 /// The RDB file of everything the pool holds now.
-pub fn build(shared: &Arc<Shared>, replid: &str, offset: u64) -> Result<Vec<u8>, Error> {
+pub fn build(
+    shared: &Arc<Shared>,
+    replid: &str,
+    offset: u64,
+    deadlines: &mut super::expiry::Deadlines,
+) -> Result<Vec<u8>, Error> {
+    deadlines.clear();
     let mut w = Writer::new();
     w.aux("redis-ver", REDIS_COMPAT_VERSION.as_bytes());
     w.aux("redis-bits", b"64");
@@ -51,6 +60,9 @@ pub fn build(shared: &Arc<Shared>, replid: &str, offset: u64) -> Result<Vec<u8>,
             })?;
             if let Some((value, deadline)) = read {
                 w.key(&key, &value, deadline);
+                if let Some(at) = deadline {
+                    deadlines.add(at, db, &key);
+                }
             }
         }
     }

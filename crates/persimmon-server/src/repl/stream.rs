@@ -104,6 +104,8 @@ pub struct Stream {
     /// precedes the next one).
     selected: Option<usize>,
     feeds: Vec<Feed>,
+    /// Deadlines the replicas were given, to propagate expiries (`expiry`).
+    pub deadlines: super::expiry::Deadlines,
 }
 
 pub const NO_ID: &str = "0000000000000000000000000000000000000000";
@@ -118,6 +120,7 @@ impl Stream {
             backlog: None,
             selected: None,
             feeds: Vec::new(),
+            deadlines: super::expiry::Deadlines::default(),
         }
     }
 
@@ -154,6 +157,11 @@ impl Stream {
     /// Appends one command of database `db`, with a `SELECT` first when
     /// the last command appended was of another database.
     pub fn command(&mut self, db: usize, args: &[Vec<u8>]) {
+        if self.backlog.is_none() {
+            return;
+        }
+        let now = crate::shared::unix_time().as_millis() as u64;
+        self.deadlines.note(db, args, now);
         if self.selected != Some(db) {
             let select = encode(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);
             self.append(&select);
