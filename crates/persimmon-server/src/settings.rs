@@ -11,7 +11,8 @@
 //!   a master refuses write commands with `NOREPLICAS` while fewer replicas
 //!   than that acknowledged within the lag), `replica-read-only`,
 //!   `repl-ping-replica-period`, `repl-backlog-size` (from the next replica
-//!   that attaches; `repl/` reads these three when it needs them),
+//!   that attaches), `masterauth` (the next connection to the master;
+//!   `repl/` reads these four when it needs them),
 //!   `maxclients` (new connections),
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`,
 //!   `client-output-buffer-limit` (its `normal` class: the hard limit;
@@ -200,6 +201,7 @@ static PARAMS: &[Param] = &[
     aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, NoEffect, "yes"),
     aliased("replica-read-only",     "slave-read-only",     BOOL,                  Live,     "yes"),
     aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), Live, "10"),
+    param("masterauth",                        TEXT,                          Live,      ""),
     param("repl-timeout",                      Kind::Int(1, INT_MAX),         NoEffect,  "60"),
     param("repl-backlog-size",                 Kind::Memory(1, LONG_MAX as u64), Live, "1048576"),
     // The pool's own settings (Persimmon's; fixed when the server starts).

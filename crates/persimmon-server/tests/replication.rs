@@ -332,6 +332,23 @@ fn persimmon_replica_follows_resumes_refuses_writes_and_takes_over() {
 }
 
 #[test]
+fn a_replica_authenticates_with_masterauth() {
+    let master = TestServer::start_with(|c| c.requirepass = Some("sesame".into()));
+    let mut m = master.client();
+    run(&mut m, &["AUTH", "sesame"]);
+    run(&mut m, &["SET", "k", "v"]);
+    let replica = TestServer::start();
+    let mut r = replica.client();
+    run(&mut r, &["CONFIG", "SET", "masterauth", "sesame"]);
+    run(
+        &mut r,
+        &["REPLICAOF", "127.0.0.1", &master.addr.port().to_string()],
+    );
+    wait_until("the link to come up", || link_up(&mut r));
+    assert_in_sync(&mut m, &mut r);
+}
+
+#[test]
 fn wait_counts_only_replicas_that_acknowledged() {
     let master = TestServer::start();
     let mut m = master.client();
@@ -342,6 +359,12 @@ fn wait_counts_only_replicas_that_acknowledged() {
     assert_eq!(common::int(&mut m, &["WAIT", "0", "0"]), 0);
     let e = common::err(&mut m, &["WAIT", "1", "-1"]);
     assert!(e.contains("negative"), "{e}");
+    // A timeout past what the clock can add is no timeout: WAIT 0 of it
+    // still answers at once.
+    assert_eq!(
+        common::int(&mut m, &["WAIT", "0", &i64::MAX.to_string()]),
+        0
+    );
 }
 
 // --- redis-server ------------------------------------------------------------

@@ -149,7 +149,10 @@ pub fn wait(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let w = WaitFor {
         replicas: replicas.max(0) as usize,
-        deadline: (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64)),
+        // A timeout too far for the clock is none.
+        deadline: (timeout > 0)
+            .then(|| Instant::now().checked_add(Duration::from_millis(timeout as u64)))
+            .flatten(),
         offset: s.store.repl.last_offset,
     };
     if crate::repl::wait::count(&s.shared, w.offset) >= w.replicas {

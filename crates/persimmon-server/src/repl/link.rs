@@ -275,8 +275,15 @@ async fn handshake(shared: &Shared, c: &mut Conn) -> Result<(), String> {
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(format!("the master replied to PING: {pong}"));
     }
-    if pong.starts_with("-NOAUTH") {
-        return Err("the master needs a password (masterauth is not supported)".into());
+    let password = shared.settings.value("masterauth").unwrap_or_default();
+    if !password.is_empty() {
+        c.send(&[b"AUTH", &password]).await?;
+        let reply = c.line().await?;
+        if reply.starts_with('-') {
+            return Err(format!("the master refused masterauth: {reply}"));
+        }
+    } else if pong.starts_with("-NOAUTH") {
+        return Err("the master needs a password: set masterauth".into());
     }
     let port = shared.local_addr.port().to_string();
     c.send(&[b"REPLCONF", b"listening-port", port.as_bytes()])
