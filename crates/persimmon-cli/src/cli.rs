@@ -265,6 +265,7 @@ bind = \"127.0.0.1\"   port = 6479   requirepass = \"...\"   protected-mode = tr
 maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit = \"1G\"\n  \
 client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2\n  \
 databases = 16  (SELECT 0..15; database 0 holds the pool's plain keys)\n  \
+replicaof = \"10.0.0.5 6379\"  (follow a master, Persimmon or redis-server; REPLICAOF at run time)\n  \
 data-dir = \"/data/tier\"   tier-threshold = \"4K\"   cache-bytes = \"2G\"\n\n\
 Redis commands: COMMAND DOCS lists every one with its summary; docs/redis-suite.md has \
 what Redis 7.0.15's own test suite passes."

@@ -23,6 +23,7 @@
 //! client-output-stall-secs = 60
 //! worker-threads = 2
 //! databases = 16             # SELECT 0..15 (Redis's default)
+//! replicaof = "10.0.0.5 6379"  # follow this master (Persimmon or redis-server)
 //! ```
 //!
 //! Names follow `redis.conf` where Redis has the setting.
@@ -76,6 +77,8 @@ pub struct Config {
     pub worker_threads: usize,
     /// Number of databases (`SELECT 0..databases`), 1 to 65536.
     pub databases: usize,
+    /// Follow this master (host, port) from the start, as `REPLICAOF` does.
+    pub replicaof: Option<(String, u16)>,
     /// Test hook: treat loopback peers as remote, to exercise protected
     /// mode without sending traffic to any other address.
     #[doc(hidden)]
@@ -133,6 +136,7 @@ impl Default for Config {
             limits: Limits::default(),
             worker_threads: 2,
             databases: 16,
+            replicaof: None,
             treat_loopback_as_remote: false,
         }
     }
@@ -173,6 +177,7 @@ struct FileConfig {
     client_output_stall_secs: Option<u64>,
     worker_threads: Option<usize>,
     databases: Option<usize>,
+    replicaof: Option<String>,
 }
 
 /// A byte count: an integer, or a string such as "64M" (see [`parse_size`]).
@@ -189,6 +194,19 @@ impl Size {
             Size::Bytes(n) => Ok(*n),
             Size::Text(t) => parse_size(t),
         }
+    }
+}
+
+/// Parses `replicaof = "host port"`.
+pub fn parse_replicaof(text: &str) -> Result<(String, u16), String> {
+    let mut words = text.split_whitespace();
+    match (
+        words.next(),
+        words.next().map(str::parse::<u16>),
+        words.next(),
+    ) {
+        (Some(host), Some(Ok(port)), None) => Ok((host.to_string(), port)),
+        _ => Err(format!("replicaof must be \"host port\", not \"{text}\"")),
     }
 }
 
@@ -285,6 +303,9 @@ impl Config {
         }
         if let Some(n) = file.databases {
             self.databases = n;
+        }
+        if let Some(text) = &file.replicaof {
+            self.replicaof = Some(parse_replicaof(text)?);
         }
         self.validate()
     }

@@ -109,9 +109,12 @@ impl Connection {
             self.session.counters.net_in += n as u64;
             self.session.counters.reads += 1;
             let mut flow = self.process().await?;
-            while flow == Flow::Block {
+            while matches!(flow, Flow::Block | Flow::WaitReplicas) {
                 self.flush().await?;
-                self.wait_blocked().await?;
+                match flow {
+                    Flow::Block => self.wait_blocked().await?,
+                    _ => self.wait_replicas().await,
+                }
                 flow = self.process().await?;
             }
             match flow {
@@ -123,7 +126,12 @@ impl Connection {
                 }
                 Flow::OutputLimit => return Err(self.closed_for_output()),
                 Flow::Shutdown => return Err(Closed),
-                Flow::Block => unreachable!("waited for above"),
+                Flow::Replica => {
+                    self.flush().await?;
+                    self.become_feed().await;
+                    return Err(Closed);
+                }
+                Flow::Block | Flow::WaitReplicas => unreachable!("waited for above"),
             }
             self.unpublished_batches += 1;
             if self.unpublished_batches >= PUBLISH_EVERY_BATCHES {
@@ -187,6 +195,25 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// WAIT: waits for the replicas' acknowledgements, queues the count.
+    async fn wait_replicas(&mut self) {
+        let Some(w) = self.session.store.repl.wait.take() else {
+            return;
+        };
+        let n = crate::repl::wait::wait(self.session.shared.clone(), w).await;
+        self.session.out.int(n as i64);
+    }
+
+    /// PSYNC/SYNC: the connection serves a replica until it ends.
+    async fn become_feed(&mut self) {
+        let Some(psync) = self.session.store.repl.psync.take() else {
+            return;
+        };
+        let shared = self.session.shared.clone();
+        let id = self.session.info.id;
+        crate::repl::feed::serve(shared, &mut self.stream, &mut self.input, id, psync).await;
     }
 
     /// Counts a client closed for its replies (too many pending, or none

@@ -29,6 +29,8 @@
 //!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
 //!   in the order they blocked, and how each learns its outcome.
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
+//! - `repl`: replication (Redis's protocol): the write stream, its backlog,
+//!   snapshots, a replica's feed, the link of a replica to its master.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `longdouble`: the x87
 //!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in; `rdb`:
@@ -59,6 +61,7 @@ mod pipeline;
 pub mod protocol;
 mod random;
 mod rdb;
+mod repl;
 mod reply;
 mod scan;
 mod server;

@@ -121,7 +121,9 @@ impl Pipeline {
         base: usize,
         from_input: bool,
     ) -> bool {
-        if !from_input {
+        // While replication is on, every write runs through `execute`,
+        // which propagates it in order (`repl/`).
+        if !from_input || s.shared.repl.is_active() {
             return false;
         }
         let kind = if runnable_as(s, args, "set", 3).is_some() {
@@ -206,12 +208,18 @@ impl Pipeline {
         let map = s.map.take().expect("the map is back between commands");
         let written = {
             let _held = map.shared();
-            let keys = sets.iter().map(|[_, key, _]| &input[key.clone()]);
-            let written = s.store.write_grouped(&self.batch, keys);
-            if written.is_ok() {
-                serve_ready(s);
+            // Replication turned on since the run was offered: the SETs go
+            // one by one through `execute`, which propagates them.
+            if s.shared.repl.is_active() {
+                false
+            } else {
+                let keys = sets.iter().map(|[_, key, _]| &input[key.clone()]);
+                let written = s.store.write_grouped(&self.batch, keys);
+                if written.is_ok() {
+                    serve_ready(s);
+                }
+                written.is_ok()
             }
-            written.is_ok()
         };
         s.map = Some(map);
         if !written {

@@ -31,6 +31,7 @@
 //! `ERR Bad data format`), or says which type Persimmon does not store.
 
 mod crc64;
+pub mod file;
 mod lzf;
 mod packed;
 mod primitives;

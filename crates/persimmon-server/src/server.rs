@@ -119,6 +119,7 @@ pub(crate) fn run_with(
             durability: shared.db.durability(),
         };
         ready(&info, &shared);
+        crate::repl::spawn(&shared);
         accept_loop(&shared, listener, signals).await;
         Ok(())
     });

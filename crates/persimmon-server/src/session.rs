@@ -47,6 +47,12 @@ pub enum Flow {
     /// in `Session::blocked`; the connection sends the replies before it,
     /// awaits the outcome, queues the reply, then goes on with the input.
     Block,
+    /// PSYNC or SYNC: the connection becomes a replica's feed (the request
+    /// is in `store.repl.psync`; `repl/feed.rs`).
+    Replica,
+    /// WAIT: the connection waits for replicas' acknowledgements (the
+    /// request is in `store.repl.wait`; `repl/wait.rs`).
+    WaitReplicas,
 }
 
 /// Per-connection counts, added to the server's now and then (the

@@ -8,8 +8,12 @@
 //!   memory in use, as `INFO memory`'s `used_memory` counts it, is above it;
 //!   Persimmon evicts nothing, whatever `maxmemory-policy` says),
 //!   `min-replicas-to-write` and `min-replicas-max-lag` (with both above 0,
-//!   write commands are refused with `NOREPLICAS`: this server has no
-//!   replicas yet), `maxclients` (new connections),
+//!   a master refuses write commands with `NOREPLICAS` while fewer replicas
+//!   than that acknowledged within the lag), `replica-read-only`,
+//!   `repl-ping-replica-period`, `repl-backlog-size` (from the next replica
+//!   that attaches), `masterauth` (the next connection to the master;
+//!   `repl/` reads these four when it needs them),
+//!   `maxclients` (new connections),
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`,
 //!   `client-output-buffer-limit` (its `normal` class: the hard limit;
 //!   0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
@@ -29,8 +33,9 @@
 //!   `tcp-keepalive`, `hz`, `dynamic-hz`, `activerehashing`,
 //!   `active-expire-effort`, `latency-tracking` and its percentiles,
 //!   `latency-monitor-threshold`, the `slowlog-*` settings,
-//!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the
-//!   replication settings (`replica-*`, `repl-*`).
+//!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the other
+//!   replication settings (`replica-serve-stale-data`, `repl-timeout`: the
+//!   links use Redis's default, 60 s).
 //! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
 //!   own settings): `can't set immutable config`.
 //! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
@@ -190,14 +195,15 @@ static PARAMS: &[Param] = &[
     param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       NoEffect,  "10000"),
     param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
     param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
-    // Replication (there are no replicas).
+    // Replication (`repl/`).
     aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), Live, "0"),
     aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), Live, "10"),
     aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, NoEffect, "yes"),
-    aliased("replica-read-only",     "slave-read-only",     BOOL,                  NoEffect, "yes"),
-    aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), NoEffect, "10"),
+    aliased("replica-read-only",     "slave-read-only",     BOOL,                  Live,     "yes"),
+    aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), Live, "10"),
+    param("masterauth",                        TEXT,                          Live,      ""),
     param("repl-timeout",                      Kind::Int(1, INT_MAX),         NoEffect,  "60"),
-    param("repl-backlog-size",                 Kind::Memory(1, LONG_MAX as u64), NoEffect, "1048576"),
+    param("repl-backlog-size",                 Kind::Memory(1, LONG_MAX as u64), Live, "1048576"),
     // The pool's own settings (Persimmon's; fixed when the server starts).
     param("pool",                              TEXT,                          Immutable, ""),
     param("durability",                        TEXT,                          Immutable, ""),

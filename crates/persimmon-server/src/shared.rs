@@ -58,6 +58,8 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Turns for atomic units that keep conflicting (`store.rs`).
     pub turns: crate::store::Turns,
+    /// Replication: the write stream, replicas, the link to a master.
+    pub repl: crate::repl::Replication,
     /// Set once shutdown has begun (long-running commands check it).
     pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -181,6 +183,7 @@ impl Shared {
             scan: ScanCache::default(),
             blocked: Blocked::default(),
             turns: crate::store::Turns::default(),
+            repl: crate::repl::Replication::new(),
             stopping: AtomicBool::new(false),
             shutdown,
         }

@@ -128,6 +128,8 @@ pub struct Store {
     changes: u64,
     /// Engine keys written while some client was blocked, not yet served.
     ready: Vec<Vec<u8>>,
+    /// What the running command propagates to replicas (`repl/`).
+    pub repl: crate::repl::ClientRepl,
 }
 
 /// One committed unit's writes: engine key and what it was set to (value
@@ -145,6 +147,7 @@ impl Store {
             capture: None,
             changes: 0,
             ready: Vec::new(),
+            repl: crate::repl::ClientRepl::default(),
         }
     }
 

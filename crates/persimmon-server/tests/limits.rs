@@ -403,7 +403,20 @@ fn every_command_with_any_arguments_gets_a_reply() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     for name in names {
         let Resp::Bulk(name) = name else { panic!() };
-        if name == b"shutdown" {
+        // SHUTDOWN stops the server; PSYNC and SYNC turn the connection
+        // into a replica's feed (a snapshot, then the stream: no reply);
+        // REPLICAOF makes the server follow a master; REPLCONF ACK is
+        // answered with nothing, as in Redis. Each has its own tests
+        // (replication.rs).
+        let skipped: [&[u8]; 6] = [
+            b"shutdown",
+            b"psync",
+            b"sync",
+            b"replconf",
+            b"replicaof",
+            b"slaveof",
+        ];
+        if skipped.contains(&name.as_slice()) {
             continue;
         }
         for argc in 0..8 {

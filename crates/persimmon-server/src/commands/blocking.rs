@@ -149,6 +149,63 @@ fn timeout_arg(arg: &[u8]) -> Result<Option<Instant>, Error> {
 
 /// Pops for `op` at `key`; `None` when the key is missing.
 fn pop_at(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<Served>, Error> {
+    let served = pop_at_unpropagated(store, key, op)?;
+    if let Some(words) = served.as_ref().and_then(|sv| plain_pop(key, op, sv)) {
+        store.repl.rewrite(store.db, words);
+    }
+    Ok(served)
+}
+
+/// What a pop for `op` at `key` that took `served` propagates: the plain
+/// pop that has the same effect (Redis's rewrite of blocking and multi-key
+/// pops), so a replica never blocks and pops the same key.
+fn plain_pop(key: &[u8], op: &Op, served: &Served) -> Option<Vec<Vec<u8>>> {
+    let side = |head: bool| {
+        if head {
+            b"LEFT".to_vec()
+        } else {
+            b"RIGHT".to_vec()
+        }
+    };
+    Some(match (op, served) {
+        (
+            Op::ListMove {
+                dst,
+                from_head,
+                to_head,
+            },
+            _,
+        ) => vec![
+            b"LMOVE".to_vec(),
+            key.to_vec(),
+            dst.clone(),
+            side(*from_head),
+            side(*to_head),
+        ],
+        (Op::ListPop { head, .. }, Served::List { elements, .. }) => vec![
+            if *head {
+                b"LPOP".to_vec()
+            } else {
+                b"RPOP".to_vec()
+            },
+            key.to_vec(),
+            elements.len().to_string().into_bytes(),
+        ],
+        (Op::ZSetPop { max, .. }, Served::ZSet { entries, .. }) => vec![
+            if *max {
+                b"ZPOPMAX".to_vec()
+            } else {
+                b"ZPOPMIN".to_vec()
+            },
+            key.to_vec(),
+            entries.len().to_string().into_bytes(),
+        ],
+        // A pop's outcome always matches its operation.
+        _ => return None,
+    })
+}
+
+fn pop_at_unpropagated(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<Served>, Error> {
     Ok(match op {
         Op::ListPop { head, count } => {
             list_pop(store, key, *head, count.unwrap_or(1))?.map(|elements| Served::List {
@@ -250,6 +307,10 @@ fn pop_or_block(
         reply_served(&mut s.out, &op, &served);
         return Ok(());
     }
+    // Nothing popped now: nothing propagates (a pop for this client later
+    // propagates as a plain pop when it happens; a blocking request must
+    // never reach a replica, where it would block the master's stream).
+    s.store.repl.nothing();
     if s.store.in_unit() {
         match op {
             Op::ListMove { .. } => s.out.null(),
@@ -325,15 +386,32 @@ pub fn serve_ready(s: &mut Session) {
 /// now and then while it waits: serves each key's waiters as a write would
 /// (itself, when it is first in line), holding the map like a command.
 pub fn recheck_blocked(s: &mut Session, reg: &Registration) {
+    // Serving pops writes: it holds the replication stream's lock as a
+    // write command does, and propagates the pops (`repl/`).
+    let shared = s.shared.clone();
+    let mut turn = shared.repl.turn();
     let map = s.map.take().expect("the map is back between commands");
     {
-        let _held = map.shared();
+        let _held = loop {
+            let held = map.shared();
+            if turn.is_some() || !shared.repl.is_active() {
+                break held;
+            }
+            // Replication turned on meanwhile: the turn comes first.
+            drop(held);
+            turn = shared.repl.turn();
+        };
+        s.store.repl.active = turn.is_some();
         for key in &reg.waiter.keys {
             serve_key(s, reg.waiter.db, key);
         }
         serve_ready(s);
     }
     s.map = Some(map);
+    if let Some(stream) = turn.as_mut() {
+        crate::repl::flush(stream, &mut s.store.repl, false, shared.repl.is_replica());
+    }
+    s.store.repl.active = false;
 }
 
 /// SWAPDB exchanged databases `a` and `b`: every key waited on in either

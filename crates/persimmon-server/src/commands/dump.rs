@@ -35,7 +35,7 @@ pub fn dump(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 /// The value at `key` as the codec carries it (`None`: missing).
-fn read_value(st: &mut Store, key: &[u8]) -> Result<Option<RdbValue>, Error> {
+pub(crate) fn read_value(st: &mut Store, key: &[u8]) -> Result<Option<RdbValue>, Error> {
     if let Some(w) = coll::read_key(st, key)? {
         return Ok(Some(to_rdb(w)));
     }
@@ -56,7 +56,7 @@ fn to_rdb(w: Whole) -> RdbValue {
 }
 
 /// Writes a decoded payload at `key` (missing now) with `deadline`.
-fn write_value(
+pub(crate) fn write_value(
     st: &mut Store,
     key: &[u8],
     v: &RdbValue,
@@ -129,6 +129,19 @@ fn restore_deadline(arg: &[u8], absttl: bool, now_ms: u64) -> Result<Option<u64>
     })
 }
 
+/// As Redis: a relative ttl propagates as an absolute one (ABSTTL), so a
+/// replica applying it later gives the key the same deadline.
+fn propagate_restore(s: &mut Session, a: &Args<'_>, o: &RestoreOptions, now: u64) {
+    let ttl = int_arg(a.get(2)).unwrap_or(0);
+    if o.absttl || ttl <= 0 {
+        return;
+    }
+    let mut words: Vec<Vec<u8>> = a.iter().map(<[u8]>::to_vec).collect();
+    words[2] = now.saturating_add(ttl as u64).to_string().into_bytes();
+    words.push(b"ABSTTL".to_vec());
+    s.store.repl.rewrite(s.store.db, words);
+}
+
 pub fn restore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let o = restore_options(&a)?;
     let key = a.get(1);
@@ -151,6 +164,7 @@ pub fn restore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         write_value(st, key, value, deadline)
     })?;
+    propagate_restore(s, &a, &o, now);
     s.out.ok();
     Ok(())
 }

@@ -182,6 +182,21 @@ fn expire_generic(
             _ => (Update::Keep, false),
         })?
     };
+    // As Redis: an absolute PEXPIREAT (a replica applying it later sets
+    // the same deadline), or DEL for a deadline already passed.
+    let words = match (changed, when <= now) {
+        (false, _) => None,
+        (true, true) => Some(vec![b"DEL".to_vec(), key.to_vec()]),
+        (true, false) => Some(vec![
+            b"PEXPIREAT".to_vec(),
+            key.to_vec(),
+            clamp(when).to_string().into_bytes(),
+        ]),
+    };
+    match words {
+        Some(w) => s.store.repl.rewrite(s.store.db, w),
+        None => s.store.repl.nothing(),
+    }
     s.out.int(changed as i64);
     Ok(())
 }

@@ -181,6 +181,14 @@ pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let text = sum.human().into_bytes();
         Ok((text.clone(), text))
     })?;
+    // As Redis: the result, not the increment.
+    let words = vec![
+        b"HSET".to_vec(),
+        a.get(1).to_vec(),
+        a.get(2).to_vec(),
+        text.clone(),
+    ];
+    s.store.repl.rewrite(s.store.db, words);
     s.out.bulk(&text);
     Ok(())
 }

@@ -479,7 +479,19 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
         out.line(key, &"0.00");
     }
     out.line("rejected_connections", &n(&st.rejected_connections));
-    out.zeros(&["sync_full", "sync_partial_ok", "sync_partial_err"]);
+    let syncs = &ctx.shared.repl.syncs;
+    out.line(
+        "sync_full",
+        &syncs.full.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    out.line(
+        "sync_partial_ok",
+        &syncs.partial_ok.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    out.line(
+        "sync_partial_err",
+        &syncs.partial_err.load(std::sync::atomic::Ordering::Relaxed),
+    );
     out.line("expired_keys", &stats.keys_expired);
     out.line("expired_stale_perc", &"0.00");
     out.zeros(&[
@@ -540,19 +552,9 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
 }
 
 fn replication_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
-    out.line("role", &"master");
-    out.line("connected_slaves", &0);
-    out.line("master_failover_state", &"no-failover");
-    out.line("master_replid", &ctx.shared.run_id);
-    out.line("master_replid2", &"0".repeat(40));
-    out.line("master_repl_offset", &0);
-    out.line("second_repl_offset", &-1);
-    out.line("repl_backlog_active", &0);
-    out.line(
-        "repl_backlog_size",
-        &setting(ctx.shared, "repl-backlog-size"),
-    );
-    out.zeros(&["repl_backlog_first_byte_offset", "repl_backlog_histlen"]);
+    for (key, value) in crate::repl::info::lines(ctx.shared) {
+        out.line(&key, &value);
+    }
 }
 
 /// CPU seconds of `/proc/<path>/stat` (user, system, children's user,

@@ -56,6 +56,7 @@ mod object;
 mod ordered;
 mod randomkey;
 mod rename;
+mod replication;
 mod server;
 mod sets;
 mod sort;
@@ -65,6 +66,7 @@ mod zset_range;
 mod zsets;
 
 pub use blocking::{recheck_blocked, reply_blocked, serve_ready};
+pub(crate) use dump::{read_value, write_value};
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -248,7 +250,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("save",           1, ["admin", "noscript", "no_multi"], 0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
     spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
     spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
-    spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    server::wait,         "Replies 0 at once: there are no replicas to wait for."),
+    spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    replication::wait,    "Blocks until that many replicas acknowledged the client's last write, or the timeout (ms; 0: none) passes; replies how many did."),
     // Strings and bits (issue 16).
     spec!("incrbyfloat",    3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrbyfloat, "Increments the floating point value of a key by a number (x87 extended precision, as Redis on x86-64)."),
     spec!("substr",         4, ["readonly"],                 1,  1, 1, "string",     strings::getrange,    "Returns a substring of the string stored at a key (the old name of GETRANGE)."),
@@ -272,6 +274,13 @@ pub static COMMANDS: &[Spec] = &[
     spec!("restore",       -4, ["write", "denyoom"],         1,  1, 1, "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
     spec!("sort",          -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    // Replication (issue 21; ../repl/).
+    spec!("replicaof",      3, ["admin", "noscript", "stale", "no_async_loading"], 0, 0, 0, "server", replication::replicaof, "Follows a master (host port), or stops following (NO ONE) keeping the data."),
+    spec!("slaveof",        3, ["admin", "noscript", "stale", "no_async_loading"], 0, 0, 0, "server", replication::replicaof, "The old name of REPLICAOF."),
+    spec!("role",           1, ["noscript", "loading", "stale", "fast"], 0, 0, 0, "server", replication::role, "Returns the replication role: master with its offset and replicas, or slave with its master and link state."),
+    spec!("replconf",      -1, ["admin", "noscript", "loading", "stale", "allow_busy"], 0, 0, 0, "server", replication::replconf, "A replica's handshake and acknowledgements (listening-port, ip-address, capa, ack, getack)."),
+    spec!("psync",         -3, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
+    spec!("sync",           1, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
     spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
 ];
 
@@ -366,20 +375,47 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
             return;
         }
     }
+    // The stream's lock for a command that may write (see `repl`).
+    let shared = propagates(index).then(|| s.shared.clone());
+    let mut turn = shared.as_ref().and_then(|sh| sh.repl.turn());
     let map = s.map.take().expect("the map is back between commands");
     if swaps_dbs(index) {
-        let _held = map.exclusive();
+        let _held = loop {
+            let held = map.exclusive();
+            if !needs_turn(&shared, &turn) {
+                break held;
+            }
+            drop(held);
+            turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+        };
+        s.store.repl.active = turn.is_some();
         run(s, index, args);
         blocking::serve_ready(s);
     } else {
         {
-            let _held = map.shared();
+            let _held = loop {
+                let held = map.shared();
+                if !needs_turn(&shared, &turn) {
+                    break held;
+                }
+                drop(held);
+                turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+            };
+            s.store.repl.active = turn.is_some();
             run(s, index, args);
             blocking::serve_ready(s);
         }
         if std::mem::take(&mut s.exec_escalate) {
             // An EXEC that kept losing to other writers: again, alone.
-            let _held = map.exclusive();
+            let _held = loop {
+                let held = map.exclusive();
+                if !needs_turn(&shared, &turn) {
+                    break held;
+                }
+                drop(held);
+                turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+            };
+            s.store.repl.active = turn.is_some();
             s.exec_exclusive = true;
             run(s, index, args);
             s.exec_exclusive = false;
@@ -387,6 +423,33 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         }
     }
     s.map = Some(map);
+    if let Some(stream) = turn.as_mut() {
+        let replica = s.shared.repl.is_replica();
+        crate::repl::flush(stream, &mut s.store.repl, spec.name == "exec", replica);
+    }
+    s.store.repl.active = false;
+}
+
+/// Whether a write holding the map must first take the stream's turn:
+/// replication was turned on between its look and its taking the map (the
+/// map is given back first: the turn is always taken before the map).
+fn needs_turn(
+    shared: &Option<std::sync::Arc<crate::shared::Shared>>,
+    turn: &Option<std::sync::MutexGuard<'_, crate::repl::Stream>>,
+) -> bool {
+    turn.is_none() && shared.as_ref().is_some_and(|sh| sh.repl.is_active())
+}
+
+/// Whether row `index` may write, so runs holding the replication
+/// stream's lock: the `write` rows and EXEC.
+fn propagates(index: usize) -> bool {
+    static ROWS: OnceLock<Vec<bool>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .map(|spec| spec.flags.contains(&"write") || spec.name == "exec")
+            .collect()
+    })[index]
 }
 
 /// The row of request `args` when it is exactly `name` with `argc`
@@ -444,17 +507,28 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     if let Some(e) = refused_by_settings(s, spec) {
         return refuse(e);
     }
+    if !s.store.repl.from_master
+        && spec.flags.contains(&"write")
+        && crate::repl::refuses_writes(&s.shared)
+    {
+        return refuse(Error::new(
+            "READONLY You can't write against a read only replica.",
+        ));
+    }
     Ok(index)
 }
 
 /// Redis's refusals that depend on settings: `NOREPLICAS` for a write
-/// while `min-replicas-to-write` asks for replicas (this server has none),
+/// while fewer good replicas than `min-replicas-to-write` are attached,
 /// `OOM` for a command that may grow the data while the memory in use is
 /// above `maxmemory`.
 pub(crate) fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
     // The settings first: two relaxed loads, where the flags are string
     // compares (this runs for every command).
-    if s.shared.settings.needs_replicas() && spec.flags.contains(&"write") {
+    if s.shared.settings.needs_replicas()
+        && spec.flags.contains(&"write")
+        && !crate::repl::enough_replicas(&s.shared)
+    {
         return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
     }
     if s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom") && over_maxmemory(s) {
@@ -509,16 +583,36 @@ fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
+    let repl_mark = s.store.repl.cmds.len();
+    s.store.repl.rewritten = false;
     let result = (spec.handler)(s, args);
     let failed = result.is_err();
     if let Err(e) = result {
         s.out.buf.truncate(mark);
         s.out.error(&e.0);
     }
+    collect_propagation(s, spec, &args, failed, repl_mark);
     let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
     s.counters.commands += 1;
     s.tally.called(index, nanos, s.out.errors.seen() != errors);
     failed
+}
+
+/// After a handler: keeps what it propagates — its rewrites, or its
+/// request when it is a write that chose none — or drops it all when it
+/// failed.
+fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bool, mark: usize) {
+    let p = &mut s.store.repl;
+    if !p.active {
+        return;
+    }
+    if failed {
+        p.cmds.truncate(mark);
+    } else if !p.rewritten && !p.from_master && spec.flags.contains(&"write") {
+        let words = args.iter().map(<[u8]>::to_vec).collect();
+        p.cmds.push((s.store.db, words));
+    }
+    p.rewritten = false;
 }
 
 /// Runs one queued request of an `EXEC` (checked when it was queued) in

@@ -91,7 +91,10 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         true => ATOMIC_ATTEMPTS,
         false => SHARED_ATTEMPTS,
     };
+    let propagated = s.store.repl.cmds.len();
     for _ in 0..attempts {
+        // An attempt that did not commit propagates nothing.
+        s.store.repl.cmds.truncate(propagated);
         if watched_changed(s, &watched)? {
             s.out.null_array();
             return Ok(());
@@ -117,6 +120,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
             Ok(false) => {}
         }
     }
+    s.store.repl.cmds.truncate(propagated);
     if !s.exec_exclusive {
         // Run again with every other command held off (the dispatch sees
         // the flag); the transaction is as it was.

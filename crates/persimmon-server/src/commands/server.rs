@@ -17,7 +17,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::protocol::Args;
-use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Error, Flow, Session};
+use crate::session::{exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session};
 use crate::shared::{unix_time, Shared};
 
 pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -86,17 +86,6 @@ pub fn bgrewriteaof(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
 }
 
 /// WAIT numreplicas timeout: 0 replicas acknowledged, at once.
-pub fn wait(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    int_arg(a.get(1))?;
-    let timeout = crate::protocol::parse_i64(a.get(2))
-        .ok_or_else(|| Error::new("ERR timeout is not an integer or out of range"))?;
-    if timeout < 0 {
-        return Err(Error::new("ERR timeout is negative"));
-    }
-    s.out.int(0);
-    Ok(())
-}
-
 const FUNCTION_HELP: [&str; 11] = [
     "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "LIST [LIBRARYNAME <pattern>] [WITHCODE]",

@@ -157,6 +157,15 @@ pub fn spop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let taken = coll::with(&mut s.store, key, Kind::Set, |st, c| {
         pop(st, key, c, count.unwrap_or(1))
     })?;
+    // As Redis: the random choice propagates as SREM of what was taken.
+    match taken.as_ref().filter(|t| !t.is_empty()) {
+        Some(t) => {
+            let mut words = vec![b"SREM".to_vec(), key.to_vec()];
+            words.extend(t.iter().map(|m| m.to_vec()));
+            s.store.repl.rewrite(s.store.db, words);
+        }
+        None => s.store.repl.nothing(),
+    }
     match (count, taken) {
         (None, Some(t)) => s.out.bulk(&t[0]),
         (None, None) => s.out.null(),

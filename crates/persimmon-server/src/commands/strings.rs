@@ -62,11 +62,13 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if !(opts.nx || opts.xx || opts.get || opts.keep_ttl) {
         value::string_into(body, &mut s.scratch);
         s.store.put(key, &s.scratch, deadline)?;
+        propagate_set(s, key, body, deadline);
         s.out.ok();
         return Ok(());
     }
     let out = &mut s.out;
-    s.store.update(key, |old| {
+    let mut wrote = false;
+    let result = s.store.update(key, |old| {
         if opts.get && matches!(old, Some(v) if !matches!(v, Stored::String(_))) {
             return (Update::Keep, Err(wrongtype()));
         }
@@ -86,12 +88,34 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         if !write {
             return (Update::Keep, Ok(()));
         }
+        wrote = true;
         let value = value::string(body);
         match opts.keep_ttl {
             true => (Update::Put(value), Ok(())),
             false => (Update::PutExpiring { value, deadline }, Ok(())),
         }
-    })?
+    })?;
+    match wrote {
+        true => propagate_set(s, key, body, deadline),
+        false => s.store.repl.nothing(),
+    }
+    result
+}
+
+/// What a SET that wrote propagates: with a deadline, `SET key value PXAT
+/// ms` (absolute, so a replica applying it later gives it the same
+/// deadline, as Redis rewrites it); without one, the request itself.
+fn propagate_set(s: &mut Session, key: &[u8], body: &[u8], deadline: Option<u64>) {
+    if let Some(d) = deadline {
+        let words = vec![
+            b"SET".to_vec(),
+            key.to_vec(),
+            body.to_vec(),
+            b"PXAT".to_vec(),
+            d.to_string().into_bytes(),
+        ];
+        s.store.repl.rewrite(s.store.db, words);
+    }
 }
 
 /// SET's options, checked for the combinations Redis refuses.
@@ -148,6 +172,7 @@ fn set_expiring(
     check_len(body.len())?;
     value::string_into(body, &mut s.scratch);
     s.store.put(key, &s.scratch, Some(deadline))?;
+    propagate_set(s, key, body, Some(deadline));
     s.out.ok();
     Ok(())
 }
@@ -187,6 +212,8 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return get(s, a);
     }
     let out = &mut s.out;
+    // The deadline set (`Some(None)`: removed), for propagation.
+    let mut applied: Option<Option<u64>> = None;
     let found = s.store.update_ttl(key, |old, current| {
         let body = match old {
             None => return (Update::Keep, Ok(None)),
@@ -204,8 +231,23 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             return (Update::Keep, Ok(Some(())));
         }
         let value = value::string(body);
+        applied = Some(deadline);
         (Update::PutExpiring { value, deadline }, Ok(Some(())))
     })?;
+    // As Redis: GETEX propagates as PEXPIREAT or PERSIST.
+    let words: Option<Vec<Vec<u8>>> = match applied {
+        Some(Some(d)) => Some(vec![
+            b"PEXPIREAT".to_vec(),
+            key.to_vec(),
+            d.to_string().into_bytes(),
+        ]),
+        Some(None) => Some(vec![b"PERSIST".to_vec(), key.to_vec()]),
+        None => None,
+    };
+    match words {
+        Some(w) => s.store.repl.rewrite(s.store.db, w),
+        None => s.store.repl.nothing(),
+    }
     if found?.is_none() {
         s.out.null();
     }
@@ -409,6 +451,14 @@ pub fn incrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let text = sum.human();
         Ok((Update::Put(value::string(text.as_bytes())), text))
     })?;
+    // As Redis: the result, not the increment (no float drift on replicas).
+    let words = vec![
+        b"SET".to_vec(),
+        key.to_vec(),
+        text.as_bytes().to_vec(),
+        b"KEEPTTL".to_vec(),
+    ];
+    s.store.repl.rewrite(s.store.db, words);
     s.out.bulk(text.as_bytes());
     Ok(())
 }
