@@ -27,8 +27,11 @@
 //!   counters, the client registry); `settings`: the run-time settings
 //!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts;
 //!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
-//!   in the order they blocked, and how each learns its outcome.
-//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
+//!   in the order they blocked, and how each learns its outcome;
+//!   `pubsub`: channel and pattern subscriptions and how a published
+//!   message reaches each subscriber's connection.
+//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`;
+//!   `config_rewrite` (CONFIG REWRITE into the TOML file).
 //! - `value`: how Redis types are stored as engine values (type tag + body);
 //!   `scan`: SCAN cursors; `glob`: MATCH patterns; `longdouble`: the x87
 //!   extended precision INCRBYFLOAT and HINCRBYFLOAT compute in; `rdb`:
@@ -49,6 +52,7 @@ mod cmdstats;
 mod coll;
 mod commands;
 mod config;
+mod config_rewrite;
 mod conn;
 mod dbs;
 pub mod embedded;
@@ -57,6 +61,7 @@ mod glob;
 mod longdouble;
 mod pipeline;
 pub mod protocol;
+mod pubsub;
 mod random;
 mod rdb;
 mod reply;

@@ -99,6 +99,8 @@ pub struct Session {
     /// The wait of a command that blocked (with `Flow::Block`), until the
     /// connection takes it.
     pub blocked: Option<crate::blocking::Registration>,
+    /// The channels and patterns subscribed to, and their messages.
+    pub pubsub: crate::pubsub::Subscriptions,
 }
 
 /// A transaction being queued (`MULTI` ... `EXEC`).
@@ -136,6 +138,7 @@ impl Session {
         let authenticated = !shared.settings.password_required();
         let tally = shared.command_stats.tally(commands.len());
         Session {
+            pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
             store: Store::new(shared.clone()),
             map: Some(shared.dbs.clone()),
             multi: None,

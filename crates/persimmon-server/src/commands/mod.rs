@@ -54,6 +54,7 @@ mod memory;
 mod multi;
 mod object;
 mod ordered;
+mod pubsub;
 mod randomkey;
 mod rename;
 mod server;
@@ -65,6 +66,7 @@ mod zset_range;
 mod zsets;
 
 pub use blocking::{recheck_blocked, reply_blocked, serve_ready};
+pub use pubsub::DRAIN_BYTES;
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -94,9 +96,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("auth",          -2, ["no_auth", "fast"],          0,  0, 0, "connection", connection::auth,     "Authenticates the connection."),
     spec!("select",         2, ["fast"],                     0,  0, 0, "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], 0, 0, 0, "connection", connection::quit, "Closes the connection."),
-    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
+    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK)."),
     spec!("command",       -1, ["loading", "stale"],         0,  0, 0, "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
-    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT)."),
+    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
     spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -242,6 +244,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+    spec!("script",        -2, ["noscript"],                 0,  0, 0, "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
     spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
@@ -273,6 +276,14 @@ pub static COMMANDS: &[Spec] = &[
     // SORT (issue 16).
     spec!("sort",          -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
     spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
+    // Pub/sub (pubsub.rs; the registry in ../pubsub.rs).
+    spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
+    spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
+    spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
+    spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
+    spec!("publish",        3, ["pubsub", "loading", "stale", "fast"], 0, 0, 0, "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
+    spec!("pubsub",        -2, ["pubsub", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::pubsub,  "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
+    spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], 0, 0, 0, "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ];
 
 /// Longest command name, for the lookup buffer.
@@ -345,6 +356,10 @@ fn unknown_command(args: &Args<'_>) -> String {
 /// a call when the handler ran (whether it failed; its time when
 /// `Tally::times` picks it), a refusal when a check stopped it.
 pub fn execute(s: &mut Session, args: Args<'_>) {
+    if s.pubsub.has_mailbox() {
+        // Messages published before this command go before its reply.
+        while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {}
+    }
     let index = match checked(s, &args) {
         Ok(index) => index,
         Err((index, e)) => {
@@ -404,6 +419,7 @@ pub(crate) fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize)
     (spec.arity_ok(argc)
         && authenticated
         && s.multi.is_none()
+        && !s.pubsub.has_mailbox()
         && refused_by_settings(s, spec).is_none())
     .then_some(index)
 }
@@ -437,6 +453,13 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     }
     if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
         return refuse(Error::new("NOAUTH Authentication required."));
+    }
+    if s.pubsub.active() && !s.out.resp3 && !crate::pubsub::allowed_while_subscribed(spec.name) {
+        return refuse(Error::new(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
+             RESET are allowed in this context",
+            spec.name
+        )));
     }
     if s.multi.is_some() && spec.flags.contains(&"no_multi") {
         return refuse(Error::new("ERR Command not allowed inside a transaction"));

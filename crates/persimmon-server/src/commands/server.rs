@@ -1,5 +1,5 @@
 //! Server commands: DBSIZE, SHUTDOWN, TIME, LASTSAVE, SAVE, BGSAVE,
-//! BGREWRITEAOF, WAIT, FUNCTION (COMMAND, CONFIG, INFO and MEMORY have
+//! BGREWRITEAOF, WAIT, FUNCTION, SCRIPT (COMMAND, CONFIG, INFO and MEMORY have
 //! modules of their own).
 //!
 //! Invariants:
@@ -12,7 +12,8 @@
 //! - WAIT replies at once with 0: there are no replicas to wait for.
 //! - FUNCTION knows no libraries (scripts are not supported): FLUSH and
 //!   LIST succeed on the empty set, the subcommands that would add or run
-//!   one are refused.
+//!   one are refused. SCRIPT likewise: KILL is `NOTBUSY`, FLUSH succeeds,
+//!   EXISTS finds nothing, LOAD is refused.
 
 use std::sync::atomic::Ordering;
 
@@ -141,6 +142,62 @@ pub fn function(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         )));
     } else {
         return Err(unknown_subcommand("function", sub));
+    }
+    Ok(())
+}
+
+const SCRIPT_HELP: [&str; 11] = [
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    0 for each: the script cache is always empty (persimmon runs no scripts).",
+    "FLUSH [ASYNC|SYNC]",
+    "    Empty the script cache: it is empty, so this only replies OK.",
+    "KILL",
+    "    Kill the running script: none ever runs (NOTBUSY).",
+    "LOAD <script>",
+    "    Refused: persimmon has no scripting engine.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SCRIPT: no script ever runs and the cache is always empty, so KILL is
+/// Redis's `NOTBUSY` (what Sentinel gets when it sends SCRIPT KILL to an
+/// instance it thinks busy), FLUSH succeeds, EXISTS is all 0.
+pub fn script(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if is(sub, "KILL") {
+        exact_arity(&a, 2, "script|kill")?;
+        return Err(Error::new("NOTBUSY No scripts in execution right now."));
+    } else if is(sub, "FLUSH") {
+        match a.len() {
+            2 => {}
+            3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
+            3 => {
+                return Err(Error::new(
+                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+                ))
+            }
+            _ => return Err(subcommand_syntax("script", sub)),
+        }
+        s.out.ok();
+    } else if is(sub, "EXISTS") {
+        if a.len() < 3 {
+            return Err(subcommand_syntax("script", sub));
+        }
+        s.out.array(a.len() - 2);
+        for _ in a.from(2) {
+            s.out.int(0);
+        }
+    } else if is(sub, "LOAD") {
+        exact_arity(&a, 3, "script|load")?;
+        return Err(Error::new(
+            "ERR SCRIPT LOAD is not supported: persimmon has no scripting engine",
+        ));
+    } else if is(sub, "HELP") {
+        exact_arity(&a, 2, "script|help")?;
+        s.out.simple_lines(&SCRIPT_HELP);
+    } else {
+        return Err(unknown_subcommand("script", sub));
     }
     Ok(())
 }
