@@ -37,6 +37,7 @@ use std::time::Instant;
 use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
+mod bitfield;
 mod bits;
 mod blocking;
 mod command;
@@ -246,6 +247,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
     spec!("script",        -2, ["noscript"],                 0,  0, 0, "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
+    spec!("lolwut",        -1, ["readonly", "fast"],         0,  0, 0, "server",     server::lolwut,       "Replies the server's version (no drawing)."),
     spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
     spec!("save",           1, ["admin", "noscript", "no_multi"], 0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
@@ -260,6 +262,8 @@ pub static COMMANDS: &[Spec] = &[
     spec!("getbit",         3, ["readonly", "fast"],         1,  1, 1, "bitmap",     bits::getbit,         "Returns the bit at an offset of a string value."),
     spec!("bitcount",      -2, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitcount,       "Counts the set bits in a string, or in a range of it (BYTE, BIT)."),
     spec!("bitpos",        -3, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitfield",      -2, ["write", "denyoom"],         1,  1, 1, "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
+    spec!("bitfield_ro",   -2, ["readonly", "fast"],         1,  1, 1, "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
     spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
     spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
     spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),

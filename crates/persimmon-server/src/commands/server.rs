@@ -1,5 +1,5 @@
 //! Server commands: DBSIZE, SHUTDOWN, TIME, LASTSAVE, SAVE, BGSAVE,
-//! BGREWRITEAOF, WAIT, FUNCTION, SCRIPT (COMMAND, CONFIG, INFO and MEMORY have
+//! BGREWRITEAOF, WAIT, FUNCTION, SCRIPT, LOLWUT (COMMAND, CONFIG, INFO and MEMORY have
 //! modules of their own).
 //!
 //! Invariants:
@@ -36,6 +36,21 @@ pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     );
     s.shared.request_shutdown();
     s.flow = Flow::Shutdown;
+    Ok(())
+}
+
+/// LOLWUT [VERSION n]: Redis replies its version after a drawing (none
+/// for versions it has no drawing for); this is the no-drawing reply.
+pub fn lolwut(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() >= 3 && is(a.get(1), "VERSION") {
+        int_arg(a.get(2))?;
+    }
+    let text = format!(
+        "Persimmon ver. {} (Redis {} commands)\n",
+        env!("CARGO_PKG_VERSION"),
+        crate::session::REDIS_COMPAT_VERSION
+    );
+    s.out.verbatim(text.as_bytes());
     Ok(())
 }
 

@@ -234,6 +234,8 @@ def coverage(c):
         (["GETBIT", p + "b", 7], 1),
         (["BITCOUNT", p + "b"], 1),
         (["BITPOS", p + "b", 1], 7),
+        (["BITFIELD", p + "bf", "SET", "u8", "#1", 200, "INCRBY", "u8", "#1", 100], [0, 44]),
+        (["BITFIELD", p + "bf", "OVERFLOW", "FAIL", "INCRBY", "i8", 8, 127], [None]),
         (["MSET", p + "m1", "a", p + "m2", "b", p + "m3", "c"], "OK"),
         (["MGET", p + "m1", p + "m2", p + "m3", p + "none"], ["a", "b", "c", None]),
         (["DEL", p + "m1", p + "m2", p + "m3"], 3),
@@ -308,6 +310,7 @@ def coverage(c):
         (["SET", p + "d", "dumped"], "OK"),
         (["SORT", p + "t", "ALPHA"], []),
         (["PING"], "PONG"),
+        (["LOLWUT"], None),  # any text: it names the server's version
     ]
     for args, want in checks:
         got = c(*args)
