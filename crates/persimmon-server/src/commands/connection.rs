@@ -412,8 +412,11 @@ impl Default for KillFilter<'_> {
 }
 
 impl KillFilter<'_> {
+    /// Whether `c` is to be killed: every filter matches and it is not
+    /// already on its way out (killed, its task not yet ended).
     fn matches(&self, c: &ClientInfo, me: u64) -> bool {
-        self.id.is_none_or(|id| c.id == id)
+        !c.is_killed()
+            && self.id.is_none_or(|id| c.id == id)
             && self.kind.is_none_or(|k| c.client_type() == k)
             && self
                 .addr

@@ -47,6 +47,7 @@ mod dump;
 mod expire;
 mod hash_walk;
 mod hashes;
+mod hll;
 mod info;
 mod keys;
 mod lcs;
@@ -264,6 +265,10 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bitpos",        -3, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
     spec!("bitfield",      -2, ["write", "denyoom"],         1,  1, 1, "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
     spec!("bitfield_ro",   -2, ["readonly", "fast"],         1,  1, 1, "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
+    spec!("pfadd",         -2, ["write", "denyoom", "fast"], 1,  1, 1, "hyperloglog", hll::pfadd,         "Adds elements to a HyperLogLog (Redis's representation); 1 when it changed."),
+    spec!("pfcount",       -2, ["readonly"],                 1, -1, 1, "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
+    spec!("pfdebug",        3, ["write", "denyoom", "admin"], 2, 2, 1, "hyperloglog", hll::pfdebug,       "HyperLogLog internals: GETREG (the registers), ENCODING (sparse or dense), TODENSE."),
+    spec!("pfmerge",       -2, ["write", "denyoom"],         1, -1, 1, "hyperloglog", hll::pfmerge,       "Merges HyperLogLogs into the first one (created when missing), atomically."),
     spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
     spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
     spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),

@@ -309,6 +309,9 @@ def coverage(c):
         # keyspace
         (["SET", p + "d", "dumped"], "OK"),
         (["SORT", p + "t", "ALPHA"], []),
+        (["PFADD", p + "hll", "a", "b", "c"], 1),
+        (["PFCOUNT", p + "hll"], 3),
+        (["PFMERGE", p + "hll", p + "hll"], "OK"),
         (["PING"], "PONG"),
         (["LOLWUT"], None),  # any text: it names the server's version
     ]
