@@ -38,11 +38,15 @@ const TOP_LEVEL: &[&str] = &[
     "client-output-stall-secs",
 ];
 
-/// One key to write: its name, its value, and its form.
+/// One key to write: its name, its value (`None`: remove the key), its
+/// form, and whether it is a top-level key of the file (else it goes in
+/// `[settings]`). State kept outside `Settings` (a replica's master, say)
+/// is written by adding its own entry to [`changed_entries`]'s.
 pub struct Entry {
     pub name: String,
-    pub value: Vec<u8>,
+    pub value: Option<Vec<u8>>,
     pub form: TomlForm,
+    pub top_level: bool,
 }
 
 /// The entries a rewrite writes: every parameter changed at run time.
@@ -52,8 +56,9 @@ pub fn changed_entries(settings: &Settings) -> Vec<Entry> {
         .into_iter()
         .map(|(name, value, form)| Entry {
             name: name.to_string(),
-            value,
+            value: Some(value),
             form,
+            top_level: TOP_LEVEL.contains(&name),
         })
         .collect()
 }
@@ -75,15 +80,25 @@ pub fn rewrite(path: &Path, settings: &Settings, entries: &[Entry]) -> Result<()
     replace_file(path, new_text.as_bytes()).map_err(|e| e.to_string())
 }
 
-/// Writes one entry at the top level or in `[settings]`.
+/// Writes (or removes) one entry at the top level or in `[settings]`.
 fn set(doc: &mut DocumentMut, entry: &Entry) -> Result<(), String> {
-    let text = String::from_utf8(entry.value.clone())
-        .map_err(|_| format!("the value of {} is not UTF-8", entry.name))?;
-    if TOP_LEVEL.contains(&entry.name.as_str()) {
-        replace(doc.as_table_mut(), &entry.name, typed(&text, entry.form));
+    let table = if entry.top_level {
+        doc.as_table_mut()
+    } else {
+        settings_table(doc)?
+    };
+    let Some(value) = &entry.value else {
+        table.remove(&entry.name);
         return Ok(());
-    }
-    replace(settings_table(doc)?, &entry.name, Value::from(text));
+    };
+    let text = String::from_utf8(value.clone())
+        .map_err(|_| format!("the value of {} is not UTF-8", entry.name))?;
+    let value = if entry.top_level {
+        typed(&text, entry.form)
+    } else {
+        Value::from(text)
+    };
+    replace(table, &entry.name, value);
     Ok(())
 }
 
@@ -166,11 +181,12 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
-    fn entry(name: &str, value: &str, form: TomlForm) -> Entry {
+    fn entry(name: &str, value: Option<&str>, form: TomlForm) -> Entry {
         Entry {
             name: name.into(),
-            value: value.as_bytes().to_vec(),
+            value: value.map(|v| v.as_bytes().to_vec()),
             form,
+            top_level: true,
         }
     }
 
@@ -212,12 +228,27 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_without_a_value_removes_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, "port = 7000\nmaxclients = 5 # small\n").unwrap();
+        let settings = Settings::new(&Config::default(), &[]);
+        let entries = [entry("maxclients", None, TomlForm::Int)];
+        rewrite(&path, &settings, &entries).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "port = 7000\n");
+    }
+
+    #[test]
     fn a_file_that_is_not_toml_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, "this is = = not toml").unwrap();
         let settings = Settings::new(&Config::default(), &[]);
-        let e = rewrite(&path, &settings, &[entry("maxclients", "3", TomlForm::Int)]);
+        let e = rewrite(
+            &path,
+            &settings,
+            &[entry("maxclients", Some("3"), TomlForm::Int)],
+        );
         assert!(e.is_err());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),

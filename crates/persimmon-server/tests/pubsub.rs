@@ -398,3 +398,36 @@ fn a_subscriber_that_reads_nothing_is_dropped_at_the_pubsub_limit() {
         cmd(&mut admin, &["PUBSUB", "NUMSUB", "firehose"]) == arr(vec![b("firehose"), Resp::Int(1)])
     });
 }
+
+#[test]
+fn client_reply_off_and_skip_silence_replies_but_not_pubsub() {
+    let server = TestServer::start();
+    let mut c = server.raw();
+    // SKIP: the next command's reply is dropped, then replies again.
+    send(&mut c, &["CLIENT", "REPLY", "SKIP"]);
+    send(&mut c, &["SET", "k", "skipped"]);
+    assert_eq!(cmd(&mut c, &["GET", "k"]), b("skipped"));
+    // OFF: nothing until ON (whose OK is the next reply); errors too.
+    send(&mut c, &["CLIENT", "REPLY", "OFF"]);
+    send(&mut c, &["SET", "k", "v2"]);
+    send(&mut c, &["NOSUCHCOMMAND"]);
+    // Pub/sub confirmations and messages are sent all the same.
+    send(&mut c, &["SUBSCRIBE", "ch"]);
+    assert_eq!(c.read().unwrap(), confirm("subscribe", "ch", 1));
+    let mut p = server.raw();
+    assert_eq!(cmd(&mut p, &["PUBLISH", "ch", "m"]), Resp::Int(1));
+    assert_eq!(c.read().unwrap(), message("ch", "m"));
+    assert_eq!(
+        cmd(&mut c, &["UNSUBSCRIBE"]),
+        confirm("unsubscribe", "ch", 0)
+    );
+    assert_eq!(
+        cmd(&mut c, &["CLIENT", "REPLY", "ON"]),
+        Resp::Simple("OK".into())
+    );
+    assert_eq!(cmd(&mut c, &["GET", "k"]), b("v2"));
+    assert_eq!(
+        cmd(&mut c, &["CLIENT", "REPLY", "MAYBE"]),
+        Resp::Error("ERR syntax error".into())
+    );
+}

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT.
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT
+//! (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, REPLY, UNBLOCK...).
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -172,7 +173,7 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-const CLIENT_HELP: [&str; 22] = [
+const CLIENT_HELP: [&str; 24] = [
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID",
     "    Return the ID of the current connection.",
@@ -188,6 +189,8 @@ const CLIENT_HELP: [&str; 22] = [
     "    Return information about the current client connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
     "KILL <ip:port>",
     "    Kill connection made from <ip:port>.",
     "KILL <option> <value> [<option> <value> [...]]",
@@ -241,10 +244,32 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         client_unblock(s, &a)?;
     } else if is(sub, "KILL") {
         client_kill(s, &a)?;
+    } else if is(sub, "REPLY") {
+        exact_arity(&a, 3, "client|reply")?;
+        client_reply(s, a.get(2))?;
     } else if is(sub, "HELP") {
         s.out.simple_lines(&CLIENT_HELP);
     } else {
         return Err(unknown_subcommand("client", sub));
+    }
+    Ok(())
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: ON replies OK; OFF and SKIP reply nothing
+/// (the dispatch drops the replies, see `commands::execute`).
+fn client_reply(s: &mut Session, mode: &[u8]) -> Result<(), Error> {
+    use crate::session::ReplyMode;
+    if is(mode, "ON") {
+        s.reply_mode = ReplyMode::On;
+        s.out.ok();
+    } else if is(mode, "OFF") {
+        s.reply_mode = ReplyMode::Off;
+    } else if is(mode, "SKIP") {
+        if s.reply_mode != ReplyMode::Off {
+            s.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        return Err(syntax());
     }
     Ok(())
 }

@@ -369,6 +369,32 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
         // Messages published before this command go before its reply.
         while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {}
     }
+    let mark = s.out.len();
+    execute_one(s, args);
+    apply_reply_mode(s, mark);
+}
+
+/// `CLIENT REPLY OFF|SKIP`: drops the reply the command queued past `mark`.
+fn apply_reply_mode(s: &mut Session, mark: usize) {
+    use crate::session::ReplyMode;
+    match s.reply_mode {
+        ReplyMode::On => return,
+        ReplyMode::Off => {}
+        ReplyMode::SkipNext => s.reply_mode = ReplyMode::Skip,
+        ReplyMode::Skip => s.reply_mode = ReplyMode::On,
+    }
+    // Pub/sub output (confirmations, messages) is sent all the same.
+    let mut kept = Vec::new();
+    for r in std::mem::take(&mut s.pushed) {
+        if r.start >= mark && r.end <= s.out.len() {
+            kept.extend_from_slice(&s.out.buf[r]);
+        }
+    }
+    s.out.buf.truncate(mark);
+    s.out.buf.extend_from_slice(&kept);
+}
+
+fn execute_one(s: &mut Session, args: Args<'_>) {
     let index = match checked(s, &args) {
         Ok(index) => index,
         Err((index, e)) => {
@@ -429,6 +455,7 @@ pub(crate) fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize)
         && authenticated
         && s.multi.is_none()
         && !s.pubsub.has_mailbox()
+        && s.reply_mode == crate::session::ReplyMode::On
         && refused_by_settings(s, spec).is_none())
     .then_some(index)
 }

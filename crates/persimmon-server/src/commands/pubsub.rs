@@ -9,6 +9,8 @@
 //!   replies once, with a null channel.
 //! - A PUBLISH's own subscribed connection gets the message before the
 //!   reply (the mailbox is moved into the output right after delivery).
+//! - `CLIENT REPLY OFF|SKIP` silences replies but not pub/sub output
+//!   (confirmations and messages), as in Redis 7.
 //! - There are no shard channels (no cluster): SSUBSCRIBE and SPUBLISH are
 //!   not in the table; `PUBSUB SHARDCHANNELS` and `SHARDNUMSUB` report
 //!   none, as a Redis with no shard subscriber does.
@@ -68,6 +70,7 @@ fn unsubscribe_all(s: &mut Session, a: &Args<'_>, kind: Kind) {
 
 /// `[kind, channel, count]`, a push in RESP3.
 fn confirm(s: &mut Session, kind: &str, channel: Option<&[u8]>, count: usize) {
+    let start = s.out.len();
     s.out.push(3);
     s.out.bulk(kind.as_bytes());
     match channel {
@@ -75,6 +78,15 @@ fn confirm(s: &mut Session, kind: &str, channel: Option<&[u8]>, count: usize) {
         None => s.out.null(),
     }
     s.out.int(count as i64);
+    keep_if_silenced(s, start);
+}
+
+/// Marks the output since `start` as pub/sub output, which `CLIENT REPLY
+/// OFF|SKIP` does not silence.
+fn keep_if_silenced(s: &mut Session, start: usize) {
+    if s.reply_mode != crate::session::ReplyMode::On {
+        s.pushed.push(start..s.out.len());
+    }
 }
 
 /// PUBLISH channel message: the number of deliveries.
@@ -82,11 +94,13 @@ pub fn publish(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let limit = Limit::from_settings(s.shared.settings.pubsub_limit());
     let receivers = s.shared.pubsub.publish(a.get(1), a.get(2), limit);
     // Messages to this very client go before the reply, as in Redis.
+    let start = s.out.len();
     while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {
         if s.output_over_limit() {
             break;
         }
     }
+    keep_if_silenced(s, start);
     s.out.int(receivers as i64);
     Ok(())
 }
