@@ -24,6 +24,12 @@
 //! worker-threads = 2
 //! databases = 16             # SELECT 0..15 (Redis's default)
 //! replicaof = "10.0.0.5 6379"  # follow this master (Persimmon or redis-server)
+//!
+//! # Any other CONFIG SET parameter, applied at start as CONFIG SET would
+//! # (CONFIG REWRITE writes the parameters changed at run time here).
+//! [settings]
+//! maxmemory = "1gb"
+//! client-output-buffer-limit = "pubsub 32mb 8mb 60"
 //! ```
 //!
 //! Names follow `redis.conf` where Redis has the setting.
@@ -79,6 +85,9 @@ pub struct Config {
     pub databases: usize,
     /// Follow this master (host, port) from the start, as `REPLICAOF` does.
     pub replicaof: Option<(String, u16)>,
+    /// The file's `[settings]` table: `CONFIG SET` parameters and values,
+    /// applied at start after everything above.
+    pub settings: Vec<(String, String)>,
     /// Test hook: treat loopback peers as remote, to exercise protected
     /// mode without sending traffic to any other address.
     #[doc(hidden)]
@@ -137,6 +146,7 @@ impl Default for Config {
             worker_threads: 2,
             databases: 16,
             replicaof: None,
+            settings: Vec::new(),
             treat_loopback_as_remote: false,
         }
     }
@@ -178,6 +188,7 @@ struct FileConfig {
     worker_threads: Option<usize>,
     databases: Option<usize>,
     replicaof: Option<String>,
+    settings: Option<std::collections::BTreeMap<String, toml::Value>>,
 }
 
 /// A byte count: an integer, or a string such as "64M" (see [`parse_size`]).
@@ -307,6 +318,17 @@ impl Config {
         if let Some(text) = &file.replicaof {
             self.replicaof = Some(parse_replicaof(text)?);
         }
+        for (name, value) in file.settings.unwrap_or_default() {
+            let value = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(n) => n.to_string(),
+                toml::Value::Float(x) => x.to_string(),
+                toml::Value::Boolean(b) => if b { "yes" } else { "no" }.to_string(),
+                other => return Err(format!("settings.{name}: {other} is not a value")),
+            };
+            self.settings.retain(|(n, _)| *n != name);
+            self.settings.push((name, value));
+        }
         self.validate()
     }
 
@@ -339,6 +361,7 @@ impl Config {
         if matches!(&self.requirepass, Some(p) if p.len() > 512) {
             return Err("requirepass is longer than 512 bytes".into());
         }
+        crate::settings::Settings::check_startup(self).map_err(|e| format!("[settings]: {e}"))?;
         Ok(())
     }
 
@@ -437,6 +460,29 @@ mod tests {
             .unwrap();
         assert!(c.ordered_index);
         assert_eq!(c.point_index, PointIndex::Dram);
+    }
+
+    #[test]
+    fn the_settings_table_is_checked_as_config_set_checks() {
+        let mut c = Config::default();
+        c.apply_toml("[settings]\nmaxmemory = \"2mb\"\ntimeout = 30\nactiverehashing = false")
+            .unwrap();
+        assert_eq!(
+            c.settings,
+            vec![
+                ("activerehashing".to_string(), "no".to_string()),
+                ("maxmemory".to_string(), "2mb".to_string()),
+                ("timeout".to_string(), "30".to_string()),
+            ]
+        );
+        let e = c
+            .apply_toml("[settings]\nmaxmemory = \"lots\"")
+            .unwrap_err();
+        assert!(e.contains("maxmemory"), "{e}");
+        let e = Config::default()
+            .apply_toml("[settings]\nport = 1")
+            .unwrap_err();
+        assert!(e.contains("immutable"), "{e}");
     }
 
     #[test]

@@ -102,10 +102,7 @@ impl Connection {
             self.reserve_input();
             // No select on the shutdown signal here: at shutdown the runtime
             // drops every connection task at its await point.
-            let n = match self.stream.read_buf(&mut self.input).await {
-                Ok(0) | Err(_) => return Err(Closed),
-                Ok(n) => n,
-            };
+            let n = self.read_or_deliver().await?;
             self.session.counters.net_in += n as u64;
             self.session.counters.reads += 1;
             let mut flow = self.process().await?;
@@ -133,10 +130,46 @@ impl Connection {
                 }
                 Flow::Block | Flow::WaitReplicas => unreachable!("waited for above"),
             }
+            if self.session.info.is_killed() {
+                return Err(Closed);
+            }
             self.unpublished_batches += 1;
             if self.unpublished_batches >= PUBLISH_EVERY_BATCHES {
                 self.unpublished_batches = 0;
                 self.session.publish_counters();
+            }
+        }
+    }
+
+    /// Reads more input; meanwhile writes the messages published to this
+    /// client's channels as they come, and ends the connection when it is
+    /// killed (`CLIENT KILL`, a pub/sub output limit). Returns the bytes
+    /// read (at least 1).
+    async fn read_or_deliver(&mut self) -> Result<usize, Closed> {
+        loop {
+            tokio::select! {
+                read = self.stream.read_buf(&mut self.input) => match read {
+                    Ok(0) | Err(_) => return Err(Closed),
+                    Ok(n) => return Ok(n),
+                },
+                _ = self.session.info.killed() => return Err(Closed),
+                _ = self.session.pubsub.mail() => {}
+            }
+            self.deliver().await?;
+        }
+    }
+
+    /// Writes the messages queued for this client, a bounded amount at a
+    /// time.
+    async fn deliver(&mut self) -> Result<(), Closed> {
+        loop {
+            let more = self
+                .session
+                .pubsub
+                .drain(&mut self.session.out, crate::commands::DRAIN_BYTES);
+            self.flush().await?;
+            if !more {
+                return Ok(());
             }
         }
     }
@@ -175,6 +208,7 @@ impl Connection {
             tokio::select! {
                 _ = reg.notified() => recheck = false,
                 _ = tokio::time::sleep(wait) => recheck = true,
+                _ = self.session.info.killed() => return Err(Closed),
                 read = self.stream.read_buf(&mut self.input) => {
                     let n = match read {
                         Ok(0) | Err(_) => return Err(Closed),
@@ -350,11 +384,25 @@ impl Connection {
             Err(_) => return Err(Closed),
         }
         let stall = self.session.shared.settings.output_stall();
+        let info = &self.session.info;
         while written < buf.len() {
-            match tokio::time::timeout(stall, self.stream.write(&buf[written..])).await {
+            let write = tokio::time::timeout(stall, self.stream.write(&buf[written..]));
+            let result = tokio::select! {
+                result = write => result,
+                // Killed while the client does not read: close now.
+                _ = info.killed() => return Err(Closed),
+            };
+            match result {
                 Ok(Ok(n)) if n > 0 => written += n,
                 Ok(_) => return Err(Closed),
-                Err(_elapsed) => return Err(self.closed_for_output()),
+                Err(_elapsed) => {
+                    self.session
+                        .shared
+                        .stats
+                        .output_buffer_limit_disconnections
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(Closed);
+                }
             }
         }
         self.session.counters.net_out += written as u64;

@@ -27,8 +27,11 @@
 //!   counters, the client registry); `settings`: the run-time settings
 //!   (`CONFIG GET`/`SET`); `cmdstats`: per-command and per-error counts;
 //!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
-//!   in the order they blocked, and how each learns its outcome.
-//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`.
+//!   in the order they blocked, and how each learns its outcome;
+//!   `pubsub`: channel and pattern subscriptions and how a published
+//!   message reaches each subscriber's connection.
+//! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`;
+//!   `config_rewrite` (CONFIG REWRITE into the TOML file).
 //! - `repl`: replication (Redis's protocol): the write stream, its backlog,
 //!   snapshots, a replica's feed, the link of a replica to its master.
 //! - `value`: how Redis types are stored as engine values (type tag + body);
@@ -51,6 +54,7 @@ mod cmdstats;
 mod coll;
 mod commands;
 mod config;
+mod config_rewrite;
 mod conn;
 mod dbs;
 pub mod embedded;
@@ -59,6 +63,7 @@ mod glob;
 mod longdouble;
 mod pipeline;
 pub mod protocol;
+mod pubsub;
 mod random;
 mod rdb;
 mod repl;

@@ -131,6 +131,12 @@ impl Reply {
         self.number(b'*', n as i64);
     }
 
+    /// An out-of-band message of `n` elements follows (pub/sub): a RESP3
+    /// push, an array in RESP2.
+    pub fn push(&mut self, n: usize) {
+        self.number(if self.resp3 { b'>' } else { b'*' }, n as i64);
+    }
+
     /// A map of `n` key-value pairs follows (RESP2: an array of 2n).
     pub fn map(&mut self, n: usize) {
         if self.resp3 {

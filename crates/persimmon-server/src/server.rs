@@ -334,11 +334,20 @@ impl ServerHandle {
     /// Starts a server on a thread of its own (no signal handlers); returns
     /// once it listens. Use port 0 for a free port.
     pub fn start(config: Config) -> Result<ServerHandle, ServerError> {
+        ServerHandle::start_with_config_file(config, None)
+    }
+
+    /// [`ServerHandle::start`] for a configuration read from `config_file`
+    /// (the file `CONFIG REWRITE` writes to).
+    pub fn start_with_config_file(
+        config: Config,
+        config_file: Option<PathBuf>,
+    ) -> Result<ServerHandle, ServerError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("persimmon-server".into())
             .spawn(move || {
-                run_with(config, None, false, |ready, shared| {
+                run_with(config, config_file, false, |ready, shared| {
                     let _ = tx.send((ready.addr, Arc::downgrade(shared)));
                 })
             })

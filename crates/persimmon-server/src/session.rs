@@ -105,6 +105,25 @@ pub struct Session {
     /// The wait of a command that blocked (with `Flow::Block`), until the
     /// connection takes it.
     pub blocked: Option<crate::blocking::Registration>,
+    /// The channels and patterns subscribed to, and their messages.
+    pub pubsub: crate::pubsub::Subscriptions,
+    /// `CLIENT REPLY`: whether command replies are sent.
+    pub reply_mode: ReplyMode,
+    /// While replies are silenced: the pub/sub output the running command
+    /// queued (its ranges in `out`), which is sent all the same, as Redis
+    /// sends pub/sub output whatever `CLIENT REPLY` says.
+    pub pushed: Vec<std::ops::Range<usize>>,
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP` (pub/sub messages are sent in every mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Set by `CLIENT REPLY SKIP`: becomes `Skip` after that command.
+    SkipNext,
+    /// The command running now gets no reply; then `On` again.
+    Skip,
 }
 
 /// A transaction being queued (`MULTI` ... `EXEC`).
@@ -142,6 +161,9 @@ impl Session {
         let authenticated = !shared.settings.password_required();
         let tally = shared.command_stats.tally(commands.len());
         Session {
+            pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
+            reply_mode: ReplyMode::On,
+            pushed: Vec::new(),
             store: Store::new(shared.clone()),
             map: Some(shared.dbs.clone()),
             multi: None,

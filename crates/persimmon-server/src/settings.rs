@@ -16,7 +16,8 @@
 //!   `maxclients` (new connections),
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`,
 //!   `client-output-buffer-limit` (its `normal` class: the hard limit;
-//!   0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
+//!   its `pubsub` class: hard, soft and soft seconds for the messages
+//!   waiting for a subscriber, see `pubsub.rs`; 0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
 //!   (new connections and AUTH; connections already in stay in, as in Redis),
 //!   `protected-mode` (new connections).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
@@ -39,6 +40,10 @@
 //! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
 //!   own settings): `can't set immutable config`.
 //! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
+//!
+//! The config file's `[settings]` table holds parameters by these names;
+//! they are applied at start as one `CONFIG SET` each, and the values
+//! after that are the *startup* values `CONFIG REWRITE` compares with.
 //!
 //! Invariants:
 //! - `CONFIG SET` is all or nothing: every pair is checked before any is
@@ -74,6 +79,27 @@ enum Kind {
     OutputLimit,
     /// `latency-tracking-info-percentiles`: numbers from 0 to 100.
     Percentiles,
+}
+
+/// How a parameter's value is written in the TOML config file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TomlForm {
+    /// `true`/`false` (the value is `yes`/`no`).
+    Bool,
+    /// An integer (the value's digits).
+    Int,
+    /// A string.
+    Text,
+}
+
+impl TomlForm {
+    fn of(kind: Kind) -> TomlForm {
+        match kind {
+            Kind::Bool => TomlForm::Bool,
+            Kind::Int(..) | Kind::Memory(..) => TomlForm::Int,
+            _ => TomlForm::Text,
+        }
+    }
 }
 
 /// What setting a parameter does.
@@ -233,13 +259,21 @@ pub struct Settings {
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
     requirepass: Mutex<Option<Arc<[u8]>>>,
+    /// The `pubsub` class of `client-output-buffer-limit`: hard bytes,
+    /// soft bytes, soft seconds (0: no limit), as `pubsub.rs` applies it.
+    pubsub_limit: [AtomicU64; 3],
     /// The value of every parameter (by index into `PARAMS`), in normal
     /// form; its lock also makes a `CONFIG SET` one step.
     values: Mutex<Vec<Vec<u8>>>,
+    /// The values the server started with (what `CONFIG REWRITE` compares
+    /// with to find the parameters changed at run time).
+    startup: Vec<Vec<u8>>,
 }
 
-/// Redis's default limits of the classes Persimmon does not have.
+/// Redis's default limits of the classes other than `normal`.
 const OTHER_CLASSES: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+/// The `pubsub` class of `OTHER_CLASSES`: hard, soft, soft seconds.
+const PUBSUB_DEFAULT_LIMIT: [u64; 3] = [33554432, 8388608, 60];
 
 fn yes_no(b: bool) -> &'static str {
     if b {
@@ -309,7 +343,7 @@ impl Settings {
             }
         }
         let password = config.requirepass.as_ref().map(|p| p.as_bytes().into());
-        Settings {
+        let mut settings = Settings {
             maxclients: AtomicUsize::new(l.maxclients),
             proto_max_bulk_len: AtomicUsize::new(l.proto_max_bulk_len),
             query_buffer_limit: AtomicUsize::new(l.query_buffer_limit),
@@ -321,8 +355,43 @@ impl Settings {
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(10),
             requirepass: Mutex::new(password),
+            pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
+            startup: Vec::new(),
             values: Mutex::new(values),
+        };
+        // The file's `[settings]` table, checked by `check_startup` before.
+        for (name, value) in &config.settings {
+            let _ = settings.set(&[(name.as_bytes(), value.as_bytes())]);
         }
+        settings.startup = lock(&settings.values).clone();
+        settings
+    }
+
+    /// Whether the `[settings]` table of `config` would be accepted.
+    pub fn check_startup(config: &Config) -> Result<(), String> {
+        let settings = Settings::new(&Config::default(), &[]);
+        for (name, value) in &config.settings {
+            settings.set(&[(name.as_bytes(), value.as_bytes())])?;
+        }
+        Ok(())
+    }
+
+    /// The parameters whose value differs from the one the server started
+    /// with: name, value now, and how the value is written in TOML.
+    pub fn changed(&self) -> Vec<(&'static str, Vec<u8>, TomlForm)> {
+        let values = lock(&self.values);
+        PARAMS
+            .iter()
+            .zip(values.iter().zip(&self.startup))
+            .filter(|(_, (now, then))| now != then)
+            .map(|(p, (now, _))| (p.name, now.clone(), TomlForm::of(p.kind)))
+            .collect()
+    }
+
+    /// The `pubsub` output limit now: (hard bytes, soft bytes, soft
+    /// seconds), 0 meaning none.
+    pub fn pubsub_limit(&self) -> [u64; 3] {
+        [0, 1, 2].map(|i| self.pubsub_limit[i].load(Ordering::Relaxed))
     }
 
     pub fn maxclients(&self) -> usize {
@@ -459,6 +528,14 @@ impl Settings {
                     .and_then(|c| c.into_iter().find(|(class, ..)| class == "normal"))
                     .map_or(usize::MAX, |(_, hard, ..)| limit(hard));
                 self.output_buffer_limit.store(normal, Ordering::Relaxed);
+                let pubsub = output_classes(value)
+                    .ok()
+                    .and_then(|c| c.into_iter().find(|(class, ..)| class == "pubsub"));
+                if let Some((_, hard, soft, secs)) = pubsub {
+                    for (slot, n) in self.pubsub_limit.iter().zip([hard, soft, secs]) {
+                        slot.store(n, Ordering::Relaxed);
+                    }
+                }
             }
             "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
             "maxmemory" => self.maxmemory.store(number(), Ordering::Relaxed),
@@ -761,6 +838,7 @@ mod tests {
             )
         );
         assert_eq!(s.output_buffer_limit(), 512 << 20);
+        assert_eq!(s.pubsub_limit(), [1 << 20, 2 << 20, 3]);
         s.set(&[(b"client-output-buffer-limit", b"normal 0 0 0")])
             .unwrap();
         assert_eq!(s.output_buffer_limit(), usize::MAX);

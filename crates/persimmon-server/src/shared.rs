@@ -56,6 +56,8 @@ pub struct Shared {
     pub scan: ScanCache,
     /// Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...).
     pub blocked: Blocked,
+    /// Channel and pattern subscriptions (`pubsub.rs`).
+    pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Turns for atomic units that keep conflicting (`store.rs`).
     pub turns: crate::store::Turns,
     /// Replication: the write stream, replicas, the link to a master.
@@ -141,6 +143,13 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     /// Bytes of received requests not yet executed.
     pub query_buffer_bytes: AtomicUsize,
+    /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
+    /// to close: set once, then `kill_notify` wakes the connection's task.
+    killed: AtomicBool,
+    kill_notify: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -182,6 +191,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
             blocked: Blocked::default(),
+            pubsub: Arc::default(),
             turns: crate::store::Turns::default(),
             repl: crate::repl::Replication::new(),
             stopping: AtomicBool::new(false),
@@ -251,6 +261,39 @@ impl ClientInfo {
             last_command: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             query_buffer_bytes: AtomicUsize::new(0),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            killed: AtomicBool::new(false),
+            kill_notify: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close as soon as it can (it finishes the
+    /// command it is running, sends nothing more, and closes).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`ClientInfo::kill`] has been called (at once if it
+    /// was before). Only the connection's own task awaits this.
+    pub async fn killed(&self) {
+        while !self.is_killed() {
+            self.kill_notify.notified().await;
+        }
+    }
+
+    /// Redis's client type: `pubsub` while subscribed to anything, else
+    /// `normal` (CLIENT LIST, CLIENT KILL TYPE).
+    pub fn client_type(&self) -> &'static str {
+        if self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) > 0 {
+            "pubsub"
+        } else {
+            "normal"
         }
     }
 }

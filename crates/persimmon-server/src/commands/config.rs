@@ -5,10 +5,9 @@
 //! Invariants:
 //! - CONFIG SET changes all the pairs it is given or none, with Redis's
 //!   error texts (`settings::Settings::set`).
-//! - CONFIG REWRITE is refused: the server's config file is TOML with
-//!   Persimmon's own keys, not a `redis.conf`, and the server does not
-//!   rewrite a file a person wrote; changes made by CONFIG SET last until
-//!   the server stops.
+//! - CONFIG REWRITE writes the parameters changed at run time into the
+//!   TOML file the server started with, keeping its comments and layout
+//!   (`config_rewrite.rs`); without a file it fails as Redis does.
 //! - CONFIG RESETSTAT zeroes what Redis zeroes: the `INFO stats` counters,
 //!   `commandstats` and `errorstats` (not the gauges: clients, memory).
 
@@ -28,7 +27,7 @@ const CONFIG_HELP: [&str; 11] = [
     "RESETSTAT",
     "    Zero the statistics INFO reports (stats, commandstats, errorstats).",
     "REWRITE",
-    "    Refused: persimmon's config file is TOML; edit it by hand.",
+    "    Write the parameters changed by CONFIG SET into the config file.",
     "HELP",
     "    Print this help.",
 ];
@@ -45,20 +44,28 @@ pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.ok();
     } else if is(sub, "REWRITE") {
         exact_arity(&a, 2, "config|rewrite")?;
-        return Err(match &s.shared.config_file {
-            None => Error::new("ERR The server is running without a config file"),
-            Some(path) => Error::new(format!(
-                "ERR CONFIG REWRITE is not supported: {} is persimmon's TOML config file; \
-                 edit it by hand (CONFIG SET changes last until the server stops)",
-                path.display()
-            )),
-        });
+        config_rewrite(s)?;
     } else if is(sub, "HELP") {
         exact_arity(&a, 2, "config|help")?;
         s.out.simple_lines(&CONFIG_HELP);
     } else {
         return Err(unknown_subcommand("config", sub));
     }
+    Ok(())
+}
+
+/// CONFIG REWRITE: the changed parameters into the config file.
+fn config_rewrite(s: &mut Session) -> Result<(), Error> {
+    let Some(path) = &s.shared.config_file else {
+        return Err(Error::new(
+            "ERR The server is running without a config file",
+        ));
+    };
+    let settings = &s.shared.settings;
+    let entries = crate::config_rewrite::changed_entries(settings);
+    crate::config_rewrite::rewrite(path, settings, &entries)
+        .map_err(|e| Error::new(format!("ERR Rewriting config file: {e}")))?;
+    s.out.ok();
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT.
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT
+//! (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, REPLY, UNBLOCK...).
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -18,6 +19,13 @@ use crate::session::{
 use crate::shared::ClientInfo;
 
 pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if s.pubsub.active() && !s.out.resp3 && a.len() <= 2 {
+        // RESP2's subscribed mode: `["pong", message or ""]`.
+        s.out.array(2);
+        s.out.bulk(b"pong");
+        s.out.bulk(if a.len() == 2 { a.get(1) } else { b"" });
+        return Ok(());
+    }
     match a.len() {
         1 => s.out.simple("PONG"),
         2 => s.out.bulk(a.get(1)),
@@ -165,7 +173,7 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-const CLIENT_HELP: [&str; 17] = [
+const CLIENT_HELP: [&str; 24] = [
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID",
     "    Return the ID of the current connection.",
@@ -181,6 +189,13 @@ const CLIENT_HELP: [&str; 17] = [
     "    Return information about the current client connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are: ID <client-id>, TYPE <normal|master|replica|pubsub>,",
+    "    USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (yes|no).",
     "HELP",
     "    Print this help.",
 ];
@@ -227,10 +242,34 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.ok();
     } else if is(sub, "UNBLOCK") {
         client_unblock(s, &a)?;
+    } else if is(sub, "KILL") {
+        client_kill(s, &a)?;
+    } else if is(sub, "REPLY") {
+        exact_arity(&a, 3, "client|reply")?;
+        client_reply(s, a.get(2))?;
     } else if is(sub, "HELP") {
         s.out.simple_lines(&CLIENT_HELP);
     } else {
         return Err(unknown_subcommand("client", sub));
+    }
+    Ok(())
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: ON replies OK; OFF and SKIP reply nothing
+/// (the dispatch drops the replies, see `commands::execute`).
+fn client_reply(s: &mut Session, mode: &[u8]) -> Result<(), Error> {
+    use crate::session::ReplyMode;
+    if is(mode, "ON") {
+        s.reply_mode = ReplyMode::On;
+        s.out.ok();
+    } else if is(mode, "OFF") {
+        s.reply_mode = ReplyMode::Off;
+    } else if is(mode, "SKIP") {
+        if s.reply_mode != ReplyMode::Off {
+            s.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        return Err(syntax());
     }
     Ok(())
 }
@@ -288,13 +327,15 @@ fn client_setinfo(s: &mut Session, option: &[u8], value: &[u8]) -> Result<(), Er
     Ok(())
 }
 
-/// CLIENT LIST [TYPE type] [ID id ...]: every client is of type `normal`.
+/// CLIENT LIST [TYPE type] [ID id ...].
 fn client_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    let ids = client_list_filter(a)?;
+    let (ids, kind) = client_list_filter(a)?;
     let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
     let mut text = String::new();
     for c in clients {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && kind.is_none_or(|k| c.client_type() == k)
+        {
             describe_client(s, &c, &mut text);
         }
     }
@@ -302,23 +343,24 @@ fn client_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The ids CLIENT LIST's options ask for (`None`: every client).
-fn client_list_filter(a: &Args<'_>) -> Result<Option<Vec<u64>>, Error> {
+/// Redis's name of a client type (`replica` is also `slave`), or its error.
+fn client_type_named(t: &[u8]) -> Result<&'static str, Error> {
+    ["normal", "master", "slave", "replica", "pubsub"]
+        .into_iter()
+        .find(|name| is(t, name))
+        .map(|name| if name == "replica" { "slave" } else { name })
+        .ok_or_else(|| Error::new(format!("ERR Unknown client type '{}'", shown(t, 64))))
+}
+
+/// The ids and the type CLIENT LIST's options ask for (`None`: any).
+fn client_list_filter(a: &Args<'_>) -> Result<(Option<Vec<u64>>, Option<&'static str>), Error> {
     let argc = a.len();
     let mut ids = None;
+    let mut kind = None;
     let mut i = 2;
     while i < argc {
         if is(a.get(i), "TYPE") && i + 1 < argc {
-            let t = a.get(i + 1);
-            if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
-                return Err(Error::new(format!(
-                    "ERR Unknown client type '{}'",
-                    shown(t, 64)
-                )));
-            }
-            if !is(t, "normal") {
-                ids = Some(Vec::new());
-            }
+            kind = Some(client_type_named(a.get(i + 1))?);
             i += 2;
         } else if is(a.get(i), "ID") && i + 1 < argc {
             let mut list = Vec::new();
@@ -334,7 +376,124 @@ fn client_list_filter(a: &Args<'_>) -> Result<Option<Vec<u64>>, Error> {
             return Err(syntax());
         }
     }
-    Ok(ids)
+    Ok((ids, kind))
+}
+
+/// CLIENT KILL ip:port (`+OK` or `No such client`; may kill the caller),
+/// or CLIENT KILL with filters (ID, TYPE, ADDR, LADDR, USER, SKIPME): the
+/// number of clients killed. A killed client finishes the command it is
+/// running and closes without further replies; the caller, when it kills
+/// itself, gets this reply first.
+fn client_kill(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    let filter = match a.len() {
+        0..=2 => return Err(syntax()),
+        3 => KillFilter {
+            addr: Some(a.get(2)),
+            skip_me: false,
+            ..KillFilter::default()
+        },
+        _ => kill_filter(a)?,
+    };
+    let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+    let mut killed = 0;
+    for c in clients.iter().filter(|c| filter.matches(c, s.info.id)) {
+        if c.id == s.info.id {
+            s.flow = Flow::Close;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    if a.len() == 3 {
+        if killed == 0 {
+            return Err(Error::new("ERR No such client"));
+        }
+        s.out.ok();
+    } else {
+        s.out.int(killed);
+    }
+    Ok(())
+}
+
+/// Which clients a CLIENT KILL names; every given filter must match.
+struct KillFilter<'a> {
+    id: Option<u64>,
+    kind: Option<&'static str>,
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    skip_me: bool,
+}
+
+impl Default for KillFilter<'_> {
+    fn default() -> Self {
+        KillFilter {
+            id: None,
+            kind: None,
+            addr: None,
+            laddr: None,
+            skip_me: true,
+        }
+    }
+}
+
+impl KillFilter<'_> {
+    /// Whether `c` is to be killed: every filter matches and it is not
+    /// already on its way out (killed, its task not yet ended).
+    fn matches(&self, c: &ClientInfo, me: u64) -> bool {
+        !c.is_killed()
+            && self.id.is_none_or(|id| c.id == id)
+            && self.kind.is_none_or(|k| c.client_type() == k)
+            && self
+                .addr
+                .is_none_or(|addr| c.addr.to_string().as_bytes() == addr)
+            && self
+                .laddr
+                .is_none_or(|laddr| c.laddr.to_string().as_bytes() == laddr)
+            && !(self.skip_me && c.id == me)
+    }
+}
+
+/// CLIENT KILL's `option value` pairs, with Redis's errors.
+fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
+    let mut f = KillFilter::default();
+    let mut i = 2;
+    while i < a.len() {
+        if i + 1 >= a.len() {
+            return Err(syntax());
+        }
+        let (option, value) = (a.get(i), a.get(i + 1));
+        if is(option, "ID") {
+            let id = int_arg(value)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| Error::new("ERR client-id should be greater than 0"))?;
+            f.id = Some(id as u64);
+        } else if is(option, "TYPE") {
+            f.kind = Some(client_type_named(value)?);
+        } else if is(option, "ADDR") {
+            f.addr = Some(value);
+        } else if is(option, "LADDR") {
+            f.laddr = Some(value);
+        } else if is(option, "USER") {
+            // The only user is `default`: every client is logged in as it.
+            if value != b"default" {
+                return Err(Error::new(format!(
+                    "ERR No such user '{}'",
+                    shown(value, 128)
+                )));
+            }
+        } else if is(option, "SKIPME") {
+            f.skip_me = match value {
+                v if is(v, "yes") => true,
+                v if is(v, "no") => false,
+                _ => return Err(syntax()),
+            };
+        } else {
+            return Err(syntax());
+        }
+        i += 2;
+    }
+    Ok(f)
 }
 
 /// One `CLIENT LIST` line (a subset of Redis's fields, same format).
@@ -347,9 +506,10 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         i => s.commands[i - 1].name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
-    let _ = writeln!(
+    let _ =
+        writeln!(
         text,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 \
          multi=-1 qbuf={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 events=r cmd={} \
          user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -359,6 +519,9 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.name),
         c.created.elapsed().as_secs(),
         idle,
+        if c.client_type() == "pubsub" { "P" } else { "N" },
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
         c.query_buffer_bytes.load(Ordering::Relaxed),
         cmd,
         c.resp.load(Ordering::Relaxed),

@@ -504,9 +504,9 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     ]);
     out.line("keyspace_hits", &n(&st.keyspace_hits));
     out.line("keyspace_misses", &n(&st.keyspace_misses));
+    out.line("pubsub_channels", &ctx.shared.pubsub.numchannels());
+    out.line("pubsub_patterns", &ctx.shared.pubsub.numpat());
     out.zeros(&[
-        "pubsub_channels",
-        "pubsub_patterns",
         "pubsubshard_channels",
         "latest_fork_usec",
         "total_forks",

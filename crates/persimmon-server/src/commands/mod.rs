@@ -37,6 +37,7 @@ use std::time::Instant;
 use crate::protocol::Args;
 use crate::session::{arity, shown, Error, Queued, Session, Spec};
 
+mod bitfield;
 mod bits;
 mod blocking;
 mod command;
@@ -46,6 +47,7 @@ mod dump;
 mod expire;
 mod hash_walk;
 mod hashes;
+mod hll;
 mod info;
 mod keys;
 mod lcs;
@@ -54,6 +56,7 @@ mod memory;
 mod multi;
 mod object;
 mod ordered;
+mod pubsub;
 mod randomkey;
 mod rename;
 mod replication;
@@ -67,6 +70,7 @@ mod zsets;
 
 pub use blocking::{recheck_blocked, reply_blocked, serve_ready};
 pub(crate) use dump::{read_value, write_value};
+pub use pubsub::DRAIN_BYTES;
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
 /// group, handler, summary)`.
@@ -96,9 +100,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("auth",          -2, ["no_auth", "fast"],          0,  0, 0, "connection", connection::auth,     "Authenticates the connection."),
     spec!("select",         2, ["fast"],                     0,  0, 0, "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], 0, 0, 0, "connection", connection::quit, "Closes the connection."),
-    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO)."),
+    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK)."),
     spec!("command",       -1, ["loading", "stale"],         0,  0, 0, "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
-    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT)."),
+    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
     spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -244,7 +248,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
     spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+    spec!("script",        -2, ["noscript"],                 0,  0, 0, "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
     spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
+    spec!("lolwut",        -1, ["readonly", "fast"],         0,  0, 0, "server",     server::lolwut,       "Replies the server's version (no drawing)."),
     spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
     spec!("save",           1, ["admin", "noscript", "no_multi"], 0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
@@ -259,6 +265,12 @@ pub static COMMANDS: &[Spec] = &[
     spec!("getbit",         3, ["readonly", "fast"],         1,  1, 1, "bitmap",     bits::getbit,         "Returns the bit at an offset of a string value."),
     spec!("bitcount",      -2, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitcount,       "Counts the set bits in a string, or in a range of it (BYTE, BIT)."),
     spec!("bitpos",        -3, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitfield",      -2, ["write", "denyoom"],         1,  1, 1, "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
+    spec!("bitfield_ro",   -2, ["readonly", "fast"],         1,  1, 1, "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
+    spec!("pfadd",         -2, ["write", "denyoom", "fast"], 1,  1, 1, "hyperloglog", hll::pfadd,         "Adds elements to a HyperLogLog (Redis's representation); 1 when it changed."),
+    spec!("pfcount",       -2, ["readonly"],                 1, -1, 1, "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
+    spec!("pfdebug",        3, ["write", "denyoom", "admin"], 2, 2, 1, "hyperloglog", hll::pfdebug,       "HyperLogLog internals: GETREG (the registers), ENCODING (sparse or dense), TODENSE."),
+    spec!("pfmerge",       -2, ["write", "denyoom"],         1, -1, 1, "hyperloglog", hll::pfmerge,       "Merges HyperLogLogs into the first one (created when missing), atomically."),
     spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
     spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
     spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
@@ -282,6 +294,14 @@ pub static COMMANDS: &[Spec] = &[
     spec!("psync",         -3, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
     spec!("sync",           1, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
     spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
+    // Pub/sub (pubsub.rs; the registry in ../pubsub.rs).
+    spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
+    spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
+    spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
+    spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
+    spec!("publish",        3, ["pubsub", "loading", "stale", "fast"], 0, 0, 0, "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
+    spec!("pubsub",        -2, ["pubsub", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::pubsub,  "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
+    spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], 0, 0, 0, "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ];
 
 /// Longest command name, for the lookup buffer.
@@ -354,6 +374,36 @@ fn unknown_command(args: &Args<'_>) -> String {
 /// a call when the handler ran (whether it failed; its time when
 /// `Tally::times` picks it), a refusal when a check stopped it.
 pub fn execute(s: &mut Session, args: Args<'_>) {
+    if s.pubsub.has_mailbox() {
+        // Messages published before this command go before its reply.
+        while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {}
+    }
+    let mark = s.out.len();
+    execute_one(s, args);
+    apply_reply_mode(s, mark);
+}
+
+/// `CLIENT REPLY OFF|SKIP`: drops the reply the command queued past `mark`.
+fn apply_reply_mode(s: &mut Session, mark: usize) {
+    use crate::session::ReplyMode;
+    match s.reply_mode {
+        ReplyMode::On => return,
+        ReplyMode::Off => {}
+        ReplyMode::SkipNext => s.reply_mode = ReplyMode::Skip,
+        ReplyMode::Skip => s.reply_mode = ReplyMode::On,
+    }
+    // Pub/sub output (confirmations, messages) is sent all the same.
+    let mut kept = Vec::new();
+    for r in std::mem::take(&mut s.pushed) {
+        if r.start >= mark && r.end <= s.out.len() {
+            kept.extend_from_slice(&s.out.buf[r]);
+        }
+    }
+    s.out.buf.truncate(mark);
+    s.out.buf.extend_from_slice(&kept);
+}
+
+fn execute_one(s: &mut Session, args: Args<'_>) {
     let index = match checked(s, &args) {
         Ok(index) => index,
         Err((index, e)) => {
@@ -467,6 +517,8 @@ pub(crate) fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize)
     (spec.arity_ok(argc)
         && authenticated
         && s.multi.is_none()
+        && !s.pubsub.has_mailbox()
+        && s.reply_mode == crate::session::ReplyMode::On
         && refused_by_settings(s, spec).is_none())
     .then_some(index)
 }
@@ -500,6 +552,13 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     }
     if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
         return refuse(Error::new("NOAUTH Authentication required."));
+    }
+    if s.pubsub.active() && !s.out.resp3 && !crate::pubsub::allowed_while_subscribed(spec.name) {
+        return refuse(Error::new(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
+             RESET are allowed in this context",
+            spec.name
+        )));
     }
     if s.multi.is_some() && spec.flags.contains(&"no_multi") {
         return refuse(Error::new("ERR Command not allowed inside a transaction"));

@@ -1,6 +1,7 @@
 //! Server commands: DBSIZE, SHUTDOWN, TIME, LASTSAVE, SAVE, BGSAVE,
-//! BGREWRITEAOF, WAIT, FUNCTION (COMMAND, CONFIG, INFO and MEMORY have
-//! modules of their own).
+//! BGREWRITEAOF, FUNCTION, SCRIPT, LOLWUT (COMMAND, CONFIG, INFO, MEMORY
+//! and the replication commands, WAIT among them, have modules of their
+//! own).
 //!
 //! Invariants:
 //! - SHUTDOWN only asks the listener to stop; the listener closes the pool
@@ -9,15 +10,15 @@
 //!   durable in the pool before its reply is sent. They reply as Redis
 //!   does when it succeeds, and SAVE and BGSAVE set the time LASTSAVE
 //!   reports.
-//! - WAIT replies at once with 0: there are no replicas to wait for.
 //! - FUNCTION knows no libraries (scripts are not supported): FLUSH and
 //!   LIST succeed on the empty set, the subcommands that would add or run
-//!   one are refused.
+//!   one are refused. SCRIPT likewise: KILL is `NOTBUSY`, FLUSH succeeds,
+//!   EXISTS finds nothing, LOAD is refused.
 
 use std::sync::atomic::Ordering;
 
 use crate::protocol::Args;
-use crate::session::{exact_arity, is, syntax, unknown_subcommand, Error, Flow, Session};
+use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Error, Flow, Session};
 use crate::shared::{unix_time, Shared};
 
 pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -35,6 +36,21 @@ pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     );
     s.shared.request_shutdown();
     s.flow = Flow::Shutdown;
+    Ok(())
+}
+
+/// LOLWUT [VERSION n]: Redis replies its version after a drawing (none
+/// for versions it has no drawing for); this is the no-drawing reply.
+pub fn lolwut(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() >= 3 && is(a.get(1), "VERSION") {
+        int_arg(a.get(2))?;
+    }
+    let text = format!(
+        "Persimmon ver. {} (Redis {} commands)\n",
+        env!("CARGO_PKG_VERSION"),
+        crate::session::REDIS_COMPAT_VERSION
+    );
+    s.out.verbatim(text.as_bytes());
     Ok(())
 }
 
@@ -130,6 +146,62 @@ pub fn function(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         )));
     } else {
         return Err(unknown_subcommand("function", sub));
+    }
+    Ok(())
+}
+
+const SCRIPT_HELP: [&str; 11] = [
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    0 for each: the script cache is always empty (persimmon runs no scripts).",
+    "FLUSH [ASYNC|SYNC]",
+    "    Empty the script cache: it is empty, so this only replies OK.",
+    "KILL",
+    "    Kill the running script: none ever runs (NOTBUSY).",
+    "LOAD <script>",
+    "    Refused: persimmon has no scripting engine.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SCRIPT: no script ever runs and the cache is always empty, so KILL is
+/// Redis's `NOTBUSY` (what Sentinel gets when it sends SCRIPT KILL to an
+/// instance it thinks busy), FLUSH succeeds, EXISTS is all 0.
+pub fn script(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if is(sub, "KILL") {
+        exact_arity(&a, 2, "script|kill")?;
+        return Err(Error::new("NOTBUSY No scripts in execution right now."));
+    } else if is(sub, "FLUSH") {
+        match a.len() {
+            2 => {}
+            3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
+            3 => {
+                return Err(Error::new(
+                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+                ))
+            }
+            _ => return Err(subcommand_syntax("script", sub)),
+        }
+        s.out.ok();
+    } else if is(sub, "EXISTS") {
+        if a.len() < 3 {
+            return Err(subcommand_syntax("script", sub));
+        }
+        s.out.array(a.len() - 2);
+        for _ in a.from(2) {
+            s.out.int(0);
+        }
+    } else if is(sub, "LOAD") {
+        exact_arity(&a, 3, "script|load")?;
+        return Err(Error::new(
+            "ERR SCRIPT LOAD is not supported: persimmon has no scripting engine",
+        ));
+    } else if is(sub, "HELP") {
+        exact_arity(&a, 2, "script|help")?;
+        s.out.simple_lines(&SCRIPT_HELP);
+    } else {
+        return Err(unknown_subcommand("script", sub));
     }
     Ok(())
 }

@@ -114,6 +114,8 @@ pub enum Resp {
     Null,
     Array(Vec<Resp>),
     Map(Vec<(Resp, Resp)>),
+    /// A RESP3 push (`>`): pub/sub messages and confirmations.
+    Push(Vec<Resp>),
     Other(String),
 }
 
@@ -178,7 +180,7 @@ impl Raw {
                 }
                 Resp::Bulk(data)
             }
-            b'*' | b'~' => {
+            b'*' | b'~' | b'>' => {
                 let n: i64 = text.parse().unwrap();
                 if n < 0 {
                     return Some(Resp::Null);
@@ -187,7 +189,11 @@ impl Raw {
                 for _ in 0..n {
                     items.push(self.read()?);
                 }
-                Resp::Array(items)
+                if line[0] == b'>' {
+                    Resp::Push(items)
+                } else {
+                    Resp::Array(items)
+                }
             }
             b'%' => {
                 let n: usize = text.parse().unwrap();

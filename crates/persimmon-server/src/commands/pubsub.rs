@@ -1,0 +1,191 @@
+//! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
+//! PUBLISH, PUBSUB, and RESET (which also ends a client's subscriptions).
+//! The registry and the delivery are in `../pubsub.rs`.
+//!
+//! Invariants:
+//! - Every (un)subscription gets its own confirmation, in the order given
+//!   (a RESP3 push, a RESP2 array), with the client's count after it, as
+//!   Redis sends them; `UNSUBSCRIBE` with nothing to unsubscribe still
+//!   replies once, with a null channel.
+//! - A PUBLISH's own subscribed connection gets the message before the
+//!   reply (the mailbox is moved into the output right after delivery).
+//! - `CLIENT REPLY OFF|SKIP` silences replies but not pub/sub output
+//!   (confirmations and messages), as in Redis 7.
+//! - There are no shard channels (no cluster): SSUBSCRIBE and SPUBLISH are
+//!   not in the table; `PUBSUB SHARDCHANNELS` and `SHARDNUMSUB` report
+//!   none, as a Redis with no shard subscriber does.
+
+use crate::protocol::Args;
+use crate::pubsub::{Kind, Limit};
+use crate::session::{arity, is, unknown_subcommand, Error, Session};
+
+/// Bytes of messages moved into the output at a time (the connection
+/// writes between moves).
+pub const DRAIN_BYTES: usize = 64 << 10;
+
+pub fn subscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    subscribe_all(s, &a, Kind::Channel);
+    Ok(())
+}
+
+pub fn psubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    subscribe_all(s, &a, Kind::Pattern);
+    Ok(())
+}
+
+pub fn unsubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    unsubscribe_all(s, &a, Kind::Channel);
+    Ok(())
+}
+
+pub fn punsubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    unsubscribe_all(s, &a, Kind::Pattern);
+    Ok(())
+}
+
+fn subscribe_all(s: &mut Session, a: &Args<'_>, kind: Kind) {
+    let (name, _) = kind.names();
+    for channel in a.from(1) {
+        let count = s.pubsub.subscribe(kind, channel);
+        confirm(s, name, Some(channel), count);
+    }
+}
+
+fn unsubscribe_all(s: &mut Session, a: &Args<'_>, kind: Kind) {
+    let (_, name) = kind.names();
+    let names: Vec<Vec<u8>> = if a.len() > 1 {
+        a.from(1).map(<[u8]>::to_vec).collect()
+    } else {
+        s.pubsub.names(kind)
+    };
+    if names.is_empty() {
+        let count = s.pubsub.count();
+        confirm(s, name, None, count);
+    }
+    for channel in names {
+        let count = s.pubsub.unsubscribe(kind, &channel);
+        confirm(s, name, Some(&channel), count);
+    }
+}
+
+/// `[kind, channel, count]`, a push in RESP3.
+fn confirm(s: &mut Session, kind: &str, channel: Option<&[u8]>, count: usize) {
+    let start = s.out.len();
+    s.out.push(3);
+    s.out.bulk(kind.as_bytes());
+    match channel {
+        Some(c) => s.out.bulk(c),
+        None => s.out.null(),
+    }
+    s.out.int(count as i64);
+    keep_if_silenced(s, start);
+}
+
+/// Marks the output since `start` as pub/sub output, which `CLIENT REPLY
+/// OFF|SKIP` does not silence.
+fn keep_if_silenced(s: &mut Session, start: usize) {
+    if s.reply_mode != crate::session::ReplyMode::On {
+        s.pushed.push(start..s.out.len());
+    }
+}
+
+/// PUBLISH channel message: the number of deliveries.
+pub fn publish(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let limit = Limit::from_settings(s.shared.settings.pubsub_limit());
+    let receivers = s.shared.pubsub.publish(a.get(1), a.get(2), limit);
+    // Messages to this very client go before the reply, as in Redis.
+    let start = s.out.len();
+    while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {
+        if s.output_over_limit() {
+            break;
+        }
+    }
+    keep_if_silenced(s, start);
+    s.out.int(receivers as i64);
+    Ok(())
+}
+
+const PUBSUB_HELP: [&str; 13] = [
+    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+    "SHARDCHANNELS [<pattern>]",
+    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+    "SHARDNUMSUB [<shardchannel> ...]",
+    "    Return the number of subscribers for the specified shard level channel(s)",
+    "HELP",
+];
+
+pub fn pubsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    let argc = a.len();
+    if is(sub, "CHANNELS") && argc <= 3 {
+        let pattern = (argc == 3).then(|| a.get(2));
+        let names = s.shared.pubsub.channels(pattern);
+        s.out.array(names.len());
+        for name in names {
+            s.out.bulk(&name);
+        }
+    } else if is(sub, "NUMSUB") {
+        s.out.array(2 * (argc - 2));
+        for channel in a.from(2) {
+            s.out.bulk(channel);
+            let n = s.shared.pubsub.numsub(channel);
+            s.out.int(n as i64);
+        }
+    } else if is(sub, "NUMPAT") && argc == 2 {
+        let n = s.shared.pubsub.numpat();
+        s.out.int(n as i64);
+    } else if is(sub, "SHARDCHANNELS") && argc <= 3 {
+        s.out.array(0);
+    } else if is(sub, "SHARDNUMSUB") {
+        s.out.array(2 * (argc - 2));
+        for channel in a.from(2) {
+            s.out.bulk(channel);
+            s.out.int(0);
+        }
+    } else if is(sub, "HELP") && argc == 2 {
+        let mut lines = PUBSUB_HELP.to_vec();
+        lines.push("    Print this help.");
+        s.out.simple_lines(&lines);
+    } else if ["CHANNELS", "NUMPAT", "SHARDCHANNELS", "HELP"]
+        .iter()
+        .any(|name| is(sub, name))
+    {
+        return Err(Error::new(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            crate::session::shown(sub, 128)
+        )));
+    } else {
+        return Err(unknown_subcommand("pubsub", sub));
+    }
+    Ok(())
+}
+
+/// RESET: the connection as if new (out of MULTI, nothing watched, no
+/// subscription, database 0, RESP2, no name, and logged out when a
+/// password is set); replies `+RESET`.
+pub fn reset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() != 1 {
+        return Err(arity("reset"));
+    }
+    s.multi = None;
+    s.store.watched.clear();
+    s.store.db = 0;
+    s.pubsub.clear();
+    s.out.resp3 = false;
+    s.info.resp.store(2, std::sync::atomic::Ordering::Relaxed);
+    s.info
+        .name
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    s.authenticated = !s.shared.settings.password_required();
+    s.out.simple("RESET");
+    Ok(())
+}
