@@ -246,8 +246,15 @@ impl Connection {
             return;
         };
         let shared = self.session.shared.clone();
-        let id = self.session.info.id;
-        crate::repl::feed::serve(shared, &mut self.stream, &mut self.input, id, psync).await;
+        let info = self.session.info.clone();
+        info.replica.store(true, Ordering::Relaxed);
+        let feed =
+            crate::repl::feed::serve(shared, &mut self.stream, &mut self.input, info.id, psync);
+        tokio::select! {
+            _ = feed => {}
+            // CLIENT KILL TYPE replica (or ID, ADDR...) ends the feed.
+            _ = info.killed() => {}
+        }
     }
 
     /// Counts a client closed for its replies (too many pending, or none

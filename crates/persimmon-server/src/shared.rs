@@ -146,6 +146,9 @@ pub struct ClientInfo {
     /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
     pub sub: AtomicUsize,
     pub psub: AtomicUsize,
+    /// The connection is a replica's feed (after PSYNC/SYNC): Redis's
+    /// client type `slave`.
+    pub replica: AtomicBool,
     /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
     /// to close: set once, then `kill_notify` wakes the connection's task.
     killed: AtomicBool,
@@ -263,6 +266,7 @@ impl ClientInfo {
             query_buffer_bytes: AtomicUsize::new(0),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
+            replica: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill_notify: tokio::sync::Notify::new(),
         }
@@ -287,10 +291,13 @@ impl ClientInfo {
         }
     }
 
-    /// Redis's client type: `pubsub` while subscribed to anything, else
-    /// `normal` (CLIENT LIST, CLIENT KILL TYPE).
+    /// Redis's client type: `slave` for a replica's feed, `pubsub` while
+    /// subscribed to anything, else `normal` (CLIENT LIST, CLIENT KILL
+    /// TYPE). A replica's link to its master is not a client here.
     pub fn client_type(&self) -> &'static str {
-        if self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) > 0 {
+        if self.replica.load(Ordering::Relaxed) {
+            "slave"
+        } else if self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) > 0 {
             "pubsub"
         } else {
             "normal"

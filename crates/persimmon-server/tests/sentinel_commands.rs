@@ -316,3 +316,29 @@ fn sentinels_failover_transaction_without_the_replicaof() {
     drop(sentinel);
     server.shutdown().unwrap();
 }
+
+#[test]
+fn config_rewrite_records_the_master_replicaof_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = dir.path().join("p.pool");
+    let server = start_from_file(
+        dir.path(),
+        &format!("pool = {:?}\nport = 0\n", pool.display().to_string()),
+    );
+    let file = dir.path().join("persimmon.toml");
+    let mut c = Raw::connect(server.addr);
+    // A master nobody listens on: the link keeps trying, the setting holds.
+    assert_eq!(cmd(&mut c, &["REPLICAOF", "127.0.0.1", "1"]), ok());
+    assert_eq!(cmd(&mut c, &["CONFIG", "REWRITE"]), ok());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("replicaof = \"127.0.0.1 1\""), "{text}");
+    let mut again = Config::default();
+    again.apply_toml(&text).unwrap();
+    assert_eq!(again.replicaof, Some(("127.0.0.1".to_string(), 1)));
+    assert_eq!(cmd(&mut c, &["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(cmd(&mut c, &["CONFIG", "REWRITE"]), ok());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("replicaof"), "{text}");
+    drop(c);
+    server.shutdown().unwrap();
+}

@@ -62,11 +62,30 @@ fn config_rewrite(s: &mut Session) -> Result<(), Error> {
         ));
     };
     let settings = &s.shared.settings;
-    let entries = crate::config_rewrite::changed_entries(settings);
+    let mut entries = crate::config_rewrite::changed_entries(settings);
+    entries.push(replicaof_entry(s));
     crate::config_rewrite::rewrite(path, settings, &entries)
         .map_err(|e| Error::new(format!("ERR Rewriting config file: {e}")))?;
     s.out.ok();
     Ok(())
+}
+
+/// The `replicaof` key as the server follows now: `host port`, or removed
+/// when it follows no master (as Redis rewrites its `replicaof` line).
+fn replicaof_entry(s: &Session) -> crate::config_rewrite::Entry {
+    let now = s
+        .shared
+        .repl
+        .lock_state()
+        .master
+        .as_ref()
+        .map(|m| format!("{} {}", m.host, m.port));
+    crate::config_rewrite::Entry {
+        name: "replicaof".into(),
+        value: now.map(String::into_bytes),
+        form: crate::settings::TomlForm::Text,
+        top_level: true,
+    }
 }
 
 /// CONFIG GET pattern ...: a map of the matching parameters.

@@ -506,8 +506,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         i => s.commands[i - 1].name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
-    let _ =
-        writeln!(
+    let _ = writeln!(
         text,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 \
          multi=-1 qbuf={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 events=r cmd={} \
@@ -519,7 +518,11 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.name),
         c.created.elapsed().as_secs(),
         idle,
-        if c.client_type() == "pubsub" { "P" } else { "N" },
+        match c.client_type() {
+            "pubsub" => "P",
+            "slave" => "S",
+            _ => "N",
+        },
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
         c.query_buffer_bytes.load(Ordering::Relaxed),
