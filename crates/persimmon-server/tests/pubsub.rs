@@ -431,3 +431,37 @@ fn client_reply_off_and_skip_silence_replies_but_not_pubsub() {
         Resp::Error("ERR syntax error".into())
     );
 }
+
+/// PUBLISH goes to the replicas as Redis propagates it: a subscriber of a
+/// Persimmon replica gets what is published on its master.
+#[test]
+fn publish_on_a_master_reaches_the_subscribers_of_its_replica() {
+    let master = TestServer::start();
+    let replica = TestServer::start();
+    let mut r = replica.raw();
+    let port = master.addr.port().to_string();
+    assert_eq!(
+        cmd(&mut r, &["REPLICAOF", "127.0.0.1", &port]),
+        Resp::Simple("OK".into())
+    );
+    eventually("the link to come up", || {
+        let Resp::Bulk(info) = cmd(&mut r, &["INFO", "replication"]) else {
+            return false;
+        };
+        String::from_utf8_lossy(&info).contains("master_link_status:up")
+    });
+    let mut sub = replica.raw();
+    assert_eq!(
+        cmd(&mut sub, &["SUBSCRIBE", "news"]),
+        confirm("subscribe", "news", 1)
+    );
+    let mut m = master.raw();
+    assert_eq!(
+        cmd(&mut m, &["PUBLISH", "news", "from the master"]),
+        Resp::Int(0)
+    );
+    assert_eq!(sub.read().unwrap(), message("news", "from the master"));
+    // A replica's own PUBLISH is local (and allowed on a read-only replica).
+    assert_eq!(cmd(&mut r, &["PUBLISH", "news", "local"]), Resp::Int(1));
+    assert_eq!(sub.read().unwrap(), message("news", "local"));
+}

@@ -299,7 +299,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
     spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
     spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
-    spec!("publish",        3, ["pubsub", "loading", "stale", "fast"], 0, 0, 0, "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
+    spec!("publish",        3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
     spec!("pubsub",        -2, ["pubsub", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::pubsub,  "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
     spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], 0, 0, 0, "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ];
@@ -490,14 +490,20 @@ fn needs_turn(
     turn.is_none() && shared.as_ref().is_some_and(|sh| sh.repl.is_active())
 }
 
+/// Whether a command's request goes to the replicas: the writes, and
+/// PUBLISH (`may_replicate`, as Redis propagates it).
+fn replicated(spec: &Spec) -> bool {
+    spec.flags.contains(&"write") || spec.flags.contains(&"may_replicate")
+}
+
 /// Whether row `index` may write, so runs holding the replication
-/// stream's lock: the `write` rows and EXEC.
+/// stream's lock: the `write` and `may_replicate` rows and EXEC.
 fn propagates(index: usize) -> bool {
     static ROWS: OnceLock<Vec<bool>> = OnceLock::new();
     ROWS.get_or_init(|| {
         COMMANDS
             .iter()
-            .map(|spec| spec.flags.contains(&"write") || spec.name == "exec")
+            .map(|spec| replicated(spec) || spec.name == "exec")
             .collect()
     })[index]
 }
@@ -667,7 +673,7 @@ fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bo
     }
     if failed {
         p.cmds.truncate(mark);
-    } else if !p.rewritten && !p.from_master && spec.flags.contains(&"write") {
+    } else if !p.rewritten && !p.from_master && replicated(spec) {
         let words = args.iter().map(<[u8]>::to_vec).collect();
         p.cmds.push((s.store.db, words));
     }
