@@ -430,41 +430,20 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     let mut turn = shared.as_ref().and_then(|sh| sh.repl.turn());
     let map = s.map.take().expect("the map is back between commands");
     if swaps_dbs(index) {
-        let _held = loop {
-            let held = map.exclusive();
-            if !needs_turn(&shared, &turn) {
-                break held;
-            }
-            drop(held);
-            turn = shared.as_ref().and_then(|sh| sh.repl.turn());
-        };
+        let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
         s.store.repl.active = turn.is_some();
         run(s, index, args);
         blocking::serve_ready(s);
     } else {
         {
-            let _held = loop {
-                let held = map.shared();
-                if !needs_turn(&shared, &turn) {
-                    break held;
-                }
-                drop(held);
-                turn = shared.as_ref().and_then(|sh| sh.repl.turn());
-            };
+            let _held = hold_in_turn(|| map.shared(), &shared, &mut turn);
             s.store.repl.active = turn.is_some();
             run(s, index, args);
             blocking::serve_ready(s);
         }
         if std::mem::take(&mut s.exec_escalate) {
             // An EXEC that kept losing to other writers: again, alone.
-            let _held = loop {
-                let held = map.exclusive();
-                if !needs_turn(&shared, &turn) {
-                    break held;
-                }
-                drop(held);
-                turn = shared.as_ref().and_then(|sh| sh.repl.turn());
-            };
+            let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
             s.store.repl.active = turn.is_some();
             s.exec_exclusive = true;
             run(s, index, args);
@@ -478,6 +457,23 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
         crate::repl::flush(stream, &mut s.store.repl, spec.name == "exec", replica);
     }
     s.store.repl.active = false;
+}
+
+/// The database map as `take` holds it, with the stream's turn taken first
+/// when the command needs one it does not have (see `needs_turn`).
+fn hold_in_turn<'t, G>(
+    take: impl Fn() -> G,
+    shared: &'t Option<std::sync::Arc<crate::shared::Shared>>,
+    turn: &mut Option<std::sync::MutexGuard<'t, crate::repl::Stream>>,
+) -> G {
+    loop {
+        let held = take();
+        if !needs_turn(shared, turn) {
+            return held;
+        }
+        drop(held);
+        *turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+    }
 }
 
 /// Whether a write holding the map must first take the stream's turn:
