@@ -696,17 +696,26 @@ fn replicaof_inside_exec_promotes_and_repoints_as_sentinel_does() {
     let in_exec = |r: &mut redis::Connection, args: &[&str]| {
         assert_eq!(text(&run(r, &["MULTI"])), "OK");
         assert_eq!(text(&run(r, args)), "QUEUED");
-        assert_eq!(text(&run(r, &["CLIENT", "KILL", "TYPE", "pubsub"])), "QUEUED");
+        assert_eq!(
+            text(&run(r, &["CLIENT", "KILL", "TYPE", "pubsub"])),
+            "QUEUED"
+        );
         words(run(r, &["EXEC"]))
     };
     assert_eq!(in_exec(&mut r1, &["REPLICAOF", "NO", "ONE"]), ["OK", "0"]);
     assert_eq!(words(run(&mut r1, &["ROLE"]))[0], "master");
     run(&mut r1, &["SET", "b", "2"]);
     let new_port = one.addr.port().to_string();
-    assert_eq!(in_exec(&mut r2, &["REPLICAOF", "127.0.0.1", &new_port]), ["OK", "0"]);
+    assert_eq!(
+        in_exec(&mut r2, &["REPLICAOF", "127.0.0.1", &new_port]),
+        ["OK", "0"]
+    );
     wait_until("the repointed link to come up", || {
-        words(run(&mut r2, &["ROLE"]))[..4] == ["slave", "127.0.0.1", new_port.as_str(), "connected"]
+        words(run(&mut r2, &["ROLE"]))[..4]
+            == ["slave", "127.0.0.1", new_port.as_str(), "connected"]
     });
-    wait_until("the new master's write", || text(&run(&mut r2, &["GET", "b"])) == "2");
+    wait_until("the new master's write", || {
+        text(&run(&mut r2, &["GET", "b"])) == "2"
+    });
     assert_eq!(common::int(&mut r1, &["WAIT", "1", "5000"]), 1);
 }

@@ -155,9 +155,11 @@ kill -0 "${pid[client]}" 2>/dev/null || fail "the client died"
 pre_acked=$(wc -l < "$dir/acked")
 [ "$pre_acked" -gt 0 ] || fail "no write was acknowledged before the kill"
 
+exec 4>&2 2>/dev/null  # no "Killed" job report from bash
 kill -9 "${pid[master]}"
 t_kill=$(now)
-{ wait "${pid[master]}"; } 2>/dev/null || true
+wait "${pid[master]}" || true
+exec 2>&4 4>&-
 unset "pid[master]"
 
 # Fail-over: all three Sentinels name a new master.
@@ -196,6 +198,18 @@ until [[ "$(role_of $other)" == "slave 127.0.0.1 $new connected "* ]]; do
   sleep 0.2
 done
 echo "replica $other: ROLE $(role_of $other)"
+if [ $kind = persimmon ]; then
+  # Sentinel's CONFIG REWRITE (in the same EXEC as its REPLICAOF) wrote
+  # each new role into the server's config file.
+  name_of() { [ "$1" = $((M + 1)) ] && echo replica1 || echo replica2; }
+  deadline=$((SECONDS + 10))
+  until ! grep -q '^replicaof' "$dir/$(name_of "$new").toml" &&
+    grep -q "^replicaof = \"127.0.0.1 $new\"" "$dir/$(name_of $other).toml"; do
+    [ $SECONDS -lt $deadline ] || fail "config files after CONFIG REWRITE: $(grep -H replicaof "$dir"/*.toml)"
+    sleep 0.2
+  done
+  echo "config files rewritten: $(name_of "$new").toml without replicaof, $(name_of $other).toml: $(grep '^replicaof' "$dir/$(name_of $other).toml")"
+fi
 [[ "$(role_of "$new")" == "master "* ]] || fail "new master $new: ROLE $(role_of "$new")"
 
 # The old master comes back on the same pool and config file; the

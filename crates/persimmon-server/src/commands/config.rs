@@ -62,7 +62,20 @@ fn config_rewrite(s: &mut Session) -> Result<(), Error> {
         ));
     };
     let settings = &s.shared.settings;
-    let entries = crate::config_rewrite::changed_entries(settings);
+    let mut entries = crate::config_rewrite::changed_entries(settings);
+    // The role as it is now, as Redis writes it: Sentinel's fail-over
+    // sends REPLICAOF then CONFIG REWRITE so that a restarted server keeps
+    // its new role (a promoted replica loses `replicaof`).
+    let master = {
+        let st = s.shared.repl.lock_state();
+        st.master.as_ref().map(|m| format!("{} {}", m.host, m.port))
+    };
+    entries.push(crate::config_rewrite::Entry {
+        name: "replicaof".into(),
+        value: master.map(String::into_bytes),
+        form: crate::settings::TomlForm::Text,
+        top_level: true,
+    });
     crate::config_rewrite::rewrite(path, settings, &entries)
         .map_err(|e| Error::new(format!("ERR Rewriting config file: {e}")))?;
     s.out.ok();
