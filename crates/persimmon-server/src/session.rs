@@ -98,6 +98,9 @@ pub struct Session {
     pub exec_escalate: bool,
     /// This EXEC runs holding the map exclusively.
     pub exec_exclusive: bool,
+    /// Role changes a `REPLICAOF` inside `EXEC` left for the dispatch to
+    /// finish with the stream's lock it holds.
+    pub repl_steps: Vec<crate::repl::link::StreamStep>,
     /// The database map, whose lock every command holds; taken out of the
     /// session while a command runs (so holding its lock borrows nothing
     /// of the session), put back after.
@@ -169,6 +172,7 @@ impl Session {
             multi: None,
             exec_escalate: false,
             exec_exclusive: false,
+            repl_steps: Vec::new(),
             shared,
             info,
             commands,

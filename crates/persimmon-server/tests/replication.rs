@@ -672,3 +672,50 @@ fn the_stream_carries_redis_rewrites_and_the_backlog_replays_it() {
     let (_, reply) = WireReplica::connect(master.addr, &["PSYNC", &replid, "999999999"]);
     assert!(reply.starts_with("+FULLRESYNC"), "{reply}");
 }
+
+/// Sentinel's fail-over sends REPLICAOF inside a transaction (MULTI,
+/// REPLICAOF, CONFIG REWRITE, CLIENT KILL, EXEC): to the replica it
+/// promotes (NO ONE) and to the others (the new master). On a replica an
+/// EXEC holds the stream's lock, and REPLICAOF took it again: the server
+/// hung (found by tests/sentinel_failover.sh). Every read here times out
+/// instead of hanging.
+#[test]
+fn replicaof_inside_exec_promotes_and_repoints_as_sentinel_does() {
+    let master = TestServer::start();
+    let mut m = master.client();
+    run(&mut m, &["SET", "a", "1"]);
+    let (one, two) = (TestServer::start(), TestServer::start());
+    let (mut r1, mut r2) = (one.client(), two.client());
+    let master_port = master.addr.port().to_string();
+    for r in [&mut r1, &mut r2] {
+        r.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        run(r, &["REPLICAOF", "127.0.0.1", &master_port]);
+        wait_until("the link to come up", || link_up(r));
+        wait_until("the key", || text(&run(r, &["GET", "a"])) == "1");
+    }
+    let in_exec = |r: &mut redis::Connection, args: &[&str]| {
+        assert_eq!(text(&run(r, &["MULTI"])), "OK");
+        assert_eq!(text(&run(r, args)), "QUEUED");
+        assert_eq!(
+            text(&run(r, &["CLIENT", "KILL", "TYPE", "pubsub"])),
+            "QUEUED"
+        );
+        words(run(r, &["EXEC"]))
+    };
+    assert_eq!(in_exec(&mut r1, &["REPLICAOF", "NO", "ONE"]), ["OK", "0"]);
+    assert_eq!(words(run(&mut r1, &["ROLE"]))[0], "master");
+    run(&mut r1, &["SET", "b", "2"]);
+    let new_port = one.addr.port().to_string();
+    assert_eq!(
+        in_exec(&mut r2, &["REPLICAOF", "127.0.0.1", &new_port]),
+        ["OK", "0"]
+    );
+    wait_until("the repointed link to come up", || {
+        words(run(&mut r2, &["ROLE"]))[..4]
+            == ["slave", "127.0.0.1", new_port.as_str(), "connected"]
+    });
+    wait_until("the new master's write", || {
+        text(&run(&mut r2, &["GET", "b"])) == "2"
+    });
+    assert_eq!(common::int(&mut r1, &["WAIT", "1", "5000"]), 1);
+}

@@ -339,6 +339,35 @@ fn config_rewrite_records_the_master_replicaof_follows() {
     assert_eq!(cmd(&mut c, &["CONFIG", "REWRITE"]), ok());
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains("replicaof"), "{text}");
+}
+
+/// CONFIG REWRITE writes the role as it is now (Sentinel sends it in the
+/// same transaction as REPLICAOF, so that a restarted server keeps its new
+/// role): `replicaof` after REPLICAOF host port, none after REPLICAOF NO
+/// ONE. Found by tests/sentinel_failover.sh (the files kept the old
+/// master).
+#[test]
+fn config_rewrite_writes_the_current_replicaof() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = dir.path().join("p.pool");
+    let text = format!(
+        "pool = {:?}\nport = 0\nreplicaof = \"127.0.0.1 1\"\n",
+        pool.display().to_string()
+    );
+    let server = start_from_file(dir.path(), &text);
+    let file = dir.path().join("persimmon.toml");
+    let mut c = Raw::connect(server.addr);
+    assert_eq!(cmd(&mut c, &["MULTI"]), ok());
+    for args in [&["REPLICAOF", "NO", "ONE"][..], &["CONFIG", "REWRITE"]] {
+        assert_eq!(cmd(&mut c, args), Resp::Simple("QUEUED".into()));
+    }
+    assert_eq!(cmd(&mut c, &["EXEC"]), Resp::Array(vec![ok(), ok()]));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(!written.contains("replicaof"), "{written}");
+    assert_eq!(cmd(&mut c, &["REPLICAOF", "127.0.0.1", "2"]), ok());
+    assert_eq!(cmd(&mut c, &["CONFIG", "REWRITE"]), ok());
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("replicaof = \"127.0.0.1 2\""), "{written}");
     drop(c);
     server.shutdown().unwrap();
 }

@@ -452,6 +452,12 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
         }
     }
     s.map = Some(map);
+    for step in std::mem::take(&mut s.repl_steps) {
+        match turn.as_mut() {
+            Some(stream) => crate::repl::link::finish(&s.shared, step, stream),
+            None => crate::repl::link::finish_now(&s.shared, step),
+        }
+    }
     if let Some(stream) = turn.as_mut() {
         let replica = s.shared.repl.is_replica();
         crate::repl::flush(stream, &mut s.store.repl, spec.name == "exec", replica);

@@ -15,7 +15,9 @@ use crate::session::{int_arg, is, syntax, Error, Flow, Session};
 /// REPLICAOF host port | REPLICAOF NO ONE.
 pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if is(a.get(1), "no") && is(a.get(2), "one") {
-        link::promote(&s.shared);
+        if let Some(step) = link::promote(&s.shared) {
+            after_turn(s, step);
+        }
         s.out.ok();
         return Ok(());
     }
@@ -32,9 +34,21 @@ pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.simple("OK Already connected to specified master");
         return Ok(());
     }
-    link::start(&s.shared, host, port);
+    let step = link::start(&s.shared, host, port);
+    after_turn(s, step);
     s.out.ok();
     Ok(())
+}
+
+/// Finishes a role change: now, or — inside an `EXEC` that holds the
+/// stream's lock (`store.repl.active`) — by the dispatch before it lets
+/// the lock go (see [`link::StreamStep`]).
+fn after_turn(s: &mut Session, step: link::StreamStep) {
+    if s.store.repl.active {
+        s.repl_steps.push(step);
+    } else {
+        link::finish_now(&s.shared, step);
+    }
 }
 
 /// ROLE: `master offset [[ip port ack]...]` or `slave host port state

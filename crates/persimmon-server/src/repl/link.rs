@@ -38,9 +38,26 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Between connection attempts.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The part of a role change that needs the stream's lock. A `REPLICAOF`
+/// inside `EXEC` runs while its connection already holds that lock (the
+/// write's turn, see `repl`): the std mutex is not reentrant, so taking it
+/// again there hung the server — which is exactly what Sentinel sends
+/// (`MULTI`, `REPLICAOF`, `CONFIG REWRITE`, `CLIENT KILL`, `EXEC`). The
+/// dispatch then finishes the step with the lock it holds, before letting
+/// it go; everywhere else [`finish_now`] takes the lock.
+#[derive(Debug)]
+pub enum StreamStep {
+    /// `REPLICAOF NO ONE`: the history continues under a new id.
+    Promote,
+    /// `REPLICAOF host port`: keep a backlog, start the link task.
+    Follow(u64),
+}
+
 /// Makes this server a replica of `host:port` (`REPLICAOF`): bumps the
-/// epoch, which stops any older link, and starts a new link task.
-pub fn start(shared: &Arc<Shared>, host: String, port: u16) {
+/// epoch, which stops any older link; the returned step starts the new
+/// link task.
+#[must_use]
+pub fn start(shared: &Arc<Shared>, host: String, port: u16) -> StreamStep {
     let epoch = {
         let mut st = shared.repl.lock_state();
         st.epoch += 1;
@@ -55,31 +72,47 @@ pub fn start(shared: &Arc<Shared>, host: String, port: u16) {
         st.epoch
     };
     shared.repl.set_replica(true);
-    {
-        // A replica keeps a backlog from the start: what it applies is
-        // relayed into it, for its own replicas and for a promotion.
-        let size = super::backlog_size(shared);
-        let mut stream = shared.repl.lock_stream();
-        shared.repl.activate(&mut stream, size);
-    }
-    tokio::spawn(run(shared.clone(), epoch));
+    StreamStep::Follow(epoch)
 }
 
-/// `REPLICAOF NO ONE`: stops the link; this server's history continues
-/// under a new id, the old one valid up to here (psync2).
-pub fn promote(shared: &Arc<Shared>) {
+/// `REPLICAOF NO ONE`: stops the link; the returned step (none when this
+/// server is no replica) continues its history under a new id, the old
+/// one valid up to here (psync2).
+#[must_use]
+pub fn promote(shared: &Arc<Shared>) -> Option<StreamStep> {
     {
         let mut st = shared.repl.lock_state();
         if st.master.is_none() {
-            return;
+            return None;
         }
         st.epoch += 1;
         st.master = None;
     }
     shared.repl.set_replica(false);
+    Some(StreamStep::Promote)
+}
+
+/// Does `step` holding the stream's lock (`stream` is its guard).
+pub fn finish(shared: &Arc<Shared>, step: StreamStep, stream: &mut super::Stream) {
+    match step {
+        StreamStep::Promote => {
+            stream.shift_ids(super::new_replid());
+            stream.forget_selected();
+        }
+        StreamStep::Follow(epoch) => {
+            // A replica keeps a backlog from the start: what it applies is
+            // relayed into it, for its own replicas and for a promotion.
+            let size = super::backlog_size(shared);
+            shared.repl.activate(stream, size);
+            tokio::spawn(run(shared.clone(), epoch));
+        }
+    }
+}
+
+/// Does `step`, taking the stream's lock (the caller must not hold it).
+pub fn finish_now(shared: &Arc<Shared>, step: StreamStep) {
     let mut stream = shared.repl.lock_stream();
-    stream.shift_ids(super::new_replid());
-    stream.forget_selected();
+    finish(shared, step, &mut stream);
 }
 
 fn current(shared: &Shared, epoch: u64) -> bool {

@@ -238,7 +238,8 @@ pub fn refuses_writes(shared: &crate::shared::Shared) -> bool {
 /// for `repl-timeout`).
 pub fn spawn(shared: &std::sync::Arc<crate::shared::Shared>) {
     if let Some((host, port)) = shared.config.replicaof.clone() {
-        link::start(shared, host, port);
+        let step = link::start(shared, host, port);
+        link::finish_now(shared, step);
     }
     let weak = std::sync::Arc::downgrade(shared);
     tokio::spawn(async move {
