@@ -82,11 +82,8 @@ pub fn start(shared: &Arc<Shared>, host: String, port: u16) -> StreamStep {
 pub fn promote(shared: &Arc<Shared>) -> Option<StreamStep> {
     {
         let mut st = shared.repl.lock_state();
-        if st.master.is_none() {
-            return None;
-        }
+        st.master.take()?;
         st.epoch += 1;
-        st.master = None;
     }
     shared.repl.set_replica(false);
     Some(StreamStep::Promote)
