@@ -250,7 +250,15 @@ pub fn batch(cfg: &SimConfig) -> Finished {
     c.run(Op::Get(key("tba-exp", 1)));
     c.run(Op::ExpireNow);
     // A crash in a batch's extent sync: every key keeps its old value.
-    let b = tier_batch(&mut c, 5);
+    // Its last write puts a tiered value (no later write of the batch can
+    // drop it), so the batch has an extent to sync: five random writes had
+    // none for seed 77008227 (deletes and small values only).
+    let mut b = tier_batch(&mut c, 4);
+    let (k, v) = (
+        key("tba", c.rng.gen_range(0..BATCH_KEYS)),
+        large_value(&mut c.rng),
+    );
+    b.push(Write::Put(k, v));
     crash_in_sync(&mut c, Op::Batch(b), "a batch");
     // A crash later in a batch (its records, commit table, words).
     let fence = c.rng.gen_range(1..6);
