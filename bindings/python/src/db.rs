@@ -64,6 +64,20 @@ impl Db {
         }
     }
 
+    /// The value of `key` as a new `bytes`. With the GIL held (the policy
+    /// keeps it for a short key on a pool without an SSD tier) the `bytes`
+    /// is built from the value in place, one copy; else the engine copies
+    /// the value out with the GIL released and the `bytes` copies that.
+    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Py<PyBytes>>> {
+        if self.release_gil.keeps(self.tiered, key.len()) {
+            let read = |db: &persimmon::Db| db.get_with(key, |v| PyBytes::new(py, v).unbind());
+            Ok(self.shared.with(|db| Ok(read(db)?))?)
+        } else {
+            let value = self.call(py, |db| db.get(key))?;
+            Ok(value.map(|v| PyBytes::new(py, &v).unbind()))
+        }
+    }
+
     fn iterate(&self, py: Python<'_>, source: Source, yields: Yields) -> PyResult<DbIterator> {
         Ok(py.detach(|| DbIterator::open(&self.shared, source, yields))?)
     }
@@ -91,7 +105,7 @@ impl Db {
             .detach(|| persimmon::Db::open(&path, opening.engine))
             .map_err(Failure::from)?;
         Ok(Db {
-            tiered: db.stats().data_dir.is_some(),
+            tiered: db.data_dir().is_some(),
             shared: Shared::new(db),
             release_gil: opening.release_gil,
         })
@@ -101,10 +115,8 @@ impl Db {
     /// when it is absent.
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
         let k = bytes_of(key, "key")?;
-        match self.call_point(py, k.len(), |db| db.get(&k))? {
-            Some(v) => Ok(PyBytes::new(py, &v).unbind()),
-            None => Err(key_not_found(py, key)),
-        }
+        self.get_bytes(py, &k)?
+            .ok_or_else(|| key_not_found(py, key))
     }
 
     /// `db[key] = value`: stores `value` under `key` (no deadline).
@@ -176,8 +188,8 @@ impl Db {
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = bytes_of(key, "key")?;
-        Ok(match self.call_point(py, k.len(), |db| db.get(&k))? {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+        Ok(match self.get_bytes(py, &k)? {
+            Some(v) => v.into_any(),
             None => default.unwrap_or_else(|| py.None()),
         })
     }

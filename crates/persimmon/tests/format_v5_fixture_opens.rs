@@ -134,6 +134,7 @@ fn a_format_5_tiered_pool_opens_with_every_value_whole() {
     let stats = db.stats();
     assert_eq!(stats.format_version, 5);
     assert_eq!(stats.data_dir.as_deref(), Some(Path::new(DATA_DIR)));
+    assert_eq!(db.data_dir(), Some(Path::new(DATA_DIR)));
     assert_eq!(stats.tier_threshold, 4096);
     for (k, v, deadline) in expected() {
         let name = String::from_utf8_lossy(&k).to_string();

@@ -29,6 +29,7 @@ fn fields_name_every_figure_once_and_follow_the_pool() {
     assert_eq!(get("pool_bytes"), StatValue::Count(s.pool_bytes));
     assert_eq!(get("ordered_index"), StatValue::Flag(false));
     assert_eq!(get("data_dir"), StatValue::Absent, "no SSD tier here");
+    assert_eq!(db.data_dir(), None, "no SSD tier here");
     assert_eq!(
         get("durability"),
         StatValue::Text(s.durability.name().to_string())

@@ -482,6 +482,12 @@ impl Db {
         &self.engine.pool.path
     }
 
+    /// The SSD tier's data directory, when the pool has one (opened with
+    /// `Options::data_dir`); `None` for a pool kept wholly in memory.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.engine.tier().map(|t| t.dir.as_path())
+    }
+
     /// Merges every value's pending patches and empties every data file of
     /// the SSD tier that has dead bytes, on the calling thread; returns the
     /// values rewritten. (The tier's background thread does this when dead
