@@ -18,10 +18,8 @@
 //! [`super::dump`] does, so anything `DUMP` can give Redis 7.0, a file can.
 
 use super::primitives::{self, Input};
-use super::{crc64, RdbError, RdbValue};
+use super::{crc64, RdbError, RdbValue, RDB_VERSION};
 
-/// The version this writer puts in the header (Redis 7.0's).
-pub const FILE_VERSION: u16 = 10;
 /// The newest version [`read_file`] reads (Redis 7.2's is 11: same opcodes,
 /// one new object type, listpack sets, which the decoder knows).
 const NEWEST_READ: u16 = 11;
@@ -50,10 +48,10 @@ impl Default for Writer {
 }
 
 impl Writer {
-    /// A file with its header.
+    /// A file with its header: the version `DUMP` writes (Redis 7.0's).
     pub fn new() -> Writer {
         let mut out = Vec::with_capacity(1 << 16);
-        out.extend_from_slice(format!("REDIS{FILE_VERSION:04}").as_bytes());
+        out.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
         Writer { out }
     }
 
