@@ -174,6 +174,12 @@ fn link_up(con: &mut redis::Connection) -> bool {
     info_field(con, "replication", "master_link_status").as_deref() == Some("up")
 }
 
+/// `REPLICAOF 127.0.0.1 port` on `con`, then waits for its link to be up.
+fn follow(con: &mut redis::Connection, port: u16) {
+    run(con, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
+    wait_until("the link to come up", || link_up(con));
+}
+
 /// WAIT 1 from `con` (after its writes) answers 1, then the replica's
 /// contents equal the master's.
 fn assert_in_sync(master: &mut redis::Connection, replica: &mut redis::Connection) {
@@ -259,9 +265,7 @@ fn persimmon_replica_follows_resumes_refuses_writes_and_takes_over() {
 
     let replica = TestServer::start();
     let mut r = replica.client();
-    let port = relay.addr.port().to_string();
-    run(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
-    wait_until("the link to come up", || link_up(&mut r));
+    follow(&mut r, relay.addr.port());
     assert_in_sync(&mut m, &mut r);
 
     // A client blocked on the master is served by a push: the served pop
@@ -303,11 +307,7 @@ fn persimmon_replica_follows_resumes_refuses_writes_and_takes_over() {
     // it, continuing its history (psync2) instead of a full sync.
     let peer = TestServer::start();
     let mut p = peer.client();
-    run(
-        &mut p,
-        &["REPLICAOF", "127.0.0.1", &master.addr.port().to_string()],
-    );
-    wait_until("the peer's link", || link_up(&mut p));
+    follow(&mut p, master.addr.port());
     assert_eq!(common::int(&mut m, &["WAIT", "2", "10000"]), 2);
     let old_id = info_field(&mut m, "replication", "master_replid").unwrap();
     run(&mut r, &["REPLICAOF", "NO", "ONE"]);
@@ -340,11 +340,7 @@ fn a_replica_authenticates_with_masterauth() {
     let replica = TestServer::start();
     let mut r = replica.client();
     run(&mut r, &["CONFIG", "SET", "masterauth", "sesame"]);
-    run(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.addr.port().to_string()],
-    );
-    wait_until("the link to come up", || link_up(&mut r));
+    follow(&mut r, master.addr.port());
     assert_in_sync(&mut m, &mut r);
 }
 
@@ -357,11 +353,7 @@ fn min_replicas_to_write_counts_the_replicas_attached() {
     assert!(e.starts_with("NOREPLICAS"), "{e}");
     let replica = TestServer::start();
     let mut r = replica.client();
-    run(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.addr.port().to_string()],
-    );
-    wait_until("the link to come up", || link_up(&mut r));
+    follow(&mut r, master.addr.port());
     wait_until("the master to accept writes", || {
         common::cmd(&mut m, &["SET", "k", "v"]).is_ok()
     });
@@ -468,8 +460,7 @@ fn persimmon_replica_follows_a_redis_server_master() {
     populate(&mut m);
     let replica = TestServer::start();
     let mut r = replica.client();
-    run(&mut r, &["REPLICAOF", "127.0.0.1", &redis.port.to_string()]);
-    wait_until("the link to redis-server", || link_up(&mut r));
+    follow(&mut r, redis.port);
     assert_in_sync(&mut m, &mut r);
     stream_writes(&mut m);
     assert_in_sync(&mut m, &mut r);
@@ -686,11 +677,9 @@ fn replicaof_inside_exec_promotes_and_repoints_as_sentinel_does() {
     run(&mut m, &["SET", "a", "1"]);
     let (one, two) = (TestServer::start(), TestServer::start());
     let (mut r1, mut r2) = (one.client(), two.client());
-    let master_port = master.addr.port().to_string();
     for r in [&mut r1, &mut r2] {
         r.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        run(r, &["REPLICAOF", "127.0.0.1", &master_port]);
-        wait_until("the link to come up", || link_up(r));
+        follow(r, master.addr.port());
         wait_until("the key", || text(&run(r, &["GET", "a"])) == "1");
     }
     let in_exec = |r: &mut redis::Connection, args: &[&str]| {
