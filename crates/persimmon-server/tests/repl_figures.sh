@@ -31,47 +31,17 @@ py=crates/persimmon-server/tests/repl_figures.py
 [ -x "$BIN" ] || { echo "repl_figures.sh: no $BIN" >&2; exit 1; }
 
 dir=$(mktemp -d /dev/shm/sentinel-figures.XXXXXX)
-declare -A pid=()
-stop() {
-  local p=${pid[$1]:-}
-  [ -n "$p" ] || return 0
-  kill "$p" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-  { wait "$p"; } 2>/dev/null || true
-  unset "pid[$1]"
-}
-cleanup() { for n in "${!pid[@]}"; do stop "$n"; done; rm -rf "$dir"; }
-trap cleanup EXIT
-fail() { echo "repl_figures.sh: FAILED: $*" >&2; for f in "$dir"/*.log; do echo "--- $f" >&2; tail -5 "$f" >&2; done; exit 1; }
+. crates/persimmon-server/tests/nodes.sh
+nodes_init repl_figures.sh "$dir"
+pool_size=256M
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc; }
 
 start() { # start NAME KIND PORT [MASTER_PORT]
-  local n=$1 kind=$2 port=$3 master=${4:-}
-  if [ "$kind" = persimmon ]; then
-    {
-      echo "pool = \"$dir/$n.pool\""
-      echo "pool-size = \"256M\""
-      echo "port = $port"
-      echo "worker-threads = 2"
-      [ -z "$master" ] || echo "replicaof = \"127.0.0.1 $master\""
-    } > "$dir/$n.toml"
-    "$BIN" serve --config "$dir/$n.toml" > "$dir/$n.log" 2>&1 &
-  else
-    {
-      echo "port $port"; echo "bind 127.0.0.1"; echo "dir $dir"; echo "dbfilename $n.rdb"
-      echo 'save ""'; echo "appendonly no"
-      [ -z "$master" ] || echo "replicaof 127.0.0.1 $master"
-    } > "$dir/$n.conf"
-    redis-server "$dir/$n.conf" > "$dir/$n.log" 2>&1 &
-  fi
-  pid[$n]=$!
-  for _ in $(seq 100); do redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && return 0; sleep 0.1; done
-  fail "$n did not start"
+  node_conf "$@"
+  start_node "$1" "$2" "$3"
 }
 info() { redis-cli -p "$1" INFO replication 2>/dev/null | tr -d '\r'; }
-link_up() { info "$1" | grep -q '^master_link_status:up'; }
 lag() { # lag MASTER_PORT: master_repl_offset - slave0's acknowledged offset
   info "$1" | awk -F'[:,=]' '/^master_repl_offset:/ {m = $2} /^slave0:/ {for (i = 1; i < NF; i++) if ($i == "offset") s = $(i + 1)} END {if (m == "" || s == "") print "?"; else print m - s}'
 }

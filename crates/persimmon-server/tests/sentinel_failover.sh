@@ -47,72 +47,21 @@ if [ $short = 1 ]; then before=3 after=2; else before=15 after=10; fi
 client=crates/persimmon-server/tests/sentinel_failover.py
 
 dir=$(mktemp -d /dev/shm/sentinel-failover.XXXXXX)
-declare -A pid=()
-stop() { # stop NAME: SIGTERM, then SIGKILL after 5 s
-  local p=${pid[$1]:-}
-  [ -n "$p" ] || return 0
-  kill "$p" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-  unset "pid[$1]"
-}
-cleanup() {
-  for n in "${!pid[@]}"; do stop "$n"; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "sentinel_failover.sh: FAILED ($kind): $*" >&2
-  for f in "$dir"/*.log; do echo "--- $f" >&2; tail -8 "$f" >&2; done
-  exit 1
-}
+. crates/persimmon-server/tests/nodes.sh
+nodes_init "sentinel_failover.sh ($kind)" "$dir"
 now() { date +%s.%N; }
 
 M=$BASE_PORT
 S=($((M + 11)) $((M + 12)) $((M + 13)))
 SPORTS=$(IFS=,; echo "${S[*]}")
 
-# node N PORT [MASTER_PORT]: write node N's config file
-node_conf() {
-  local n=$1 port=$2 master=${3:-}
-  if [ $kind = persimmon ]; then
-    {
-      echo "pool = \"$dir/$n.pool\""
-      echo "port = $port"
-      echo "worker-threads = 2"
-      [ -z "$master" ] || echo "replicaof = \"127.0.0.1 $master\""
-    } > "$dir/$n.toml"
-  else
-    {
-      echo "port $port"
-      echo "bind 127.0.0.1"
-      echo "dir $dir"
-      echo "dbfilename $n.rdb"
-      echo "save \"\""
-      echo "appendonly no"
-      [ -z "$master" ] || echo "replicaof 127.0.0.1 $master"
-    } > "$dir/$n.conf"
-  fi
-}
-start_node() { # start_node NAME PORT
-  if [ $kind = persimmon ]; then
-    "$BIN" serve --config "$dir/$1.toml" >> "$dir/$1.log" 2>&1 &
-  else
-    redis-server "$dir/$1.conf" >> "$dir/$1.log" 2>&1 &
-  fi
-  pid[$1]=$!
-  for _ in $(seq 100); do redis-cli -p "$2" PING 2>/dev/null | grep -q PONG && return 0; sleep 0.1; done
-  fail "$1 did not start"
-}
-node_conf master $M
-node_conf replica1 $((M + 1)) $M
-node_conf replica2 $((M + 2)) $M
-start_node master $M
-start_node replica1 $((M + 1))
-start_node replica2 $((M + 2))
+node_conf master $kind $M
+node_conf replica1 $kind $((M + 1)) $M
+node_conf replica2 $kind $((M + 2)) $M
+start_node master $kind $M
+start_node replica1 $kind $((M + 1))
+start_node replica2 $kind $((M + 2))
 
-link_up() { redis-cli -p "$1" INFO replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up'; }
 deadline=$((SECONDS + 20))
 until link_up $((M + 1)) && link_up $((M + 2)); do
   [ $SECONDS -lt $deadline ] || fail "replicas did not sync with the master"
@@ -132,15 +81,12 @@ SEOF
   redis-sentinel "$dir/sentinel$i.conf" > "$dir/sentinel$i.log" 2>&1 &
   pid[sentinel$i]=$!
 done
-sfield() { # sfield SENTINEL_PORT NAME: a field of SENTINEL MASTER pm
-  redis-cli -p "$1" SENTINEL MASTER pm 2>/dev/null | awk -v f="$2" 'prev == f {print; exit} {prev = $0}'
-}
 # Every Sentinel must know both replicas and the other two Sentinels.
 deadline=$((SECONDS + 20))
 while :; do
   ready=0
   for s in "${S[@]}"; do
-    [ "$(sfield "$s" num-slaves)" = 2 ] && [ "$(sfield "$s" num-other-sentinels)" = 2 ] && ready=$((ready + 1))
+    [ "$(sentinel_field "$s" num-slaves)" = 2 ] && [ "$(sentinel_field "$s" num-other-sentinels)" = 2 ] && ready=$((ready + 1))
   done
   [ $ready = 3 ] && break
   [ $SECONDS -lt $deadline ] || fail "Sentinels did not discover the replicas and each other"
@@ -214,7 +160,7 @@ fi
 
 # The old master comes back on the same pool and config file; the
 # Sentinels must turn it into a replica of the new master.
-start_node master $M
+start_node master $kind $M
 t_restart=$(now)
 rejoined=no
 deadline=$((SECONDS + 40))

@@ -26,22 +26,13 @@ done
 [ -x "$BIN" ] || cargo build --release --bin persimmon
 
 dir=$(mktemp -d /dev/shm/pubsub-sentinel.XXXXXX 2>/dev/null || mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "sentinel_hello.sh: FAILED: $*" >&2; tail -5 "$dir"/*.log >&2 || true; exit 1; }
+. crates/persimmon-server/tests/nodes.sh
+nodes_init sentinel_hello.sh "$dir"
 
 M=$BASE_PORT
 "$BIN" serve --pool "$dir/master.pool" --port "$M" > "$dir/persimmon.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do redis-cli -p "$M" PING 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+pid[persimmon]=$!
+wait_pong "$M" "persimmon serve"
 
 for i in 1 2 3; do
   cat > "$dir/sentinel$i.conf" <<EOF
@@ -52,27 +43,24 @@ sentinel monitor pm 127.0.0.1 $M 2
 sentinel down-after-milliseconds pm 3000
 EOF
   redis-sentinel "$dir/sentinel$i.conf" > "$dir/sentinel$i.log" 2>&1 &
-  pids+=($!)
+  pid[sentinel$i]=$!
 done
 
-field() { # field SENTINEL_PORT NAME: a field of SENTINEL MASTER pm
-  redis-cli -p "$1" SENTINEL MASTER pm 2>/dev/null | awk -v f="$2" 'prev == f {print; exit} {prev = $0}'
-}
 # Hello messages go out every 2 s: all should know each other within 15 s.
 deadline=$((SECONDS + 15))
 while :; do
   known=0
   for i in 1 2 3; do
-    [ "$(field $((M + i)) num-other-sentinels)" = 2 ] && known=$((known + 1))
+    [ "$(sentinel_field $((M + i)) num-other-sentinels)" = 2 ] && known=$((known + 1))
   done
   [ "$known" = 3 ] && break
   [ $SECONDS -lt $deadline ] || fail "Sentinels did not discover each other through the hello channel"
   sleep 0.5
 done
 for i in 1 2 3; do
-  flags=$(field $((M + i)) flags)
+  flags=$(sentinel_field $((M + i)) flags)
   [ "$flags" = master ] || fail "sentinel $i sees flags '$flags'"
-  [ "$(field $((M + i)) role-reported)" = master ] || fail "sentinel $i: role-reported"
+  [ "$(sentinel_field $((M + i)) role-reported)" = master ] || fail "sentinel $i: role-reported"
 done
 clients=$(redis-cli -p "$M" CLIENT LIST)
 [ "$(grep -c 'name=sentinel-[0-9a-f]*-cmd ' <<<"$clients")" = 3 ] || fail "cmd links: $clients"

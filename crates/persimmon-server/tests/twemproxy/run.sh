@@ -47,28 +47,8 @@ if [ ! -x "$BIN" ]; then
 fi
 
 dir=$(mktemp -d /dev/shm/pubsub-twemproxy.XXXXXX 2>/dev/null || mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-wait_port() { # wait_port PORT WHAT
-  for _ in $(seq 100); do
-    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
-    sleep 0.1
-  done
-  echo "twemproxy/run.sh: $2 on port $1 did not answer" >&2
-  tail -20 "$dir"/*.log >&2 || true
-  exit 1
-}
+. crates/persimmon-server/tests/nodes.sh
+nodes_init twemproxy/run.sh "$dir"
 
 # Three Persimmon shards, each from its own config file (docs/deploy.md).
 start_persimmon_shards() { # PORT1 PORT2 PORT3
@@ -84,9 +64,9 @@ port = $port
 worker-threads = 2
 EOF
     "$BIN" serve --config "$dir/shard$i.toml" > "$dir/persimmon$i.log" 2>&1 &
-    pids+=($!)
+    pid[persimmon$i]=$!
   done
-  for port in "$@"; do wait_port "$port" "persimmon serve"; done
+  for port in "$@"; do wait_pong "$port" "persimmon serve"; done
 }
 
 start_redis_shards() { # PORT1 PORT2 PORT3
@@ -96,9 +76,9 @@ start_redis_shards() { # PORT1 PORT2 PORT3
     mkdir -p "$dir/redis$i"
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
       --dir "$dir/redis$i" > "$dir/redis$i.log" 2>&1 &
-    pids+=($!)
+    pid[redis$i]=$!
   done
-  for port in "$@"; do wait_port "$port" "redis-server"; done
+  for port in "$@"; do wait_pong "$port" "redis-server"; done
 }
 
 # nutcracker.yml for a pool of three named shards.
@@ -130,8 +110,8 @@ start_nutcracker() { # NAME LISTEN STATS PORT1 PORT2 PORT3
     cat "$dir/$name-test.log" >&2; exit 1; }
   nutcracker --conf-file "$dir/$name.yml" --stats-addr 127.0.0.1 --stats-port "$stats" \
     --output "$dir/$name.log" &
-  pids+=($!)
-  wait_port "$listen" "nutcracker"
+  pid[$name-nutcracker]=$!
+  wait_pong "$listen" "nutcracker"
 }
 
 # Runs the benchmark through the proxy; prints its two result lines and
