@@ -14,9 +14,10 @@
 //!   delete or the cleaner's relocation are dropped then, or earlier by a
 //!   compaction: each record that had a deadline and stops being its key's
 //!   is put in a DRAM set of dead `(offset, seq)` pairs as it dies, and
-//!   when that set holds about half the heap, the stale entries are dropped
-//!   (no PM read), so the heap stays within about twice the keys with
-//!   deadlines, plus 4096. Every live record
+//!   when that set holds more than half the heap and more than 4096, the
+//!   stale entries are dropped (no PM read), so after each background pass
+//!   the heap holds at most twice the keys with deadlines, or those keys
+//!   plus 4096 when that is more. Every live record
 //!   with a deadline has an entry: writes add one, the cleaner adds one for
 //!   each copy, and after open the tally (PM index) or the DRAM rebuild adds
 //!   one for each record it counts.
@@ -158,18 +159,20 @@ impl Expiry {
         self.deadlines.lock().heap.peek().map(|Reverse(e)| e.0)
     }
 
-    /// Drops the stale entries when they are about half the heap (an
-    /// overwrite-heavy workload with long deadlines would otherwise grow it
-    /// without bound). DRAM work only; writers wait only while the heap and
-    /// the dead set are taken out and put back. An entry added meanwhile
-    /// and its death, if it died meanwhile, land in the new heap and set.
-    /// `slack`: stale entries tolerated on top of half the heap
-    /// (`COMPACT_SLACK` for the background passes; none for an explicit
-    /// `expire_now`, whose caller asks for the heap to be tidied now).
+    /// Drops the stale entries when they are more than half the heap and
+    /// more than `slack` (an overwrite-heavy workload with long deadlines
+    /// would otherwise grow it without bound): after a pass the heap holds
+    /// at most max(2 × live, live + slack) entries, and each compaction's
+    /// O(heap) work follows at least heap/2 deaths. DRAM work only; writers
+    /// wait only while the heap and the dead set are taken out and put
+    /// back. An entry added meanwhile and its death, if it died meanwhile,
+    /// land in the new heap and set. `slack`: `COMPACT_SLACK` for the
+    /// background passes (small heaps are not worth a pass); none for an
+    /// explicit `expire_now`, whose caller asks for the heap to be tidied.
     fn compact(&self, slack: u64) {
         let (heap, dead) = {
             let mut d = self.deadlines.lock();
-            if d.dead.len() as u64 <= d.heap.len() as u64 / 2 + slack {
+            if d.dead.len() as u64 <= (d.heap.len() as u64 / 2).max(slack) {
                 return;
             }
             (std::mem::take(&mut d.heap), std::mem::take(&mut d.dead))
