@@ -128,3 +128,33 @@ fn lost_fences_in_leaves_are_caught() {
     assert!(ok, "leaves-split: the mutant was not caught:\n{out}");
     assert!(out.contains("mutant (lost fences) caught"), "{out}");
 }
+
+/// A record whose zeroed key bytes put it outside its leaf's range was
+/// cleared after open as if it were a split's leftover copy, and `check()`
+/// said nothing (a CI run's crash smoke: this seed, with these settings,
+/// zeroes bytes +21..+32 of a live record in a leaf other than the first).
+/// An out-of-range entry counts as a copy only when its record is intact.
+#[test]
+fn a_damaged_record_outside_its_leaf_is_reported_not_cleared() {
+    let (ok, out) = crashtest(&[
+        "--workload",
+        "leaves-split",
+        "--seed",
+        "998145667",
+        "--cap",
+        "1",
+        "--samples",
+        "1",
+    ]);
+    assert!(ok, "{out}");
+    // injected, open-err, check, silent: before the fix `4 0 3 1`.
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("record-zero "))
+        .unwrap_or_else(|| panic!("no record-zero row:\n{out}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1..5], ["4", "0", "4", "0"], "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.contains("inconsistencies=0"), "{last}");
+}

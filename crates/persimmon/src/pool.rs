@@ -306,6 +306,16 @@ impl Pool {
         Ok(h)
     }
 
+    /// Checks the CRC32C of the record at `offset` (header `h`, from
+    /// [`record_header`](Self::record_header)) over the bytes it covers.
+    pub fn verify_record(&self, offset: u64, h: &layout::RecordHeader) -> Result<()> {
+        let body = self.pm.slice(offset + 4, h.body_len())?;
+        if layout::record_crc(body) != h.crc {
+            return Err(Error::corruption(offset, "record CRC32C mismatch"));
+        }
+        Ok(())
+    }
+
     #[inline]
     pub fn segment_offset(&self, index: u32) -> u64 {
         layout::SUPERBLOCK_BYTES + index as u64 * self.segment_bytes

@@ -97,11 +97,7 @@ impl Engine {
 
     #[inline]
     pub(super) fn verify_record(&self, offset: u64, h: &RecordHeader) -> Result<()> {
-        let body = self.pool.pm.slice(offset + 4, h.body_len())?;
-        if layout::record_crc(body) != h.crc {
-            return Err(Error::corruption(offset, "record CRC32C mismatch"));
-        }
-        Ok(())
+        self.pool.verify_record(offset, h)
     }
 
     /// The probe of `h` in `seg`, the one place that walks a key's probe

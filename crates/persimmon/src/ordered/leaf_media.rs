@@ -32,6 +32,12 @@ pub(crate) fn record_key(pool: &Pool, off: u64) -> Result<&[u8]> {
     pool.pm.slice(off + h.key_at(), h.key_len as usize)
 }
 
+/// Whether the record at `off` is whole: its header sane and its CRC32C
+/// matching.
+pub(crate) fn intact_record(pool: &Pool, off: u64) -> Result<()> {
+    pool.verify_record(off, &pool.record_header(off)?)
+}
+
 /// Reads the header of the leaf slot at `leaf` (class `class`).
 pub(super) fn read_header(pool: &Pool, leaf: u64, class: u32) -> Result<Header> {
     let w0 = pool.pm.load_u64(leaf + layout::LEAF_WORD0 as u64);

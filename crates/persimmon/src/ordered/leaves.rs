@@ -55,7 +55,7 @@ use crate::layout::{
 use crate::pool::Pool;
 
 use super::leaf_dir::LeafDir;
-use super::leaf_media::{entry_at, read_header, record_key, write_leaf, Header};
+use super::leaf_media::{entry_at, intact_record, read_header, record_key, write_leaf, Header};
 
 /// DRAM state of one leaf slot.
 struct LeafMeta {
@@ -834,7 +834,13 @@ impl Leaves {
                     Ok(key) if in_leaf(key, &low, high.as_deref()) => {
                         view.live.push((key.to_vec(), s.entry, s.word))
                     }
-                    Ok(_) => view.stale.push((s.entry, s.word)),
+                    // A copy a split left outside the range is an intact
+                    // record; a record whose damaged key bytes put it
+                    // outside is damage, never cleared as a copy.
+                    Ok(_) => match intact_record(pool, s.word.offset()) {
+                        Ok(()) => view.stale.push((s.entry, s.word)),
+                        Err(e) => view.damaged.push((s.entry, e)),
+                    },
                     Err(e) => view.damaged.push((s.entry, e)),
                 }
             }
