@@ -32,13 +32,13 @@
 //!   held together (a server copies a queue, then locks waiters one by one).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use tokio::sync::Notify;
 
-use crate::session::Error;
+use persimmon_types::{Error, Waiters};
 
 /// What a waiter does when one of its keys is ready.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,9 +123,10 @@ impl Waiter {
 
 type Queues = HashMap<(usize, Vec<u8>), VecDeque<Arc<Waiter>>>;
 
-#[derive(Default)]
 struct Registry {
-    waiting: AtomicUsize,
+    /// The registered waiters' count, shared with the key space, whose
+    /// stores read it on every write.
+    waiting: Arc<Waiters>,
     queues: Mutex<Queues>,
 }
 
@@ -149,25 +150,34 @@ impl Registry {
                 }
             }
         }
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.waiting.remove();
     }
 }
 
 /// The server's blocked clients (one, in `Shared`).
-#[derive(Default)]
 pub struct Blocked {
     registry: Arc<Registry>,
 }
 
 impl Blocked {
+    /// No client blocked yet; `waiting` is the key space's count of them.
+    pub fn new(waiting: Arc<Waiters>) -> Blocked {
+        Blocked {
+            registry: Arc::new(Registry {
+                waiting,
+                queues: Mutex::default(),
+            }),
+        }
+    }
+
     /// Whether any client is blocked: the fast path of every write.
     pub fn any(&self) -> bool {
-        self.registry.waiting.load(Ordering::SeqCst) > 0
+        self.registry.waiting.any()
     }
 
     /// How many clients are blocked (`INFO clients`).
     pub fn count(&self) -> usize {
-        self.registry.waiting.load(Ordering::Relaxed)
+        self.registry.waiting.count()
     }
 
     /// Queues a new waiter at the back of each of its keys' queues; it
@@ -200,7 +210,7 @@ impl Blocked {
                     .or_default()
                     .push_back(waiter.clone());
             }
-            self.registry.waiting.fetch_add(1, Ordering::SeqCst);
+            self.registry.waiting.add();
         }
         Registration {
             registry: self.registry.clone(),
@@ -348,7 +358,7 @@ mod tests {
 
     #[test]
     fn waiters_are_served_in_the_order_they_blocked_and_counted() {
-        let b = Blocked::default();
+        let b = Blocked::new(Arc::default());
         assert!(!b.any());
         let r1 = b.register(1, 0, vec![b"k".to_vec(), b"k".to_vec()], pop(), None);
         let r2 = b.register(2, 0, vec![b"j".to_vec(), b"k".to_vec()], pop(), None);
@@ -380,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_skipped_waiter_keeps_its_place_and_a_decided_one_is_not_served_again() {
-        let b = Blocked::default();
+        let b = Blocked::new(Arc::default());
         let r1 = b.register(1, 0, vec![b"k".to_vec()], pop(), None);
         let r2 = b.register(2, 0, vec![b"k".to_vec()], pop(), None);
         let q = b.queue(0, b"k");
@@ -397,7 +407,7 @@ mod tests {
 
     #[test]
     fn unblock_decides_only_a_waiting_client() {
-        let b = Blocked::default();
+        let b = Blocked::new(Arc::default());
         let r = b.register(7, 0, vec![b"k".to_vec()], pop(), None);
         assert!(!b.unblock(8, Outcome::TimedOut));
         assert!(b.unblock(7, Outcome::TimedOut));

@@ -32,6 +32,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use persimmon_resp::ErrorTally;
+
 /// Most distinct error codes the totals keep.
 const MAX_ERROR_CODES: usize = 128;
 
@@ -120,50 +122,6 @@ impl Tally {
     }
 }
 
-/// Error replies written on one connection: how many ever (to tell
-/// whether a command failed), and those not yet published, by code.
-#[derive(Default, Debug)]
-pub struct ErrorTally {
-    seen: u64,
-    unpublished: u64,
-    by_code: Vec<(Box<str>, u64)>,
-}
-
-impl ErrorTally {
-    /// Counts one error reply (`message` starts with its code).
-    pub fn count(&mut self, message: &str) {
-        self.seen += 1;
-        self.unpublished += 1;
-        let code = error_code(message);
-        match self.by_code.iter_mut().find(|(c, _)| &**c == code) {
-            Some((_, n)) => *n += 1,
-            None => self.by_code.push((code.into(), 1)),
-        }
-    }
-
-    /// Error replies written on this connection so far (a command failed
-    /// if this grew while it ran).
-    #[inline]
-    pub fn seen(&self) -> u64 {
-        self.seen
-    }
-
-    fn clear(&mut self) {
-        self.unpublished = 0;
-        self.by_code.clear();
-    }
-}
-
-/// An error's code as Redis takes it: its first word when that ends within
-/// the first 32 bytes, else `ERR`.
-fn error_code(message: &str) -> &str {
-    let head = &message.as_bytes()[..message.len().min(31)];
-    match head.iter().position(|&b| b == b' ') {
-        Some(end) if end > 0 => &message[..end],
-        _ => "ERR",
-    }
-}
-
 /// The server's totals.
 #[derive(Default)]
 pub struct CommandStats {
@@ -199,7 +157,7 @@ impl CommandStats {
             errors.clear();
             return None;
         }
-        let error_replies = errors.unpublished;
+        let error_replies = errors.unpublished();
         if !tally.dirty && error_replies == 0 {
             return Some(0);
         }
@@ -214,7 +172,7 @@ impl CommandStats {
                 total.add(mine);
             }
         }
-        for (code, n) in errors.by_code.drain(..) {
+        for (code, n) in errors.take_codes() {
             if let Some(count) = totals.errors.get_mut(&*code) {
                 *count += n;
             } else if totals.errors.len() < MAX_ERROR_CODES {
@@ -257,16 +215,6 @@ impl CommandStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_codes_are_the_first_word() {
-        assert_eq!(error_code("ERR syntax error"), "ERR");
-        assert_eq!(error_code("WRONGTYPE Operation against"), "WRONGTYPE");
-        assert_eq!(error_code("NOAUTH Authentication required."), "NOAUTH");
-        assert_eq!(error_code("NOSPACEATALLINTHISMESSAGE"), "ERR");
-        assert_eq!(error_code(" leading blank"), "ERR");
-        assert_eq!(error_code(&format!("{} x", "A".repeat(40))), "ERR");
-    }
 
     #[test]
     fn publish_adds_and_reset_drops_what_was_pending() {

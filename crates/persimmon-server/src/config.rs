@@ -349,10 +349,10 @@ impl Config {
         if self.limits.output_stall.is_zero() {
             return Err("client-output-stall-secs must be at least 1".into());
         }
-        if !(1..=crate::dbs::MAX_DATABASES).contains(&self.databases) {
+        if !(1..=persimmon_types::dbs::MAX_DATABASES).contains(&self.databases) {
             return Err(format!(
                 "databases must be between 1 and {}",
-                crate::dbs::MAX_DATABASES
+                persimmon_types::dbs::MAX_DATABASES
             ));
         }
         if !(1..=64).contains(&self.worker_threads) {

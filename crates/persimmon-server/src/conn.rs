@@ -45,10 +45,10 @@ use tokio::net::TcpStream;
 
 use crate::commands::{execute, recheck_blocked, reply_blocked, COMMANDS};
 use crate::pipeline::Pipeline;
-use crate::protocol::{ParseLimits, Progress, RequestParser};
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
 use crate::shared::{ClientInfo, Shared};
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// Replies queued past this are written before the batch goes on.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -233,7 +233,7 @@ impl Connection {
 
     /// WAIT: waits for the replicas' acknowledgements, queues the count.
     async fn wait_replicas(&mut self) {
-        let Some(w) = self.session.store.repl.wait.take() else {
+        let Some(w) = self.session.repl.wait.take() else {
             return;
         };
         let n = crate::repl::wait::wait(self.session.shared.clone(), w).await;
@@ -242,7 +242,7 @@ impl Connection {
 
     /// PSYNC/SYNC: the connection serves a replica until it ends.
     async fn become_feed(&mut self) {
-        let Some(psync) = self.session.store.repl.psync.take() else {
+        let Some(psync) = self.session.repl.psync.take() else {
             return;
         };
         let shared = self.session.shared.clone();

@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use crate::commands::{execute, COMMANDS};
 use crate::config::Config;
-use crate::protocol::Args;
 use crate::session::Session;
 use crate::shared::{ClientInfo, Shared};
-pub use crate::store::Captured;
+use persimmon_resp::Args;
+pub use persimmon_types::store::Captured;
+use persimmon_types::Keyspace;
 
 /// A pool and one client session on it.
 pub struct Embedded {
@@ -35,10 +36,10 @@ impl Embedded {
         };
         let options = config.engine_options()?;
         let db = persimmon::Db::open(path, options).map_err(|e| e.to_string())?;
-        let dbs = crate::dbs::Databases::load(&db, config.databases)
+        let keyspace = Keyspace::new(db, config.databases)
             .map_err(|e| format!("the database map does not parse: {e:?}"))?;
         let addr = "127.0.0.1:0".parse().expect("an address");
-        let shared = Arc::new(Shared::new(db, Arc::new(dbs), config, None, addr));
+        let shared = Arc::new(Shared::new(Arc::new(keyspace), config, None, addr));
         let info = Arc::new(ClientInfo::new(1, addr, addr, -1, 0));
         let mut session = Session::new(shared, info, COMMANDS);
         session.store.capture = Some(Vec::new());
@@ -69,21 +70,22 @@ impl Embedded {
     /// Makes the random choices of this thread's calls (tree ids, SPOP,
     /// SRANDMEMBER...) a function of `seed`, so a run can be replayed.
     pub fn seed(&mut self, seed: u64) {
-        crate::random::seed_thread(seed);
+        persimmon_types::random::seed_thread(seed);
     }
 
     /// One round of the collection reclaimer; returns the batches it
     /// committed, in order.
     pub fn reclaim(&mut self) -> Result<Vec<Captured>, String> {
         self.take_captured();
-        crate::coll::reclaim::round_in(&mut self.session.store).map_err(|e| e.0.to_string())?;
+        persimmon_types::coll::reclaim::round_in(&mut self.session.store)
+            .map_err(|e| e.0.to_string())?;
         Ok(self.take_captured())
     }
 
     /// The structural check of every collection (`coll::check`): its
     /// counts on success.
-    pub fn check(&mut self) -> Result<crate::coll::check::Report, String> {
-        crate::coll::check::all(&mut self.session.store).map_err(|e| e.0.to_string())
+    pub fn check(&mut self) -> Result<persimmon_types::coll::check::Report, String> {
+        persimmon_types::coll::check::all(&mut self.session.store).map_err(|e| e.0.to_string())
     }
 
     fn take_captured(&mut self) -> Vec<Captured> {

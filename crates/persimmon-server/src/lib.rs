@@ -51,31 +51,23 @@
 
 mod blocking;
 mod cmdstats;
-mod coll;
 mod commands;
 mod config;
 mod config_rewrite;
 mod conn;
-mod dbs;
 pub mod embedded;
 mod encoding;
 mod glob;
 mod longdouble;
 mod pipeline;
-pub mod protocol;
-mod pubsub;
-mod random;
-mod rdb;
+pub mod pubsub;
 mod repl;
-mod reply;
 mod scan;
 mod server;
 mod session;
 mod settings;
 mod shared;
-mod store;
-mod value;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};
+pub use persimmon_types::value::{MAX_STRING_BYTES, TAG_HASH, TAG_STRING};
 pub use server::{run, Ready, ServerError, ServerHandle};
-pub use value::{MAX_STRING_BYTES, TAG_HASH, TAG_STRING};

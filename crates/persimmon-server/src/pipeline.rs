@@ -61,9 +61,10 @@ use std::time::Instant;
 use persimmon::WriteBatch;
 
 use crate::commands::{execute, runnable_as, serve_ready};
-use crate::protocol::Args;
-use crate::session::{check_key, may_exist, wrongtype, Session};
-use crate::value::{self, Stored, MAX_STRING_BYTES};
+use crate::session::Session;
+use persimmon_resp::Args;
+use persimmon_types::error::{check_key, may_exist, wrongtype};
+use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 
 /// Most requests in one run of SETs.
 pub const MAX_RUN: usize = 128;

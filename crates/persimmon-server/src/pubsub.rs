@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::reply::Reply;
 use crate::shared::ClientInfo;
+use persimmon_resp::Reply;
 
 /// Subscribers of one channel or pattern, by client id.
 type Subscribers = BTreeMap<u64, Arc<Mailbox>>;

@@ -24,8 +24,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::Config;
-use crate::dbs::Databases;
 use crate::shared::{ClientInfo, Shared};
+use persimmon_types::Keyspace;
 
 /// What the server tells its caller once it listens.
 #[derive(Clone, Debug)]
@@ -92,7 +92,7 @@ pub(crate) fn run_with(
         .build()
         .map_err(ServerError::Runtime)?;
     let db = Db::open(&config.pool, options)?;
-    let dbs = Databases::load(&db, config.databases).map_err(|e| ServerError::Config(e.0))?;
+    let keyspace = Keyspace::new(db, config.databases).map_err(|e| ServerError::Config(e.0))?;
     let addr = SocketAddr::new(config.bind, config.port);
     let listener = runtime
         .block_on(async { TcpListener::bind(addr).await })
@@ -100,13 +100,12 @@ pub(crate) fn run_with(
     let local_addr = listener.local_addr().unwrap_or(addr);
     raise_fd_limit(config.limits.maxclients);
     let shared = Arc::new(Shared::new(
-        db,
-        Arc::new(dbs),
+        Arc::new(keyspace),
         config,
         config_file,
         local_addr,
     ));
-    crate::coll::reclaim::spawn(&shared);
+    persimmon_types::coll::reclaim::spawn(&shared.keyspace);
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)
@@ -116,7 +115,7 @@ pub(crate) fn run_with(
         let info = Ready {
             addr: local_addr,
             pool: shared.config.pool.clone(),
-            durability: shared.db.durability(),
+            durability: shared.keyspace.db.durability(),
         };
         ready(&info, &shared);
         crate::repl::spawn(&shared);

@@ -17,18 +17,15 @@
 //! - A key longer than the engine's limit cannot exist: [`read`] treats it
 //!   as missing, and a write refuses it with [`check_key`] before it runs.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use persimmon::MAX_KEY_BYTES;
+use persimmon_resp::{Args, Reply, Request};
+use persimmon_types::dbs::Databases;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 use crate::cmdstats::Tally;
-use crate::dbs::Databases;
-use crate::protocol::Args;
-use crate::reply::Reply;
 use crate::shared::{ClientInfo, Shared};
-use crate::store::Store;
-use crate::value::MAX_STRING_BYTES;
 
 /// The Redis version whose commands and replies the server follows.
 pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
@@ -91,6 +88,8 @@ pub struct Session {
     pub scratch: Vec<u8>,
     /// The selected database, its keys and the watched keys.
     pub store: Store,
+    /// What the running command propagates to replicas (`repl/`).
+    pub repl: crate::repl::ClientRepl,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
     /// EXEC kept conflicting with other clients: the dispatch runs it again
@@ -132,31 +131,9 @@ pub enum ReplyMode {
 /// A transaction being queued (`MULTI` ... `EXEC`).
 #[derive(Default)]
 pub struct Multi {
-    pub queued: Vec<Queued>,
+    pub queued: Vec<Request>,
     /// A command failed to queue: `EXEC` will refuse with `EXECABORT`.
     pub failed: bool,
-}
-
-/// A queued request, owned: its bytes and each argument's range in them.
-pub struct Queued {
-    pub data: Vec<u8>,
-    pub ranges: Vec<std::ops::Range<usize>>,
-}
-
-impl Queued {
-    pub fn of(args: &Args<'_>) -> Queued {
-        let mut data = Vec::new();
-        let mut ranges = Vec::with_capacity(args.len());
-        for arg in args.iter() {
-            ranges.push(data.len()..data.len() + arg.len());
-            data.extend_from_slice(arg);
-        }
-        Queued { data, ranges }
-    }
-
-    pub fn args(&self) -> Args<'_> {
-        Args::new(&self.data, &self.ranges)
-    }
 }
 
 impl Session {
@@ -167,8 +144,9 @@ impl Session {
             pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
             reply_mode: ReplyMode::On,
             pushed: Vec::new(),
-            store: Store::new(shared.clone()),
-            map: Some(shared.dbs.clone()),
+            store: Store::new(shared.keyspace.clone()),
+            repl: crate::repl::ClientRepl::default(),
+            map: Some(shared.keyspace.dbs.clone()),
             multi: None,
             exec_escalate: false,
             exec_exclusive: false,
@@ -233,20 +211,6 @@ impl Session {
     }
 }
 
-/// An error reply; the text starts with its code (`ERR`, `WRONGTYPE`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub Cow<'static, str>);
-
-impl Error {
-    pub fn new(message: impl Into<Cow<'static, str>>) -> Error {
-        Error(message.into())
-    }
-}
-
-pub fn wrongtype() -> Error {
-    Error::new("WRONGTYPE Operation against a key holding the wrong kind of value")
-}
-
 pub fn syntax() -> Error {
     Error::new("ERR syntax error")
 }
@@ -283,40 +247,6 @@ pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
     ))
 }
 
-impl From<persimmon::Error> for Error {
-    fn from(e: persimmon::Error) -> Error {
-        match e {
-            persimmon::Error::KeyTooLarge { len, max } => key_too_large(len, max),
-            persimmon::Error::ValueTooLarge { len, .. } => too_large(len.saturating_sub(1)),
-            e @ persimmon::Error::PoolFull { .. } => Error::new(format!("OOM {e}")),
-            e => Error::new(format!("ERR {e}")),
-        }
-    }
-}
-
-/// The error for a value longer than the server can store.
-pub fn too_large(len: usize) -> Error {
-    Error::new(format!(
-        "ERR value is {len} bytes; persimmon stores at most {MAX_STRING_BYTES} bytes per value \
-         (its 64 MiB value limit less the 1-byte type tag)"
-    ))
-}
-
-fn key_too_large(len: usize, max: usize) -> Error {
-    Error::new(format!(
-        "ERR key is {len} bytes; persimmon's key limit is {max} bytes"
-    ))
-}
-
-/// Refuses a key longer than the engine's limit before a write is tried,
-/// with the same text as the engine's refusal.
-pub fn check_key(key: &[u8]) -> Result<(), Error> {
-    if !may_exist(key) {
-        return Err(key_too_large(key.len(), MAX_KEY_BYTES));
-    }
-    Ok(())
-}
-
 /// Client text for a message: lossy UTF-8, cut at `max` bytes.
 pub fn shown(bytes: &[u8], max: usize) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
@@ -328,7 +258,7 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 }
 
 pub fn int_arg(arg: &[u8]) -> Result<i64, Error> {
-    crate::protocol::parse_i64(arg).ok_or_else(not_integer)
+    persimmon_resp::parse_i64(arg).ok_or_else(not_integer)
 }
 
 /// An integer argument within `min..=max`, with Redis's text when it is
@@ -341,12 +271,6 @@ pub fn int_arg_within(arg: &[u8], min: i64, max: i64) -> Result<i64, Error> {
         )));
     }
     Ok(n)
-}
-
-/// Whether `key` can exist: one longer than the engine's limit cannot, so
-/// reads and deletes treat it as missing instead of failing.
-pub fn may_exist(key: &[u8]) -> bool {
-    key.len() <= MAX_KEY_BYTES
 }
 
 /// Runs `f`, which scans the pool, without stalling the worker's other

@@ -610,7 +610,7 @@ fn normalize(kind: Kind, value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
             }
         }
         Kind::Int(min, max) => {
-            let n = crate::protocol::parse_i64(value)
+            let n = persimmon_resp::parse_i64(value)
                 .ok_or("argument couldn't be parsed into an integer")?;
             if n < min || n > max {
                 return Err(format!(

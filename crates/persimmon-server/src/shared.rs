@@ -1,18 +1,21 @@
-//! State the whole server shares: the open pool, the configuration (fixed
-//! at startup) and the run-time settings (`CONFIG SET`), the counters for
+//! State the whole server shares: the key space (the open pool and its
+//! databases, `persimmon_types::Keyspace`), the configuration (fixed at
+//! startup) and the run-time settings (`CONFIG SET`), the counters for
 //! `INFO`, the registry of connected clients (`CLIENT LIST`), the clients
 //! blocked on keys, the SCAN snapshots and the shutdown signal.
 //!
 //! Invariants:
-//! - `Shared` owns the `Db`: the pool closes when the last `Arc<Shared>`
-//!   goes, which the listener arranges only after every connection task has
-//!   ended (see `server.rs`).
+//! - `Shared` holds the key space, which owns the `Db`: the pool closes
+//!   when the last `Arc<Shared>` goes (and every store and background
+//!   task with it), which the listener arranges only after every
+//!   connection task has ended (see `server.rs`).
 //! - Every counter here is a relaxed atomic and only a statistic: no
 //!   decision depends on reading one exactly. Connections add to them once
 //!   per batch (their own `Counters` in between), so the workers do not
 //!   fight over these cache lines on every command.
-//! - `stopping` goes from false to true once and never back; long scans
-//!   poll it so that shutdown does not wait for them.
+//! - Stopping is the key space's `closing` signal: it goes from false to
+//!   true once and never back; long scans poll it so that shutdown does
+//!   not wait for them.
 //! - The limits, `requirepass` and `protected-mode` in `config` are the
 //!   startup values only: what the server applies now is in `settings`.
 
@@ -23,21 +26,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use persimmon::Db;
 use tokio::sync::watch;
 
 use crate::blocking::Blocked;
 use crate::cmdstats::CommandStats;
 use crate::config::Config;
-use crate::dbs::Databases;
 use crate::scan::ScanCache;
 use crate::settings::Settings;
+use persimmon_types::Keyspace;
 
 /// State every connection shares.
 pub struct Shared {
-    pub db: Db,
-    /// The databases and the namespace each uses.
-    pub dbs: Arc<Databases>,
+    /// The pool and its databases (`keyspace.db`, `keyspace.dbs`).
+    pub keyspace: Arc<Keyspace>,
     /// The configuration the server started with.
     pub config: Config,
     /// What `CONFIG GET` shows and `CONFIG SET` changes.
@@ -58,12 +59,8 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Channel and pattern subscriptions (`pubsub.rs`).
     pub pubsub: Arc<crate::pubsub::PubSub>,
-    /// Turns for atomic units that keep conflicting (`store.rs`).
-    pub turns: crate::store::Turns,
     /// Replication: the write stream, replicas, the link to a master.
     pub repl: crate::repl::Replication,
-    /// Set once shutdown has begun (long-running commands check it).
-    pub stopping: AtomicBool,
     shutdown: watch::Sender<bool>,
 }
 
@@ -156,15 +153,15 @@ pub struct ClientInfo {
 }
 
 impl Shared {
-    /// The state of a server that listens on `local_addr` over `db`.
+    /// The state of a server that listens on `local_addr` over `keyspace`.
     pub fn new(
-        db: Db,
-        dbs: Arc<Databases>,
+        keyspace: Arc<Keyspace>,
         config: Config,
         config_file: Option<PathBuf>,
         local_addr: SocketAddr,
     ) -> Shared {
         let (shutdown, _) = watch::channel(false);
+        let db = &keyspace.db;
         let facts = [
             ("port", local_addr.port().to_string()),
             ("durability", db.durability().name().to_string()),
@@ -179,8 +176,8 @@ impl Shared {
         let stats = ServerStats::default();
         stats.last_save.store(started_unix, Ordering::Relaxed);
         Shared {
-            db,
-            dbs,
+            blocked: Blocked::new(keyspace.waiters.clone()),
+            keyspace,
             config,
             settings,
             config_file,
@@ -193,11 +190,8 @@ impl Shared {
             connected: AtomicUsize::new(0),
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
-            blocked: Blocked::default(),
             pubsub: Arc::default(),
-            turns: crate::store::Turns::default(),
             repl: crate::repl::Replication::new(),
-            stopping: AtomicBool::new(false),
             shutdown,
         }
     }
@@ -209,7 +203,7 @@ impl Shared {
 
     /// Asks the server to stop (SIGINT, SIGTERM, `SHUTDOWN`, a handle).
     pub fn request_shutdown(&self) {
-        self.stopping.store(true, Ordering::Release);
+        self.keyspace.close();
         self.shutdown.send_replace(true);
     }
 
@@ -218,7 +212,7 @@ impl Shared {
     }
 
     pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+        self.keyspace.is_closing()
     }
 
     /// Milliseconds since the server started.

@@ -18,9 +18,11 @@
 
 use persimmon::Update;
 
-use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, syntax, wrongtype, Error, Session};
-use crate::value::{self, Stored, MAX_STRING_BYTES};
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::error::{check_key, wrongtype};
+use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
+use persimmon_types::Error;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Overflow {
@@ -151,7 +153,7 @@ fn field_type(arg: &[u8]) -> Result<(bool, u32), Error> {
         b'u' => false,
         _ => return Err(bad()),
     };
-    let bits = crate::protocol::parse_i64(digits).ok_or_else(bad)?;
+    let bits = persimmon_resp::parse_i64(digits).ok_or_else(bad)?;
     let max = if signed { 64 } else { 63 };
     if !(1..=max).contains(&bits) {
         return Err(bad());
@@ -166,7 +168,7 @@ fn bit_offset(arg: &[u8], bits: u32) -> Result<u64, Error> {
         Some((b'#', rest)) => (true, rest),
         _ => (false, arg),
     };
-    let n = crate::protocol::parse_i64(digits).ok_or_else(bad)?;
+    let n = persimmon_resp::parse_i64(digits).ok_or_else(bad)?;
     let n = if scaled {
         n.checked_mul(bits as i64).ok_or_else(bad)?
     } else {

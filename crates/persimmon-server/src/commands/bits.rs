@@ -17,10 +17,12 @@
 
 use persimmon::Update;
 
-use crate::protocol::Args;
-use crate::session::{check_key, int_arg, is, syntax, wrongtype, Error, Session};
-use crate::store::Store;
-use crate::value::{self, Stored, MAX_STRING_BYTES};
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::error::{check_key, wrongtype};
+use persimmon_types::store::Store;
+use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
+use persimmon_types::Error;
 
 /// Redis's bound on bit offsets: 512 MiB (its `proto-max-bulk-len`) of bits.
 const REDIS_MAX_BIT_OFFSET: u64 = (512 << 20) * 8;

@@ -23,13 +23,16 @@
 use std::time::{Duration, Instant};
 
 use crate::blocking::{Attempt, Op, Outcome, Registration, Served};
-use crate::dbs;
 use crate::longdouble::LongDouble;
-use crate::protocol::{parse_i64, Args};
-use crate::reply::Reply;
-use crate::session::{is, syntax, wrongtype, Error, Flow, Session};
+use crate::repl::ClientRepl;
+use crate::session::{is, syntax, Flow, Session};
 use crate::shared::unix_time;
-use crate::store::Store;
+use persimmon_resp::Reply;
+use persimmon_resp::{parse_i64, Args};
+use persimmon_types::dbs;
+use persimmon_types::error::wrongtype;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 use super::lists::{list_move, list_pop};
 use super::zsets::{score_reply_text, zset_pop};
@@ -147,11 +150,17 @@ fn timeout_arg(arg: &[u8]) -> Result<Option<Instant>, Error> {
 
 // --- Pops and replies ----------------------------------------------------
 
-/// Pops for `op` at `key`; `None` when the key is missing.
-fn pop_at(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<Served>, Error> {
+/// Pops for `op` at `key`; `None` when the key is missing. What it took
+/// is propagated through `repl` as a plain pop.
+fn pop_at(
+    store: &mut Store,
+    repl: &mut ClientRepl,
+    key: &[u8],
+    op: &Op,
+) -> Result<Option<Served>, Error> {
     let served = pop_at_unpropagated(store, key, op)?;
     if let Some(words) = served.as_ref().and_then(|sv| plain_pop(key, op, sv)) {
-        store.repl.rewrite(store.db, words);
+        repl.rewrite(store.db, words);
     }
     Ok(served)
 }
@@ -229,9 +238,9 @@ fn pop_at_unpropagated(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<
 
 /// Pops for `op` from the first of `keys` that exists, in Redis's order: a
 /// missing key is passed over, one of another type fails the command.
-fn pop_first(store: &mut Store, keys: &[Vec<u8>], op: &Op) -> Result<Option<Served>, Error> {
+fn pop_first(s: &mut Session, keys: &[Vec<u8>], op: &Op) -> Result<Option<Served>, Error> {
     for key in keys {
-        if let Some(served) = pop_at(store, key, op)? {
+        if let Some(served) = pop_at(&mut s.store, &mut s.repl, key, op)? {
             return Ok(Some(served));
         }
     }
@@ -303,14 +312,14 @@ fn pop_or_block(
     op: Op,
     deadline: Option<Instant>,
 ) -> Result<(), Error> {
-    if let Some(served) = pop_first(&mut s.store, &keys, &op)? {
+    if let Some(served) = pop_first(s, &keys, &op)? {
         reply_served(&mut s.out, &op, &served);
         return Ok(());
     }
     // Nothing popped now: nothing propagates (a pop for this client later
     // propagates as a plain pop when it happens; a blocking request must
     // never reach a replica, where it would block the master's stream).
-    s.store.repl.nothing();
+    s.repl.nothing();
     if s.store.in_unit() {
         match op {
             Op::ListMove { .. } => s.out.null(),
@@ -332,8 +341,8 @@ fn pop_or_block(
 /// What serving the waiter `op` from `key` finds. A key of another type
 /// than the waiter pops passes it over (it keeps waiting); BLMOVE onto a
 /// destination of another type ends the wait with WRONGTYPE, as in Redis.
-fn attempt(store: &mut Store, key: &[u8], op: &Op) -> Attempt {
-    match pop_at(store, key, op) {
+fn attempt(store: &mut Store, repl: &mut ClientRepl, key: &[u8], op: &Op) -> Attempt {
+    match pop_at(store, repl, key, op) {
         Ok(Some(served)) => Attempt::Done(Outcome::Served(served)),
         Ok(None) => Attempt::Empty,
         Err(e) if e == wrongtype() => {
@@ -352,10 +361,10 @@ fn attempt(store: &mut Store, key: &[u8], op: &Op) -> Attempt {
 fn serve_key(s: &mut Session, db: usize, key: &[u8]) {
     let shared = s.shared.clone();
     for w in shared.blocked.queue(db, key) {
-        let store = &mut s.store;
+        let (store, repl) = (&mut s.store, &mut s.repl);
         let go_on = shared
             .blocked
-            .serve(&w, |w| store.in_db(db, |st| attempt(st, key, &w.op)));
+            .serve(&w, |w| store.in_db(db, |st| attempt(st, repl, key, &w.op)));
         if !go_on {
             break;
         }
@@ -373,7 +382,7 @@ pub fn serve_ready(s: &mut Session) {
             let Some((ns, key)) = dbs::split(&ek) else {
                 continue;
             };
-            let dbs = &s.shared.dbs;
+            let dbs = &s.shared.keyspace.dbs;
             let Some(db) = (0..dbs.count()).find(|&d| dbs.namespace(d) == ns) else {
                 continue;
             };
@@ -401,7 +410,7 @@ pub fn recheck_blocked(s: &mut Session, reg: &Registration) {
             drop(held);
             turn = shared.repl.turn();
         };
-        s.store.repl.active = turn.is_some();
+        s.repl.active = turn.is_some();
         for key in &reg.waiter.keys {
             serve_key(s, reg.waiter.db, key);
         }
@@ -409,9 +418,9 @@ pub fn recheck_blocked(s: &mut Session, reg: &Registration) {
     }
     s.map = Some(map);
     if let Some(stream) = turn.as_mut() {
-        crate::repl::flush(stream, &mut s.store.repl, false, shared.repl.is_replica());
+        crate::repl::flush(stream, &mut s.repl, false, shared.repl.is_replica());
     }
-    s.store.repl.active = false;
+    s.repl.active = false;
 }
 
 /// SWAPDB exchanged databases `a` and `b`: every key waited on in either
@@ -455,7 +464,7 @@ pub fn lmpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         head,
         count: Some(count),
     };
-    match pop_first(&mut s.store, &keys, &op)? {
+    match pop_first(s, &keys, &op)? {
         Some(served) => reply_served(&mut s.out, &op, &served),
         None => s.out.null_array(),
     }
@@ -503,7 +512,7 @@ pub fn zmpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         max,
         count: Some(count),
     };
-    match pop_first(&mut s.store, &keys, &op)? {
+    match pop_first(s, &keys, &op)? {
         Some(served) => reply_served(&mut s.out, &op, &served),
         None => s.out.null_array(),
     }

@@ -13,9 +13,10 @@
 //!   destination, LMPOP, ZMPOP, BLMPOP, BZMPOP).
 
 use crate::glob;
-use crate::protocol::Args;
-use crate::reply::Reply;
-use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Error, Session, Spec};
+use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Session, Spec};
+use persimmon_resp::Args;
+use persimmon_resp::Reply;
+use persimmon_types::Error;
 
 /// Flags of the table that steer the dispatch and are not Redis's (not
 /// shown by COMMAND).
@@ -322,7 +323,7 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
 /// that follow it (SINTERCARD); `None` when the count is not a positive
 /// number the request holds.
 fn numkeys_positions(args: &[&[u8]], at: usize) -> Option<Vec<usize>> {
-    let n = crate::protocol::parse_i64(args.get(at)?)?;
+    let n = persimmon_resp::parse_i64(args.get(at)?)?;
     let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
     (at + n < args.len()).then(|| (at + 1..=at + n).collect())
 }

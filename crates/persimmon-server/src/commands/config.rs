@@ -13,10 +13,9 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::protocol::Args;
-use crate::session::{
-    arity, exact_arity, is, syntax, unknown_subcommand, Counters, Error, Session,
-};
+use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Counters, Session};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 const CONFIG_HELP: [&str; 11] = [
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

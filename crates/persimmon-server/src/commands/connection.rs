@@ -11,12 +11,13 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::protocol::Args;
 use crate::session::{
-    arity, exact_arity, int_arg, is, shown, syntax, unknown_subcommand, Error, Flow, Session,
+    arity, exact_arity, int_arg, is, shown, syntax, unknown_subcommand, Flow, Session,
     REDIS_COMPAT_VERSION,
 };
 use crate::shared::ClientInfo;
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if s.pubsub.active() && !s.out.resp3 && a.len() <= 2 {

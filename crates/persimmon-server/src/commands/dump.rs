@@ -17,12 +17,11 @@
 //! (`BUSYKEY`), the ttl, the payload — so a refused RESTORE writes nothing;
 //! a payload is decoded whole before anything is written.
 
-use crate::coll::{self, whole::Whole};
-use crate::protocol::Args;
-use crate::rdb::{self, RdbValue};
-use crate::session::{int_arg, is, syntax, Error, Session};
-use crate::store::Store;
-use crate::value::{self, Stored};
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::rdb;
+use persimmon_types::transfer::{read_value, write_value};
+use persimmon_types::Error;
 
 /// DUMP key: the payload, or nil for a missing key.
 pub fn dump(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -30,49 +29,6 @@ pub fn dump(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     match s.store.atomic(|st| read_value(st, key))? {
         None => s.out.null(),
         Some(v) => s.out.bulk(&rdb::dump(&v)),
-    }
-    Ok(())
-}
-
-/// The value at `key` as the codec carries it (`None`: missing).
-pub(crate) fn read_value(st: &mut Store, key: &[u8]) -> Result<Option<RdbValue>, Error> {
-    if let Some(w) = coll::read_key(st, key)? {
-        return Ok(Some(to_rdb(w)));
-    }
-    let string = st.get(key, |v| match v {
-        Stored::String(s) => Some(RdbValue::String(s.to_vec())),
-        _ => None,
-    })?;
-    Ok(string.flatten())
-}
-
-fn to_rdb(w: Whole) -> RdbValue {
-    match w {
-        Whole::Hash(pairs) => RdbValue::Hash(pairs),
-        Whole::ZSet(entries) => RdbValue::ZSet(entries),
-        Whole::List(elements) => RdbValue::List(elements),
-        Whole::Set(members) => RdbValue::Set(members),
-    }
-}
-
-/// Writes a decoded payload at `key` (missing now) with `deadline`.
-pub(crate) fn write_value(
-    st: &mut Store,
-    key: &[u8],
-    v: &RdbValue,
-    deadline: Option<u64>,
-) -> Result<(), Error> {
-    let whole = match v {
-        RdbValue::String(s) => return st.put(key, &value::string(s), deadline),
-        RdbValue::Hash(pairs) => Whole::Hash(pairs.clone()),
-        RdbValue::ZSet(entries) => Whole::ZSet(entries.clone()),
-        RdbValue::List(elements) => Whole::List(elements.clone()),
-        RdbValue::Set(members) => Whole::Set(members.clone()),
-    };
-    let ek = st.engine_key(key).into_owned();
-    coll::whole::write(st, ek, &whole)?;
-    if deadline.is_some() {
-        st.set_deadline(key, deadline)?;
     }
     Ok(())
 }
@@ -139,7 +95,7 @@ fn propagate_restore(s: &mut Session, a: &Args<'_>, o: &RestoreOptions, now: u64
     let mut words: Vec<Vec<u8>> = a.iter().map(<[u8]>::to_vec).collect();
     words[2] = now.saturating_add(ttl as u64).to_string().into_bytes();
     words.push(b"ABSTTL".to_vec());
-    s.store.repl.rewrite(s.store.db, words);
+    s.repl.rewrite(s.store.db, words);
 }
 
 pub fn restore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

@@ -17,8 +17,9 @@
 
 use persimmon::{Ttl, Update, MAX_DEADLINE_MS};
 
-use crate::protocol::Args;
-use crate::session::{int_arg, is, Error, Session};
+use crate::session::{int_arg, is, Session};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 /// How a SET/GETEX time argument counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,8 +195,8 @@ fn expire_generic(
         ]),
     };
     match words {
-        Some(w) => s.store.repl.rewrite(s.store.db, w),
-        None => s.store.repl.nothing(),
+        Some(w) => s.repl.rewrite(s.store.db, w),
+        None => s.repl.nothing(),
     }
     s.out.int(changed as i64);
     Ok(())

@@ -22,13 +22,14 @@
 //!   whole time may be missed (repeated) once per such change — weaker
 //!   than Redis's guarantee, which never misses such an entry.
 
-use crate::coll::{self, Coll, Kind};
 use crate::glob;
-use crate::protocol::Args;
-use crate::random;
-use crate::reply::Reply;
-use crate::session::{int_arg, int_arg_within, is, syntax, Error, Session};
-use crate::store::Store;
+use crate::session::{int_arg, int_arg_within, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_resp::Reply;
+use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::random;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 use super::hashes::reply_from_collection;
 
@@ -116,7 +117,9 @@ pub(super) fn write_picks(
         Picks::Distinct(ranks) => {
             r.array(ranks.len() * per_entry);
             for rank in ranks {
-                let (k, v) = c.at(st, 0, rank)?.ok_or_else(crate::coll::page::damaged)?;
+                let (k, v) = c
+                    .at(st, 0, rank)?
+                    .ok_or_else(persimmon_types::coll::page::damaged)?;
                 emit(r, &k, &v);
                 if r.len() > limit {
                     break;
@@ -129,7 +132,7 @@ pub(super) fn write_picks(
             for _ in 0..if n == 0 { 0 } else { k } {
                 let (k, v) = c
                     .at(st, 0, random::below(n))?
-                    .ok_or_else(crate::coll::page::damaged)?;
+                    .ok_or_else(persimmon_types::coll::page::damaged)?;
                 emit(r, &k, &v);
                 if r.len() > limit {
                     break;

@@ -13,13 +13,15 @@
 //! does on x86-64. A read's reply is built inside its unit into a scratch
 //! buffer and copied out once the unit committed (a unit may run again).
 
-use crate::coll::{self, Coll, Kind};
 use crate::longdouble::LongDouble;
-use crate::protocol::{parse_i64, Args};
-use crate::reply::Reply;
-use crate::session::{arity, check_key, int_arg, overflow, Error, Session};
-use crate::store::Store;
-use crate::value::MAX_STRING_BYTES;
+use crate::session::{arity, int_arg, overflow, Session};
+use persimmon_resp::Reply;
+use persimmon_resp::{parse_i64, Args};
+use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::error::check_key;
+use persimmon_types::store::Store;
+use persimmon_types::value::MAX_STRING_BYTES;
+use persimmon_types::Error;
 
 /// Room a page record needs around its one entry (varints, tags, meta).
 const ELEMENT_OVERHEAD: usize = 64;
@@ -188,7 +190,7 @@ pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         a.get(2).to_vec(),
         text.clone(),
     ];
-    s.store.repl.rewrite(s.store.db, words);
+    s.repl.rewrite(s.store.db, words);
     s.out.bulk(&text);
     Ok(())
 }

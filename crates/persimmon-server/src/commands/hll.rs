@@ -30,9 +30,11 @@
 
 use persimmon::Update;
 
-use crate::protocol::Args;
-use crate::session::{check_key, is, wrongtype, Error, Session};
-use crate::value::{self, Stored};
+use crate::session::{is, Session};
+use persimmon_resp::Args;
+use persimmon_types::error::{check_key, wrongtype};
+use persimmon_types::value::{self, Stored};
+use persimmon_types::Error;
 
 const REGISTERS: usize = 16384;
 const P: u32 = 14;

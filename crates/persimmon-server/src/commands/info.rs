@@ -26,9 +26,10 @@ use std::sync::atomic::Ordering;
 
 use persimmon::Stats;
 
-use crate::protocol::Args;
-use crate::session::{blocking, Error, Session, Spec, REDIS_COMPAT_VERSION};
+use crate::session::{blocking, Session, Spec, REDIS_COMPAT_VERSION};
 use crate::shared::{unix_time, Shared};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 /// The `key:value` lines of one section.
 struct Lines<'t>(&'t mut String);
@@ -112,7 +113,7 @@ pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .any(|(section, w)| w && section.0 == "keyspace");
     let (stats, keyspace) = blocking(|| {
         let keyspace = with_keyspace.then(|| keyspace_lines(&shared));
-        (shared.db.stats(), keyspace.unwrap_or_default())
+        (shared.keyspace.db.stats(), keyspace.unwrap_or_default())
     });
     let ctx = Ctx {
         shared: &shared,
@@ -140,12 +141,13 @@ pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// deadline lookup per key (the server keeps no per-database counts: see
 /// design.md §12), so call it off the async workers (`blocking`).
 pub(crate) fn keyspace_lines(shared: &Shared) -> Vec<(usize, u64, u64)> {
-    if shared.db.is_empty() {
+    if shared.keyspace.db.is_empty() {
         return Vec::new();
     }
     shared
+        .keyspace
         .dbs
-        .key_counts(&shared.db, || shared.is_stopping())
+        .key_counts(&shared.keyspace.db, || shared.is_stopping())
         .unwrap_or_default()
 }
 
@@ -429,11 +431,11 @@ fn persistence_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     let reclaimed = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
     out.line(
         "collections_pages_reclaimed",
-        &reclaimed(&crate::coll::reclaim::PAGES_RECLAIMED),
+        &reclaimed(&persimmon_types::coll::reclaim::PAGES_RECLAIMED),
     );
     out.line(
         "collections_trees_reclaimed",
-        &reclaimed(&crate::coll::reclaim::TREES_RECLAIMED),
+        &reclaimed(&persimmon_types::coll::reclaim::TREES_RECLAIMED),
     );
 }
 

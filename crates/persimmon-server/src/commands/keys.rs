@@ -12,10 +12,11 @@
 //! a crash); SWAPDB is one durable write of the map record, made while no
 //! other command runs (the dispatch holds the map exclusively).
 
-use crate::dbs::{self, keys_of};
 use crate::glob;
-use crate::protocol::Args;
-use crate::session::{blocking, int_arg, is, syntax, Error, Flow, Session};
+use crate::session::{blocking, int_arg, is, syntax, Flow, Session};
+use persimmon_resp::Args;
+use persimmon_types::dbs::{self, keys_of};
+use persimmon_types::Error;
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     // Several keys go as one atomic unit (all deleted, or none after a
@@ -92,7 +93,7 @@ pub fn scan(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (keys, next) = blocking(|| {
         shared
             .scan
-            .step(&shared.db, || shared.is_stopping(), cursor, count)
+            .step(&shared.keyspace.db, || shared.is_stopping(), cursor, count)
     })?;
     let ns = s.store.namespace();
     let mut shown = Vec::with_capacity(keys.len());
@@ -127,7 +128,7 @@ pub fn keys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let mut bytes = 0usize;
         let mut over = false;
         keys_of(
-            &shared.db,
+            &shared.keyspace.db,
             ns,
             || shared.is_stopping(),
             |key| {
@@ -165,7 +166,7 @@ fn all_keys(s: &Session, ns: u32) -> Result<Vec<Vec<u8>>, Error> {
     blocking(|| {
         let mut keys = Vec::new();
         keys_of(
-            &shared.db,
+            &shared.keyspace.db,
             ns,
             || shared.is_stopping(),
             |key| {
@@ -189,7 +190,7 @@ fn flush_mode(a: &Args<'_>) -> Result<(), Error> {
 /// Deletes every key of database `db` (through the running unit inside
 /// EXEC, so the flush is part of its batch).
 fn flush_db(s: &mut Session, db: usize) -> Result<(), Error> {
-    let ns = s.shared.dbs.namespace(db);
+    let ns = s.shared.keyspace.dbs.namespace(db);
     let mut keys = all_keys(s, ns)?;
     // Inside EXEC: keys the transaction itself wrote are not in the pool yet.
     keys.extend(s.store.unit_keys(ns));
@@ -210,7 +211,7 @@ pub fn flushdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn flushall(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     flush_mode(&a)?;
-    for db in 0..s.shared.dbs.count() {
+    for db in 0..s.shared.keyspace.dbs.count() {
         flush_db(s, db)?;
     }
     s.out.ok();
@@ -223,7 +224,7 @@ pub fn dbsize(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let mut n: i64 = 0;
     blocking(|| {
         keys_of(
-            &shared.db,
+            &shared.keyspace.db,
             ns,
             || shared.is_stopping(),
             |_| {
@@ -243,7 +244,7 @@ pub fn db_index(s: &Session, arg: &[u8]) -> Result<usize, Error> {
     let n = int_arg(arg)?;
     usize::try_from(n)
         .ok()
-        .filter(|&n| n < s.shared.dbs.count())
+        .filter(|&n| n < s.shared.keyspace.dbs.count())
         .ok_or_else(|| Error::new("ERR DB index is out of range"))
 }
 
@@ -273,7 +274,7 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         st.in_db(to, |st| {
             st.put(key, &value, deadline)?;
             let to_ek = st.engine_key(key).into_owned();
-            crate::coll::moved(st, &value, &to_ek)
+            persimmon_types::coll::moved(st, &value, &to_ek)
         })?;
         st.delete(key)?;
         Ok(true)
@@ -287,7 +288,7 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn swapdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     // Both are parsed (as Redis's 32-bit ints) before either is checked.
     let parse = |arg: &[u8], which: &str| {
-        crate::protocol::parse_i64(arg)
+        persimmon_resp::parse_i64(arg)
             .and_then(|n| i32::try_from(n).ok())
             .ok_or_else(|| Error::new(format!("ERR invalid {which} DB index")))
     };
@@ -295,14 +296,14 @@ pub fn swapdb(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let in_range = |n: i32| {
         usize::try_from(n)
             .ok()
-            .filter(|&n| n < s.shared.dbs.count())
+            .filter(|&n| n < s.shared.keyspace.dbs.count())
             .ok_or_else(|| Error::new("ERR DB index is out of range"))
     };
     let (x, y) = (in_range(x)?, in_range(y)?);
     if x != y {
-        let record = s.shared.dbs.swapped_record(x, y);
-        s.shared.db.put(dbs::MAP_KEY, &record)?;
-        s.shared.dbs.apply_swap(x, y);
+        let record = s.shared.keyspace.dbs.swapped_record(x, y);
+        s.shared.keyspace.db.put(dbs::MAP_KEY, &record)?;
+        s.shared.keyspace.dbs.apply_swap(x, y);
         super::blocking::swapped(s, x, y);
     }
     s.out.ok();

@@ -12,9 +12,10 @@
 //!   in the second string), so the subsequence and the match ranges are the
 //!   ones Redis replies, in its order (from the strings' ends).
 
-use crate::protocol::Args;
-use crate::session::{int_arg, is, syntax, Error, Session};
-use crate::value::Stored;
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::value::Stored;
+use persimmon_types::Error;
 
 #[derive(Default)]
 struct Options {
@@ -149,7 +150,7 @@ impl Match {
 }
 
 /// The string at `key` (empty when missing), or `None` for another type.
-fn string_of(st: &mut crate::store::Store, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+fn string_of(st: &mut persimmon_types::store::Store, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
     let found = st.get(key, |v| match v {
         Stored::String(body) => Some(body.to_vec()),
         _ => None,

@@ -18,13 +18,13 @@
 //! The seam for `blocking.rs` (LMOVE, RPOPLPUSH, LMPOP and the blocking
 //! pops) is [`list_pop`] and [`list_move`], at the end of this file.
 
-use crate::coll::{self, Coll, Kind};
-use crate::protocol::{parse_i64, Args};
-use crate::reply::Reply;
-use crate::session::{
-    arity, check_key, int_arg, int_arg_within, is, may_exist, syntax, Error, Session,
-};
-use crate::store::Store;
+use crate::session::{arity, int_arg, int_arg_within, is, syntax, Session};
+use persimmon_resp::Reply;
+use persimmon_resp::{parse_i64, Args};
+use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::error::{check_key, may_exist};
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 /// The longest element a list stores: one engine value less room for the
 /// page (or meta record) that holds it alone.

@@ -11,10 +11,11 @@
 use persimmon::format::RECORD_HEADER_BYTES;
 
 use super::info::memory_figures;
-use crate::protocol::Args;
 use crate::session::{
-    arity, blocking, exact_arity, int_arg, is, syntax, unknown_subcommand, Error, Session,
+    arity, blocking, exact_arity, int_arg, is, syntax, unknown_subcommand, Session,
 };
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 /// Records in the pool start at multiples of this.
 const RECORD_ALIGN: u64 = 8;
@@ -95,7 +96,7 @@ fn record_bytes(key_len: usize, value_len: usize) -> u64 {
 /// MEMORY STATS: Redis's names for the figures Persimmon has.
 fn stats(s: &mut Session) {
     let shared = s.shared.clone();
-    let (stats, keys) = blocking(|| (shared.db.stats(), shared.db.len()));
+    let (stats, keys) = blocking(|| (shared.keyspace.db.stats(), shared.keyspace.db.len()));
     let m = memory_figures(&shared, &stats);
     let per_key = m.dataset.checked_div(keys).unwrap_or(0);
     let ints: [(&str, u64); 8] = [
@@ -130,7 +131,7 @@ fn stats(s: &mut Session) {
 /// MEMORY DOCTOR: a few sentences on the figures.
 fn doctor(s: &mut Session) {
     let shared = s.shared.clone();
-    let stats = blocking(|| shared.db.stats());
+    let stats = blocking(|| shared.keyspace.db.stats());
     let m = memory_figures(&shared, &stats);
     let text = format!(
         "The data takes {} bytes ({} in live records) in a pool of {} bytes that may grow to {} \

@@ -34,8 +34,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::protocol::Args;
-use crate::session::{arity, shown, Error, Queued, Session, Spec};
+use crate::session::{arity, shown, Session, Spec};
+use persimmon_resp::{Args, Request};
+use persimmon_types::Error;
 
 mod bitfield;
 mod bits;
@@ -69,7 +70,6 @@ mod zset_range;
 mod zsets;
 
 pub use blocking::{recheck_blocked, reply_blocked, serve_ready};
-pub(crate) use dump::{read_value, write_value};
 pub use pubsub::DRAIN_BYTES;
 
 /// One table row: `spec!(name, arity, flags, first key, last key, step,
@@ -420,7 +420,7 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     let spec = &COMMANDS[index];
     if let Some(m) = &mut s.multi {
         if !spec.flags.contains(&"multi_control") {
-            m.queued.push(Queued::of(&args));
+            m.queued.push(Request::of(&args));
             s.out.simple("QUEUED");
             return;
         }
@@ -431,20 +431,20 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     let map = s.map.take().expect("the map is back between commands");
     if swaps_dbs(index) {
         let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
-        s.store.repl.active = turn.is_some();
+        s.repl.active = turn.is_some();
         run(s, index, args);
         blocking::serve_ready(s);
     } else {
         {
             let _held = hold_in_turn(|| map.shared(), &shared, &mut turn);
-            s.store.repl.active = turn.is_some();
+            s.repl.active = turn.is_some();
             run(s, index, args);
             blocking::serve_ready(s);
         }
         if std::mem::take(&mut s.exec_escalate) {
             // An EXEC that kept losing to other writers: again, alone.
             let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
-            s.store.repl.active = turn.is_some();
+            s.repl.active = turn.is_some();
             s.exec_exclusive = true;
             run(s, index, args);
             s.exec_exclusive = false;
@@ -460,9 +460,9 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     }
     if let Some(stream) = turn.as_mut() {
         let replica = s.shared.repl.is_replica();
-        crate::repl::flush(stream, &mut s.store.repl, spec.name == "exec", replica);
+        crate::repl::flush(stream, &mut s.repl, spec.name == "exec", replica);
     }
-    s.store.repl.active = false;
+    s.repl.active = false;
 }
 
 /// The database map as `take` holds it, with the stream's turn taken first
@@ -574,7 +574,7 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     if let Some(e) = refused_by_settings(s, spec) {
         return refuse(e);
     }
-    if !s.store.repl.from_master
+    if !s.repl.from_master
         && spec.flags.contains(&"write")
         && crate::repl::refuses_writes(&s.shared)
     {
@@ -618,7 +618,7 @@ fn over_maxmemory(s: &Session) -> bool {
     let now = s.shared.now_ms() + 1;
     let seen_at = st.used_memory_seen_at.load(Relaxed);
     if seen_at == 0 || now.saturating_sub(seen_at) >= 100 {
-        let stats = crate::session::blocking(|| s.shared.db.stats());
+        let stats = crate::session::blocking(|| s.shared.keyspace.db.stats());
         st.used_memory_seen
             .store(stats.used_bytes + stats.dram_index_bytes, Relaxed);
         st.used_memory_seen_at.store(now, Relaxed);
@@ -628,7 +628,7 @@ fn over_maxmemory(s: &Session) -> bool {
 
 /// The error that ends an `EXEC` whose queued commands the settings now
 /// refuse (Redis checks the whole transaction when EXEC arrives), if any.
-pub(crate) fn exec_refused(s: &Session, queued: &[crate::session::Queued]) -> Option<Error> {
+pub(crate) fn exec_refused(s: &Session, queued: &[Request]) -> Option<Error> {
     queued
         .iter()
         .filter_map(|q| lookup(q.args().get(0)))
@@ -650,8 +650,8 @@ fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
     // A handler may queue part of its reply before it fails (an engine
     // error after the update closure ran): the error replaces all of it.
     let mark = s.out.len();
-    let repl_mark = s.store.repl.cmds.len();
-    s.store.repl.rewritten = false;
+    let repl_mark = s.repl.cmds.len();
+    s.repl.rewritten = false;
     let result = (spec.handler)(s, args);
     let failed = result.is_err();
     if let Err(e) = result {
@@ -669,7 +669,7 @@ fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
 /// request when it is a write that chose none — or drops it all when it
 /// failed.
 fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bool, mark: usize) {
-    let p = &mut s.store.repl;
+    let p = &mut s.repl;
     if !p.active {
         return;
     }

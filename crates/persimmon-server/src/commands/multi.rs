@@ -25,9 +25,10 @@
 //! - A failed command inside `EXEC` is rolled back in the unit (its
 //!   changes undone) before the next one runs.
 
-use crate::protocol::Args;
-use crate::session::{Error, Multi, Session};
-use crate::store::{conflict, ATOMIC_ATTEMPTS};
+use crate::session::{Multi, Session};
+use persimmon_resp::Args;
+use persimmon_types::store::{conflict, ATOMIC_ATTEMPTS};
+use persimmon_types::Error;
 
 pub fn multi(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     if s.multi.is_some() {
@@ -57,7 +58,7 @@ pub fn watch(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             continue;
         }
         let version = s.store.version_in(db, key)?;
-        s.store.watched.push(crate::store::Watched {
+        s.store.watched.push(persimmon_types::store::Watched {
             db,
             key: key.to_vec(),
             version,
@@ -91,10 +92,10 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         true => ATOMIC_ATTEMPTS,
         false => SHARED_ATTEMPTS,
     };
-    let propagated = s.store.repl.cmds.len();
+    let propagated = s.repl.cmds.len();
     for _ in 0..attempts {
         // An attempt that did not commit propagates nothing.
-        s.store.repl.cmds.truncate(propagated);
+        s.repl.cmds.truncate(propagated);
         if watched_changed(s, &watched)? {
             s.out.null_array();
             return Ok(());
@@ -120,7 +121,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
             Ok(false) => {}
         }
     }
-    s.store.repl.cmds.truncate(propagated);
+    s.repl.cmds.truncate(propagated);
     if !s.exec_exclusive {
         // Run again with every other command held off (the dispatch sees
         // the flag); the transaction is as it was.
@@ -141,19 +142,22 @@ const SHARED_ATTEMPTS: u32 = 8;
 /// resolves them now.
 fn watched_versions(
     s: &Session,
-    watched: &[crate::store::Watched],
+    watched: &[persimmon_types::store::Watched],
 ) -> Vec<(Vec<u8>, Option<persimmon::Version>)> {
     watched
         .iter()
         .map(|w| {
-            let ns = s.shared.dbs.namespace(w.db);
-            (crate::dbs::engine_key(ns, &w.key), w.version)
+            let ns = s.shared.keyspace.dbs.namespace(w.db);
+            (persimmon_types::dbs::engine_key(ns, &w.key), w.version)
         })
         .collect()
 }
 
 /// Whether any watched key has another version now.
-fn watched_changed(s: &Session, watched: &[crate::store::Watched]) -> Result<bool, Error> {
+fn watched_changed(
+    s: &Session,
+    watched: &[persimmon_types::store::Watched],
+) -> Result<bool, Error> {
     for w in watched {
         if s.store.version_in(w.db, &w.key)? != w.version {
             return Ok(true);

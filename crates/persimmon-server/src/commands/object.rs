@@ -16,9 +16,10 @@
 //! Redis.
 
 use crate::encoding::{self, Thresholds};
-use crate::protocol::Args;
-use crate::session::{exact_arity, is, unknown_subcommand, Error, Session};
-use crate::value::Stored;
+use crate::session::{exact_arity, is, unknown_subcommand, Session};
+use persimmon_resp::Args;
+use persimmon_types::value::Stored;
+use persimmon_types::Error;
 
 const OBJECT_HELP: [&str; 15] = [
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -64,7 +65,7 @@ pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(2);
     let about = s.store.atomic(|st| -> Result<Option<About>, Error> {
         if name == "encoding" {
-            if let Some(w) = crate::coll::read_key(st, key)? {
+            if let Some(w) = persimmon_types::coll::read_key(st, key)? {
                 return Ok(Some(About::Text(thresholds.collection(&w))));
             }
         }

@@ -34,12 +34,13 @@
 
 use std::ops::Bound;
 
-use crate::dbs;
-use crate::protocol::Args;
-use crate::reply::Reply;
-use crate::session::{blocking, int_arg, is, syntax, Error, Session};
+use crate::session::{blocking, int_arg, is, syntax, Session};
 use crate::shared::Shared;
-use crate::value::Stored;
+use persimmon_resp::Args;
+use persimmon_resp::Reply;
+use persimmon_types::dbs;
+use persimmon_types::value::Stored;
+use persimmon_types::Error;
 
 /// Scans capped at this many keys run on the async worker (the work of an
 /// MGET of as many keys); longer ones under `blocking`.
@@ -80,7 +81,7 @@ fn range_options(a: &Args<'_>, first: usize) -> Result<RangeOptions, Error> {
 }
 
 fn need_ordered_index(s: &Session, command: &str) -> Result<(), Error> {
-    if s.shared.db.has_ordered_index() {
+    if s.shared.keyspace.db.has_ordered_index() {
         return Ok(());
     }
     Err(Error::new(format!(
@@ -175,7 +176,7 @@ fn fill(
             Bound::Included(lo.as_slice()),
             hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
         );
-        items = Box::new(items.chain(range_items(&shared.db, range, o)?));
+        items = Box::new(items.chain(range_items(&shared.keyspace.db, range, o)?));
     }
     let ns = bounds.ns;
     let items = items.map(move |r| {

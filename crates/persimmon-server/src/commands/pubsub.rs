@@ -15,9 +15,10 @@
 //!   not in the table; `PUBSUB SHARDCHANNELS` and `SHARDNUMSUB` report
 //!   none, as a Redis with no shard subscriber does.
 
-use crate::protocol::Args;
 use crate::pubsub::{Kind, Limit};
-use crate::session::{arity, is, unknown_subcommand, Error, Session};
+use crate::session::{arity, is, unknown_subcommand, Session};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 /// Bytes of messages moved into the output at a time (the connection
 /// writes between moves).

@@ -16,11 +16,12 @@
 //! or one that expired meanwhile is drawn again, a few times at most); a
 //! key only an enclosing EXEC created, not yet in the pool, is never drawn.
 
-use crate::dbs::keys_of;
-use crate::protocol::Args;
-use crate::random;
-use crate::session::{blocking, Error, Session};
+use crate::session::{blocking, Session};
 use crate::shared::Shared;
+use persimmon_resp::Args;
+use persimmon_types::dbs::keys_of;
+use persimmon_types::random;
+use persimmon_types::Error;
 
 /// Draws before giving up on finding a live key (each one walks).
 const DRAWS: usize = 4;
@@ -43,7 +44,7 @@ pub fn randomkey(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
 
 /// One draw over namespace `ns` (see the module header).
 fn pick(shared: &Shared, ns: u32) -> Result<Option<Vec<u8>>, Error> {
-    let total = shared.db.len();
+    let total = shared.keyspace.db.len();
     if total == 0 {
         return Ok(None);
     }
@@ -51,7 +52,7 @@ fn pick(shared: &Shared, ns: u32) -> Result<Option<Vec<u8>>, Error> {
     let mut seen = 0u64;
     let mut kept = None;
     keys_of(
-        &shared.db,
+        &shared.keyspace.db,
         ns,
         || shared.is_stopping(),
         |key| {

@@ -14,11 +14,12 @@
 //! the source has none (never the deadline the destination had).
 
 use super::keys::db_index;
-use crate::coll::Coll;
-use crate::protocol::Args;
-use crate::session::{int_arg_within, is, syntax, Error, Session};
-use crate::store::Store;
-use crate::value::Stored;
+use crate::session::{int_arg_within, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::Coll;
+use persimmon_types::store::Store;
+use persimmon_types::value::Stored;
+use persimmon_types::Error;
 
 fn no_such_key() -> Error {
     Error::new("ERR no such key")
@@ -55,7 +56,7 @@ fn rename_generic(s: &mut Session, a: &Args<'_>, nx: bool) -> Result<bool, Error
         }
         st.put(to, &value, deadline)?;
         let to_ek = st.engine_key(to).into_owned();
-        crate::coll::moved(st, &value, &to_ek)?;
+        persimmon_types::coll::moved(st, &value, &to_ek)?;
         st.delete(from)?;
         Ok(true)
     })
@@ -130,7 +131,7 @@ fn copy_unit(st: &mut Store, from: &[u8], to: &[u8], o: &CopyOptions) -> Result<
             return Ok(true);
         };
         let ek = st.engine_key(to).into_owned();
-        crate::session::check_key(&ek)?;
+        persimmon_types::error::check_key(&ek)?;
         c.copy_to(st, ek)?;
         if deadline.is_some() {
             st.set_deadline(to, deadline)?;

@@ -8,9 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::protocol::Args;
 use crate::repl::{feed::Psync, link, wait::WaitFor, LinkStatus};
-use crate::session::{int_arg, is, syntax, Error, Flow, Session};
+use crate::session::{int_arg, is, syntax, Flow, Session};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 /// REPLICAOF host port | REPLICAOF NO ONE.
 pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -44,7 +45,7 @@ pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// stream's lock (`store.repl.active`) — by the dispatch before it lets
 /// the lock go (see [`link::StreamStep`]).
 fn after_turn(s: &mut Session, step: link::StreamStep) {
-    if s.store.repl.active {
+    if s.repl.active {
         s.repl_steps.push(step);
     } else {
         link::finish_now(&s.shared, step);
@@ -97,7 +98,7 @@ pub fn replconf(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let (opt, value) = (a.get(i), a.get(i + 1));
         if is(opt, "listening-port") {
             let port = int_arg(value)?;
-            s.store.repl.listening_port = u16::try_from(port).map_err(|_| syntax())?;
+            s.repl.listening_port = u16::try_from(port).map_err(|_| syntax())?;
         } else if is(opt, "ack") || is(opt, "getack") {
             // An ACK outside a feed, or a GETACK to a master: no reply.
             return Ok(());
@@ -140,9 +141,9 @@ fn start_feed(s: &mut Session, from: Option<(String, i64)>) -> Result<(), Error>
             ));
         }
     }
-    s.store.repl.psync = Some(Psync {
+    s.repl.psync = Some(Psync {
         from,
-        listening_port: s.store.repl.listening_port,
+        listening_port: s.repl.listening_port,
     });
     s.flow = Flow::Replica;
     Ok(())
@@ -151,7 +152,7 @@ fn start_feed(s: &mut Session, from: Option<(String, i64)>) -> Result<(), Error>
 /// WAIT numreplicas timeout.
 pub fn wait(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let replicas = int_arg(a.get(1))?;
-    let timeout = crate::protocol::parse_i64(a.get(2))
+    let timeout = persimmon_resp::parse_i64(a.get(2))
         .ok_or_else(|| Error::new("ERR timeout is not an integer or out of range"))?;
     if timeout < 0 {
         return Err(Error::new("ERR timeout is negative"));
@@ -167,7 +168,7 @@ pub fn wait(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         deadline: (timeout > 0)
             .then(|| Instant::now().checked_add(Duration::from_millis(timeout as u64)))
             .flatten(),
-        offset: s.store.repl.last_offset,
+        offset: s.repl.last_offset,
     };
     if crate::repl::wait::count(&s.shared, w.offset) >= w.replicas {
         s.out
@@ -180,7 +181,7 @@ pub fn wait(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .int(crate::repl::wait::count(&s.shared, w.offset) as i64);
         return Ok(());
     }
-    s.store.repl.wait = Some(w);
+    s.repl.wait = Some(w);
     s.flow = Flow::WaitReplicas;
     Ok(())
 }

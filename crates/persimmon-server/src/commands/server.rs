@@ -17,9 +17,10 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::protocol::Args;
-use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Error, Flow, Session};
+use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Flow, Session};
 use crate::shared::{unix_time, Shared};
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     for opt in a.from(1) {

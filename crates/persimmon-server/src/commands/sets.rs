@@ -22,11 +22,13 @@ use std::collections::BTreeSet;
 use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
 use super::hashes::{check_element, reply_from_collection};
 use super::lists::positive_arg;
-use crate::coll::{self, Coll, Kind};
-use crate::protocol::Args;
-use crate::random;
-use crate::session::{check_key, int_arg_within, is, syntax, Error, Session};
-use crate::store::Store;
+use crate::session::{int_arg_within, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::error::check_key;
+use persimmon_types::random;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let key = a.get(1);
@@ -162,9 +164,9 @@ pub fn spop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         Some(t) => {
             let mut words = vec![b"SREM".to_vec(), key.to_vec()];
             words.extend(t.iter().map(|m| m.to_vec()));
-            s.store.repl.rewrite(s.store.db, words);
+            s.repl.rewrite(s.store.db, words);
         }
-        None => s.store.repl.nothing(),
+        None => s.repl.nothing(),
     }
     match (count, taken) {
         (None, Some(t)) => s.out.bulk(&t[0]),

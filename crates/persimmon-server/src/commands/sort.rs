@@ -32,11 +32,13 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use crate::coll::{self, whole::Whole};
-use crate::protocol::Args;
-use crate::session::{int_arg, is, syntax, wrongtype, Error, Session};
-use crate::store::Store;
-use crate::value::Stored;
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, whole::Whole};
+use persimmon_types::error::wrongtype;
+use persimmon_types::store::Store;
+use persimmon_types::value::Stored;
+use persimmon_types::Error;
 
 /// A parsed request.
 struct Request<'a> {

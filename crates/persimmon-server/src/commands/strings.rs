@@ -13,13 +13,12 @@ use persimmon::Update;
 
 use super::expire;
 use crate::longdouble::LongDouble;
-use crate::protocol::{parse_i64, Args};
-use crate::session::{
-    arity, check_key, int_arg, is, not_integer, overflow, syntax, too_large, wrongtype, Error,
-    Session,
-};
-use crate::store::Store;
-use crate::value::{self, Stored, MAX_STRING_BYTES};
+use crate::session::{arity, int_arg, is, not_integer, overflow, syntax, Session};
+use persimmon_resp::{parse_i64, Args};
+use persimmon_types::error::{check_key, too_large, wrongtype};
+use persimmon_types::store::Store;
+use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
+use persimmon_types::Error;
 
 fn check_len(len: usize) -> Result<(), Error> {
     if len > MAX_STRING_BYTES {
@@ -97,7 +96,7 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     })?;
     match wrote {
         true => propagate_set(s, key, body, deadline),
-        false => s.store.repl.nothing(),
+        false => s.repl.nothing(),
     }
     result
 }
@@ -114,7 +113,7 @@ fn propagate_set(s: &mut Session, key: &[u8], body: &[u8], deadline: Option<u64>
             b"PXAT".to_vec(),
             d.to_string().into_bytes(),
         ];
-        s.store.repl.rewrite(s.store.db, words);
+        s.repl.rewrite(s.store.db, words);
     }
 }
 
@@ -245,8 +244,8 @@ pub fn getex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         None => None,
     };
     match words {
-        Some(w) => s.store.repl.rewrite(s.store.db, w),
-        None => s.store.repl.nothing(),
+        Some(w) => s.repl.rewrite(s.store.db, w),
+        None => s.repl.nothing(),
     }
     if found?.is_none() {
         s.out.null();
@@ -458,7 +457,7 @@ pub fn incrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         text.as_bytes().to_vec(),
         b"KEEPTTL".to_vec(),
     ];
-    s.store.repl.rewrite(s.store.db, words);
+    s.repl.rewrite(s.store.db, words);
     s.out.bulk(text.as_bytes());
     Ok(())
 }

@@ -16,11 +16,13 @@
 
 use std::collections::HashMap;
 
-use crate::coll::{self, decode_score, split_score_key, Coll, Kind};
-use crate::protocol::Args;
-use crate::random;
-use crate::session::{int_arg, int_arg_within, is, syntax, wrongtype, Error, Session};
-use crate::store::Store;
+use crate::session::{int_arg, int_arg_within, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
+use persimmon_types::error::wrongtype;
+use persimmon_types::random;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 use super::zset_range::store_entries;
 use super::zsets::{range_reply, with_zset};
@@ -73,7 +75,7 @@ struct Input {
 
 /// The sorted set or set at `key` (`None`: missing; WRONGTYPE otherwise).
 fn open_input(st: &mut Store, key: &[u8]) -> Result<Option<Coll>, Error> {
-    if !crate::session::may_exist(&st.engine_key(key)) {
+    if !persimmon_types::error::may_exist(&st.engine_key(key)) {
         return Ok(None);
     }
     match Coll::open(st, key, Kind::ZSet) {

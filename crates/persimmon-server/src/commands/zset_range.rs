@@ -14,10 +14,11 @@
 //! range, then the key's type); reads collect their reply inside the unit
 //! and write it after, so a retried unit never writes twice.
 
-use crate::coll::{self, decode_score, split_score_key, Coll, Kind};
-use crate::protocol::Args;
-use crate::session::{int_arg, is, syntax, Error, Session};
-use crate::store::Store;
+use crate::session::{int_arg, is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 use super::zsets::{range_reply, score_arg, with_zset};
 
@@ -315,7 +316,7 @@ pub(super) fn store_entries(
     dst: &[u8],
     entries: &[(f64, Vec<u8>)],
 ) -> Result<(), Error> {
-    crate::session::check_key(dst)?;
+    persimmon_types::error::check_key(dst)?;
     let ek = st.engine_key(dst).into_owned();
     st.unit_write(&ek, None)?;
     if entries.is_empty() {

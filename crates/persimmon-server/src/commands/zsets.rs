@@ -17,11 +17,13 @@
 //! most [`MAX_MEMBER_BYTES`] (the member sits in both trees, and the two
 //! roots of a small set share the meta record).
 
-use crate::coll::{self, score_key, split_score_key, Coll, Kind};
-use crate::protocol::Args;
-use crate::session::{check_key, is, syntax, Error, Session};
-use crate::store::Store;
-use crate::value::MAX_STRING_BYTES;
+use crate::session::{is, syntax, Session};
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, score_key, split_score_key, Coll, Kind};
+use persimmon_types::error::check_key;
+use persimmon_types::store::Store;
+use persimmon_types::value::MAX_STRING_BYTES;
+use persimmon_types::Error;
 
 /// The longest member a sorted set takes: the meta record holds both
 /// roots of a small set, so a member must fit twice in one engine value.
@@ -94,7 +96,7 @@ pub(super) fn with_zset<R>(
     key: &[u8],
     f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    if !crate::session::may_exist(&store.engine_key(key)) {
+    if !persimmon_types::error::may_exist(&store.engine_key(key)) {
         return Ok(None);
     }
     coll::with(store, key, Kind::ZSet, f)

@@ -18,7 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::store::Store;
+use persimmon_types::store::Store;
 
 /// Deadlines to look at: (when, database, key), soonest first.
 #[derive(Default)]
@@ -114,7 +114,7 @@ pub enum Now {
 
 /// Looks at `key` of database `db` (a read, outside any unit).
 pub fn look(store: &mut Store, db: usize, key: &[u8]) -> Now {
-    if db >= store.shared().dbs.count() {
+    if db >= store.keyspace().dbs.count() {
         return Now::Persistent;
     }
     let ttl = store.in_db(db, |st| st.ttl(key));

@@ -29,8 +29,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{Peer, Replication};
-use crate::protocol::{ParseLimits, Progress, RequestParser};
 use crate::shared::Shared;
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// What the replica asked for.
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ fn begin(
         // Writes that started before propagation was on took no turn: wait
         // for every command in flight (each holds the database map) so
         // none of them lands after the snapshot unpropagated.
-        drop(shared.dbs.exclusive());
+        drop(shared.keyspace.dbs.exclusive());
     }
     if let Some(b) = stream.backlog.as_mut().filter(|b| b.size() != size) {
         // `CONFIG SET repl-backlog-size` applies from the next attach.
@@ -209,7 +209,7 @@ fn read_acks(
                 let ack = (args.len() >= 3
                     && args.get(0).eq_ignore_ascii_case(b"REPLCONF")
                     && args.get(1).eq_ignore_ascii_case(b"ACK"))
-                .then(|| crate::protocol::parse_i64(args.get(2)))
+                .then(|| persimmon_resp::parse_i64(args.get(2)))
                 .flatten();
                 parser.reset();
                 input.advance(len);

@@ -28,9 +28,9 @@ use tokio::net::TcpStream;
 
 use super::stream::encode;
 use super::LinkStatus;
-use crate::protocol::{Args, ParseLimits, Progress, RequestParser};
 use crate::session::Session;
 use crate::shared::{ClientInfo, Shared};
+use persimmon_resp::{Args, ParseLimits, Progress, RequestParser};
 
 /// How long the link waits for the master before it gives up on a
 /// connection (Redis's `repl-timeout`).
@@ -154,7 +154,7 @@ fn master_session(shared: &Arc<Shared>) -> Session {
     ));
     let mut s = Session::new(shared.clone(), info, crate::commands::COMMANDS);
     s.authenticated = true;
-    s.store.repl.from_master = true;
+    s.repl.from_master = true;
     s
 }
 

@@ -7,8 +7,9 @@
 //! deadline has passed is not written; a key of a database this server
 //! does not have (`databases`) fails the load, naming it.
 
-use crate::rdb::file::{read_file, Item};
-use crate::session::{Error, Session};
+use crate::session::Session;
+use persimmon_types::rdb::file::{read_file, Item};
+use persimmon_types::Error;
 
 /// Replaces every database's keys with the file's. Returns how many keys
 /// were written.
@@ -25,10 +26,10 @@ pub fn load(s: &mut Session, file: &[u8]) -> Result<u64, Error> {
         match item {
             Item::Aux(..) => {}
             Item::Select(db) => {
-                if db >= s.shared.dbs.count() {
+                if db >= s.shared.keyspace.dbs.count() {
                     return Err(Error::new(format!(
                         "ERR the master's RDB file has database {db}; this server has {} (raise `databases`)",
-                        s.shared.dbs.count()
+                        s.shared.keyspace.dbs.count()
                     )));
                 }
                 s.store.db = db;
@@ -43,7 +44,7 @@ pub fn load(s: &mut Session, file: &[u8]) -> Result<u64, Error> {
                 }
                 s.store.atomic(|st| {
                     st.delete(&key)?;
-                    crate::commands::write_value(st, &key, &value, deadline)
+                    persimmon_types::transfer::write_value(st, &key, &value, deadline)
                 })?;
                 written += 1;
             }
@@ -68,10 +69,4 @@ fn flush_all(s: &mut Session) -> Result<(), Error> {
         ));
     }
     Ok(())
-}
-
-impl From<crate::rdb::RdbError> for Error {
-    fn from(e: crate::rdb::RdbError) -> Error {
-        Error::new(e.0)
-    }
 }

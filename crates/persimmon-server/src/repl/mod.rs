@@ -309,13 +309,13 @@ fn propagate_expiries(shared: &std::sync::Arc<crate::shared::Shared>) {
     let Some(mut stream) = shared.repl.turn() else {
         return;
     };
-    let now = shared.db.now_ms();
+    let now = shared.keyspace.db.now_ms();
     let due = stream.deadlines.due(now);
     if due.is_empty() {
         return;
     }
-    let _map = shared.dbs.shared();
-    let mut store = crate::store::Store::new(shared.clone());
+    let _map = shared.keyspace.dbs.shared();
+    let mut store = persimmon_types::store::Store::new(shared.keyspace.clone());
     for (db, key) in due {
         match expiry::look(&mut store, db, &key) {
             Now::Gone => stream.command(db, &[b"DEL".to_vec(), key]),

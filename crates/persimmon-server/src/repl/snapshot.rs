@@ -16,10 +16,11 @@
 
 use std::sync::Arc;
 
-use crate::rdb::file::Writer;
-use crate::session::{Error, REDIS_COMPAT_VERSION};
+use crate::session::REDIS_COMPAT_VERSION;
 use crate::shared::Shared;
-use crate::store::Store;
+use persimmon_types::rdb::file::Writer;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
 
 /// The RDB file of everything the pool holds now.
 pub fn build(
@@ -39,8 +40,8 @@ pub fn build(
     w.aux("repl-id", replid.as_bytes());
     w.aux("repl-offset", offset.to_string().as_bytes());
     w.aux("aof-base", b"0");
-    let mut store = Store::new(shared.clone());
-    for db in 0..shared.dbs.count() {
+    let mut store = Store::new(shared.keyspace.clone());
+    for db in 0..shared.keyspace.dbs.count() {
         let keys = keys_of_db(shared, db)?;
         if keys.is_empty() {
             continue;
@@ -49,7 +50,7 @@ pub fn build(
         store.db = db;
         for key in keys {
             let read = store.atomic(|st| {
-                let Some(value) = crate::commands::read_value(st, &key)? else {
+                let Some(value) = persimmon_types::transfer::read_value(st, &key)? else {
                     return Ok(None);
                 };
                 let deadline = match st.ttl(&key)? {
@@ -72,9 +73,9 @@ pub fn build(
 /// The Redis keys of database `db`.
 fn keys_of_db(shared: &Shared, db: usize) -> Result<Vec<Vec<u8>>, Error> {
     let mut keys = Vec::new();
-    crate::dbs::keys_of(
-        &shared.db,
-        shared.dbs.namespace(db),
+    persimmon_types::dbs::keys_of(
+        &shared.keyspace.db,
+        shared.keyspace.dbs.namespace(db),
         || shared.is_stopping(),
         |k| {
             keys.push(k.to_vec());

@@ -5,7 +5,7 @@
 //! pages with its source).
 
 use super::{split_score_key, Coll, Kind};
-use crate::session::Error;
+use crate::error::Error;
 use crate::store::Store;
 use crate::value::{hash_fields, items, zset_entries, Stored};
 

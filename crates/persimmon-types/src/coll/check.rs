@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::page::Page;
 use super::tree::PageIo;
 use super::{decode_score, split_score_key, Coll, Kind, PREFIX};
-use crate::session::Error;
+use crate::error::Error;
 use crate::store::Store;
 use crate::value::Stored;
 
@@ -37,7 +37,7 @@ fn bad(msg: String) -> Error {
 
 /// Checks every collection in the pool `st` works on (see the header).
 pub fn all(st: &mut Store) -> Result<Report, Error> {
-    let db = &st.shared().db;
+    let db = &st.keyspace().db;
     let mut metas = Vec::new();
     let mut page_records: HashMap<u64, BTreeSet<u64>> = HashMap::new();
     for item in db.iter() {

@@ -43,7 +43,7 @@ pub mod whole;
 
 use std::collections::HashMap;
 
-use crate::session::{wrongtype, Error};
+use crate::error::{wrongtype, Error};
 use crate::store::Store;
 use crate::value::Stored;
 use page::{put_varint, Entry, Page, Reader};
@@ -178,7 +178,7 @@ impl Coll {
     /// [`open`](Self::open), or a new empty collection for a missing key.
     pub fn open_or_new(st: &mut Store, key: &[u8], kind: Kind) -> Result<Coll, Error> {
         let ek = st.engine_key(key).into_owned();
-        crate::session::check_key(&ek)?;
+        crate::error::check_key(&ek)?;
         Ok(match Coll::open_engine_key(st, ek.clone(), kind)? {
             Some(c) => c,
             None => Coll::new(ek, kind),
@@ -188,7 +188,7 @@ impl Coll {
     pub fn open_engine_key(st: &mut Store, ek: Vec<u8>, kind: Kind) -> Result<Option<Coll>, Error> {
         // A key too long for the engine (with a database prefix) cannot
         // exist: it reads as missing, as the store's reads do.
-        if !crate::session::may_exist(&ek) {
+        if !crate::error::may_exist(&ek) {
             return Ok(None);
         }
         let meta = st.unit_read(&ek, true, |v| v.map(<[u8]>::to_vec))?;
@@ -624,10 +624,8 @@ pub fn with_new<R>(
 
 #[cfg(test)]
 pub mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::shared::Shared;
+    use crate::keyspace::Keyspace;
 
     /// A store over a fresh pool in a temporary directory (kept alive by
     /// the returned guard).
@@ -640,23 +638,14 @@ pub mod tests {
                 "/tmp"
             })
             .expect("temp dir");
-        let db = persimmon::Db::open(dir.path().join("c.pool"), persimmon::Options::default())
-            .expect("pool");
-        let dbs = crate::dbs::Databases::load(&db, 16).expect("map");
-        let config = crate::config::Config::default();
-        let shared = Shared::new(
-            db,
-            Arc::new(dbs),
-            config,
-            None,
-            "127.0.0.1:0".parse().unwrap(),
-        );
-        (Store::new(Arc::new(shared)), dir)
+        let keyspace =
+            Keyspace::open(dir.path().join("c.pool"), persimmon::Options::default()).expect("pool");
+        (Store::new(keyspace), dir)
     }
 
     /// Engine keys of pages and the registry in the pool.
     fn internal_records(st: &Store) -> usize {
-        st.shared()
+        st.keyspace()
             .db
             .iter()
             .filter(|r| r.as_ref().is_ok_and(|(k, _)| k.starts_with(&PREFIX)))
@@ -687,7 +676,7 @@ pub mod tests {
         let pages = internal_records(&st);
         assert!(pages > 10, "{pages} records");
         // Still whole after a reclaimer round: it is alive.
-        assert_eq!(reclaim::round(st.shared_arc()).unwrap(), 0);
+        assert_eq!(reclaim::round(st.keyspace()).unwrap(), 0);
         assert_eq!(internal_records(&st), pages);
         let got = with(&mut st, b"big", Kind::Hash, |st, c| {
             c.get(st, 0, b"field:4321")
@@ -702,7 +691,7 @@ pub mod tests {
         big_hash(&mut st, b"big", 5000);
         assert!(st.delete(b"big").unwrap());
         assert!(internal_records(&st) > 10, "DEL only removes the meta");
-        assert_eq!(reclaim::round(st.shared_arc()).unwrap(), 1);
+        assert_eq!(reclaim::round(st.keyspace()).unwrap(), 1);
         assert_eq!(
             internal_records(&st),
             1,
@@ -710,7 +699,7 @@ pub mod tests {
         );
         // The name is reusable at once, and the new one is not reclaimed.
         big_hash(&mut st, b"big", 3000);
-        assert_eq!(reclaim::round(st.shared_arc()).unwrap(), 0);
+        assert_eq!(reclaim::round(st.keyspace()).unwrap(), 0);
         assert_eq!(hash_len(&mut st, b"big"), Some(3000));
     }
 
@@ -728,7 +717,7 @@ pub mod tests {
             st.delete(b"from").map(|_| ())
         })
         .unwrap();
-        assert_eq!(reclaim::round(st.shared_arc()).unwrap(), 0);
+        assert_eq!(reclaim::round(st.keyspace()).unwrap(), 0);
         assert_eq!(hash_len(&mut st, b"to"), Some(5000));
         assert_eq!(hash_len(&mut st, b"from"), None);
     }
@@ -739,7 +728,7 @@ pub mod tests {
         big_hash(&mut st, b"k", 5000);
         st.put(b"k", &crate::value::string(b"now a string"), None)
             .unwrap();
-        assert_eq!(reclaim::round(st.shared_arc()).unwrap(), 1);
+        assert_eq!(reclaim::round(st.keyspace()).unwrap(), 1);
         assert_eq!(internal_records(&st), 1);
     }
 

@@ -360,6 +360,52 @@ fn shown_byte(b: u8) -> String {
     }
 }
 
+/// A request that owns its bytes: the arguments in one buffer and each
+/// one's range in it (a command queued by `MULTI`, or one the server makes
+/// itself).
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    data: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl Request {
+    /// A copy of `args`.
+    pub fn of(args: &Args<'_>) -> Request {
+        Request::from_words(args.iter())
+    }
+
+    /// The request made of `words` (the command name first).
+    pub fn from_words<A: AsRef<[u8]>>(words: impl IntoIterator<Item = A>) -> Request {
+        let mut r = Request::default();
+        for word in words {
+            let word = word.as_ref();
+            r.ranges.push(r.data.len()..r.data.len() + word.len());
+            r.data.extend_from_slice(word);
+        }
+        r
+    }
+
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.data, &self.ranges)
+    }
+}
+
+/// `words` (the command name first) as a multibulk request, the form the
+/// server sends commands in (replication's stream, a replica's handshake).
+pub fn encode<A: AsRef<[u8]>>(words: &[A]) -> Vec<u8> {
+    let body: usize = words.iter().map(|w| w.as_ref().len() + 16).sum();
+    let mut out = Vec::with_capacity(16 + body);
+    out.extend_from_slice(format!("*{}\r\n", words.len()).as_bytes());
+    for word in words {
+        let word = word.as_ref();
+        out.extend_from_slice(format!("${}\r\n", word.len()).as_bytes());
+        out.extend_from_slice(word);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
 /// Redis's `sdssplitargs`: splits `line` on blanks into `out` (decoded) and
 /// `ranges`. Unbalanced quotes, or a closing quote not followed by a blank,
 /// are errors.
@@ -598,6 +644,23 @@ mod tests {
             parse_all(b"*0\r\n*-1\r\n", &OPEN).unwrap(),
             vec![v(&[]), v(&[])]
         );
+    }
+
+    #[test]
+    fn an_encoded_request_parses_back_to_its_words() {
+        let words: [&[u8]; 3] = [b"SET", b"k\r\n", b""];
+        let bytes = encode(&words);
+        assert_eq!(bytes, b"*3\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$0\r\n\r\n");
+        let mut p = RequestParser::new();
+        assert_eq!(
+            p.parse(&bytes, &OPEN),
+            Ok(Progress::Complete { len: bytes.len() })
+        );
+        let parsed: Vec<&[u8]> = p.args(&bytes).iter().collect();
+        assert_eq!(parsed, words);
+        let owned = Request::of(&p.args(&bytes));
+        assert_eq!(owned.args().iter().collect::<Vec<_>>(), words);
+        assert_eq!(Request::from_words(words).args().get(1), b"k\r\n");
     }
 
     #[test]

@@ -21,8 +21,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::{page_key, registry_set, Coll, Kind, EXTERNAL, PREFIX};
-use crate::session::Error;
-use crate::shared::Shared;
+use crate::error::Error;
+use crate::keyspace::Keyspace;
 use crate::store::Store;
 use crate::value::Stored;
 
@@ -33,14 +33,14 @@ const ENTRIES_PER_ROUND: usize = 512;
 /// Pause between rounds.
 const PAUSE: Duration = Duration::from_millis(250);
 
-/// Pages deleted since the server started (INFO).
+/// Pages deleted since the process started (the server's INFO).
 pub static PAGES_RECLAIMED: AtomicU64 = AtomicU64::new(0);
-/// Trees whose pages were all deleted since the server started (INFO).
+/// Trees whose pages were all deleted since the process started.
 pub static TREES_RECLAIMED: AtomicU64 = AtomicU64::new(0);
 
-/// Starts the reclaimer thread; it ends when the server stops.
-pub fn spawn(shared: &Arc<Shared>) {
-    let weak = Arc::downgrade(shared);
+/// Starts the reclaimer thread; it ends when the key space closes or goes.
+pub fn spawn(keyspace: &Arc<Keyspace>) {
+    let weak = Arc::downgrade(keyspace);
     let started = std::thread::Builder::new()
         .name("persimmon-reclaim".into())
         .spawn(move || run(weak));
@@ -49,14 +49,16 @@ pub fn spawn(shared: &Arc<Shared>) {
     }
 }
 
-fn run(weak: Weak<Shared>) {
+fn run(weak: Weak<Keyspace>) {
     loop {
         std::thread::sleep(PAUSE);
-        let Some(shared) = weak.upgrade() else { return };
-        if shared.is_stopping() {
+        let Some(keyspace) = weak.upgrade() else {
+            return;
+        };
+        if keyspace.is_closing() {
             return;
         }
-        if let Err(e) = round(&shared) {
+        if let Err(e) = round(&keyspace) {
             eprintln!("persimmon: collection reclaimer: {}", e.0);
         }
     }
@@ -64,13 +66,13 @@ fn run(weak: Weak<Shared>) {
 
 /// One round: every dead tree of the registry found and freed. Returns the
 /// number of trees freed.
-pub fn round(shared: &Arc<Shared>) -> Result<u64, Error> {
-    round_in(&mut Store::new(shared.clone()))
+pub fn round(keyspace: &Arc<Keyspace>) -> Result<u64, Error> {
+    round_in(&mut Store::new(keyspace.clone()))
 }
 
 /// [`round`] through the store `st` (its own units, one after another).
 pub fn round_in(st: &mut Store) -> Result<u64, Error> {
-    let shared = st.shared_arc().clone();
+    let keyspace = st.keyspace().clone();
     let mut freed = 0;
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -78,7 +80,7 @@ pub fn round_in(st: &mut Store) -> Result<u64, Error> {
         let Some((last, _)) = batch.last() else { break };
         after = Some(last.clone());
         for (id, meta_key) in &batch {
-            if shared.is_stopping() {
+            if keyspace.is_closing() {
                 return Ok(freed);
             }
             let id = u64::from_be_bytes(

@@ -1,9 +1,10 @@
-//! Where a command's reads and writes go: the client's selected database,
-//! either straight to the pool or, inside an atomic unit (an `EXEC`, or a
-//! multi-key command such as `MSET`, `RENAME`, `MOVE`), into an *overlay*
-//! that commits as one crash-atomic engine batch.
+//! Where a client's reads and writes go: its selected database, either
+//! straight to the pool or, inside an atomic unit (a server's `EXEC`, a
+//! multi-key command such as `MSET`, `RENAME`, `MOVE`, every change of a
+//! collection), into an *overlay* that commits as one crash-atomic engine
+//! batch.
 //!
-//! Handlers name Redis keys; the store turns them into engine keys of the
+//! Callers name Redis keys; the store turns them into engine keys of the
 //! selected database's namespace (`dbs`).
 //!
 //! Invariants:
@@ -19,10 +20,11 @@
 //!   engine) and in the overlay alike.
 //! - Every write that leaves a value at a key (outside a unit: once the
 //!   engine call returned; inside one: once `commit` wrote the batch) goes
-//!   through [`signal_ready`](Self::signal_ready), the one hook of the
-//!   blocking commands: while any client is blocked it records the key, and
-//!   the dispatch serves the key's waiters after the command
-//!   (`blocking.rs`). While nobody is blocked it costs one atomic load.
+//!   through [`signal_ready`](Store::signal_ready), the one hook of the
+//!   server's blocking commands: while any client waits for a key
+//!   ([`Waiters`](crate::Waiters)) it records the key, and the server serves
+//!   the key's waiters after the command. While nobody waits it costs one
+//!   atomic load.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -31,60 +33,14 @@ use std::sync::Arc;
 use persimmon::{Ttl, Update, Version, WriteBatch};
 
 use crate::dbs;
-use crate::session::{may_exist, Error};
-use crate::shared::Shared;
+use crate::error::{check_key, may_exist, Error};
+use crate::keyspace::Keyspace;
 use crate::value::Stored;
 
 /// How many times an atomic unit runs before it gives up on conflicts.
 pub const ATOMIC_ATTEMPTS: u32 = 64;
-/// A unit that conflicted this many times takes a turn (see [`Turns`]).
+/// A unit that conflicted this many times takes a turn (`turns.rs`).
 const ESCALATE_AFTER: u32 = 4;
-
-/// Turns for units that keep losing to others (many clients on one hot
-/// collection): such a unit runs its next attempts holding the turn, and
-/// while any unit holds or waits for one, new units wait for it before they
-/// start. So a unit with the turn can lose only to units that started
-/// before it took it — a few at most — and none starves. Units that never
-/// conflict pay one atomic load.
-#[derive(Default)]
-pub struct Turns {
-    wanted: std::sync::atomic::AtomicUsize,
-    lock: std::sync::Mutex<()>,
-}
-
-/// A held turn.
-pub struct Turn<'a> {
-    turns: &'a Turns,
-    _held: std::sync::MutexGuard<'a, ()>,
-}
-
-impl Turns {
-    fn take(&self) -> Turn<'_> {
-        use std::sync::atomic::Ordering;
-        self.wanted.fetch_add(1, Ordering::SeqCst);
-        let held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        Turn {
-            turns: self,
-            _held: held,
-        }
-    }
-
-    /// Waits while another unit holds or wants a turn.
-    fn wait_for_turns(&self) {
-        use std::sync::atomic::Ordering;
-        if self.wanted.load(Ordering::SeqCst) > 0 {
-            drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
-        }
-    }
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        self.turns
-            .wanted
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
 
 /// A value and its deadline (ms of Unix time; `None`: none).
 pub type Entry = (Vec<u8>, Option<u64>);
@@ -113,7 +69,7 @@ pub struct Watched {
 
 /// A client's view of the key space.
 pub struct Store {
-    shared: Arc<Shared>,
+    keyspace: Arc<Keyspace>,
     /// The selected database.
     pub db: usize,
     overlay: Option<HashMap<Vec<u8>, Touched>>,
@@ -126,10 +82,8 @@ pub struct Store {
     pub capture: Option<Vec<Captured>>,
     /// Changes numbered so far in the running unit (`Touched::first_change`).
     changes: u64,
-    /// Engine keys written while some client was blocked, not yet served.
+    /// Engine keys written while some client was waiting, not yet taken.
     ready: Vec<Vec<u8>>,
-    /// What the running command propagates to replicas (`repl/`).
-    pub repl: crate::repl::ClientRepl,
 }
 
 /// One committed unit's writes: engine key and what it was set to (value
@@ -137,9 +91,9 @@ pub struct Store {
 pub type Captured = Vec<(Vec<u8>, Option<Entry>)>;
 
 impl Store {
-    pub fn new(shared: Arc<Shared>) -> Store {
+    pub fn new(keyspace: Arc<Keyspace>) -> Store {
         Store {
-            shared,
+            keyspace,
             db: 0,
             overlay: None,
             undo: Vec::new(),
@@ -147,26 +101,21 @@ impl Store {
             capture: None,
             changes: 0,
             ready: Vec::new(),
-            repl: crate::repl::ClientRepl::default(),
         }
     }
 
-    /// The state every connection shares.
-    pub fn shared(&self) -> &Shared {
-        &self.shared
-    }
-
-    pub fn shared_arc(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The key space this store reads and writes.
+    pub fn keyspace(&self) -> &Arc<Keyspace> {
+        &self.keyspace
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.shared.db.now_ms()
+        self.keyspace.db.now_ms()
     }
 
     /// The namespace of the selected database.
     pub fn namespace(&self) -> u32 {
-        self.shared.dbs.namespace(self.db)
+        self.keyspace.dbs.namespace(self.db)
     }
 
     /// The engine key of `key` in the selected database.
@@ -201,7 +150,7 @@ impl Store {
         if self.overlay.is_none() {
             // Only a caller that wants the deadline pays for the copy.
             return Ok(self
-                .shared
+                .keyspace
                 .db
                 .get_versioned(&ek)?
                 .map(|e| f(Stored::decode(&e.value), e.deadline)));
@@ -225,7 +174,7 @@ impl Store {
         if !may_exist(&ek) {
             return Ok(None);
         }
-        Ok(self.shared.db.get_with(&ek, |v| f(Stored::decode(v)))?)
+        Ok(self.keyspace.db.get_with(&ek, |v| f(Stored::decode(v)))?)
     }
 
     /// Reads `keys` through `f(i, value)`, once per key in order: each as
@@ -258,7 +207,7 @@ impl Store {
         }
         let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
         let mut next = 0;
-        self.shared.db.get_many_with(&refs, |j, v| {
+        self.keyspace.db.get_many_with(&refs, |j, v| {
             while next < at[j] {
                 f(next, None);
                 next += 1;
@@ -289,14 +238,12 @@ impl Store {
             let (decision, r) = f(None, None);
             return match decision {
                 Update::Keep | Update::Delete => Ok(r),
-                Update::Put(_) | Update::PutExpiring { .. } => {
-                    crate::session::check_key(&ek).map(|()| r)
-                }
+                Update::Put(_) | Update::PutExpiring { .. } => check_key(&ek).map(|()| r),
             };
         }
         if self.overlay.is_none() {
             let mut stored = false;
-            let r = self.shared.db.update_with_deadline(&ek, |v, d| {
+            let r = self.keyspace.db.update_with_deadline(&ek, |v, d| {
                 let (decision, r) = f(v.map(Stored::decode), d);
                 stored = matches!(decision, Update::Put(_) | Update::PutExpiring { .. });
                 (decision, r)
@@ -350,11 +297,11 @@ impl Store {
     /// replacing whatever was there and its deadline.
     pub fn put(&mut self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<(), Error> {
         let ek = self.engine_key(key);
-        crate::session::check_key(&ek)?;
+        check_key(&ek)?;
         if self.overlay.is_none() {
             match deadline {
-                None => self.shared.db.put(&ek, value)?,
-                Some(d) => self.shared.db.put_with_deadline(&ek, value, d)?,
+                None => self.keyspace.db.put(&ek, value)?,
+                Some(d) => self.keyspace.db.put_with_deadline(&ek, value, d)?,
             }
             self.signal_ready_engine(&ek);
             return Ok(());
@@ -378,10 +325,10 @@ impl Store {
         let mut batch = WriteBatch::new();
         for (key, value) in pairs {
             let ek = self.engine_key(key);
-            crate::session::check_key(&ek)?;
+            check_key(&ek)?;
             batch.put(&ek, value);
         }
-        self.shared.db.write(&batch)?;
+        self.keyspace.db.write(&batch)?;
         for (key, _) in pairs {
             self.signal_ready(key);
         }
@@ -399,7 +346,7 @@ impl Store {
         puts: impl Iterator<Item = &'k [u8]>,
     ) -> Result<(), Error> {
         debug_assert!(self.overlay.is_none(), "a unit commits as one batch");
-        self.shared.db.write_grouped(batch)?;
+        self.keyspace.db.write_grouped(batch)?;
         for key in puts {
             self.signal_ready(key);
         }
@@ -421,8 +368,8 @@ impl Store {
             return Ok(None);
         }
         let ek = self.engine_key(key);
-        crate::session::check_key(&ek)?;
-        let written = self.shared.db.write_range_after(&ek, head, at, bytes)?;
+        check_key(&ek)?;
+        let written = self.keyspace.db.write_range_after(&ek, head, at, bytes)?;
         if written.is_some() {
             self.signal_ready_engine(&ek);
         }
@@ -436,7 +383,7 @@ impl Store {
             return Ok(false);
         }
         if self.overlay.is_none() {
-            return Ok(self.shared.db.delete(&ek)?);
+            return Ok(self.keyspace.db.delete(&ek)?);
         }
         let now = self.now_ms();
         let t = self.touch(&ek, true)?;
@@ -455,8 +402,8 @@ impl Store {
                 return Ok(false);
             }
             return Ok(match deadline {
-                Some(d) => self.shared.db.expire_at(&ek, d)?,
-                None => self.shared.db.persist(&ek)?,
+                Some(d) => self.keyspace.db.expire_at(&ek, d)?,
+                None => self.keyspace.db.persist(&ek)?,
             });
         }
         self.update_ttl(key, |old, current| match old {
@@ -483,7 +430,7 @@ impl Store {
             if !may_exist(&ek) {
                 return Ok(Ttl::Missing);
             }
-            return Ok(self.shared.db.ttl(&ek)?);
+            return Ok(self.keyspace.db.ttl(&ek)?);
         }
         let now = self.now_ms();
         Ok(match self.read_ttl(key, |_, d| d)? {
@@ -499,11 +446,11 @@ impl Store {
     /// The version of `key` in database `db` now (for `WATCH`; the pool's,
     /// not a unit's).
     pub fn version_in(&self, db: usize, key: &[u8]) -> Result<Option<Version>, Error> {
-        let ek = dbs::engine_key(self.shared.dbs.namespace(db), key);
+        let ek = dbs::engine_key(self.keyspace.dbs.namespace(db), key);
         if !may_exist(&ek) {
             return Ok(None);
         }
-        Ok(self.shared.db.version(&ek)?)
+        Ok(self.keyspace.db.version(&ek)?)
     }
 
     /// How the keys a running unit changed in namespace `ns` change its
@@ -530,12 +477,12 @@ impl Store {
         }
         for attempt in 0..ATOMIC_ATTEMPTS {
             // Only a unit that takes a turn holds its own reference to the
-            // shared state (the turn outlives this borrow of `self`): the
+            // key space (the turn outlives this borrow of `self`): the
             // others touch no shared reference count.
-            let escalated = (attempt >= ESCALATE_AFTER).then(|| self.shared.clone());
-            let _turn = escalated.as_ref().map(|shared| shared.turns.take());
+            let escalated = (attempt >= ESCALATE_AFTER).then(|| self.keyspace.clone());
+            let _turn = escalated.as_ref().map(|ks| ks.turns.take());
             if escalated.is_none() {
-                self.shared.turns.wait_for_turns();
+                self.keyspace.turns.wait_for_turns();
             }
             self.begin();
             let r = f(self);
@@ -568,7 +515,7 @@ impl Store {
             return Ok(true);
         };
         for (key, t) in overlay.iter().filter(|(_, t)| t.read) {
-            if self.shared.db.version(key)? != t.base {
+            if self.keyspace.db.version(key)? != t.base {
                 return Ok(false);
             }
         }
@@ -650,7 +597,7 @@ impl Store {
         if !depend && !overlay.contains_key(ek) {
             let mut f = Some(f);
             let r = self
-                .shared
+                .keyspace
                 .db
                 .get_with(ek, |v| (f.take().expect("called once"))(Some(v)))?;
             return Ok(match r {
@@ -666,7 +613,7 @@ impl Store {
     /// Inside a unit: sets engine key `ek` to `value` (keeping its
     /// deadline) or deletes it (`None`).
     pub fn unit_write(&mut self, ek: &[u8], value: Option<Vec<u8>>) -> Result<(), Error> {
-        crate::session::check_key(ek)?;
+        check_key(ek)?;
         let now = self.now_ms();
         let t = self.touch(ek, false)?;
         let deadline = live(&t.now, now).and_then(|(_, d)| *d);
@@ -699,8 +646,8 @@ impl Store {
         if batch.is_empty() && checks.is_empty() {
             return Ok(true);
         }
-        let written = self.shared.db.write_if(&batch, &checks)?;
-        if written && self.shared.blocked.any() {
+        let written = self.keyspace.db.write_if(&batch, &checks)?;
+        if written && self.keyspace.waiters.any() {
             let mut ready: Vec<(&Vec<u8>, &Touched)> = touched
                 .iter()
                 .filter(|(_, t)| t.dirty && t.now.is_some())
@@ -727,14 +674,14 @@ impl Store {
     /// store's own write paths; a command that changes keys another way
     /// (SWAPDB) calls it for them.
     pub fn signal_ready(&mut self, key: &[u8]) {
-        if self.shared.blocked.any() {
+        if self.keyspace.waiters.any() {
             let ek = self.engine_key(key).into_owned();
             self.ready.push(ek);
         }
     }
 
     fn signal_ready_engine(&mut self, ek: &[u8]) {
-        if self.shared.blocked.any() {
+        if self.keyspace.waiters.any() {
             self.ready.push(ek.to_vec());
         }
     }
@@ -762,7 +709,7 @@ impl Store {
     fn touch(&mut self, ek: &[u8], read: bool) -> Result<&mut Touched, Error> {
         let overlay = self.overlay.as_mut().expect("a unit is running");
         if !overlay.contains_key(ek) {
-            let seen = self.shared.db.get_versioned(ek)?;
+            let seen = self.keyspace.db.get_versioned(ek)?;
             let t = Touched {
                 base: seen.as_ref().map(|s| s.version),
                 read: false,

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use persimmon_server::protocol::{ParseLimits, Progress, RequestParser};
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {

@@ -24,7 +24,7 @@
 //! does not parse exactly is `damaged`); `encoded_len` is the exact length
 //! of `encode`'s output; every item's spans lie inside the arena.
 
-use crate::session::Error;
+use crate::error::Error;
 
 /// A leaf entry, owned: key (empty in a list) and value.
 pub type Entry = (Vec<u8>, Vec<u8>);

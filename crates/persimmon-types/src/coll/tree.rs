@@ -19,7 +19,7 @@
 //!   pulled up into the root).
 
 use super::page::{damaged, Entry, Page};
-use crate::session::Error;
+use crate::error::Error;
 
 /// A page is split once its encoding is longer than this.
 pub const PAGE_MAX: usize = 1024;

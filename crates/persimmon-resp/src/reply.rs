@@ -11,7 +11,7 @@
 //! no error path can be missed: a command failed exactly when the count
 //! grew while it ran.
 
-use crate::cmdstats::ErrorTally;
+use crate::error_tally::ErrorTally;
 
 /// An output buffer plus the protocol version replies are written in.
 #[derive(Debug)]

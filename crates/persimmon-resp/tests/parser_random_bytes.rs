@@ -1,12 +1,11 @@
 //! The request parser against arbitrary bytes (the in-CI stand-in for the
 //! cargo-fuzz target in `fuzz/`): it never panics, never reports a request
 //! longer than its input or an argument outside it, and parses valid
-//! requests back exactly however the bytes are split into reads. Then a live
-//! server is fed garbage on many connections and still serves a new client.
+//! requests back exactly however the bytes are split into reads. (The
+//! server's own test, `garbage_connections.rs`, feeds a live server the
+//! same kind of noise.)
 
-mod common;
-
-use persimmon_server::protocol::{ParseLimits, Progress, RequestParser};
+use persimmon_resp::{encode, ParseLimits, Progress, RequestParser};
 use proptest::prelude::*;
 
 /// Feeds `input` to a parser in the given chunk sizes, as a connection
@@ -41,10 +40,6 @@ fn feed(input: &[u8], chunks: &[usize], limits: &ParseLimits) -> (Vec<Vec<Vec<u8
         }
     }
     (requests, false)
-}
-
-fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    common::encode(&args.iter().map(Vec::as_slice).collect::<Vec<_>>())
 }
 
 fn limits(unauthenticated: bool, max_bulk_bytes: usize) -> ParseLimits {
@@ -119,31 +114,5 @@ proptest! {
             input[i] = byte;
         }
         let _ = feed(&input, &chunks, &limits(false, 1 << 20));
-    }
-}
-
-#[test]
-fn a_live_server_survives_garbage_on_many_connections() {
-    use rand::{Rng, SeedableRng};
-    let server = common::TestServer::start();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
-    for round in 0..200 {
-        let mut raw = server.raw();
-        let len = rng.gen_range(1..4096);
-        let mut garbage: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
-        if round % 2 == 0 {
-            // Start like a real request, then go wrong.
-            let mut start = common::encode(&[b"SET", b"k", b"v"]);
-            start.extend_from_slice(b"*3\r\n$3\r\n");
-            start.append(&mut garbage);
-            garbage = start;
-        }
-        let _ = raw.send(&garbage);
-        // Whatever it replied, the server is still there for others.
-        let mut other = server.raw();
-        assert_eq!(
-            other.command(&[b"PING"]),
-            common::Resp::Simple("PONG".into())
-        );
     }
 }
