@@ -40,6 +40,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::settings::{yes_no, Settings, OTHER_CLASSES};
+
 /// The engine's size parser, so the server's config file, the CLI and the
 /// benchmark accept the same spellings (`64M`, `1.5G`, `1_000M`).
 pub use persimmon::size::parse_size;
@@ -361,8 +363,45 @@ impl Config {
         if matches!(&self.requirepass, Some(p) if p.len() > 512) {
             return Err("requirepass is longer than 512 bytes".into());
         }
-        crate::settings::Settings::check_startup(self).map_err(|e| format!("[settings]: {e}"))?;
+        Settings::check_table(&self.settings).map_err(|e| format!("[settings]: {e}"))?;
         Ok(())
+    }
+
+    /// The run-time parameters this configuration sets, by name, as
+    /// `CONFIG GET` shows them (`Settings::new` starts from these).
+    pub fn startup_values(&self) -> Vec<(&'static str, String)> {
+        let l = &self.limits;
+        let pool_dir = self
+            .pool
+            .parent()
+            .map(|p| p.display().to_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| ".".into());
+        vec![
+            ("bind", self.bind.to_string()),
+            ("port", self.port.to_string()),
+            ("protected-mode", yes_no(self.protected_mode).into()),
+            ("requirepass", self.requirepass.clone().unwrap_or_default()),
+            ("maxclients", l.maxclients.to_string()),
+            ("proto-max-bulk-len", l.proto_max_bulk_len.to_string()),
+            (
+                "client-query-buffer-limit",
+                l.query_buffer_limit.to_string(),
+            ),
+            (
+                "client-output-buffer-limit",
+                format!("normal {} 0 0 {OTHER_CLASSES}", l.output_buffer_limit),
+            ),
+            (
+                "client-output-stall-secs",
+                l.output_stall.as_secs().to_string(),
+            ),
+            ("dir", pool_dir),
+            ("pool", self.pool.display().to_string()),
+            ("ordered-index", yes_no(self.ordered_index).into()),
+            ("point-index", self.point_index.name().into()),
+            ("worker-threads", self.worker_threads.to_string()),
+        ]
     }
 
     /// Engine options for opening the pool.

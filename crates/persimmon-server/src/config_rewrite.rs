@@ -201,7 +201,7 @@ mod tests {
         .unwrap();
         let mut config = Config::default();
         config.apply_file(&path).unwrap();
-        let settings = Settings::new(&config, &[]);
+        let settings = Settings::new(&config.startup_values(), &config.settings);
         settings
             .set(&[
                 (b"maxclients", b"20"),
@@ -222,7 +222,7 @@ mod tests {
         again.apply_toml(&text).unwrap();
         assert_eq!(again.limits.maxclients, 20);
         assert!(!again.protected_mode);
-        let restarted = Settings::new(&again, &[]);
+        let restarted = Settings::new(&again.startup_values(), &again.settings);
         assert_eq!(restarted.maxmemory(), 1 << 20);
         assert_eq!(restarted.value("timeout").unwrap(), b"7");
     }
@@ -232,7 +232,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");
         std::fs::write(&path, "port = 7000\nmaxclients = 5 # small\n").unwrap();
-        let settings = Settings::new(&Config::default(), &[]);
+        let settings = Settings::new(&Config::default().startup_values(), &[]);
         let entries = [entry("maxclients", None, TomlForm::Int)];
         rewrite(&path, &settings, &entries).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "port = 7000\n");
@@ -243,7 +243,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, "this is = = not toml").unwrap();
-        let settings = Settings::new(&Config::default(), &[]);
+        let settings = Settings::new(&Config::default().startup_values(), &[]);
         let e = rewrite(
             &path,
             &settings,

@@ -43,11 +43,15 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::commands::{execute, recheck_blocked, reply_blocked, COMMANDS};
+use crate::client::ClientInfo;
+use crate::commands::blocking::{recheck_blocked, reply_blocked};
+use crate::commands::pubsub::DRAIN_BYTES;
+use crate::commands::table::COMMANDS;
+use crate::dispatch::execute;
 use crate::pipeline::Pipeline;
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
-use crate::shared::{ClientInfo, Shared};
+use crate::shared::Shared;
 use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// Replies queued past this are written before the batch goes on.
@@ -87,7 +91,7 @@ pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<Clie
         stream,
         input: BytesMut::with_capacity(READ_BYTES),
         parser: RequestParser::new(),
-        session: Session::new(shared, info, COMMANDS),
+        session: Session::new(shared, info, &COMMANDS),
         need: None,
         unpublished_batches: 0,
         pipeline: Pipeline::new(),
@@ -166,7 +170,7 @@ impl Connection {
             let more = self
                 .session
                 .pubsub
-                .drain(&mut self.session.out, crate::commands::DRAIN_BYTES);
+                .drain(&mut self.session.out, DRAIN_BYTES);
             self.flush().await?;
             if !more {
                 return Ok(());

@@ -13,10 +13,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::commands::{execute, COMMANDS};
+use crate::client::ClientInfo;
+use crate::commands::table::COMMANDS;
 use crate::config::Config;
+use crate::dispatch::execute;
 use crate::session::Session;
-use crate::shared::{ClientInfo, Shared};
+use crate::shared::Shared;
 use persimmon_resp::Args;
 pub use persimmon_types::store::Captured;
 use persimmon_types::Keyspace;
@@ -41,7 +43,7 @@ impl Embedded {
         let addr = "127.0.0.1:0".parse().expect("an address");
         let shared = Arc::new(Shared::new(Arc::new(keyspace), config, None, addr));
         let info = Arc::new(ClientInfo::new(1, addr, addr, -1, 0));
-        let mut session = Session::new(shared, info, COMMANDS);
+        let mut session = Session::new(shared, info, &COMMANDS);
         session.store.capture = Some(Vec::new());
         Ok(Embedded { session })
     }

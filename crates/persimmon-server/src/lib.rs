@@ -50,17 +50,20 @@
 #![forbid(unsafe_code)]
 
 mod blocking;
+mod client;
+mod clock;
 mod cmdstats;
 mod commands;
 mod config;
 mod config_rewrite;
 mod conn;
+mod dispatch;
 pub mod embedded;
 mod encoding;
 mod glob;
 mod longdouble;
 mod pipeline;
-pub mod pubsub;
+mod pubsub;
 mod repl;
 mod scan;
 mod server;

@@ -23,7 +23,7 @@
 //!   overwrite or read (exactly three arguments, `SET` with no option, or
 //!   `GET key`; outside
 //!   `MULTI`; authenticated; not refused by the settings: see
-//!   `commands::runnable_as`), and a run ends before any other request, so
+//!   `dispatch::runnable_as`), and a run ends before any other request, so
 //!   nothing observes the session between its requests.
 //! - Other clients see a run's writes in request order, as they would see
 //!   single SETs: the grouped write stores the keys' words, then their
@@ -60,7 +60,8 @@ use std::time::Instant;
 
 use persimmon::WriteBatch;
 
-use crate::commands::{execute, runnable_as, serve_ready};
+use crate::commands::blocking::serve_ready;
+use crate::dispatch::{execute, runnable_as};
 use crate::session::Session;
 use persimmon_resp::Args;
 use persimmon_types::error::{check_key, may_exist, wrongtype};

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::shared::ClientInfo;
+use crate::client::ClientInfo;
 use persimmon_resp::Reply;
 
 /// Subscribers of one channel or pattern, by client id.

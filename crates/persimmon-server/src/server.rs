@@ -23,8 +23,9 @@ use persimmon::Db;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::client::ClientInfo;
 use crate::config::Config;
-use crate::shared::{ClientInfo, Shared};
+use crate::shared::Shared;
 use persimmon_types::Keyspace;
 
 /// What the server tells its caller once it listens.
@@ -118,7 +119,8 @@ pub(crate) fn run_with(
             durability: shared.keyspace.db.durability(),
         };
         ready(&info, &shared);
-        crate::repl::spawn(&shared);
+        crate::repl::link::supervise(&shared);
+        crate::repl::upkeep::spawn(&shared);
         accept_loop(&shared, listener, signals).await;
         Ok(())
     });

@@ -17,15 +17,17 @@
 //! - A key longer than the engine's limit cannot exist: [`read`] treats it
 //!   as missing, and a write refuses it with [`check_key`] before it runs.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use persimmon_resp::{Args, Reply, Request};
 use persimmon_types::dbs::Databases;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
+use crate::client::ClientInfo;
 use crate::cmdstats::Tally;
-use crate::shared::{ClientInfo, Shared};
+use crate::shared::Shared;
 
 /// The Redis version whose commands and replies the server follows.
 pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
@@ -75,9 +77,10 @@ pub struct Counters {
 pub struct Session {
     pub shared: Arc<Shared>,
     pub info: Arc<ClientInfo>,
-    /// The command table the connection dispatches through (for `COMMAND`
-    /// and the `cmd=` of `CLIENT LIST`).
-    pub commands: &'static [Spec],
+    /// The command table the connection dispatches through (the dispatch,
+    /// `COMMAND`, `EXEC` and the `cmd=` of `CLIENT LIST` read it here: the
+    /// table sits above the handlers, which cannot import it).
+    pub commands: &'static CommandTable,
     pub out: Reply,
     pub authenticated: bool,
     pub counters: Counters,
@@ -89,7 +92,7 @@ pub struct Session {
     /// The selected database, its keys and the watched keys.
     pub store: Store,
     /// What the running command propagates to replicas (`repl/`).
-    pub repl: crate::repl::ClientRepl,
+    pub repl: crate::repl::client::ClientRepl,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
     /// EXEC kept conflicting with other clients: the dispatch runs it again
@@ -99,7 +102,7 @@ pub struct Session {
     pub exec_exclusive: bool,
     /// Role changes a `REPLICAOF` inside `EXEC` left for the dispatch to
     /// finish with the stream's lock it holds.
-    pub repl_steps: Vec<crate::repl::link::StreamStep>,
+    pub repl_steps: Vec<crate::repl::role::StreamStep>,
     /// The database map, whose lock every command holds; taken out of the
     /// session while a command runs (so holding its lock borrows nothing
     /// of the session), put back after.
@@ -137,15 +140,19 @@ pub struct Multi {
 }
 
 impl Session {
-    pub fn new(shared: Arc<Shared>, info: Arc<ClientInfo>, commands: &'static [Spec]) -> Session {
+    pub fn new(
+        shared: Arc<Shared>,
+        info: Arc<ClientInfo>,
+        commands: &'static CommandTable,
+    ) -> Session {
         let authenticated = !shared.settings.password_required();
-        let tally = shared.command_stats.tally(commands.len());
+        let tally = shared.command_stats.tally(commands.rows().len());
         Session {
             pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
             reply_mode: ReplyMode::On,
             pushed: Vec::new(),
             store: Store::new(shared.keyspace.clone()),
-            repl: crate::repl::ClientRepl::default(),
+            repl: crate::repl::client::ClientRepl::default(),
             map: Some(shared.keyspace.dbs.clone()),
             multi: None,
             exec_escalate: false,
@@ -201,13 +208,6 @@ impl Session {
         } else {
             false
         }
-    }
-
-    /// The command named `name` (any case), if the table has it.
-    pub fn command_named(&self, name: &[u8]) -> Option<&'static Spec> {
-        self.commands
-            .iter()
-            .find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
     }
 }
 
@@ -302,6 +302,12 @@ impl Spec {
         self.flags.contains(&"no_auth")
     }
 
+    /// Whether the request goes to the replicas: the writes, and PUBLISH
+    /// (`may_replicate`, as Redis propagates it).
+    pub fn replicated(&self) -> bool {
+        self.flags.contains(&"write") || self.flags.contains(&"may_replicate")
+    }
+
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i64;
         let arity = self.arity as i64;
@@ -312,3 +318,113 @@ impl Spec {
         }
     }
 }
+
+/// The command table: its rows in `COMMAND` order, and what the dispatch
+/// derives from them once (the lookup by name, the rows that hold the
+/// replication stream's lock, the rows that change the database map), so a
+/// command pays an index, not string compares.
+pub struct CommandTable {
+    rows: &'static [Spec],
+    derived: OnceLock<Derived>,
+}
+
+struct Derived {
+    names: NameMap,
+    propagates: Vec<bool>,
+    swaps_dbs: Vec<bool>,
+}
+
+/// Longest command name, for the lookup buffer.
+pub const MAX_NAME_BYTES: usize = 16;
+
+impl CommandTable {
+    pub const fn new(rows: &'static [Spec]) -> CommandTable {
+        CommandTable {
+            rows,
+            derived: OnceLock::new(),
+        }
+    }
+
+    pub fn rows(&self) -> &'static [Spec] {
+        self.rows
+    }
+
+    pub fn row(&self, index: usize) -> &'static Spec {
+        &self.rows[index]
+    }
+
+    fn derived(&self) -> &Derived {
+        self.derived.get_or_init(|| Derived {
+            names: self
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_bytes(), i))
+                .collect(),
+            propagates: self
+                .rows
+                .iter()
+                .map(|spec| spec.replicated() || spec.name == "exec")
+                .collect(),
+            swaps_dbs: self
+                .rows
+                .iter()
+                .map(|spec| spec.flags.contains(&"swaps_dbs"))
+                .collect(),
+        })
+    }
+
+    /// The row of the command named `name` (any case).
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        if name.len() > MAX_NAME_BYTES {
+            return None;
+        }
+        let mut lower = [0u8; MAX_NAME_BYTES];
+        let lower = &mut lower[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.derived().names.get(&*lower).copied()
+    }
+
+    /// The command named `name` (any case), if the table has it.
+    pub fn named(&self, name: &[u8]) -> Option<&'static Spec> {
+        self.lookup(name).map(|i| self.row(i))
+    }
+
+    /// Whether row `index` may write, so runs holding the replication
+    /// stream's lock: the `write` and `may_replicate` rows and EXEC.
+    pub fn propagates(&self, index: usize) -> bool {
+        self.derived().propagates[index]
+    }
+
+    /// Whether row `index` changes the database map (runs holding it
+    /// exclusively).
+    pub fn swaps_dbs(&self, index: usize) -> bool {
+        self.derived().swaps_dbs[index]
+    }
+}
+
+/// FNV-1a: command names are short and trusted to be few, so a fast
+/// non-keyed hash is enough (the map holds only the table's own names).
+#[derive(Default, Clone, Copy)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type NameMap = HashMap<&'static [u8], usize, std::hash::BuildHasherDefault<Fnv>>;

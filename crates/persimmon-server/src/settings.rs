@@ -58,8 +58,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::config::Config;
-
 /// How a parameter's value is written.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -271,11 +269,11 @@ pub struct Settings {
 }
 
 /// Redis's default limits of the classes other than `normal`.
-const OTHER_CLASSES: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+pub const OTHER_CLASSES: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
 /// The `pubsub` class of `OTHER_CLASSES`: hard, soft, soft seconds.
 const PUBSUB_DEFAULT_LIMIT: [u64; 3] = [33554432, 8388608, 60];
 
-fn yes_no(b: bool) -> &'static str {
+pub fn yes_no(b: bool) -> &'static str {
     if b {
         "yes"
     } else {
@@ -297,80 +295,55 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Settings {
-    /// The settings of a server started with `config`. `facts` gives the
-    /// values only known once the pool is open and the port bound
-    /// (`port`, `durability`, ...), by parameter name.
-    pub fn new(config: &Config, facts: &[(&str, String)]) -> Settings {
-        let l = &config.limits;
-        let pool_dir = config
-            .pool
-            .parent()
-            .map(|p| p.display().to_string())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| ".".into());
-        let startup: Vec<(&str, String)> = vec![
-            ("bind", config.bind.to_string()),
-            ("port", config.port.to_string()),
-            ("protected-mode", yes_no(config.protected_mode).into()),
-            (
-                "requirepass",
-                config.requirepass.clone().unwrap_or_default(),
-            ),
-            ("maxclients", l.maxclients.to_string()),
-            ("proto-max-bulk-len", l.proto_max_bulk_len.to_string()),
-            (
-                "client-query-buffer-limit",
-                l.query_buffer_limit.to_string(),
-            ),
-            (
-                "client-output-buffer-limit",
-                format!("normal {} 0 0 {OTHER_CLASSES}", l.output_buffer_limit),
-            ),
-            (
-                "client-output-stall-secs",
-                l.output_stall.as_secs().to_string(),
-            ),
-            ("dir", pool_dir),
-            ("pool", config.pool.display().to_string()),
-            ("ordered-index", yes_no(config.ordered_index).into()),
-            ("point-index", config.point_index.name().into()),
-            ("worker-threads", config.worker_threads.to_string()),
-        ];
+    /// The settings of a server that starts with `startup` — each value
+    /// by parameter name: the configuration's (`Config::startup_values`)
+    /// and those only known once the pool is open and the port bound
+    /// (`port`, `durability`, ...) — and then the file's `[settings]`
+    /// table, applied as `CONFIG SET` would (checked before, see
+    /// [`check_table`](Self::check_table); a pair it refuses is skipped).
+    pub fn new(startup: &[(&str, String)], table: &[(String, String)]) -> Settings {
         let mut values: Vec<Vec<u8>> = PARAMS.iter().map(|p| p.default.into()).collect();
-        for (name, value) in startup.iter().chain(facts) {
+        for (name, value) in startup {
             if let Some(i) = index_of(name.as_bytes()) {
                 values[i] = value.clone().into_bytes();
             }
         }
-        let password = config.requirepass.as_ref().map(|p| p.as_bytes().into());
         let mut settings = Settings {
-            maxclients: AtomicUsize::new(l.maxclients),
-            proto_max_bulk_len: AtomicUsize::new(l.proto_max_bulk_len),
-            query_buffer_limit: AtomicUsize::new(l.query_buffer_limit),
-            output_buffer_limit: AtomicUsize::new(l.output_buffer_limit),
-            output_stall_secs: AtomicU64::new(l.output_stall.as_secs()),
-            protected_mode: AtomicBool::new(config.protected_mode),
-            password_required: AtomicBool::new(config.requirepass.is_some()),
+            maxclients: AtomicUsize::new(0),
+            proto_max_bulk_len: AtomicUsize::new(0),
+            query_buffer_limit: AtomicUsize::new(0),
+            output_buffer_limit: AtomicUsize::new(0),
+            output_stall_secs: AtomicU64::new(0),
+            protected_mode: AtomicBool::new(false),
+            password_required: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
             min_replicas_to_write: AtomicU64::new(0),
-            min_replicas_max_lag: AtomicU64::new(10),
-            requirepass: Mutex::new(password),
+            min_replicas_max_lag: AtomicU64::new(0),
+            requirepass: Mutex::new(None),
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
-            values: Mutex::new(values),
+            values: Mutex::new(Vec::new()),
         };
-        // The file's `[settings]` table, checked by `check_startup` before.
-        for (name, value) in &config.settings {
+        // The live parameters take effect from their values, as a
+        // `CONFIG SET` of each would make them.
+        for (p, value) in PARAMS.iter().zip(&values) {
+            if p.access == Live {
+                settings.apply(p.name, value);
+            }
+        }
+        settings.values = Mutex::new(values);
+        for (name, value) in table {
             let _ = settings.set(&[(name.as_bytes(), value.as_bytes())]);
         }
         settings.startup = lock(&settings.values).clone();
         settings
     }
 
-    /// Whether the `[settings]` table of `config` would be accepted.
-    pub fn check_startup(config: &Config) -> Result<(), String> {
-        let settings = Settings::new(&Config::default(), &[]);
-        for (name, value) in &config.settings {
+    /// Whether a `[settings]` table would be accepted: each pair as
+    /// `CONFIG SET` checks it.
+    pub fn check_table(table: &[(String, String)]) -> Result<(), String> {
+        let settings = Settings::new(&[], &[]);
+        for (name, value) in table {
             settings.set(&[(name.as_bytes(), value.as_bytes())])?;
         }
         Ok(())
@@ -766,7 +739,9 @@ mod tests {
     use super::*;
 
     fn settings() -> Settings {
-        Settings::new(&Config::default(), &[("port", "7000".into())])
+        let mut startup = crate::config::Config::default().startup_values();
+        startup.push(("port", "7000".into()));
+        Settings::new(&startup, &[])
     }
 
     fn get(s: &Settings, name: &str) -> String {

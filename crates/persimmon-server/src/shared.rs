@@ -22,13 +22,15 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use tokio::sync::watch;
 
 use crate::blocking::Blocked;
+use crate::client::ClientInfo;
+use crate::clock::{fresh_id, unix_time};
 use crate::cmdstats::CommandStats;
 use crate::config::Config;
 use crate::scan::ScanCache;
@@ -60,7 +62,7 @@ pub struct Shared {
     /// Channel and pattern subscriptions (`pubsub.rs`).
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Replication: the write stream, replicas, the link to a master.
-    pub repl: crate::repl::Replication,
+    pub repl: crate::repl::state::Replication,
     shutdown: watch::Sender<bool>,
 }
 
@@ -123,35 +125,6 @@ impl ServerStats {
     }
 }
 
-/// What `CLIENT LIST` shows about a connection.
-pub struct ClientInfo {
-    pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
-    pub fd: i32,
-    pub created: Instant,
-    pub name: Mutex<Vec<u8>>,
-    pub lib_name: Mutex<Vec<u8>>,
-    pub lib_ver: Mutex<Vec<u8>>,
-    /// Milliseconds since server start of the last request.
-    pub last_active_ms: AtomicU64,
-    /// Index + 1 of the last command in the command table (0: none yet).
-    pub last_command: AtomicUsize,
-    pub resp: AtomicU8,
-    /// Bytes of received requests not yet executed.
-    pub query_buffer_bytes: AtomicUsize,
-    /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
-    pub sub: AtomicUsize,
-    pub psub: AtomicUsize,
-    /// The connection is a replica's feed (after PSYNC/SYNC): Redis's
-    /// client type `slave`.
-    pub replica: AtomicBool,
-    /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
-    /// to close: set once, then `kill_notify` wakes the connection's task.
-    killed: AtomicBool,
-    kill_notify: tokio::sync::Notify,
-}
-
 impl Shared {
     /// The state of a server that listens on `local_addr` over `keyspace`.
     pub fn new(
@@ -171,7 +144,9 @@ impl Shared {
             ),
             ("point-index", db.point_index().name().to_string()),
         ];
-        let settings = Settings::new(&config, &facts);
+        let mut startup = config.startup_values();
+        startup.extend(facts);
+        let settings = Settings::new(&startup, &config.settings);
         let started_unix = unix_time().as_secs();
         let stats = ServerStats::default();
         stats.last_save.store(started_unix, Ordering::Relaxed);
@@ -183,7 +158,7 @@ impl Shared {
             config_file,
             local_addr,
             started: Instant::now(),
-            run_id: run_id(&local_addr),
+            run_id: fresh_id(&local_addr.to_string()),
             stats,
             command_stats: CommandStats::default(),
             clients: Mutex::new(BTreeMap::new()),
@@ -191,7 +166,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             scan: ScanCache::default(),
             pubsub: Arc::default(),
-            repl: crate::repl::Replication::new(),
+            repl: crate::repl::state::Replication::new(),
             shutdown,
         }
     }
@@ -218,83 +193,5 @@ impl Shared {
     /// Milliseconds since the server started.
     pub fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
-    }
-}
-
-/// Time since the Unix epoch (zero if the clock is before it).
-pub fn unix_time() -> std::time::Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// 40 hex digits that differ from one start to the next (not a secret).
-fn run_id(addr: &SocketAddr) -> String {
-    let seed = format!(
-        "{}:{}:{addr}:{:?}",
-        std::process::id(),
-        unix_time().as_nanos(),
-        Instant::now()
-    );
-    let a = xxhash_rust::xxh3::xxh3_128(seed.as_bytes());
-    let b = xxhash_rust::xxh3::xxh3_64_with_seed(seed.as_bytes(), 16);
-    format!("{a:032x}{:08x}", b as u32)
-}
-
-impl ClientInfo {
-    /// A client that just connected from `addr` to `laddr` on socket `fd`
-    /// (RESP2, no name, no command yet).
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i32, now_ms: u64) -> ClientInfo {
-        ClientInfo {
-            id,
-            addr,
-            laddr,
-            fd,
-            created: Instant::now(),
-            name: Mutex::new(Vec::new()),
-            lib_name: Mutex::new(Vec::new()),
-            lib_ver: Mutex::new(Vec::new()),
-            last_active_ms: AtomicU64::new(now_ms),
-            last_command: AtomicUsize::new(0),
-            resp: AtomicU8::new(2),
-            query_buffer_bytes: AtomicUsize::new(0),
-            sub: AtomicUsize::new(0),
-            psub: AtomicUsize::new(0),
-            replica: AtomicBool::new(false),
-            killed: AtomicBool::new(false),
-            kill_notify: tokio::sync::Notify::new(),
-        }
-    }
-
-    /// Asks the connection to close as soon as it can (it finishes the
-    /// command it is running, sends nothing more, and closes).
-    pub fn kill(&self) {
-        self.killed.store(true, Ordering::Release);
-        self.kill_notify.notify_one();
-    }
-
-    pub fn is_killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
-    }
-
-    /// Resolves once [`ClientInfo::kill`] has been called (at once if it
-    /// was before). Only the connection's own task awaits this.
-    pub async fn killed(&self) {
-        while !self.is_killed() {
-            self.kill_notify.notified().await;
-        }
-    }
-
-    /// Redis's client type: `slave` for a replica's feed, `pubsub` while
-    /// subscribed to anything, else `normal` (CLIENT LIST, CLIENT KILL
-    /// TYPE). A replica's link to its master is not a client here.
-    pub fn client_type(&self) -> &'static str {
-        if self.replica.load(Ordering::Relaxed) {
-            "slave"
-        } else if self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) > 0 {
-            "pubsub"
-        } else {
-            "normal"
-        }
     }
 }

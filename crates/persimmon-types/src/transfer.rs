@@ -49,7 +49,7 @@ pub fn write_value(
         RdbValue::Set(members) => Whole::Set(members.clone()),
     };
     let ek = st.engine_key(key).into_owned();
-    coll::whole::write(st, ek, &whole)?;
+    coll::write_whole(st, ek, &whole)?;
     if deadline.is_some() {
         st.set_deadline(key, deadline)?;
     }

@@ -23,10 +23,10 @@
 use std::time::{Duration, Instant};
 
 use crate::blocking::{Attempt, Op, Outcome, Registration, Served};
+use crate::clock::unix_time;
 use crate::longdouble::LongDouble;
-use crate::repl::ClientRepl;
+use crate::repl::client::ClientRepl;
 use crate::session::{is, syntax, Flow, Session};
-use crate::shared::unix_time;
 use persimmon_resp::Reply;
 use persimmon_resp::{parse_i64, Args};
 use persimmon_types::dbs;
@@ -418,7 +418,7 @@ pub fn recheck_blocked(s: &mut Session, reg: &Registration) {
     }
     s.map = Some(map);
     if let Some(stream) = turn.as_mut() {
-        crate::repl::flush(stream, &mut s.repl, false, shared.repl.is_replica());
+        crate::repl::client::flush(stream, &mut s.repl, false, shared.repl.is_replica());
     }
     s.repl.active = false;
 }

@@ -167,7 +167,7 @@ const COMMAND_HELP: [&str; 17] = [
 ];
 
 pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let commands = s.commands;
+    let commands = s.commands.rows();
     if a.len() == 1 {
         s.out.array(commands.len());
         for spec in commands {
@@ -200,9 +200,9 @@ pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// a name the table does not have.
 fn command_info(s: &mut Session, a: &Args<'_>) {
     let specs: Vec<Option<&Spec>> = if a.len() == 2 {
-        s.commands.iter().map(Some).collect()
+        s.commands.rows().iter().map(Some).collect()
     } else {
-        a.from(2).map(|n| s.command_named(n)).collect()
+        a.from(2).map(|n| s.commands.named(n)).collect()
     };
     s.out.array(specs.len());
     for spec in specs {
@@ -217,9 +217,9 @@ fn command_info(s: &mut Session, a: &Args<'_>) {
 /// does not have are left out.
 fn command_docs(s: &mut Session, a: &Args<'_>) {
     let specs: Vec<&Spec> = if a.len() == 2 {
-        s.commands.iter().collect()
+        s.commands.rows().iter().collect()
     } else {
-        a.from(2).filter_map(|n| s.command_named(n)).collect()
+        a.from(2).filter_map(|n| s.commands.named(n)).collect()
     };
     s.out.map(specs.len());
     for spec in specs {
@@ -250,6 +250,7 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     };
     let names: Vec<&str> = s
         .commands
+        .rows()
         .iter()
         .filter(|spec| keep(spec))
         .map(|spec| spec.name)
@@ -287,7 +288,7 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     if a.len() < 4 {
         return Err(arity("command|getkeys"));
     }
-    let Some(spec) = s.command_named(a.get(2)) else {
+    let Some(spec) = s.commands.named(a.get(2)) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
     if spec.first_key == 0 && !spec.flags.contains(&"movablekeys") {

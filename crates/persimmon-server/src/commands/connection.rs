@@ -11,11 +11,11 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::client::ClientInfo;
 use crate::session::{
     arity, exact_arity, int_arg, is, shown, syntax, unknown_subcommand, Flow, Session,
     REDIS_COMPAT_VERSION,
 };
-use crate::shared::ClientInfo;
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
@@ -257,7 +257,7 @@ pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 /// CLIENT REPLY ON|OFF|SKIP: ON replies OK; OFF and SKIP reply nothing
-/// (the dispatch drops the replies, see `commands::execute`).
+/// (the dispatch drops the replies, see `dispatch::execute`).
 fn client_reply(s: &mut Session, mode: &[u8]) -> Result<(), Error> {
     use crate::session::ReplyMode;
     if is(mode, "ON") {
@@ -504,7 +504,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     let idle = now.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     let cmd = match c.last_command.load(Ordering::Relaxed) {
         0 => "NULL",
-        i => s.commands[i - 1].name,
+        i => s.commands.row(i - 1).name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
     let _ = writeln!(

@@ -3,7 +3,7 @@
 //! hashes, sorted sets, lists and sets.
 //!
 //! DUMP reads a collection whole (`coll::read_key`, O(size) as in Redis);
-//! RESTORE writes one through `coll::whole::write`, under a new tree id.
+//! RESTORE writes one through `coll::write_whole`, under a new tree id.
 //!
 //! RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]: `ttl`
 //! 0 is no deadline, else milliseconds from now (a Unix time in ms with

@@ -26,8 +26,9 @@ use std::sync::atomic::Ordering;
 
 use persimmon::Stats;
 
+use crate::clock::unix_time;
 use crate::session::{blocking, Session, Spec, REDIS_COMPAT_VERSION};
-use crate::shared::{unix_time, Shared};
+use crate::shared::Shared;
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
@@ -119,7 +120,7 @@ pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         shared: &shared,
         stats: &stats,
         keyspace: &keyspace,
-        commands: s.commands,
+        commands: s.commands.rows(),
     };
     let mut text = String::new();
     for (i, (_, title, _, section)) in SECTIONS.iter().enumerate() {

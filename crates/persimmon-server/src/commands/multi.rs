@@ -25,6 +25,7 @@
 //! - A failed command inside `EXEC` is rolled back in the unit (its
 //!   changes undone) before the next one runs.
 
+use crate::dispatch::{exec_refused, run_queued};
 use crate::session::{Multi, Session};
 use persimmon_resp::Args;
 use persimmon_types::store::{conflict, ATOMIC_ATTEMPTS};
@@ -84,7 +85,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
-    if let Some(e) = super::exec_refused(s, &multi.queued) {
+    if let Some(e) = exec_refused(s, &multi.queued) {
         return Err(e);
     }
     let selected = s.store.db;
@@ -104,7 +105,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         s.store.begin();
         s.out.array(multi.queued.len());
         for q in &multi.queued {
-            super::run_queued(s, q.args());
+            run_queued(s, q.args());
         }
         let expected = watched_versions(s, &watched);
         let committed = s.store.commit(&expected);

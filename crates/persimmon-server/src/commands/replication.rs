@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::repl::{feed::Psync, link, wait::WaitFor, LinkStatus};
+use crate::repl::client::{Psync, WaitFor};
+use crate::repl::role::{self, StreamStep};
+use crate::repl::state::LinkStatus;
 use crate::session::{int_arg, is, syntax, Flow, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
@@ -16,7 +18,7 @@ use persimmon_types::Error;
 /// REPLICAOF host port | REPLICAOF NO ONE.
 pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if is(a.get(1), "no") && is(a.get(2), "one") {
-        if let Some(step) = link::promote(&s.shared) {
+        if let Some(step) = role::promote(&s.shared) {
             after_turn(s, step);
         }
         s.out.ok();
@@ -35,7 +37,7 @@ pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         s.out.simple("OK Already connected to specified master");
         return Ok(());
     }
-    let step = link::start(&s.shared, host, port);
+    let step = role::start(&s.shared, host, port);
     after_turn(s, step);
     s.out.ok();
     Ok(())
@@ -43,12 +45,12 @@ pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// Finishes a role change: now, or — inside an `EXEC` that holds the
 /// stream's lock (`store.repl.active`) — by the dispatch before it lets
-/// the lock go (see [`link::StreamStep`]).
-fn after_turn(s: &mut Session, step: link::StreamStep) {
+/// the lock go (see [`StreamStep`]).
+fn after_turn(s: &mut Session, step: StreamStep) {
     if s.repl.active {
         s.repl_steps.push(step);
     } else {
-        link::finish_now(&s.shared, step);
+        role::finish_now(&s.shared, step);
     }
 }
 

@@ -17,8 +17,9 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::clock::unix_time;
 use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Flow, Session};
-use crate::shared::{unix_time, Shared};
+use crate::shared::Shared;
 use persimmon_resp::Args;
 use persimmon_types::Error;
 

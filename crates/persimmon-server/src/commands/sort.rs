@@ -5,7 +5,7 @@
 //!
 //! The source is read whole (`coll::read_key`, O(size) as SORT is in
 //! Redis); a `->field` lookup reads one field of a hash (`coll::with`,
-//! O(height)); STORE writes a new list (`coll::whole::write`).
+//! O(height)); STORE writes a new list (`coll::write_whole`).
 //!
 //! Invariants:
 //! - The whole command (the source, every BY and GET lookup and the STORE
@@ -453,7 +453,7 @@ fn store(st: &mut Store, destination: &[u8], rows: Vec<Option<Vec<u8>>>) -> Resu
     let n = rows.len() as i64;
     st.delete(destination)?;
     let ek = st.engine_key(destination).into_owned();
-    coll::whole::write(st, ek, &Whole::List(rows))?;
+    coll::write_whole(st, ek, &Whole::List(rows))?;
     Ok(Outcome::Stored(n))
 }
 

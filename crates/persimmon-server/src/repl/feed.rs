@@ -13,7 +13,7 @@
 //!   running without a turn finishes before the snapshot is read (the
 //!   database map taken exclusively once), and a write that looked before
 //!   the switch and took the map after it goes back for its turn
-//!   (`commands::execute`): no write is both missing from the snapshot and
+//!   (`dispatch::execute`): no write is both missing from the snapshot and
 //!   from the stream.
 //! - The replica is listed (INFO, ROLE, WAIT) from the moment it is
 //!   attached until its connection ends, and its feed is detached then.
@@ -28,17 +28,10 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{Peer, Replication};
+use super::client::Psync;
+use super::state::{Peer, Replication};
 use crate::shared::Shared;
 use persimmon_resp::{ParseLimits, Progress, RequestParser};
-
-/// What the replica asked for.
-#[derive(Clone, Debug)]
-pub struct Psync {
-    /// `None`: the old `SYNC` (no `+FULLRESYNC` line, always a snapshot).
-    pub from: Option<(String, i64)>,
-    pub listening_port: u16,
-}
 
 /// How long a write to a replica may stall before it is dropped
 /// (Redis's `repl-timeout`).
@@ -129,7 +122,7 @@ fn begin(
     client: u64,
     psync: &Psync,
 ) -> Result<(Vec<u8>, super::stream::FeedRx), String> {
-    let size = super::backlog_size(shared);
+    let size = super::role::backlog_size(shared);
     let mut stream = shared.repl.lock_stream();
     if !shared.repl.is_active() {
         shared.repl.activate(&mut stream, size);

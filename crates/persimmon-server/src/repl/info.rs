@@ -1,7 +1,7 @@
 //! `INFO replication`: Redis 7.0's fields, in its order, from the stream
 //! and the replication state (Sentinel parses them).
 
-use super::LinkStatus;
+use super::state::LinkStatus;
 use crate::shared::Shared;
 
 /// The section's lines.
@@ -74,7 +74,7 @@ pub fn lines(shared: &Shared) -> Vec<(String, String)> {
     line("master_replid2", replid2);
     line("master_repl_offset", offset.to_string());
     line("second_repl_offset", second.to_string());
-    let (size, first, len) = backlog.unwrap_or((super::backlog_size(shared), 0, 0));
+    let (size, first, len) = backlog.unwrap_or((super::role::backlog_size(shared), 0, 0));
     line("repl_backlog_active", (backlog.is_some() as u8).to_string());
     line("repl_backlog_size", size.to_string());
     line("repl_backlog_first_byte_offset", first.to_string());

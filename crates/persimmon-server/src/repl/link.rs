@@ -26,11 +26,15 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::stream::encode;
-use super::LinkStatus;
+use super::state::LinkStatus;
+use crate::client::ClientInfo;
 use crate::session::Session;
-use crate::shared::{ClientInfo, Shared};
-use persimmon_resp::{Args, ParseLimits, Progress, RequestParser};
+use persimmon_resp::encode;
+
+use crate::commands::table::COMMANDS;
+use crate::dispatch::execute;
+use crate::shared::Shared;
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// How long the link waits for the master before it gives up on a
 /// connection (Redis's `repl-timeout`).
@@ -38,85 +42,33 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Between connection attempts.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// The part of a role change that needs the stream's lock. A `REPLICAOF`
-/// inside `EXEC` runs while its connection already holds that lock (the
-/// write's turn, see `repl`): the std mutex is not reentrant, so taking it
-/// again there hung the server — which is exactly what Sentinel sends
-/// (`MULTI`, `REPLICAOF`, `CONFIG REWRITE`, `CLIENT KILL`, `EXEC`). The
-/// dispatch then finishes the step with the lock it holds, before letting
-/// it go; everywhere else [`finish_now`] takes the lock.
-#[derive(Debug)]
-pub enum StreamStep {
-    /// `REPLICAOF NO ONE`: the history continues under a new id.
-    Promote,
-    /// `REPLICAOF host port`: keep a backlog, start the link task.
-    Follow(u64),
-}
-
-/// Makes this server a replica of `host:port` (`REPLICAOF`): bumps the
-/// epoch, which stops any older link; the returned step starts the new
-/// link task.
-#[must_use]
-pub fn start(shared: &Arc<Shared>, host: String, port: u16) -> StreamStep {
-    let epoch = {
-        let mut st = shared.repl.lock_state();
-        st.epoch += 1;
-        st.master = Some(super::Link {
-            host,
-            port,
-            status: LinkStatus::Connect,
-            last_io: Instant::now(),
-            sync_in_progress: false,
-            read_offset: 0,
-        });
-        st.epoch
-    };
-    shared.repl.set_replica(true);
-    StreamStep::Follow(epoch)
-}
-
-/// `REPLICAOF NO ONE`: stops the link; the returned step (none when this
-/// server is no replica) continues its history under a new id, the old
-/// one valid up to here (psync2).
-#[must_use]
-pub fn promote(shared: &Arc<Shared>) -> Option<StreamStep> {
-    {
-        let mut st = shared.repl.lock_state();
-        st.master.take()?;
-        st.epoch += 1;
-    }
-    shared.repl.set_replica(false);
-    Some(StreamStep::Promote)
-}
-
-/// Does `step` holding the stream's lock (`stream` is its guard).
-pub fn finish(shared: &Arc<Shared>, step: StreamStep, stream: &mut super::Stream) {
-    match step {
-        StreamStep::Promote => {
-            stream.shift_ids(super::new_replid());
-            stream.forget_selected();
+/// Starts the link supervisor: for every link requested (a `REPLICAOF
+/// host port` finished, see `role.rs`) it starts the link task of that
+/// epoch. It ends when the server stops.
+pub fn supervise(shared: &Arc<Shared>) {
+    let mut requests = shared.repl.link_requests();
+    let mut stop = shared.shutdown_signal();
+    let weak = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        loop {
+            let epoch = *requests.borrow_and_update();
+            if epoch > 0 {
+                let Some(shared) = weak.upgrade() else { return };
+                tokio::spawn(run(shared, epoch));
+            }
+            tokio::select! {
+                changed = requests.changed() => if changed.is_err() { return },
+                _ = stop.changed() => return,
+            }
         }
-        StreamStep::Follow(epoch) => {
-            // A replica keeps a backlog from the start: what it applies is
-            // relayed into it, for its own replicas and for a promotion.
-            let size = super::backlog_size(shared);
-            shared.repl.activate(stream, size);
-            tokio::spawn(run(shared.clone(), epoch));
-        }
-    }
-}
-
-/// Does `step`, taking the stream's lock (the caller must not hold it).
-pub fn finish_now(shared: &Arc<Shared>, step: StreamStep) {
-    let mut stream = shared.repl.lock_stream();
-    finish(shared, step, &mut stream);
+    });
 }
 
 fn current(shared: &Shared, epoch: u64) -> bool {
     shared.repl.lock_state().epoch == epoch
 }
 
-fn set_status(shared: &Shared, epoch: u64, f: impl FnOnce(&mut super::Link)) {
+fn set_status(shared: &Shared, epoch: u64, f: impl FnOnce(&mut super::state::Link)) {
     let mut st = shared.repl.lock_state();
     if st.epoch == epoch {
         if let Some(link) = st.master.as_mut() {
@@ -152,21 +104,10 @@ fn master_session(shared: &Arc<Shared>) -> Session {
         -1,
         shared.now_ms(),
     ));
-    let mut s = Session::new(shared.clone(), info, crate::commands::COMMANDS);
+    let mut s = Session::new(shared.clone(), info, &COMMANDS);
     s.authenticated = true;
     s.repl.from_master = true;
     s
-}
-
-/// Runs one command (given as its words) in `s`, as `execute` runs it.
-pub fn run_command(s: &mut Session, words: &[&[u8]]) {
-    let mut data = Vec::new();
-    let mut ranges = Vec::new();
-    for w in words {
-        ranges.push(data.len()..data.len() + w.len());
-        data.extend_from_slice(w);
-    }
-    crate::commands::execute(s, Args::new(&data, &ranges));
 }
 
 /// A connection to the master.
@@ -350,7 +291,7 @@ async fn full_sync(
     shared.repl.lock_stream().detach_all();
     let loaded = tokio::task::block_in_place(|| super::load::load(s, &rdb));
     loaded.map_err(|e| format!("cannot load the master's snapshot: {}", e.0))?;
-    let size = super::backlog_size(shared);
+    let size = super::role::backlog_size(shared);
     let mut stream = shared.repl.lock_stream();
     stream.replid = id.to_string();
     stream.replid2 = super::stream::NO_ID.to_string();
@@ -470,7 +411,7 @@ async fn apply_all(
             || args.get(0).eq_ignore_ascii_case(b"PING")
             || args.get(0).eq_ignore_ascii_case(b"REPLCONF");
         if !skip {
-            crate::commands::execute(s, args);
+            execute(s, args);
             s.flow = crate::session::Flow::Continue;
             s.blocked = None;
             if s.out.buf.starts_with(b"-") {

@@ -7,6 +7,7 @@
 //! deadline has passed is not written; a key of a database this server
 //! does not have (`databases`) fails the load, naming it.
 
+use crate::dispatch::execute_words;
 use crate::session::Session;
 use persimmon_types::rdb::file::{read_file, Item};
 use persimmon_types::Error;
@@ -61,7 +62,7 @@ pub fn load(s: &mut Session, file: &[u8]) -> Result<u64, Error> {
 
 /// FLUSHALL, as the master client runs it.
 fn flush_all(s: &mut Session) -> Result<(), Error> {
-    super::link::run_command(s, &[b"FLUSHALL"]);
+    execute_words(s, &[b"FLUSHALL"]);
     let reply = std::mem::take(&mut s.out.buf);
     if reply.starts_with(b"-") {
         return Err(Error::new(

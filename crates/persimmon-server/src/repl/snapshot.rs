@@ -33,7 +33,7 @@ pub fn build(
     let mut w = Writer::new();
     w.aux("redis-ver", REDIS_COMPAT_VERSION.as_bytes());
     w.aux("redis-bits", b"64");
-    let ctime = crate::shared::unix_time().as_secs().to_string();
+    let ctime = crate::clock::unix_time().as_secs().to_string();
     w.aux("ctime", ctime.as_bytes());
     w.aux("used-mem", b"0");
     w.aux("repl-stream-db", b"0");

@@ -4,11 +4,11 @@
 //! byte (`master_repl_offset`), kept in the backlog, and copied to the feed
 //! of each attached replica.
 //!
-//! A command's writes are collected in its session's [`Pending`] while it
+//! A command's writes are collected in its session's `ClientRepl` while it
 //! runs (the verbatim request, or the rewrites a handler chose) and
 //! appended here only once it succeeded, under the stream's lock, which
 //! every write command holds from before its engine call until its
-//! propagation is appended (see `mod.rs`): so the stream's order is the
+//! propagation is appended (see `repl/mod.rs`): so the stream's order is the
 //! order the writes took effect in.
 //!
 //! Invariants:
@@ -26,51 +26,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use persimmon_resp::encode;
+
 use super::backlog::Backlog;
-
-/// One write of a command, to propagate: its database and arguments.
-pub type Cmd = (usize, Vec<Vec<u8>>);
-
-/// A client's replication state: the writes of the command that runs,
-/// until they are appended to the stream (`super::flush`), the offset of
-/// its last write (for WAIT), and what PSYNC or WAIT asks the connection
-/// to do.
-#[derive(Default)]
-pub struct ClientRepl {
-    pub cmds: Vec<Cmd>,
-    /// A handler chose what to propagate: the request is not propagated.
-    pub rewritten: bool,
-    /// The session applies its master's stream: it propagates nothing of
-    /// its own (the link appends the master's bytes verbatim), and it may
-    /// write on a read-only replica.
-    pub from_master: bool,
-    /// Collect at all (replication is on).
-    pub active: bool,
-    /// The stream's offset after this client's last write.
-    pub last_offset: u64,
-    /// `REPLCONF listening-port` of a replica connection.
-    pub listening_port: u16,
-    /// Set by PSYNC/SYNC: the connection becomes a replica's feed.
-    pub psync: Option<super::feed::Psync>,
-    /// Set by WAIT: the connection waits for acknowledgements.
-    pub wait: Option<super::wait::WaitFor>,
-}
-
-impl ClientRepl {
-    /// Records `args` in database `db` as (part of) what the running
-    /// command propagates, instead of its request.
-    pub fn rewrite(&mut self, db: usize, args: Vec<Vec<u8>>) {
-        self.rewritten = true;
-        if self.active && !self.from_master {
-            self.cmds.push((db, args));
-        }
-    }
-
-    /// The running command propagates nothing (it changed nothing).
-    pub fn nothing(&mut self) {
-        self.rewritten = true;
-    }
-}
+use super::expiry::Deadlines;
+use crate::clock::{fresh_id, unix_time};
 
 /// A replica's feed: the stream's bytes since it attached.
 pub struct Feed {
@@ -105,22 +65,27 @@ pub struct Stream {
     selected: Option<usize>,
     feeds: Vec<Feed>,
     /// Deadlines the replicas were given, to propagate expiries (`expiry`).
-    pub deadlines: super::expiry::Deadlines,
+    pub deadlines: Deadlines,
 }
 
 pub const NO_ID: &str = "0000000000000000000000000000000000000000";
 
+/// A new replication id (a new history starts: at start, at a promotion).
+pub fn new_replid() -> String {
+    fresh_id("replid")
+}
+
 impl Stream {
     pub fn new() -> Stream {
         Stream {
-            replid: super::new_replid(),
+            replid: new_replid(),
             replid2: NO_ID.to_string(),
             second_offset: -1,
             offset: 0,
             backlog: None,
             selected: None,
             feeds: Vec::new(),
-            deadlines: super::expiry::Deadlines::default(),
+            deadlines: Deadlines::default(),
         }
     }
 
@@ -160,7 +125,7 @@ impl Stream {
         if self.backlog.is_none() {
             return;
         }
-        let now = crate::shared::unix_time().as_millis() as u64;
+        let now = unix_time().as_millis() as u64;
         self.deadlines.note(db, args, now);
         if self.selected != Some(db) {
             let select = encode(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);
@@ -237,18 +202,6 @@ impl Default for Stream {
     }
 }
 
-/// A command as a RESP array of bulk strings.
-pub fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,7 +242,7 @@ mod tests {
         s.command(0, &args(&["SET", "a", "1"]));
         let old = s.replid.clone();
         let at = s.offset + 1;
-        s.shift_ids(super::super::new_replid());
+        s.shift_ids(new_replid());
         s.command(0, &args(&["SET", "b", "2"]));
         assert_eq!(
             s.continue_from(&old, at).unwrap().len() as u64,

@@ -15,16 +15,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::client::WaitFor;
 use crate::shared::Shared;
-
-/// A WAIT's request.
-#[derive(Clone, Debug)]
-pub struct WaitFor {
-    pub replicas: usize,
-    /// `None`: no timeout.
-    pub deadline: Option<Instant>,
-    pub offset: u64,
-}
 
 /// How many replicas acknowledged `offset`.
 pub fn count(shared: &Shared, offset: u64) -> usize {

@@ -13,11 +13,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::collection::{Coll, PREFIX};
 use super::page::Page;
+use super::score::{decode_score, split_score_key};
 use super::tree::PageIo;
-use super::{decode_score, split_score_key, Coll, Kind, PREFIX};
 use crate::error::Error;
 use crate::store::Store;
+use crate::value::Kind;
 use crate::value::Stored;
 
 /// What the check found.

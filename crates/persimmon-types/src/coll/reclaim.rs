@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{page_key, registry_set, Coll, Kind, EXTERNAL, PREFIX};
+use super::collection::{page_key, read_page, registry_set, Coll, EXTERNAL, PREFIX};
 use crate::error::Error;
 use crate::keyspace::Keyspace;
 use crate::store::Store;
+use crate::value::Kind;
 use crate::value::Stored;
 
 /// Pages deleted per engine batch.
@@ -194,7 +195,7 @@ struct Pages<'a> {
 
 impl super::tree::PageIo for Pages<'_> {
     fn load(&mut self, no: u64) -> Result<Option<super::page::Page>, Error> {
-        super::read_page(self.st, &page_key(self.id, no))
+        read_page(self.st, &page_key(self.id, no))
     }
     fn save(&mut self, _: u64, _: &super::page::Page) -> Result<(), Error> {
         unreachable!("the reclaimer only reads and deletes pages")

@@ -13,12 +13,14 @@
 //! Invariants: [`read_file`] never panics on any input and checks the
 //! checksum before it hands out a single key, so a torn or corrupted
 //! transfer loads nothing; an object is decoded by the same code as
-//! `RESTORE` ([`super::decode`]), with the same checks (unique members, no
+//! `RESTORE` (`payload::decode`), with the same checks (unique members, no
 //! NaN, no empty collection). [`Writer`] writes each object exactly as
-//! [`super::dump`] does, so anything `DUMP` can give Redis 7.0, a file can.
+//! `payload::dump` does, so anything `DUMP` can give Redis 7.0, a file can.
 
+use super::crc64;
+use super::payload::{self, RDB_VERSION};
 use super::primitives::{self, Input};
-use super::{crc64, RdbError, RdbValue, RDB_VERSION};
+use super::value::{RdbError, RdbValue};
 
 /// The newest version [`read_file`] reads (Redis 7.2's is 11: same opcodes,
 /// one new object type, listpack sets, which the decoder knows).
@@ -78,9 +80,9 @@ impl Writer {
             self.out.push(OP_EXPIRETIME_MS);
             self.out.extend_from_slice(&at.to_le_bytes());
         }
-        let payload = super::dump(value);
+        let payload = payload::dump(value);
         // A payload is type byte, object, footer: the key goes between.
-        let object_end = payload.len() - super::FOOTER_BYTES;
+        let object_end = payload.len() - payload::FOOTER_BYTES;
         self.out.push(payload[0]);
         primitives::put_string(&mut self.out, key);
         self.out.extend_from_slice(&payload[1..object_end]);
@@ -162,7 +164,7 @@ pub fn read_file<E: From<RdbError>>(
             }
             kind => {
                 let key = input.string()?.into_owned();
-                let value = super::decode(kind, &mut input).map_err(|e| {
+                let value = payload::decode(kind, &mut input).map_err(|e| {
                     RdbError(format!(
                         "{e} (key '{}' in the RDB file)",
                         String::from_utf8_lossy(&key[..key.len().min(64)])

@@ -12,7 +12,7 @@
 //! declares, and that length is refused before any allocation if the input
 //! could not produce it.
 
-use super::RdbError;
+use super::value::RdbError;
 
 /// The most output one input byte can produce: a 3-byte back reference
 /// copies at most 7 + 255 + 2 = 264 bytes.

@@ -25,7 +25,7 @@
 //! blob.
 
 use super::primitives::{int_text, parse_score};
-use super::RdbError;
+use super::value::RdbError;
 
 /// One entry of a packed blob: bytes, or an integer standing for its
 /// decimal text.

@@ -1,12 +1,13 @@
 //! The RDB primitives: lengths, strings (plain, integer-encoded,
 //! LZF-compressed) and doubles, read off untrusted bytes and written for
-//! [`super::dump`].
+//! `payload::dump`.
 //!
 //! Invariants: every read checks the bytes that remain before it takes
 //! them, so a length past the end is an error, never an out-of-bounds index
 //! or an allocation of that length.
 
-use super::{lzf, RdbError};
+use super::lzf;
+use super::value::RdbError;
 use std::borrow::Cow;
 
 /// A length's first byte: its two top bits say how it is stored.

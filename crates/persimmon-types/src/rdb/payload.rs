@@ -1,46 +1,13 @@
-//! Redis's `DUMP`/`RESTORE` serialization format, so values move between
-//! Redis 7.0 and Persimmon: [`dump`] writes a payload Redis 7.0's `RESTORE`
-//! accepts, [`restore`] reads the payloads Redis 7.0's `DUMP` writes (and the
-//! older encodings it still accepts) for strings, hashes, sorted sets,
-//! lists and sets.
-//!
-//! A payload is `type byte, object, RDB version (u16 LE), CRC64 (u64 LE)`,
-//! the checksum taken over everything before it. [`dump`] writes a string as
-//! type 0 (integers in Redis's integer encodings, nothing compressed), a hash
-//! as type 4 (plain pairs), a sorted set as type 5 (binary doubles), a list
-//! as type 18 (quicklist 2: listpack nodes of up to [`LIST_NODE_BYTES`], as
-//! Redis 7.0 writes lists), a set as type 2 (plain members), RDB version 10
-//! (Redis 7.0's). [`restore`] also reads lists as types 1, 10 and 14 and
-//! sets as types 11 (intset) and 20 (listpack, Redis 7.2's; only under an
-//! RDB version Redis 7.0 reads).
-//!
-//! Rooms: `primitives` reads the RDB primitives (lengths, strings,
-//! doubles) off the untrusted bytes and writes them; `lzf` undoes LZF
-//! compression; `packed` reads the
-//! ziplist, listpack, zipmap and intset blobs older and smaller objects are
-//! stored in, and writes listpacks; `crc64` is Redis's checksum.
-//!
-//! Invariants: [`restore`] never panics and never allocates from a length
-//! read from the payload before checking it against the bytes that remain
-//! (LZF output, which can legitimately outgrow its input, is bounded by
-//! LZF's own maximum ratio). A payload is accepted only if it parses
-//! exactly: every byte between the type and the footer is consumed, hash
-//! fields and set and sorted set members are unique, scores are never NaN,
-//! and no collection is empty. Every refusal carries the text
-//! Redis replies (`ERR DUMP payload version or checksum are wrong`,
-//! `ERR Bad data format`), or says which type Persimmon does not store.
+//! The `DUMP`/`RESTORE` payload: `type byte, object, RDB version (u16
+//! LE), CRC64 (u64 LE)`, written by [`dump`] and read by [`restore`] (see
+//! `rdb/mod.rs` for the encodings of each type).
 
-mod crc64;
-pub mod file;
-mod lzf;
-mod packed;
-mod primitives;
-#[cfg(test)]
-mod tests;
-
-use packed::Entry;
-use primitives::Input;
 use std::cmp::Ordering;
+
+use super::crc64;
+use super::packed::{self, Entry};
+use super::primitives::{self, Input};
+use super::value::{RdbError, RdbValue};
 
 /// The RDB version [`dump`] writes and the newest [`restore`] accepts.
 pub const RDB_VERSION: u16 = 10;
@@ -75,50 +42,7 @@ const NODE_PACKED: u64 = 2;
 pub const LIST_NODE_BYTES: usize = 8192;
 
 /// The footer: RDB version (2 bytes) and CRC64 (8 bytes).
-const FOOTER_BYTES: usize = 10;
-
-/// A value as `DUMP`/`RESTORE` carry it.
-///
-/// [`restore`] gives a hash's pairs and a set's members in payload order,
-/// a list head first and a sorted set's members sorted by (score, member);
-/// [`dump`] expects a sorted set in that order too (it writes the members
-/// last to first, as Redis does).
-#[derive(Clone, Debug, PartialEq)]
-pub enum RdbValue {
-    String(Vec<u8>),
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
-    ZSet(Vec<(f64, Vec<u8>)>),
-    List(Vec<Vec<u8>>),
-    Set(Vec<Vec<u8>>),
-}
-
-/// Why a payload was refused: the error text to reply, as Redis words it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RdbError(pub String);
-
-impl RdbError {
-    fn checksum() -> RdbError {
-        RdbError("ERR DUMP payload version or checksum are wrong".into())
-    }
-
-    fn bad() -> RdbError {
-        RdbError("ERR Bad data format".into())
-    }
-
-    fn unsupported(what: &str, plural: &str) -> RdbError {
-        RdbError(format!(
-            "ERR DUMP payload holds {what}: persimmon does not store {plural} yet"
-        ))
-    }
-}
-
-impl std::fmt::Display for RdbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RdbError {}
+pub(super) const FOOTER_BYTES: usize = 10;
 
 /// Serializes `value` as a `DUMP` payload Redis 7.0 can `RESTORE`.
 pub fn dump(value: &RdbValue) -> Vec<u8> {
@@ -211,7 +135,7 @@ fn check_footer(payload: &[u8]) -> Result<&[u8], RdbError> {
     Ok(body)
 }
 
-fn decode(kind: u8, input: &mut Input<'_>) -> Result<RdbValue, RdbError> {
+pub(super) fn decode(kind: u8, input: &mut Input<'_>) -> Result<RdbValue, RdbError> {
     match kind {
         TYPE_STRING => Ok(RdbValue::String(input.string()?.into_owned())),
         TYPE_HASH => hash_pairs(input),

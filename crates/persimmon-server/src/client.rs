@@ -1,0 +1,100 @@
+//! What `CLIENT LIST` and `CLIENT INFO` show about a connection, and how
+//! `CLIENT KILL` reaches it: one `ClientInfo` per connection, in the
+//! server's registry, updated by the connection's own task.
+//!
+//! Invariants: every field but the name strings is an atomic that only the
+//! connection's task writes (the registry's readers see a recent value,
+//! never a torn one); `killed` goes from false to true once, and the
+//! connection's task ends soon after it sees it.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What `CLIENT LIST` shows about a connection.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub fd: i32,
+    pub created: Instant,
+    pub name: Mutex<Vec<u8>>,
+    pub lib_name: Mutex<Vec<u8>>,
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Milliseconds since server start of the last request.
+    pub last_active_ms: AtomicU64,
+    /// Index + 1 of the last command in the command table (0: none yet).
+    pub last_command: AtomicUsize,
+    pub resp: AtomicU8,
+    /// Bytes of received requests not yet executed.
+    pub query_buffer_bytes: AtomicUsize,
+    /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    /// The connection is a replica's feed (after PSYNC/SYNC): Redis's
+    /// client type `slave`.
+    pub replica: AtomicBool,
+    /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
+    /// to close: set once, then `kill_notify` wakes the connection's task.
+    killed: AtomicBool,
+    kill_notify: tokio::sync::Notify,
+}
+
+impl ClientInfo {
+    /// A client that just connected from `addr` to `laddr` on socket `fd`
+    /// (RESP2, no name, no command yet).
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i32, now_ms: u64) -> ClientInfo {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: Instant::now(),
+            name: Mutex::new(Vec::new()),
+            lib_name: Mutex::new(Vec::new()),
+            lib_ver: Mutex::new(Vec::new()),
+            last_active_ms: AtomicU64::new(now_ms),
+            last_command: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            query_buffer_bytes: AtomicUsize::new(0),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            replica: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill_notify: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close as soon as it can (it finishes the
+    /// command it is running, sends nothing more, and closes).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`ClientInfo::kill`] has been called (at once if it
+    /// was before). Only the connection's own task awaits this.
+    pub async fn killed(&self) {
+        while !self.is_killed() {
+            self.kill_notify.notified().await;
+        }
+    }
+
+    /// Redis's client type: `slave` for a replica's feed, `pubsub` while
+    /// subscribed to anything, else `normal` (CLIENT LIST, CLIENT KILL
+    /// TYPE). A replica's link to its master is not a client here.
+    pub fn client_type(&self) -> &'static str {
+        if self.replica.load(Ordering::Relaxed) {
+            "slave"
+        } else if self.sub.load(Ordering::Relaxed) + self.psub.load(Ordering::Relaxed) > 0 {
+            "pubsub"
+        } else {
+            "normal"
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The dispatch: how a request becomes a handler call. It looks the
+//! command up in the session's table, checks what every command gets
+//! checked (arity, authentication, pub/sub context, `MULTI` queuing,
+//! settings such as `maxmemory` and `min-replicas-to-write`, read-only
+//! replicas), holds the database map and the replication stream's lock as
+//! the command needs, runs the handler, counts it, collects what it
+//! propagates, and serves the clients blocked on keys it wrote.
+//!
+//! Invariants:
+//! - A handler runs only with an argument count its row allows, and before
+//!   `AUTH` only if its row has `no_auth`.
+//! - A failed command's reply is its error alone: whatever the handler
+//!   queued before failing is dropped (an engine error after the update
+//!   closure ran).
+//! - Inside `MULTI` every command but the `multi_control` rows is queued;
+//!   every command runs holding the database map (see
+//!   `persimmon_types::dbs`), a row that `swaps_dbs` holding it exclusively.
+//! - A command that may write takes the replication stream's turn before
+//!   the map (see `repl/`), and appends its propagation before letting it
+//!   go, so the stream has the writes in the order they took effect.
+//! - Every request is counted for `INFO commandstats` as Redis counts it:
+//!   a call (whether it replied an error, and for some calls the time,
+//!   see `cmdstats`) when the handler ran, a refusal when a check stopped
+//!   it.
+//! - After every command, while the map is still held, the clients blocked
+//!   on keys the command wrote are served (`commands/blocking.rs`), so a
+//!   pushed element goes to a waiting BLPOP before the pusher's next
+//!   command and before its reply leaves, as in Redis.
+//!
+//! The table is the session's (`Session::commands`), not imported: EXEC's
+//! handler runs queued commands through here, and the table names that
+//! handler.
+
+use std::time::Instant;
+
+use persimmon_resp::{Args, Request};
+use persimmon_types::Error;
+
+use crate::commands::blocking::serve_ready;
+use crate::commands::pubsub::DRAIN_BYTES;
+use crate::session::{arity, shown, Session, Spec};
+
+/// Redis's text for a command the table does not have (the first
+/// arguments shown, up to about 128 bytes).
+fn unknown_command(args: &Args<'_>) -> String {
+    let mut text = String::new();
+    for arg in args.from(1) {
+        if text.len() >= 128 {
+            break;
+        }
+        let room = 128 - text.len();
+        text.push_str(&format!("'{}' ", shown(arg, room)));
+    }
+    format!(
+        "ERR unknown command '{}', with args beginning with: {text}",
+        shown(args.get(0), 128)
+    )
+}
+
+/// Runs one request (at least one argument) and queues its reply; inside
+/// `MULTI`, queues the request instead (or runs it, for the commands that
+/// steer the transaction). Counts it as Redis does (`INFO commandstats`):
+/// a call when the handler ran (whether it failed; its time when
+/// `Tally::times` picks it), a refusal when a check stopped it.
+pub fn execute(s: &mut Session, args: Args<'_>) {
+    if s.pubsub.has_mailbox() {
+        // Messages published before this command go before its reply.
+        while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {}
+    }
+    let mark = s.out.len();
+    execute_one(s, args);
+    apply_reply_mode(s, mark);
+}
+
+/// `CLIENT REPLY OFF|SKIP`: drops the reply the command queued past `mark`.
+fn apply_reply_mode(s: &mut Session, mark: usize) {
+    use crate::session::ReplyMode;
+    match s.reply_mode {
+        ReplyMode::On => return,
+        ReplyMode::Off => {}
+        ReplyMode::SkipNext => s.reply_mode = ReplyMode::Skip,
+        ReplyMode::Skip => s.reply_mode = ReplyMode::On,
+    }
+    // Pub/sub output (confirmations, messages) is sent all the same.
+    let mut kept = Vec::new();
+    for r in std::mem::take(&mut s.pushed) {
+        if r.start >= mark && r.end <= s.out.len() {
+            kept.extend_from_slice(&s.out.buf[r]);
+        }
+    }
+    s.out.buf.truncate(mark);
+    s.out.buf.extend_from_slice(&kept);
+}
+
+fn execute_one(s: &mut Session, args: Args<'_>) {
+    let index = match checked(s, &args) {
+        Ok(index) => index,
+        Err((index, e)) => {
+            if let Some(index) = index {
+                s.tally.rejected(index);
+            }
+            if let Some(m) = &mut s.multi {
+                m.failed = true;
+            }
+            s.out.error(&e.0);
+            return;
+        }
+    };
+    let spec = s.commands.row(index);
+    if let Some(m) = &mut s.multi {
+        if !spec.flags.contains(&"multi_control") {
+            m.queued.push(Request::of(&args));
+            s.out.simple("QUEUED");
+            return;
+        }
+    }
+    // The stream's lock for a command that may write (see `repl`).
+    let shared = s.commands.propagates(index).then(|| s.shared.clone());
+    let mut turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+    let map = s.map.take().expect("the map is back between commands");
+    if s.commands.swaps_dbs(index) {
+        let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
+        s.repl.active = turn.is_some();
+        run(s, index, args);
+        serve_ready(s);
+    } else {
+        {
+            let _held = hold_in_turn(|| map.shared(), &shared, &mut turn);
+            s.repl.active = turn.is_some();
+            run(s, index, args);
+            serve_ready(s);
+        }
+        if std::mem::take(&mut s.exec_escalate) {
+            // An EXEC that kept losing to other writers: again, alone.
+            let _held = hold_in_turn(|| map.exclusive(), &shared, &mut turn);
+            s.repl.active = turn.is_some();
+            s.exec_exclusive = true;
+            run(s, index, args);
+            s.exec_exclusive = false;
+            serve_ready(s);
+        }
+    }
+    s.map = Some(map);
+    for step in std::mem::take(&mut s.repl_steps) {
+        match turn.as_mut() {
+            Some(stream) => crate::repl::role::finish(&s.shared, step, stream),
+            None => crate::repl::role::finish_now(&s.shared, step),
+        }
+    }
+    if let Some(stream) = turn.as_mut() {
+        let replica = s.shared.repl.is_replica();
+        crate::repl::client::flush(stream, &mut s.repl, spec.name == "exec", replica);
+    }
+    s.repl.active = false;
+}
+
+/// The database map as `take` holds it, with the stream's turn taken first
+/// when the command needs one it does not have (see `needs_turn`).
+fn hold_in_turn<'t, G>(
+    take: impl Fn() -> G,
+    shared: &'t Option<std::sync::Arc<crate::shared::Shared>>,
+    turn: &mut Option<std::sync::MutexGuard<'t, crate::repl::stream::Stream>>,
+) -> G {
+    loop {
+        let held = take();
+        if !needs_turn(shared, turn) {
+            return held;
+        }
+        drop(held);
+        *turn = shared.as_ref().and_then(|sh| sh.repl.turn());
+    }
+}
+
+/// Whether a write holding the map must first take the stream's turn:
+/// replication was turned on between its look and its taking the map (the
+/// map is given back first: the turn is always taken before the map).
+fn needs_turn(
+    shared: &Option<std::sync::Arc<crate::shared::Shared>>,
+    turn: &Option<std::sync::MutexGuard<'_, crate::repl::stream::Stream>>,
+) -> bool {
+    turn.is_none() && shared.as_ref().is_some_and(|sh| sh.repl.is_active())
+}
+
+/// The row of request `args` when it is exactly `name` with `argc`
+/// arguments and would run now, as [`execute`] would run it, with no check
+/// in the way: authenticated (or no password), outside `MULTI`, not
+/// refused by the settings. `None` otherwise: then `execute` must run it
+/// (and gives any refusal). For the pipeline's runs (`pipeline.rs`).
+pub fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Option<usize> {
+    if args.len() != argc || !args.get(0).eq_ignore_ascii_case(name.as_bytes()) {
+        return None;
+    }
+    let index = s.commands.lookup(args.get(0))?;
+    let spec = s.commands.row(index);
+    let authenticated = s.authenticated || !s.shared.settings.password_required();
+    (spec.arity_ok(argc)
+        && authenticated
+        && s.multi.is_none()
+        && !s.pubsub.has_mailbox()
+        && s.reply_mode == crate::session::ReplyMode::On
+        && refused_by_settings(s, spec).is_none())
+    .then_some(index)
+}
+
+/// The row of a request that may run: known, with an allowed argument
+/// count, authenticated (or allowed before), and allowed in a transaction.
+/// A refusal names the row when there is one.
+fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Error)> {
+    let Some(index) = s.commands.lookup(args.get(0)) else {
+        return Err((None, Error::new(unknown_command(args))));
+    };
+    let spec = s.commands.row(index);
+    s.info
+        .last_command
+        .store(index + 1, std::sync::atomic::Ordering::Relaxed);
+    let refuse = |e: Error| Err((Some(index), e));
+    if !spec.arity_ok(args.len()) {
+        return refuse(arity(spec.name));
+    }
+    if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
+        return refuse(Error::new("NOAUTH Authentication required."));
+    }
+    if s.pubsub.active() && !s.out.resp3 && !crate::pubsub::allowed_while_subscribed(spec.name) {
+        return refuse(Error::new(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
+             RESET are allowed in this context",
+            spec.name
+        )));
+    }
+    if s.multi.is_some() && spec.flags.contains(&"no_multi") {
+        return refuse(Error::new("ERR Command not allowed inside a transaction"));
+    }
+    if let Some(e) = refused_by_settings(s, spec) {
+        return refuse(e);
+    }
+    if !s.repl.from_master
+        && spec.flags.contains(&"write")
+        && crate::repl::role::refuses_writes(&s.shared)
+    {
+        return refuse(Error::new(
+            "READONLY You can't write against a read only replica.",
+        ));
+    }
+    Ok(index)
+}
+
+/// Redis's refusals that depend on settings: `NOREPLICAS` for a write
+/// while fewer good replicas than `min-replicas-to-write` are attached,
+/// `OOM` for a command that may grow the data while the memory in use is
+/// above `maxmemory`.
+pub fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
+    // The settings first: two relaxed loads, where the flags are string
+    // compares (this runs for every command).
+    if s.shared.settings.needs_replicas()
+        && spec.flags.contains(&"write")
+        && !crate::repl::role::enough_replicas(&s.shared)
+    {
+        return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
+    }
+    if s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom") && over_maxmemory(s) {
+        return Some(Error::new(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+    }
+    None
+}
+
+/// Whether `used_memory` (INFO's figure, read at most every 100 ms) is
+/// above `maxmemory` (0: no cap).
+fn over_maxmemory(s: &Session) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let max = s.shared.settings.maxmemory();
+    if max == 0 {
+        return false;
+    }
+    let st = &s.shared.stats;
+    let now = s.shared.now_ms() + 1;
+    let seen_at = st.used_memory_seen_at.load(Relaxed);
+    if seen_at == 0 || now.saturating_sub(seen_at) >= 100 {
+        let stats = crate::session::blocking(|| s.shared.keyspace.db.stats());
+        st.used_memory_seen
+            .store(stats.used_bytes + stats.dram_index_bytes, Relaxed);
+        st.used_memory_seen_at.store(now, Relaxed);
+    }
+    st.used_memory_seen.load(Relaxed) > max
+}
+
+/// The error that ends an `EXEC` whose queued commands the settings now
+/// refuse (Redis checks the whole transaction when EXEC arrives), if any.
+pub fn exec_refused(s: &Session, queued: &[Request]) -> Option<Error> {
+    queued
+        .iter()
+        .filter_map(|q| s.commands.lookup(q.args().get(0)))
+        .find_map(|i| refused_by_settings(s, s.commands.row(i)))
+        .map(|e| {
+            let text = e.0.trim_start_matches('-').to_string();
+            Error::new(format!(
+                "EXECABORT Transaction discarded because of: {text}"
+            ))
+        })
+}
+
+/// Runs a checked request (the map lock held by the caller) and counts it.
+/// Returns whether the handler failed.
+fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
+    let spec = s.commands.row(index);
+    let errors = s.out.errors.seen();
+    let started = s.tally.times(index).then(Instant::now);
+    // A handler may queue part of its reply before it fails (an engine
+    // error after the update closure ran): the error replaces all of it.
+    let mark = s.out.len();
+    let repl_mark = s.repl.cmds.len();
+    s.repl.rewritten = false;
+    let result = (spec.handler)(s, args);
+    let failed = result.is_err();
+    if let Err(e) = result {
+        s.out.buf.truncate(mark);
+        s.out.error(&e.0);
+    }
+    collect_propagation(s, spec, &args, failed, repl_mark);
+    let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
+    s.counters.commands += 1;
+    s.tally.called(index, nanos, s.out.errors.seen() != errors);
+    failed
+}
+
+/// After a handler: keeps what it propagates — its rewrites, or its
+/// request when it is a write that chose none — or drops it all when it
+/// failed.
+fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bool, mark: usize) {
+    let p = &mut s.repl;
+    if !p.active {
+        return;
+    }
+    if failed {
+        p.cmds.truncate(mark);
+    } else if !p.rewritten && !p.from_master && spec.replicated() {
+        let words = args.iter().map(<[u8]>::to_vec).collect();
+        p.cmds.push((s.store.db, words));
+    }
+    p.rewritten = false;
+}
+
+/// Runs one queued request of an `EXEC` (checked when it was queued) in
+/// the running unit; a request that fails leaves nothing in it.
+pub fn run_queued(s: &mut Session, args: Args<'_>) {
+    s.store.mark();
+    let failed = match s.commands.lookup(args.get(0)) {
+        Some(index) => run(s, index, args),
+        None => {
+            s.out.error(&unknown_command(&args));
+            true
+        }
+    };
+    if failed {
+        s.store.roll_back();
+    }
+}
+
+/// Runs one command given as its words (the command name first) in `s`,
+/// as [`execute`] runs a request.
+pub fn execute_words(s: &mut Session, words: &[&[u8]]) {
+    let request = Request::from_words(words);
+    execute(s, request.args());
+}
