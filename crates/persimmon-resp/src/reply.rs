@@ -31,8 +31,13 @@ impl Reply {
         }
     }
 
+    /// Bytes queued.
     pub fn len(&self) -> usize {
         self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
     }
 
     fn line(&mut self, marker: u8, text: &[u8]) {

@@ -12,7 +12,26 @@
 //!   persimmon          the engine
 //! ```
 //!
-//! Rooms:
+//! ```
+//! use persimmon_types::list::End;
+//! use persimmon_types::{hash, list, Keyspace, Store};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("app.pool");
+//! let mut st = Store::new(Keyspace::open(&path, persimmon::Options::default())?);
+//! hash::set(&mut st, b"user:1", &[(b"name", b"Ada")])?;      // durable on return
+//! list::push(&mut st, b"jobs", End::Tail, &[b"build", b"test"])?;
+//! assert_eq!(hash::get(&mut st, b"user:1", b"name")?.as_deref(), Some(&b"Ada"[..]));
+//! assert_eq!(list::pop(&mut st, b"jobs", End::Head, 1)?, Some(vec![b"build".to_vec()]));
+//! # Ok::<(), persimmon_types::Error>(())
+//! ```
+//!
+//! The data types, each a room with its rules and its calls: [`string`],
+//! [`hash`] (get, set, delete, len, scan), [`list`] (push, pop, range,
+//! move), [`set`] (add, remove, members, contains), [`zset`] (add, range,
+//! rank, score, pop). The server's commands are built on the same calls.
+//!
+//! Rooms underneath:
 //! - [`keyspace`]: one pool as Redis's numbered databases ([`dbs`]: each a
 //!   namespace of engine keys) and what every store on it shares.
 //! - [`store`]: a client's view — its selected database, reads and writes
@@ -23,7 +42,8 @@
 //!   B+ tree of pages), their background reclaim and structural check.
 //! - [`rdb`]: Redis's serialization (`DUMP`/`RESTORE` payloads, RDB
 //!   files); [`transfer`]: a key's value read out or written whole in it.
-//! - [`random`]: the random picks of SPOP, SRANDMEMBER, tree ids.
+//! - [`index`]: Redis's index arithmetic (negative from the end, ranges
+//!   clamped); [`random`]: the random picks of SPOP, SRANDMEMBER, tree ids.
 //!
 //! What a unit guarantees. Every call of a [`Store`] outside a unit is one
 //! engine call; every change of a collection, and every unit a caller runs
@@ -45,13 +65,19 @@
 pub mod coll;
 pub mod dbs;
 pub mod error;
+pub mod hash;
+pub mod index;
 pub mod keyspace;
+pub mod list;
 pub mod random;
 pub mod rdb;
+pub mod set;
 pub mod store;
+pub mod string;
 pub mod transfer;
 mod turns;
 pub mod value;
+pub mod zset;
 
 pub use error::Error;
 pub use keyspace::{Keyspace, Waiters};

@@ -309,6 +309,11 @@ impl<'a> HashBuilder<'a> {
         self.live
     }
 
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
     /// Bytes the encoded value (tag included) takes.
     pub fn encoded_len(&self) -> usize {
         1 + 4

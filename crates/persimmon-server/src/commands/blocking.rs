@@ -5,8 +5,8 @@
 //! for the registry and its invariants, `conn.rs` for the wait).
 //!
 //! Invariants:
-//! - Every pop goes through the storage seam (`lists::list_pop`,
-//!   `lists::list_move`, `zsets::zset_pop`): nothing here knows how lists
+//! - Every pop goes through the data layer (`list::pop`,
+//!   `list::move_one`, `zset::pop`): nothing here knows how lists
 //!   or sorted sets are stored.
 //! - A blocking command first does what its non-blocking form does; it
 //!   blocks only when none of its keys exists, and never inside a
@@ -34,8 +34,9 @@ use persimmon_types::error::wrongtype;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
-use super::lists::{list_move, list_pop};
-use super::zsets::{score_reply_text, zset_pop};
+use super::zsets::score_reply_text;
+use persimmon_types::list::{self, End};
+use persimmon_types::zset;
 
 // --- Arguments -----------------------------------------------------------
 
@@ -217,18 +218,27 @@ fn plain_pop(key: &[u8], op: &Op, served: &Served) -> Option<Vec<Vec<u8>>> {
 fn pop_at_unpropagated(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<Served>, Error> {
     Ok(match op {
         Op::ListPop { head, count } => {
-            list_pop(store, key, *head, count.unwrap_or(1))?.map(|elements| Served::List {
-                key: key.to_vec(),
-                elements,
+            list::pop(store, key, End::head_if(*head), count.unwrap_or(1))?.map(|elements| {
+                Served::List {
+                    key: key.to_vec(),
+                    elements,
+                }
             })
         }
         Op::ListMove {
             dst,
             from_head,
             to_head,
-        } => list_move(store, key, dst, *from_head, *to_head)?.map(Served::Moved),
+        } => list::move_one(
+            store,
+            key,
+            dst,
+            End::head_if(*from_head),
+            End::head_if(*to_head),
+        )?
+        .map(Served::Moved),
         Op::ZSetPop { max, count } => {
-            zset_pop(store, key, *max, count.unwrap_or(1))?.map(|entries| Served::ZSet {
+            zset::pop(store, key, *max, count.unwrap_or(1))?.map(|entries| Served::ZSet {
                 key: key.to_vec(),
                 entries,
             })
@@ -346,7 +356,7 @@ fn attempt(store: &mut Store, repl: &mut ClientRepl, key: &[u8], op: &Op) -> Att
         Ok(Some(served)) => Attempt::Done(Outcome::Served(served)),
         Ok(None) => Attempt::Empty,
         Err(e) if e == wrongtype() => {
-            let source_is_list = matches!(list_pop(store, key, true, 0), Ok(Some(_)));
+            let source_is_list = matches!(list::pop(store, key, End::Head, 0), Ok(Some(_)));
             match op {
                 Op::ListMove { .. } if source_is_list => Attempt::Done(Outcome::Failed(e)),
                 _ => Attempt::Skip,
@@ -436,7 +446,13 @@ pub(crate) fn swapped(s: &mut Session, a: usize, b: usize) {
 // --- Non-blocking commands -------------------------------------------------
 
 fn move_now(s: &mut Session, a: &Args<'_>, from_head: bool, to_head: bool) -> Result<(), Error> {
-    match list_move(&mut s.store, a.get(1), a.get(2), from_head, to_head)? {
+    match list::move_one(
+        &mut s.store,
+        a.get(1),
+        a.get(2),
+        End::head_if(from_head),
+        End::head_if(to_head),
+    )? {
         Some(element) => s.out.bulk(&element),
         None => s.out.null(),
     }
@@ -482,7 +498,7 @@ fn zpop(s: &mut Session, a: &Args<'_>, max: bool) -> Result<(), Error> {
         3 => Some(positive_count(a.get(2))?),
         _ => None,
     };
-    let entries = zset_pop(&mut s.store, a.get(1), max, count.unwrap_or(1))?.unwrap_or_default();
+    let entries = zset::pop(&mut s.store, a.get(1), max, count.unwrap_or(1))?.unwrap_or_default();
     let nested = s.out.resp3 && count.is_some();
     s.out.array(entries.len() * if nested { 1 } else { 2 });
     for (member, x) in &entries {

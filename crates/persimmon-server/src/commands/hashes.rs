@@ -17,28 +17,11 @@ use crate::longdouble::LongDouble;
 use crate::session::{arity, int_arg, overflow, Session};
 use persimmon_resp::Reply;
 use persimmon_resp::{parse_i64, Args};
-use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::coll::{self, check_element, Coll, Kind};
 use persimmon_types::error::check_key;
+use persimmon_types::hash;
 use persimmon_types::store::Store;
-use persimmon_types::value::MAX_STRING_BYTES;
 use persimmon_types::Error;
-
-/// Room a page record needs around its one entry (varints, tags, meta).
-const ELEMENT_OVERHEAD: usize = 64;
-
-/// Refuses an element (field and value, or member) that could not be
-/// stored as one engine value.
-pub(super) fn check_element(key: &[u8], value: &[u8]) -> Result<(), Error> {
-    let len = key.len() + value.len();
-    if len + ELEMENT_OVERHEAD > MAX_STRING_BYTES {
-        return Err(Error::new(format!(
-            "ERR element is {len} bytes; persimmon stores at most {} bytes per collection \
-             element (its 64 MiB value limit less the page's own bytes)",
-            MAX_STRING_BYTES - ELEMENT_OVERHEAD
-        )));
-    }
-    Ok(())
-}
 
 /// Replies what `build` writes from the collection at `key`, built inside
 /// its unit into a scratch buffer (a unit that runs again starts it over)
@@ -74,18 +57,11 @@ fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
     if !a.len().is_multiple_of(2) {
         return Err(arity(name));
     }
-    let key = a.get(1);
-    check_key(key)?;
-    for i in (2..a.len()).step_by(2) {
-        check_element(a.get(i), a.get(i + 1))?;
-    }
-    coll::with_new(&mut s.store, key, Kind::Hash, |st, c| {
-        let mut added = 0;
-        for i in (2..a.len()).step_by(2) {
-            added += c.insert(st, 0, a.get(i), a.get(i + 1))?.is_none() as i64;
-        }
-        Ok(added)
-    })
+    let pairs: Vec<(&[u8], &[u8])> = (2..a.len())
+        .step_by(2)
+        .map(|i| (a.get(i), a.get(i + 1)))
+        .collect();
+    Ok(hash::set(&mut s.store, a.get(1), &pairs)? as i64)
 }
 
 pub fn hset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -116,14 +92,9 @@ pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let removed = coll::with(&mut s.store, a.get(1), Kind::Hash, |st, c| {
-        let mut removed = 0;
-        for f in a.from(2) {
-            removed += c.remove(st, 0, f)?.is_some() as i64;
-        }
-        Ok(removed)
-    })?;
-    s.out.int(removed.unwrap_or(0));
+    let fields: Vec<&[u8]> = a.from(2).collect();
+    let removed = hash::delete(&mut s.store, a.get(1), &fields)?;
+    s.out.int(removed as i64);
     Ok(())
 }
 
@@ -197,8 +168,7 @@ pub fn hincrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 /// The value of `field` in the hash at `key` (`None`: no such field).
 fn field_value(s: &mut Session, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-    let v = coll::with(&mut s.store, key, Kind::Hash, |st, c| c.get(st, 0, field))?;
-    Ok(v.flatten())
+    hash::get(&mut s.store, key, field)
 }
 
 pub fn hget(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
@@ -279,8 +249,8 @@ pub fn hexists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn hlen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = coll::with(&mut s.store, a.get(1), Kind::Hash, |_, c| Ok(c.len()))?;
-    s.out.int(n.unwrap_or(0) as i64);
+    let n = hash::len(&mut s.store, a.get(1))?;
+    s.out.int(n as i64);
     Ok(())
 }
 

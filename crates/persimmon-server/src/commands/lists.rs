@@ -1,50 +1,28 @@
-//! List commands over a `coll` list (tag `0x08`): one positional counted
-//! B+ tree whose entry of rank `i` is the element at index `i` (see
-//! `coll/mod.rs`). A push or a pop is one `insert_at` / `remove_at` at rank
-//! 0 or at the length, LINDEX and LSET one `at` / `set_at`, LRANGE and
-//! LPOS a `walk` from a rank: O(height) page reads each, plus the elements
-//! visited. LREM, LINSERT and LPOS scan for their element, LTRIM removes
-//! what it drops one by one: O(elements visited or removed), as in Redis.
+//! List commands over `persimmon_types::list` (a positional counted tree
+//! per list: a push or a pop is O(height), LINDEX and LSET one `at` /
+//! `set_at`, LRANGE and LPOS a `walk` from a rank). LREM, LINSERT and LPOS
+//! scan for their element, LTRIM removes what it drops one by one:
+//! O(elements visited or removed), as in Redis.
 //!
 //! Invariants: every command runs in one atomic unit of the client's
 //! `Store` (`coll::with`, or `store.atomic` for two keys), which re-runs it
-//! on a conflict, so no closure writes to the reply buffer; a list loses
-//! its key with its last element, as in Redis (a missing key is an empty
-//! list); a write keeps the key's time to live; an element longer than
-//! [`MAX_ELEMENT`] is refused before anything changes; arguments are
-//! checked in Redis's order (LPOP's count and LPOS's options before the
-//! key, LINDEX's and LSET's index after it).
+//! on a conflict, so no closure writes to the reply buffer; the list rules
+//! (the key goes with the last element, the time to live stays, elements
+//! past `list::MAX_ELEMENT` are refused) are `persimmon_types::list`'s;
+//! arguments are checked in Redis's order (LPOP's count and LPOS's options
+//! before the key, LINDEX's and LSET's index after it).
 //!
-//! The seam for `blocking.rs` (LMOVE, RPOPLPUSH, LMPOP and the blocking
-//! pops) is [`list_pop`] and [`list_move`], at the end of this file.
+//! The blocking commands (`blocking.rs`: LMOVE, RPOPLPUSH, LMPOP and the
+//! blocking pops) pop through `list::pop` and `list::move_one`.
 
 use crate::session::{arity, int_arg, int_arg_within, is, syntax, Session};
 use persimmon_resp::Reply;
 use persimmon_resp::{parse_i64, Args};
-use persimmon_types::coll::{self, Coll, Kind};
-use persimmon_types::error::{check_key, may_exist};
+use persimmon_types::coll::Coll;
+use persimmon_types::index::{position, positions};
+use persimmon_types::list::{self, check_element, damaged, with_list, End};
 use persimmon_types::store::Store;
 use persimmon_types::Error;
-
-/// The longest element a list stores: one engine value less room for the
-/// page (or meta record) that holds it alone.
-pub(crate) const MAX_ELEMENT: usize = persimmon::MAX_VALUE_BYTES - 64;
-
-fn damaged() -> Error {
-    Error::new("ERR the list stored at this key is damaged (its length and its pages disagree)")
-}
-
-/// Refuses an element longer than [`MAX_ELEMENT`].
-fn check_element(e: &[u8]) -> Result<(), Error> {
-    if e.len() > MAX_ELEMENT {
-        return Err(Error::new(format!(
-            "ERR element is {} bytes; persimmon stores at most {MAX_ELEMENT} bytes per list \
-             element (its 64 MiB value limit less a page header)",
-            e.len()
-        )));
-    }
-    Ok(())
-}
 
 /// A count that must not be negative (Redis gives one text for a negative
 /// count and for one that is not an integer).
@@ -59,84 +37,17 @@ fn positive_with(arg: &[u8], msg: &'static str) -> Result<u64, Error> {
         .ok_or_else(|| Error::new(msg))
 }
 
-/// Runs `f` on the list at `key` in one unit; `None` when the key is
-/// missing (a key too long to exist included).
-fn with_list<R>(
-    store: &mut Store,
-    key: &[u8],
-    f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
-) -> Result<Option<R>, Error> {
-    if !may_exist(&store.engine_key(key)) {
-        return Ok(None);
-    }
-    coll::with(store, key, Kind::List, f)
-}
-
-/// The position of Redis index `index` (negative: from the tail) in a list
-/// of `len`, if it is inside.
-fn at(index: i64, len: u64) -> Option<u64> {
-    let i = if index < 0 {
-        len as i128 + index as i128
-    } else {
-        index as i128
-    };
-    u64::try_from(i).ok().filter(|&i| i < len)
-}
-
-/// The inclusive positions of Redis range `start..=end` in a list of
-/// `len`; `None` when the range is empty.
-fn range(start: i64, end: i64, len: u64) -> Option<(u64, u64)> {
-    let len = len as i128;
-    let (start, end) = (start as i128, end as i128);
-    let start = if start < 0 {
-        (len + start).max(0)
-    } else {
-        start
-    };
-    let end = if end < 0 { len + end } else { end.min(len - 1) };
-    if start > end || start >= len {
-        return None;
-    }
-    Some((start as u64, end as u64))
-}
-
-/// Inserts `new` one by one at the head (each becoming the first) or the
-/// tail; returns the new length.
-fn push_all(st: &mut Store, c: &mut Coll, new: &[&[u8]], head: bool) -> Result<i64, Error> {
-    for e in new {
-        let rank = if head { 0 } else { c.len() };
-        c.insert_at(st, rank, e)?;
-    }
-    Ok(c.len() as i64)
-}
-
-/// Removes up to `count` elements from the head or the tail of `c`, in
-/// the order they leave.
-fn pop_some(st: &mut Store, c: &mut Coll, head: bool, count: usize) -> Result<Vec<Vec<u8>>, Error> {
-    let n = (count as u64).min(c.len()) as usize;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let rank = if head { 0 } else { c.len() - 1 };
-        let (_, e) = c.remove_at(st, rank)?.ok_or_else(damaged)?;
-        out.push(e);
-    }
-    Ok(out)
-}
-
 /// LPUSH/RPUSH/LPUSHX/RPUSHX: the new length (0 when `existing_only` and
 /// the key is missing).
 fn push(s: &mut Session, a: &Args<'_>, head: bool, existing_only: bool) -> Result<(), Error> {
-    let key = a.get(1);
-    check_key(key)?;
     let new: Vec<&[u8]> = a.from(2).collect();
-    new.iter().try_for_each(|e| check_element(e))?;
-    let f = |st: &mut Store, c: &mut Coll| push_all(st, c, &new, head);
+    let end = End::head_if(head);
     let n = if existing_only {
-        coll::with(&mut s.store, key, Kind::List, f)?.unwrap_or(0)
+        list::push_if_exists(&mut s.store, a.get(1), end, &new)?
     } else {
-        coll::with_new(&mut s.store, key, Kind::List, f)?
+        list::push(&mut s.store, a.get(1), end, &new)?
     };
-    s.out.int(n);
+    s.out.int(n as i64);
     Ok(())
 }
 
@@ -169,7 +80,7 @@ fn pop(s: &mut Session, a: &Args<'_>, head: bool, name: &str) -> Result<(), Erro
         None
     };
     let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
-    let popped = list_pop(&mut s.store, a.get(1), head, n)?;
+    let popped = list::pop(&mut s.store, a.get(1), End::head_if(head), n)?;
     match (popped, count) {
         (None, None) => s.out.null(),
         (None, Some(_)) => s.out.null_array(),
@@ -191,7 +102,7 @@ pub fn rpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn llen(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_list(&mut s.store, a.get(1), |_, c| Ok(c.len()))?.unwrap_or(0);
+    let n = list::len(&mut s.store, a.get(1))?;
     s.out.int(n as i64);
     Ok(())
 }
@@ -209,7 +120,7 @@ pub fn lrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut r = local_reply(s);
     with_list(&mut s.store, a.get(1), |st, c| {
         r.buf.clear();
-        let Some((from, to)) = range(start, end, c.len()) else {
+        let Some((from, to)) = positions(start, end, c.len()) else {
             return Ok(());
         };
         let mut left = to - from + 1;
@@ -236,7 +147,7 @@ pub fn lrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn lindex(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let found = with_list(&mut s.store, a.get(1), |st, c| {
         let index = int_arg(a.get(2))?;
-        match at(index, c.len()) {
+        match position(index, c.len()) {
             Some(i) => Ok(Some(c.at(st, 0, i)?.ok_or_else(damaged)?.1)),
             None => Ok(None),
         }
@@ -252,7 +163,7 @@ pub fn lset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let value = a.get(3);
     let done = with_list(&mut s.store, a.get(1), |st, c| {
         let index = int_arg(a.get(2))?;
-        let i = at(index, c.len()).ok_or_else(|| Error::new("ERR index out of range"))?;
+        let i = position(index, c.len()).ok_or_else(|| Error::new("ERR index out of range"))?;
         check_element(value)?;
         c.set_at(st, i, value)?;
         Ok(())
@@ -309,7 +220,7 @@ pub fn ltrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (start, end) = (int_arg(a.get(2))?, int_arg(a.get(3))?);
     with_list(&mut s.store, a.get(1), |st, c| {
         let len = c.len();
-        let (from, to) = range(start, end, len).unwrap_or((len, len));
+        let (from, to) = positions(start, end, len).unwrap_or((len, len));
         let tail = if from == len { 0 } else { len - 1 - to };
         for _ in 0..tail {
             c.remove_at(st, c.len() - 1)?.ok_or_else(damaged)?;
@@ -383,7 +294,7 @@ fn pos_options(a: &Args<'_>) -> Result<PosOptions, Error> {
 }
 
 /// The indexes LPOS answers in list `c`, in the order met.
-fn positions(
+fn match_positions(
     st: &mut Store,
     c: &mut Coll,
     target: &[u8],
@@ -416,7 +327,7 @@ fn positions(
 pub fn lpos(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let o = pos_options(&a)?;
     let found = with_list(&mut s.store, a.get(1), |st, c| {
-        positions(st, c, a.get(2), &o)
+        match_positions(st, c, a.get(2), &o)
     })?;
     let found = found.unwrap_or_default();
     match (o.count, found.first()) {
@@ -428,87 +339,4 @@ pub fn lpos(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         (None, None) => s.out.null(),
     }
     Ok(())
-}
-
-// Seam for blocking.rs
-
-/// Pops up to `count` elements from the head (`head`) or the tail of the
-/// list at `key`, in the order they leave, in one atomic unit. `None`: the
-/// key is missing; WRONGTYPE when it holds another type. A count of 0 pops
-/// nothing (and still checks the type).
-pub(crate) fn list_pop(
-    store: &mut Store,
-    key: &[u8],
-    head: bool,
-    count: usize,
-) -> Result<Option<Vec<Vec<u8>>>, Error> {
-    with_list(store, key, |st, c| pop_some(st, c, head, count))
-}
-
-/// Moves one element from the head (`from_head`) or tail of list `src` to
-/// the head (`to_head`) or tail of list `dst`, in one atomic unit, and
-/// returns it. `None` when `src` is missing (whatever `dst` holds); as in
-/// Redis, WRONGTYPE for `src`, then for `dst`, before anything moves.
-/// `src == dst` rotates the list.
-pub(crate) fn list_move(
-    store: &mut Store,
-    src: &[u8],
-    dst: &[u8],
-    from_head: bool,
-    to_head: bool,
-) -> Result<Option<Vec<u8>>, Error> {
-    if !may_exist(&store.engine_key(src)) {
-        return Ok(None);
-    }
-    store.atomic(|st| {
-        let Some(mut from) = Coll::open(st, src, Kind::List)? else {
-            return Ok(None);
-        };
-        let mut to = if src == dst {
-            None
-        } else {
-            Some(Coll::open_or_new(st, dst, Kind::List)?)
-        };
-        let e = pop_some(st, &mut from, from_head, 1)?
-            .pop()
-            .ok_or_else(damaged)?;
-        let target = to.as_mut().unwrap_or(&mut from);
-        push_all(st, target, &[&e], to_head)?;
-        from.save(st)?;
-        if let Some(to) = to {
-            to.save(st)?;
-        }
-        Ok(Some(e))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn indexes_and_ranges_follow_redis() {
-        assert_eq!(at(0, 3), Some(0));
-        assert_eq!(at(-1, 3), Some(2));
-        assert_eq!(at(-3, 3), Some(0));
-        assert_eq!(at(-4, 3), None);
-        assert_eq!(at(3, 3), None);
-        assert_eq!(at(i64::MIN, 3), None);
-        assert_eq!(at(i64::MAX, 3), None);
-        assert_eq!(at(0, 0), None);
-        assert_eq!(range(0, -1, 3), Some((0, 2)));
-        assert_eq!(range(-100, 100, 3), Some((0, 2)));
-        assert_eq!(range(1, 0, 3), None);
-        assert_eq!(range(3, 5, 3), None);
-        assert_eq!(range(0, -4, 3), None);
-        assert_eq!(range(i64::MIN, i64::MAX, 3), Some((0, 2)));
-        assert_eq!(range(0, -1, 0), None);
-    }
-
-    #[test]
-    fn elements_past_the_limit_are_refused() {
-        assert!(check_element(&vec![0u8; MAX_ELEMENT]).is_ok());
-        let e = check_element(&vec![0u8; MAX_ELEMENT + 1]).unwrap_err();
-        assert!(e.0.starts_with("ERR element is"), "{}", e.0);
-    }
 }

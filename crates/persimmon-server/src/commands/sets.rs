@@ -20,42 +20,28 @@
 use std::collections::BTreeSet;
 
 use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
-use super::hashes::{check_element, reply_from_collection};
+use super::hashes::reply_from_collection;
 use super::lists::positive_arg;
 use crate::session::{int_arg_within, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, Coll, Kind};
 use persimmon_types::error::check_key;
 use persimmon_types::random;
+use persimmon_types::set;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
 pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let key = a.get(1);
-    check_key(key)?;
-    for m in a.from(2) {
-        check_element(m, b"")?;
-    }
-    let added = coll::with_new(&mut s.store, key, Kind::Set, |st, c| {
-        let mut added = 0;
-        for m in a.from(2) {
-            added += c.insert(st, 0, m, b"")?.is_none() as i64;
-        }
-        Ok(added)
-    })?;
-    s.out.int(added);
+    let members: Vec<&[u8]> = a.from(2).collect();
+    let added = set::add(&mut s.store, a.get(1), &members)?;
+    s.out.int(added as i64);
     Ok(())
 }
 
 pub fn srem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let removed = coll::with(&mut s.store, a.get(1), Kind::Set, |st, c| {
-        let mut removed = 0;
-        for m in a.from(2) {
-            removed += c.remove(st, 0, m)?.is_some() as i64;
-        }
-        Ok(removed)
-    })?;
-    s.out.int(removed.unwrap_or(0));
+    let members: Vec<&[u8]> = a.from(2).collect();
+    let removed = set::remove(&mut s.store, a.get(1), &members)?;
+    s.out.int(removed as i64);
     Ok(())
 }
 
@@ -77,11 +63,8 @@ pub fn smembers(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn sismember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let member = a.get(2);
-    let found = coll::with(&mut s.store, a.get(1), Kind::Set, |st, c| {
-        Ok(c.get(st, 0, member)?.is_some())
-    })?;
-    s.out.int(found.unwrap_or(false) as i64);
+    let found = set::contains(&mut s.store, a.get(1), a.get(2))?;
+    s.out.int(found as i64);
     Ok(())
 }
 
@@ -100,8 +83,8 @@ pub fn smismember(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn scard(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = coll::with(&mut s.store, a.get(1), Kind::Set, |_, c| Ok(c.len()))?;
-    s.out.int(n.unwrap_or(0) as i64);
+    let n = set::len(&mut s.store, a.get(1))?;
+    s.out.int(n as i64);
     Ok(())
 }
 

@@ -25,7 +25,8 @@ use persimmon_types::store::Store;
 use persimmon_types::Error;
 
 use super::zset_range::store_entries;
-use super::zsets::{range_reply, with_zset};
+use super::zsets::range_reply;
+use persimmon_types::zset::with_zset;
 
 #[derive(Clone, Copy, PartialEq)]
 enum SetOp {

@@ -20,7 +20,8 @@ use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
-use super::zsets::{range_reply, score_arg, with_zset};
+use super::zsets::{range_reply, score_arg};
+use persimmon_types::zset::with_zset;
 
 /// A score bound: the score and whether it is exclusive.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,51 +1,25 @@
 //! Sorted-set commands on single members: ZADD (NX XX GT LT CH INCR),
 //! ZINCRBY, ZREM, ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZPOPMIN and
 //! ZPOPMAX, plus what the other sorted-set rooms share (score arguments,
-//! score text, range replies) and the pop seam for the blocking commands.
+//! score text, range replies). The sorted-set rules and operations are
+//! `persimmon_types::zset`'s.
 //! Ranges are in `zset_range.rs`, the multi-key and random commands in
 //! `zset_ops.rs`.
 //!
-//! A sorted set is a `coll` collection of kind `ZSet`: tree 0 member →
-//! score, tree 1 `score_key(score, member)` → empty, changed only through
-//! `coll::zset_put` / `coll::zset_remove`, which keep the two in step.
 //! Every command runs in one atomic unit of the store: O(log n) page reads
-//! per member (a rank is a counted-tree rank in tree 1).
+//! per member (see `persimmon_types::zset` for the layout).
 //!
-//! Invariants: no NaN score is ever stored (ZADD refuses a NaN argument and
-//! an INCR that would produce one), so the stored order is total; a sorted
-//! set loses its key with its last member, as in Redis; a member is at
-//! most [`MAX_MEMBER_BYTES`] (the member sits in both trees, and the two
-//! roots of a small set share the meta record).
+//! Invariants: a score argument is never NaN (`score_arg` refuses it, and
+//! `zset::add_with` refuses an INCR that would produce one); scores are
+//! written as Redis 7.0 writes them (`score_text`).
 
 use crate::session::{is, syntax, Session};
 use persimmon_resp::Args;
-use persimmon_types::coll::{self, score_key, split_score_key, Coll, Kind};
-use persimmon_types::error::check_key;
-use persimmon_types::store::Store;
-use persimmon_types::value::MAX_STRING_BYTES;
+use persimmon_types::zset::{self, score_of, with_zset, AddOptions};
 use persimmon_types::Error;
-
-/// The longest member a sorted set takes: the meta record holds both
-/// roots of a small set, so a member must fit twice in one engine value.
-pub const MAX_MEMBER_BYTES: usize = MAX_STRING_BYTES / 2 - 1024;
-
-/// A member as stored: refuses one longer than [`MAX_MEMBER_BYTES`].
-pub(super) fn check_member(m: &[u8]) -> Result<(), Error> {
-    if m.len() > MAX_MEMBER_BYTES {
-        return Err(Error::new(format!(
-            "ERR sorted set member is {} bytes; persimmon stores members of at most {MAX_MEMBER_BYTES} bytes",
-            m.len()
-        )));
-    }
-    Ok(())
-}
 
 pub(super) fn not_float() -> Error {
     Error::new("ERR value is not a valid float")
-}
-
-pub(super) fn nan_error() -> Error {
-    Error::new("ERR resulting score is not a number (NaN)")
 }
 
 /// A score argument: a float or ±inf; never NaN, no blanks.
@@ -89,24 +63,6 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-/// Runs `f` on the sorted set at `key` in one unit; `None`: key missing
-/// (as is a key too long to exist).
-pub(super) fn with_zset<R>(
-    store: &mut Store,
-    key: &[u8],
-    f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
-) -> Result<Option<R>, Error> {
-    if !persimmon_types::error::may_exist(&store.engine_key(key)) {
-        return Ok(None);
-    }
-    coll::with(store, key, Kind::ZSet, f)
-}
-
-/// The score of `member` in `c`.
-pub(super) fn score_of(st: &mut Store, c: &mut Coll, member: &[u8]) -> Result<Option<f64>, Error> {
-    Ok(c.get(st, 0, member)?.map(|v| coll::decode_score(&v)))
-}
-
 /// Writes `(score, member)` entries as a range reply, with scores when
 /// asked: RESP3 pairs, RESP2 flat (the connection closes if it passes the
 /// output limit).
@@ -130,22 +86,20 @@ pub(super) fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scor
     s.output_over_limit();
 }
 
-/// ZADD's options.
+/// ZADD's options: how members are added (`zset::AddOptions`) and CH,
+/// which only changes the reply.
 #[derive(Default, Clone, Copy)]
 struct ZaddOptions {
-    nx: bool,
-    xx: bool,
-    gt: bool,
-    lt: bool,
+    add: AddOptions,
     ch: bool,
-    incr: bool,
 }
 
 impl ZaddOptions {
     /// Parses the options from `a[2..]`; returns them and the index of the
     /// first score.
     fn parse(a: &Args<'_>) -> Result<(ZaddOptions, usize), Error> {
-        let mut o = ZaddOptions::default();
+        let mut z = ZaddOptions::default();
+        let o = &mut z.add;
         let mut i = 2;
         while i < a.len() {
             let opt = a.get(i);
@@ -154,12 +108,13 @@ impl ZaddOptions {
                 _ if is(opt, "XX") => o.xx = true,
                 _ if is(opt, "GT") => o.gt = true,
                 _ if is(opt, "LT") => o.lt = true,
-                _ if is(opt, "CH") => o.ch = true,
+                _ if is(opt, "CH") => z.ch = true,
                 _ if is(opt, "INCR") => o.incr = true,
                 _ => break,
             }
             i += 1;
         }
+        let o = z.add;
         let pairs = a.len() - i;
         if pairs == 0 || !pairs.is_multiple_of(2) {
             return Err(syntax());
@@ -179,49 +134,8 @@ impl ZaddOptions {
                 "ERR INCR option supports a single increment-element pair",
             ));
         }
-        Ok((o, i))
+        Ok((z, i))
     }
-}
-
-/// What ZADD did: members added, scores changed, and the last score it
-/// set or found (INCR's reply; `None`: nothing done).
-#[derive(Default)]
-struct ZaddOutcome {
-    added: i64,
-    changed: i64,
-    score: Option<f64>,
-}
-
-/// Applies one `score member` pair of ZADD to `c`, as Redis's `zsetAdd`.
-fn zadd_one(
-    st: &mut Store,
-    c: &mut Coll,
-    (score, member): (f64, &[u8]),
-    o: ZaddOptions,
-    out: &mut ZaddOutcome,
-) -> Result<(), Error> {
-    let current = score_of(st, c, member)?;
-    if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
-        return Ok(());
-    }
-    let new = match (o.incr, current) {
-        (true, Some(c)) => c + score,
-        _ => score,
-    };
-    if new.is_nan() {
-        return Err(nan_error());
-    }
-    match current {
-        Some(c) if (o.gt && new <= c) || (o.lt && new >= c) => return Ok(()),
-        Some(c) if new == c => {}
-        Some(_) => out.changed += 1,
-        None => out.added += 1,
-    }
-    if current != Some(new) {
-        coll::zset_put(st, c, member, new)?;
-    }
-    out.score = Some(new);
-    Ok(())
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
@@ -239,8 +153,11 @@ pub fn zadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// ZINCRBY key increment member: ZADD INCR of one member.
 pub fn zincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let o = ZaddOptions {
-        incr: true,
-        ..ZaddOptions::default()
+        add: AddOptions {
+            incr: true,
+            ..AddOptions::default()
+        },
+        ch: false,
     };
     let change = (score_arg(a.get(2))?, a.get(3));
     zadd_apply(s, a.get(1), &[change], o)
@@ -253,44 +170,30 @@ fn zadd_apply(
     changes: &[(f64, &[u8])],
     o: ZaddOptions,
 ) -> Result<(), Error> {
-    check_key(key)?;
-    for (_, m) in changes {
-        check_member(m)?;
-    }
-    let out = coll::with_new(&mut s.store, key, Kind::ZSet, |st, c| {
-        let mut out = ZaddOutcome::default();
-        for &change in changes {
-            zadd_one(st, c, change, o, &mut out)?;
-        }
-        Ok(out)
-    })?;
-    if o.incr {
+    let out = zset::add_with(&mut s.store, key, changes, o.add)?;
+    if o.add.incr {
         match out.score {
             Some(x) => s.out.double(x, &score_text(x)),
             None => s.out.null(),
         }
     } else {
-        s.out.int(out.added + if o.ch { out.changed } else { 0 });
+        s.out
+            .int((out.added + if o.ch { out.changed } else { 0 }) as i64);
     }
     Ok(())
 }
 
 /// ZREM key member [member ...]
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let removed = with_zset(&mut s.store, a.get(1), |st, c| {
-        let mut removed = 0;
-        for m in a.from(2) {
-            removed += coll::zset_remove(st, c, m)?.is_some() as i64;
-        }
-        Ok(removed)
-    })?;
-    s.out.int(removed.unwrap_or(0));
+    let members: Vec<&[u8]> = a.from(2).collect();
+    let removed = zset::remove(&mut s.store, a.get(1), &members)?;
+    s.out.int(removed as i64);
     Ok(())
 }
 
 pub fn zcard(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let n = with_zset(&mut s.store, a.get(1), |_, c| Ok(c.len()))?;
-    s.out.int(n.unwrap_or(0) as i64);
+    let n = zset::len(&mut s.store, a.get(1))?;
+    s.out.int(n as i64);
     Ok(())
 }
 
@@ -302,9 +205,8 @@ fn score_or_null(s: &mut Session, score: Option<f64>) {
 }
 
 pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let member = a.get(2);
-    let score = with_zset(&mut s.store, a.get(1), |st, c| score_of(st, c, member))?;
-    score_or_null(s, score.flatten());
+    let score = zset::score(&mut s.store, a.get(1), a.get(2))?;
+    score_or_null(s, score);
     Ok(())
 }
 
@@ -331,50 +233,13 @@ pub fn zrevrank(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     rank_reply(s, a, true)
 }
 
-/// ZRANK / ZREVRANK: the member's rank in tree 1 (O(log n)), or nil.
+/// ZRANK / ZREVRANK: the member's rank (O(log n)), or nil.
 fn rank_reply(s: &mut Session, a: Args<'_>, rev: bool) -> Result<(), Error> {
-    let member = a.get(2);
-    let rank = with_zset(&mut s.store, a.get(1), |st, c| {
-        let Some(score) = score_of(st, c, member)? else {
-            return Ok(None);
-        };
-        let (rank, _) = c.rank(st, 1, &score_key(score, member))?;
-        Ok(Some(if rev { c.len() - 1 - rank } else { rank }))
-    })?;
-    match rank.flatten() {
+    match zset::rank(&mut s.store, a.get(1), a.get(2), rev)? {
         Some(r) => s.out.int(r as i64),
         None => s.out.null(),
     }
     Ok(())
-}
-
-// Seam for blocking.rs: the pops BZPOPMIN, BZPOPMAX and ZMPOP build on.
-
-/// Popped members and their scores, in pop order.
-pub(crate) type Popped = Vec<(Vec<u8>, f64)>;
-
-/// Removes and returns up to `count` members with the lowest scores (the
-/// highest with `max`), in pop order, in one atomic unit. `None`: the key
-/// is missing; WRONGTYPE for a key of another type.
-pub(crate) fn zset_pop(
-    store: &mut Store,
-    key: &[u8],
-    max: bool,
-    count: usize,
-) -> Result<Option<Popped>, Error> {
-    with_zset(store, key, |st, c| {
-        let mut popped = Vec::new();
-        while popped.len() < count && !c.is_empty() {
-            let rank = if max { c.len() - 1 } else { 0 };
-            let Some((k, _)) = c.at(st, 1, rank)? else {
-                break;
-            };
-            let (score, member) = split_score_key(&k);
-            coll::zset_remove(st, c, member)?;
-            popped.push((member.to_vec(), score));
-        }
-        Ok(popped)
-    })
 }
 
 /// A score as the replies write it (the same text as ZSCORE's).

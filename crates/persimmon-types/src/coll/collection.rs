@@ -18,12 +18,29 @@ use super::tree::{PageIo, Tree};
 use super::whole::{self, Whole};
 use crate::error::{wrongtype, Error};
 use crate::store::Store;
-use crate::value::{Kind, Stored};
+use crate::value::{Kind, Stored, MAX_STRING_BYTES};
 
 /// The prefix of every page key and the registry's key.
 pub const PREFIX: [u8; 3] = [0xFF, 0x80, 0x00];
 const FORMAT: u8 = 1;
 pub(crate) const EXTERNAL: u8 = 1;
+
+/// Room a page record needs around its one entry (varints, tags, meta).
+const ELEMENT_OVERHEAD: usize = 64;
+
+/// Refuses an element (a hash's field and value, a set's member) that
+/// could not be stored as one engine value.
+pub fn check_element(key: &[u8], value: &[u8]) -> Result<(), Error> {
+    let len = key.len() + value.len();
+    if len + ELEMENT_OVERHEAD > MAX_STRING_BYTES {
+        return Err(Error::new(format!(
+            "ERR element is {len} bytes; persimmon stores at most {} bytes per collection \
+             element (its 64 MiB value limit less the page's own bytes)",
+            MAX_STRING_BYTES - ELEMENT_OVERHEAD
+        )));
+    }
+    Ok(())
+}
 
 /// The engine key of page `page` of tree `tree_id`.
 pub fn page_key(tree_id: u64, page: u64) -> Vec<u8> {

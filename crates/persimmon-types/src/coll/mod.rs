@@ -45,7 +45,7 @@ pub mod whole;
 
 pub use crate::value::Kind;
 pub use collection::{
-    moved, page_key, read_key, read_whole, registry_set, with, with_new, write_whole, zset_put,
-    zset_remove, Coll, PREFIX,
+    check_element, moved, page_key, read_key, read_whole, registry_set, with, with_new,
+    write_whole, zset_put, zset_remove, Coll, PREFIX,
 };
 pub use score::{decode_score, score_key, split_score_key};

@@ -116,6 +116,10 @@ impl Tree {
         self.root.count()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The value of `key`.
     pub fn get(&self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let (leaf, _) = leaf_for(io, &self.root, key)?;
@@ -654,7 +658,7 @@ pub mod tests {
             tree.at(&mut io, 123_456).unwrap().unwrap().1,
             123_456u32.to_le_bytes()
         );
-        while tree.len() > 0 {
+        while !tree.is_empty() {
             tree.remove_at(&mut io, tree.len() / 2).unwrap();
         }
         assert!(io.pages.is_empty(), "{} pages left", io.pages.len());
