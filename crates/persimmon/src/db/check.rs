@@ -22,7 +22,7 @@ use crate::index::{self, Index, SegRef};
 use crate::layout::{self, RecordHeader, SegmentKind, Slot};
 use crate::log::walk_segment;
 use crate::ordered::Ordered;
-use crate::pool::{KIND_DAMAGED, KIND_FREEING};
+use crate::segment_scan::{KIND_DAMAGED, KIND_FREEING};
 use crate::tier::extent::ExternalValue;
 
 /// Result of [`Db::check`](super::Db::check).

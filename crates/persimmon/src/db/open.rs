@@ -40,7 +40,8 @@ use crate::log::{Lane, CLEANER_LANE};
 use crate::options::Options;
 use crate::ordered::Ordered;
 use crate::pmem::PersistObserver;
-use crate::pool::{Pool, ScanResult};
+use crate::pool::Pool;
+use crate::segment_scan::ScanResult;
 use crate::tier::Tier;
 
 impl Db {
