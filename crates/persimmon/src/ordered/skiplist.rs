@@ -308,7 +308,7 @@ impl Skiplist {
 
     #[inline]
     fn mark_index(node: u64) -> usize {
-        (crate::index::mix64(node) >> (64 - 12)) as usize
+        (crate::index::locks::mix64(node) >> (64 - 12)) as usize
     }
 
     /// Takes the range marks of the gaps after `a` and after `b` (in index
