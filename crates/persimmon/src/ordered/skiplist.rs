@@ -60,7 +60,7 @@ use crate::layout::{
 };
 use crate::pool::Pool;
 
-use super::{commit_slab, new_slab, zero_slab};
+use super::slab::{commit_slab, new_slab, zero_slab};
 
 /// Number of range marks.
 const MARKS: usize = 4096;
