@@ -15,11 +15,12 @@
 //!   `iter`: `Db::iter`; `range`: ordered reads;
 //! - `batch`: atomic write batches (and the commit of a transaction);
 //!   `txn`: optimistic transactions; `expiry`: key deadlines and the
-//!   background expiry;
+//!   background expiry (`deadlines`: their heap and clock);
 //! - `placement`: where the point index lives (PM or DRAM), as a type;
 //!   `tiered`: where a value lives (in its record, or on the SSD tier);
 //!   `patch`: range writes (patches on PM for tiered values);
-//!   `tier_clean`: the tier's background merge and data-file cleaning.
+//!   `tier_clean`: the tier's background merge and data-file cleaning
+//!   (`merge_queue`: what waits for it).
 //!
 //! Write path of a `put` (every persist point in order; see docs/design.md):
 //! 1. take the home bucket's volatile lock (DRAM) with this put's sequence
@@ -77,8 +78,10 @@ use crate::pool::Pool;
 mod batch;
 mod check;
 mod cleaner;
+mod deadlines;
 mod expiry;
 mod iter;
+mod merge_queue;
 mod open;
 mod patch;
 mod placement;
@@ -191,14 +194,14 @@ pub(crate) struct Engine {
     /// What recovery at open did to batches a crash interrupted.
     batch_recovery: BatchRecovery,
     /// Key deadlines: the clock and the heap of the background expiry.
-    expiry: expiry::Expiry,
+    expiry: deadlines::Expiry,
     /// The SSD tier, when the pool was created with one.
     tier: Option<crate::tier::Tier>,
     /// Extents the tier cleaner moved, and patched values it merged.
     tier_moved: AtomicU64,
     tier_merges: AtomicU64,
     /// Keys whose patches wait for the background merge.
-    merges: parking_lot::Mutex<tier_clean::MergeQueue>,
+    merges: parking_lot::Mutex<merge_queue::MergeQueue>,
 }
 
 impl Db {

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_utils::CachePadded;
 
-use super::expiry::Expiry;
+use super::deadlines::Expiry;
 use super::placement::IndexPlacement;
 use super::{Db, Engine, EngineHandle};
 use crate::batch_table::{self, BatchRecovery, BatchTable};
