@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Engine, CHECK_SEQ};
+use super::engine::{Engine, CHECK_SEQ};
 use crate::error::Result;
 use crate::index::{self, Index, SegRef};
 use crate::layout::{self, RecordHeader, SegmentKind, Slot};

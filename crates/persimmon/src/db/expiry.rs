@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use crossbeam_epoch as epoch;
 
+use super::engine::{check_key, Engine, EXPIRY_SEQ};
 use super::write::{Locked, Update};
-use super::{check_key, Engine, EXPIRY_SEQ};
 use crate::error::{Error, Result};
 use crate::index;
 use crate::layout::{get_u64, RecordHeader, REC_FLAG_DEADLINE};

@@ -29,8 +29,9 @@ use std::thread::JoinHandle;
 use crossbeam_utils::CachePadded;
 
 use super::deadlines::Expiry;
+use super::engine::Engine;
+use super::handle::{Db, EngineHandle};
 use super::placement::IndexPlacement;
-use super::{Db, Engine, EngineHandle};
 use crate::batch_table::{self, BatchRecovery, BatchTable};
 use crate::error::{Error, Result};
 use crate::index::locks::BucketLocks;

@@ -23,7 +23,8 @@ use std::ops::{Bound, RangeBounds};
 
 use crossbeam_epoch as epoch;
 
-use super::{Db, Engine};
+use super::engine::Engine;
+use super::handle::Db;
 use crate::error::{Error, Result};
 use crate::layout::Slot;
 use crate::options::OrderedLayout;

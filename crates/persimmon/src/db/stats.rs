@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Engine;
+use super::engine::Engine;
 use crate::layout::{self, SegmentKind};
 use crate::options::PointIndex;
 use crate::pmem::{self, Durability};

@@ -27,9 +27,9 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::engine::{Engine, CLEANER_SEQ};
 use super::iter::Iter;
 use super::write::{Found, Locked, RecordParts};
-use super::{Engine, CLEANER_SEQ};
 use crate::error::{Error, Result};
 use crate::layout::{RecordHeader, REC_FLAG_EXTERNAL};
 use crate::tier::extent::ExternalValue;
