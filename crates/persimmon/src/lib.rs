@@ -16,6 +16,7 @@
 //! - `layout`: the on-media formats (superblock, segment header, record,
 //!   bucket, slot), drawn byte by byte in `docs/design.md`.
 //! - `pool`: segments, free space, growth; `log`: per-lane record append;
+//!   `segment_scan`: what open learns from the segment headers;
 //!   `scan_copy`: the copy of the segment-header scan kept beside the pool
 //!   across a clean close, so that the next open reads no header;
 //!   `dead_hints`: DRAM bits marking records whose key moved on, so the log
@@ -51,6 +52,7 @@ pub mod pdv;
 pub mod pmem;
 mod pool;
 mod scan_copy;
+mod segment_scan;
 pub mod size;
 pub mod tier;
 

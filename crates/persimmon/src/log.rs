@@ -32,9 +32,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::Result;
-use crate::layout::{self, RecordHeader, SegmentHeader, SegmentKind};
+use crate::layout::{
+    self, RecordHeader, SegmentHeader, SegmentKind, MAX_KEY_BYTES, MAX_VALUE_BYTES,
+};
 use crate::pool::Pool;
-use crate::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 /// Lane of the log cleaner: its segments hold relocated records, which keep
 /// the sequence numbers of the lanes that wrote them.

@@ -15,7 +15,8 @@
 //! - The headers are read at open by [`scan_headers`], or after a clean
 //!   close taken from that close's copy of the same scan
 //!   ([`scan_copy`](crate::scan_copy), checked before it is trusted); both
-//!   give one [`ScanResult`], which [`Pool::adopt`]s the same way.
+//!   give one [`ScanResult`] (`segment_scan`), which [`Pool::adopt`]s the
+//!   same way.
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -25,10 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::layout::{self, HeaderState, SegmentHeader, SegmentKind, Superblock, SuperblockError};
+use crate::layout::{self, SegmentHeader, SegmentKind, Superblock, SuperblockError};
 use crate::options::{FlushMode, Options, PointIndex};
 use crate::pmem::{self, PersistObserver, PmemFile};
 use crate::scan_copy;
+use crate::segment_scan::{scan_headers, ScanResult, KIND_CONTINUATION, KIND_FREEING};
 use crate::tier::ident::{self, TierSettings};
 
 /// DRAM state of one segment, a cache line of its own: the lanes' active
@@ -46,30 +48,6 @@ pub(crate) struct SegmentInfo {
     sealed: AtomicBool,
     /// Which of its records are known dead (a hint for the cleaner).
     dead: crate::dead_hints::DeadBits,
-}
-
-pub(crate) const KIND_CONTINUATION: u8 = 0xC0;
-pub(crate) const KIND_DAMAGED: u8 = 0xDD;
-pub(crate) const KIND_FREEING: u8 = 0xFE;
-
-/// What the header scan at open found.
-pub(crate) struct ScanResult {
-    /// (segment index, local depth, prefix) of every index segment.
-    pub index_segments: Vec<(u32, u8, u64)>,
-    /// Per lane: the newest log segment (highest base sequence).
-    pub active_log: Vec<Option<(u32, u64)>>,
-    /// Per lane: highest base sequence over all its segments.
-    pub lane_max_seq: Vec<u64>,
-    /// Damaged headers: (segment index, reason).
-    pub damaged: Vec<(u32, String)>,
-    /// (segment index, node size class, holds the head) of every segment of
-    /// the ordered index.
-    pub ordered_segments: Vec<(u32, u32, bool)>,
-    /// Some log segment or large run exists: the pool holds records.
-    pub has_records: bool,
-    /// Per segment of the file, its kind as DRAM keeps it: `SegmentKind as
-    /// u8`, `KIND_CONTINUATION` or `KIND_DAMAGED`.
-    pub kinds: Vec<u8>,
 }
 
 pub(crate) struct Pool {
@@ -605,67 +583,6 @@ impl Pool {
         // Persist point: a later open trusts this key count.
         self.pm.persist(layout::SB_CLEAN_STATE, 8);
     }
-}
-
-/// Reads the header of each of the `n` segments of `pm` (one line per
-/// segment; the continuation segments of a large run are skipped).
-pub(crate) fn scan_headers(pm: &PmemFile, segment_bytes: u64, n: u32) -> ScanResult {
-    let lanes = 256;
-    let mut r = ScanResult {
-        index_segments: Vec::new(),
-        active_log: vec![None; lanes],
-        lane_max_seq: vec![0; lanes],
-        damaged: Vec::new(),
-        ordered_segments: Vec::new(),
-        has_records: false,
-        kinds: vec![SegmentKind::Free as u8; n as usize],
-    };
-    let mut i = 0;
-    while i < n {
-        let off = layout::SUPERBLOCK_BYTES + i as u64 * segment_bytes;
-        let header = pm.slice(off, 64).expect("segment header inside the file");
-        match SegmentHeader::decode(header) {
-            HeaderState::Free => {}
-            HeaderState::Damaged(why) => {
-                r.kinds[i as usize] = KIND_DAMAGED;
-                r.damaged.push((i, why));
-            }
-            HeaderState::Valid(h) => {
-                r.kinds[i as usize] = h.kind as u8;
-                match h.kind {
-                    SegmentKind::Index => {
-                        r.index_segments
-                            .push((i, h.lane_or_depth as u8, h.base_seq_or_prefix));
-                    }
-                    SegmentKind::Log | SegmentKind::Large => {
-                        r.has_records = true;
-                        let lane = (h.lane_or_depth as usize).min(lanes - 1);
-                        r.lane_max_seq[lane] = r.lane_max_seq[lane].max(h.base_seq_or_prefix);
-                        if h.kind == SegmentKind::Log
-                            && r.active_log[lane].is_none_or(|(_, s)| h.base_seq_or_prefix >= s)
-                        {
-                            r.active_log[lane] = Some((i, h.base_seq_or_prefix));
-                        }
-                        if h.kind == SegmentKind::Large {
-                            let run = h.run_segments.max(1).min(n - i);
-                            for c in 1..run {
-                                r.kinds[(i + c) as usize] = KIND_CONTINUATION;
-                            }
-                            i += run;
-                            continue;
-                        }
-                    }
-                    SegmentKind::Ordered => {
-                        r.ordered_segments
-                            .push((i, h.lane_or_depth, h.base_seq_or_prefix == 1));
-                    }
-                    SegmentKind::Free => {}
-                }
-            }
-        }
-        i += 1;
-    }
-    r
 }
 
 fn find_run(free: &BTreeSet<u32>, run: u32) -> Option<u32> {

@@ -53,7 +53,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::layout::SegmentKind;
-use crate::pool::{ScanResult, KIND_CONTINUATION};
+use crate::segment_scan::{ScanResult, KIND_CONTINUATION};
 
 const MAGIC: &[u8; 8] = b"PMSEGS02";
 const HEAD: usize = 88;

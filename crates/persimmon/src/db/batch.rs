@@ -59,8 +59,8 @@ use std::collections::HashMap;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
+use super::engine::{check_key, check_value, Engine};
 use super::write::{Found, FreeSlots, Locked, RecordParts};
-use super::{check_key, check_value, Engine};
 use crate::batch_table::{encode_pairs, UNDO_DELETES};
 use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
@@ -757,7 +757,7 @@ impl Engine {
 /// their own sequence number; holding with an internal one (lane 255, no
 /// record carries it) keeps single puts from being eliminated against a
 /// batch, whose atomicity they would otherwise split.
-const BATCH_LOCK_SEQ: u64 = super::BATCH_SEQ;
+const BATCH_LOCK_SEQ: u64 = super::engine::BATCH_SEQ;
 
 /// Who writes a batch: its lane, its one sequence number and the flags of
 /// its records.

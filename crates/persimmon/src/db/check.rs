@@ -16,13 +16,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Engine, CHECK_SEQ};
+use super::engine::{Engine, CHECK_SEQ};
 use crate::error::Result;
 use crate::index::{self, Index, SegRef};
 use crate::layout::{self, RecordHeader, SegmentKind, Slot};
 use crate::log::walk_segment;
 use crate::ordered::Ordered;
-use crate::pool::{KIND_DAMAGED, KIND_FREEING};
+use crate::segment_scan::{KIND_DAMAGED, KIND_FREEING};
 use crate::tier::extent::ExternalValue;
 
 /// Result of [`Db::check`](super::Db::check).

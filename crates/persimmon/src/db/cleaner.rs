@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_epoch::{self as epoch, Guard};
 
+use super::engine::{Engine, CLEANER_SEQ};
 use super::write::Locked;
-use super::{Engine, CLEANER_SEQ};
 use crate::error::Result;
 use crate::index::{self, SegRef};
 use crate::layout::{self, RecordHeader, SegmentKind, Slot, REC_FLAG_DEADLINE};

@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 
 use crossbeam_epoch as epoch;
 
+use super::engine::Engine;
 use super::read::{ReadLock, Visible};
-use super::Engine;
 use crate::error::Result;
 use crate::index::Index;
 use crate::layout::{RecordHeader, Slot};

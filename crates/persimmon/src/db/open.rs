@@ -28,9 +28,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_utils::CachePadded;
 
-use super::expiry::Expiry;
+use super::deadlines::Expiry;
+use super::engine::Engine;
+use super::handle::{Db, EngineHandle};
 use super::placement::IndexPlacement;
-use super::{Db, Engine, EngineHandle};
 use crate::batch_table::{self, BatchRecovery, BatchTable};
 use crate::error::{Error, Result};
 use crate::index::locks::BucketLocks;
@@ -40,7 +41,8 @@ use crate::log::{Lane, CLEANER_LANE};
 use crate::options::Options;
 use crate::ordered::Ordered;
 use crate::pmem::PersistObserver;
-use crate::pool::{Pool, ScanResult};
+use crate::pool::Pool;
+use crate::segment_scan::ScanResult;
 use crate::tier::Tier;
 
 impl Db {

@@ -19,12 +19,11 @@
 //! - A value on PM (or a missing key) takes the ordinary update path: the
 //!   new value may cross the threshold and move to the tier.
 
-use super::write::{Locked, RecordParts};
-use super::{check_key, Engine};
+use super::engine::{check_key, Engine};
+use super::write::{Locked, RecordParts, Update};
 use crate::error::{Error, Result};
 use crate::layout::{RecordHeader, MAX_VALUE_BYTES, REC_FLAG_EXTERNAL, REC_FLAG_RMW};
 use crate::tier::extent::{ExternalValue, PATCH_HEADER_BYTES};
-use crate::Update;
 
 /// Pending patch bytes that queue a value for merging…
 pub(super) const MERGE_PATCH_BYTES: usize = 64 << 10;

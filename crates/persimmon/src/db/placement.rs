@@ -28,7 +28,8 @@ use crate::index::{Directory, DramSpace, SegRef};
 use crate::layout::{self, SegmentHeader, SegmentKind, Slot};
 use crate::options::PointIndex;
 use crate::pmem::PmemFile;
-use crate::pool::{Pool, ScanResult};
+use crate::pool::Pool;
+use crate::segment_scan::ScanResult;
 
 /// Where the point index lives (chosen when the pool was created).
 pub(crate) enum IndexPlacement {

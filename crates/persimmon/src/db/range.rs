@@ -23,9 +23,11 @@ use std::ops::{Bound, RangeBounds};
 
 use crossbeam_epoch as epoch;
 
-use super::{Db, Engine};
+use super::engine::Engine;
+use super::handle::Db;
 use crate::error::{Error, Result};
 use crate::layout::Slot;
+use crate::options::OrderedLayout;
 use crate::ordered::{bound_ref, Leaves, Ordered};
 
 /// Keys the first batch of a cursor reads from the skiplist; each later
@@ -368,10 +370,10 @@ impl Db {
     /// The ordered index's layout, if the pool keeps one (chosen at
     /// creation: leaves with the DRAM point index unless
     /// `Options::ordered_layout` asked for the skiplist).
-    pub fn ordered_layout(&self) -> Option<crate::OrderedLayout> {
+    pub fn ordered_layout(&self) -> Option<OrderedLayout> {
         self.engine.ordered.as_ref().map(|o| match o.leaves() {
-            Some(_) => crate::OrderedLayout::Leaves,
-            None => crate::OrderedLayout::Skiplist,
+            Some(_) => OrderedLayout::Leaves,
+            None => OrderedLayout::Skiplist,
         })
     }
 

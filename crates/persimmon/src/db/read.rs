@@ -16,8 +16,8 @@ use std::borrow::Cow;
 
 use crossbeam_epoch as epoch;
 
+use super::engine::{check_key, Engine, READ_SEQ};
 use super::write::Locked;
-use super::{check_key, Engine, READ_SEQ};
 use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
 use crate::index::{self, SegRef};

@@ -33,7 +33,7 @@
 
 use crossbeam_epoch as epoch;
 
-use super::{check_key, Engine};
+use super::engine::{check_key, Engine};
 use crate::error::Result;
 use crate::index::SegRef;
 

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_epoch as epoch;
 
+use super::engine::{Engine, ORDERED_SEQ, TALLY_SEQ};
 use super::write::Locked;
-use super::{Engine, ORDERED_SEQ, TALLY_SEQ};
 use crate::error::Result;
 use crate::index::{self, Index, SegRef};
 use crate::layout::{self, Slot};

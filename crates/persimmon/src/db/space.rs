@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use super::Engine;
+use super::engine::Engine;
 use crate::error::{Error, Result};
 
 impl Engine {

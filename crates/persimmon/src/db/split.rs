@@ -17,8 +17,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::engine::{Engine, SPLIT_SEQ};
 use super::placement::HighEntry;
-use super::{Engine, SPLIT_SEQ};
 use crate::error::{Error, Result};
 use crate::index::{self, Directory, Index, SegRef};
 use crate::layout::Slot;

@@ -6,11 +6,11 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Engine;
+use super::engine::Engine;
 use crate::layout::{self, SegmentKind};
 use crate::options::PointIndex;
 use crate::pmem::{self, Durability};
-use crate::pool::{KIND_CONTINUATION, KIND_DAMAGED};
+use crate::segment_scan::{KIND_CONTINUATION, KIND_DAMAGED};
 
 /// Figures about a pool; see [`Db::stats`].
 #[derive(Clone, Debug)]

@@ -8,7 +8,10 @@
 //! record, and its value was lost). Now every lane starts above a pool-wide
 //! floor that covers the cleaner's copies.
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use super::engine::THREAD_TICKET;
+use super::Db;
 use crate::layout::{self, SegmentHeader, SegmentKind};
 use crate::log::COUNTER_MASK;
 use crate::options::Options;

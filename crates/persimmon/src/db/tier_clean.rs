@@ -23,13 +23,13 @@
 //! - The rewrite appends on the cleaner's lane, as the PM cleaner does
 //!   (its records keep their original sequence numbers).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::engine::{Engine, CLEANER_SEQ};
 use super::iter::Iter;
 use super::write::{Found, Locked, RecordParts};
-use super::{Engine, CLEANER_SEQ};
 use crate::error::{Error, Result};
 use crate::layout::{RecordHeader, REC_FLAG_EXTERNAL};
 use crate::tier::extent::ExternalValue;
@@ -44,15 +44,6 @@ const START_DEAD_FILES: u64 = 2;
 const START_DEAD_PERCENT: u64 = 25;
 /// Most victims one pass takes (one index walk).
 const VICTIMS_PER_PASS: usize = 16;
-
-/// Keys queued for merging, in order, without duplicates; and the data
-/// files the cleaner could not empty (with their live bytes then).
-#[derive(Default)]
-pub(super) struct MergeQueue {
-    order: VecDeque<Vec<u8>>,
-    queued: HashSet<Vec<u8>>,
-    stuck: HashMap<u32, u64>,
-}
 
 impl Engine {
     /// Queues `key` for the background merge of its patches.

@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::Guard;
 
-use super::Engine;
+use super::engine::Engine;
 use crate::error::{Error, Result};
 use crate::layout::REC_FLAG_EXTERNAL;
 use crate::tier::extent::{self, Extent, ExternalValue};

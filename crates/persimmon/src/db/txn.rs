@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use super::batch::{BatchOp, Commit, ReadCheck, Version, WriteBatch};
-use super::{check_key, Engine};
+use super::engine::{check_key, Engine};
 use crate::error::{Error, Result};
 
 /// Attempts [`Db::transaction`](super::Db::transaction) makes before giving

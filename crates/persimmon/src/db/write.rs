@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use super::{check_key, check_value, Engine};
+use super::engine::{check_key, check_value, Engine};
 use crate::error::{Error, Result};
 use crate::index::locks::{BucketLocks, Held};
 use crate::index::{self, SegRef};

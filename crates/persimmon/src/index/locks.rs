@@ -38,6 +38,16 @@ const PM_WAITING: u64 = 1 << 38;
 const PM_READERS: u64 = 0xffff_ffff;
 const PM_STATE: u64 = PM_WRITER | PM_WAITING | PM_READERS;
 
+/// A 64-bit finaliser (from splitmix64) to spread bucket offsets over locks.
+#[inline]
+pub(crate) fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 /// One DRAM lock: the writer's sequence number (0 when free) and, for
 /// locked reads, a reader count on the same cache line.
 struct Word {
@@ -67,7 +77,7 @@ impl LockTable {
     /// Lock word for the bucket at pool offset `bucket_offset`.
     #[inline]
     pub fn index_of(bucket_offset: u64) -> usize {
-        (super::mix64(bucket_offset) >> (64 - 12)) as usize
+        (mix64(bucket_offset) >> (64 - 12)) as usize
     }
 }
 

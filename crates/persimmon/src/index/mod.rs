@@ -86,16 +86,6 @@ impl IntoIterator for Probe {
     }
 }
 
-/// A 64-bit finaliser (from splitmix64) to spread bucket offsets over locks.
-#[inline]
-pub(crate) fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// One index segment as the directory sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegRef {
@@ -413,6 +403,7 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
+    use super::locks::mix64;
     use super::*;
 
     #[test]

@@ -383,7 +383,7 @@ impl Leaves {
             }
         }
         // A leaf slot that never held a leaf reads as free after a crash.
-        let seg = super::new_slab(pool, class)?;
+        let seg = super::slab::new_slab(pool, class)?;
         let slots = self.slots_per_segment(class);
         self.set_seg(seg, class, slots);
         let first = pool.segment_offset(seg) + SEGMENT_HEADER_BYTES;

@@ -5,6 +5,8 @@
 //! - [`skiplist`]: one node per key in a persistent linked list (versions
 //!   2–5, and pools with the PM point index).
 //!
+//! Both keep their nodes or leaves in slabs of `Ordered` segments (`slab`).
+//!
 //! The engine sees one type. Its handle on a key's place in the index is
 //! the address of the key's *record word*: a leaf entry, or a skiplist
 //! node's record word (the skiplist's own calls take nodes; this type
@@ -15,6 +17,7 @@ mod leaf_dir;
 mod leaf_media;
 pub(crate) mod leaves;
 mod skiplist;
+mod slab;
 
 use std::ops::Bound;
 use std::sync::atomic::AtomicBool;
@@ -25,7 +28,7 @@ pub(crate) use leaves::{Leaves, PinScope, Reserve};
 use skiplist::Skiplist;
 
 use crate::error::{Error, Result};
-use crate::layout::{self, SegmentHeader, SegmentKind, Slot, NODE_RECORD, SEGMENT_HEADER_BYTES};
+use crate::layout::{self, Slot, NODE_RECORD};
 use crate::pool::Pool;
 
 /// The ordered index of one open pool.
@@ -271,43 +274,6 @@ fn check_leaves(l: &Leaves, pool: &Pool, errors: &mut Vec<String>) -> Vec<(Vec<u
         errors.push(format!("ordered index: {e}"));
     }
     out
-}
-
-/// Zeroes the slab of reserved segment `seg` durably (its header does not
-/// name it yet): an ordered segment holds nothing but nodes or leaves and
-/// zeros, so a slot that never held one reads 0 (a skiplist node's record
-/// word, a leaf's word 0; the scans after open rely on it, and a reused
-/// segment would otherwise carry old bytes).
-pub(super) fn zero_slab(pool: &Pool, seg: u32) {
-    pool.pm.zero_persistent(
-        pool.segment_offset(seg) + SEGMENT_HEADER_BYTES,
-        (pool.segment_bytes - SEGMENT_HEADER_BYTES) as usize,
-    );
-    // Persist point: the zeros are durable before the header names the slab.
-    pool.pm.fence();
-}
-
-/// Commits reserved segment `seg` as an ordered segment of slots of
-/// `1 << class` bytes (`head`: the skiplist's head node is its first slot).
-pub(super) fn commit_slab(pool: &Pool, seg: u32, class: u32, head: bool) {
-    pool.commit(
-        seg,
-        SegmentHeader {
-            kind: SegmentKind::Ordered,
-            lane_or_depth: class,
-            run_segments: 1,
-            base_seq_or_prefix: head as u64,
-        },
-    );
-}
-
-/// A new ordered segment of slots of `1 << class` bytes: reserved, zeroed
-/// durably, committed.
-pub(super) fn new_slab(pool: &Pool, class: u32) -> Result<u32> {
-    let seg = pool.reserve(1)?;
-    zero_slab(pool, seg);
-    commit_slab(pool, seg, class, false);
-    Ok(seg)
 }
 
 /// A bound over owned keys as one over slices.

@@ -60,7 +60,7 @@ use crate::layout::{
 };
 use crate::pool::Pool;
 
-use super::{commit_slab, new_slab, zero_slab};
+use super::slab::{commit_slab, new_slab, zero_slab};
 
 /// Number of range marks.
 const MARKS: usize = 4096;
@@ -308,7 +308,7 @@ impl Skiplist {
 
     #[inline]
     fn mark_index(node: u64) -> usize {
-        (crate::index::mix64(node) >> (64 - 12)) as usize
+        (crate::index::locks::mix64(node) >> (64 - 12)) as usize
     }
 
     /// Takes the range marks of the gaps after `a` and after `b` (in index

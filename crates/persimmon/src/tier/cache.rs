@@ -101,7 +101,7 @@ use std::thread::JoinHandle;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
-use super::ExtentKey;
+use super::key::ExtentKey;
 
 /// Bytes charged per entry on top of its value: the node (key, value
 /// pointer, links, tags: 40), its map slot with the table's spare room (about

@@ -23,6 +23,7 @@
 //! - The whole field is covered by the record's CRC (it is the record's
 //!   value bytes); the extent by `extent_crc`.
 
+use super::key::{extent_key, ExtentKey, EXTENT_ALIGN, MAX_FILES, MAX_FILE_OFFSET};
 use crate::layout::{get_u32, get_u64, put_u32, put_u64};
 
 /// Bytes of the descriptor at the start of the value field.
@@ -41,8 +42,8 @@ pub struct Extent {
 
 impl Extent {
     /// The cache key of this extent.
-    pub fn key(&self) -> super::ExtentKey {
-        super::extent_key(self.file, self.offset)
+    pub fn key(&self) -> ExtentKey {
+        extent_key(self.file, self.offset)
     }
 }
 
@@ -73,13 +74,13 @@ impl<'a> ExternalValue<'a> {
             crc: get_u32(field, 16),
         };
         if extent.bytes == 0
-            || !(extent.bytes as u64).is_multiple_of(super::EXTENT_ALIGN)
-            || !extent.offset.is_multiple_of(super::EXTENT_ALIGN)
+            || !(extent.bytes as u64).is_multiple_of(EXTENT_ALIGN)
+            || !extent.offset.is_multiple_of(EXTENT_ALIGN)
         {
             return Err("extent descriptor is not aligned");
         }
         // Inside what an extent key can name (no two extents share a key).
-        if extent.file >= super::MAX_FILES || extent.offset >= super::MAX_FILE_OFFSET {
+        if extent.file >= MAX_FILES || extent.offset >= MAX_FILE_OFFSET {
             return Err("extent descriptor names an impossible file or offset");
         }
         if get_u32(field, 20) as usize > crate::layout::MAX_VALUE_BYTES {

@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{SsdObserver, EXTENT_ALIGN};
+use super::key::EXTENT_ALIGN;
+use super::observer::SsdObserver;
 use crate::error::{Error, Result};
 use crate::layout::{get_u32, put_u32};
 

@@ -3,12 +3,14 @@
 //! key, its extent's address, length and checksum, and the value's unaligned
 //! tail. An ACS read cache in DRAM (`cache`) sits in front of the files.
 //!
-//! Rooms: `extent` (the record's value field: descriptor, tail, patches),
-//! `files` (data files, aligned direct I/O), `sync` (group commit),
-//! `ident` (the directory's identity and the pool's tier settings), `cache`
-//! (ACS). This room ties them: allocation of extents in the active file,
-//! the durable write, the verified read through the cache, live bytes per
-//! file and deleting files nothing names.
+//! Rooms: `key` (how an extent is named: file, aligned offset, cache key),
+//! `extent` (the record's value field: descriptor, tail, patches),
+//! `observer` (the file traffic reported to the crash simulator), `files`
+//! (data files, aligned direct I/O), `sync` (group commit), `ident` (the
+//! directory's identity and the pool's tier settings), `cache` (ACS). This
+//! room ties them: allocation of extents in the active file, the durable
+//! write, the verified read through the cache, live bytes per file and
+//! deleting files nothing names.
 //!
 //! Invariants:
 //! - `write_extent` returns only when the extent is durable (its file
@@ -29,10 +31,11 @@ pub mod cache;
 pub mod extent;
 pub mod files;
 pub mod ident;
+pub(crate) mod key;
+pub(crate) mod observer;
 pub mod sync;
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,46 +46,8 @@ use crate::error::{Error, Result};
 use cache::AcsCache;
 use extent::Extent;
 use files::{AlignedBuf, DataFile, FILE_BYTES, FILE_HEADER_BYTES};
-
-/// Watches the SSD tier's file system traffic: the crash simulator models
-/// which bytes a crash keeps (written but unsynced data may be lost or torn).
-pub trait SsdObserver: Send + Sync + Debug {
-    /// Data file `file` was created: its name and (zero-filled,
-    /// preallocated) size are durable; its header is written next, unsynced.
-    fn created(&self, file: u32);
-    /// The data directory of this pool (reported once, when the tier opens):
-    /// where files named `NNNNNNNN.pdat` live.
-    fn opened(&self, _dir: &std::path::Path) {}
-    /// `data` was written at byte `offset` of data file `file` (not yet
-    /// durable).
-    fn wrote(&self, file: u32, offset: u64, data: &[u8]);
-    /// Everything written to `file` so far is durable.
-    fn synced(&self, file: u32);
-    /// `file` was unlinked.
-    fn removed(&self, file: u32);
-}
-
-/// Names one extent: data file number and the extent's byte offset in it
-/// (a multiple of [`EXTENT_ALIGN`]). Extents are written once and never
-/// rewritten in place, and file numbers are never reused while a pool is
-/// open, so an extent key names the same bytes for as long as it exists.
-pub type ExtentKey = u64;
-
-/// Alignment of extents in data files (and of their lengths).
-pub const EXTENT_ALIGN: u64 = 4096;
-
-/// Data file numbers are below this (24 bits of an extent key).
-pub const MAX_FILES: u32 = 1 << 24;
-/// Extent offsets are below this (40 bits of 4 KiB blocks: 4 PiB).
-pub const MAX_FILE_OFFSET: u64 = EXTENT_ALIGN << 40;
-
-/// The cache key of the extent at `offset` in data file `file`: distinct
-/// for every (file, offset) inside `MAX_FILES` and `MAX_FILE_OFFSET`.
-pub fn extent_key(file: u32, offset: u64) -> ExtentKey {
-    debug_assert!(offset.is_multiple_of(EXTENT_ALIGN));
-    debug_assert!(file < MAX_FILES && offset < MAX_FILE_OFFSET);
-    ((file as u64) << 40) | (offset / EXTENT_ALIGN)
-}
+pub use key::{extent_key, ExtentKey, EXTENT_ALIGN, MAX_FILES, MAX_FILE_OFFSET};
+pub use observer::SsdObserver;
 
 /// The SSD tier of an open pool.
 pub struct Tier {

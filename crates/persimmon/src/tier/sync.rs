@@ -21,7 +21,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::files::DataFile;
-use super::SsdObserver;
+use super::observer::SsdObserver;
 use crate::error::{Error, Result};
 
 #[derive(Default)]
