@@ -1,7 +1,7 @@
 //! What a command handler works with: the client's [`Session`], the
 //! [`Error`] it returns, the helpers that read its arguments, the engine
 //! calls every handler makes the same way, and the [`Spec`] a command table
-//! row is made of. Handlers (`commands/*`) import this module and nothing
+//! row is made of (its [`Keys`]: key range and key finder). Handlers (`commands/*`) import this module and nothing
 //! above it; the table (`commands/mod.rs`) and the connection sit on top.
 //!
 //! Invariants:
@@ -283,15 +283,70 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// reply in `out`, or returns the error that replaces whatever it queued.
 pub type Handler = fn(&mut Session, Args<'_>) -> Result<(), Error>;
 
+/// Where a command's keys are, as the argument positions (the name is 0)
+/// of Redis's legacy key range, and for a `movablekeys` command the
+/// function that finds them in a request.
+#[derive(Clone, Copy)]
+pub struct Keys {
+    /// The first key (0: none), the last (negative: from the end) and the
+    /// step between keys.
+    pub first: i32,
+    pub last: i32,
+    pub step: i32,
+    /// Finds the keys of a request (its words, the name first) where the
+    /// range cannot tell (SORT's STORE, the keys after a count): `None` when
+    /// the request does not hold them. Lives next to the handler.
+    pub find: Option<KeyFinder>,
+}
+
+/// The positions of a request's keys (its words, the name first).
+pub type KeyFinder = fn(&[&[u8]]) -> Option<Vec<usize>>;
+
+impl Keys {
+    /// The positions of the keys of `words` (a request, the name first):
+    /// the finder's, else the range's; `None` when the words do not reach
+    /// them.
+    pub fn positions(&self, words: &[&[u8]]) -> Option<Vec<usize>> {
+        if let Some(find) = self.find {
+            return find(words);
+        }
+        let argc = words.len() as i64;
+        let first = self.first as i64;
+        let last = match self.last as i64 {
+            l if l < 0 => argc + l,
+            l => l,
+        };
+        let step = (self.step as i64).max(1);
+        if first < 1 || last < first || last >= argc {
+            return None;
+        }
+        Some(
+            (first..=last)
+                .step_by(step as usize)
+                .map(|i| i as usize)
+                .collect(),
+        )
+    }
+}
+
+/// The key positions of a request whose word `at` counts the keys that
+/// follow it (SINTERCARD numkeys key ..., ZUNIONSTORE dest numkeys key ...);
+/// `None` when the count is not a positive number the request holds.
+pub fn keys_after_count(words: &[&[u8]], at: usize) -> Option<Vec<usize>> {
+    let n = persimmon_resp::parse_i64(words.get(at)?)?;
+    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+    (at.checked_add(n)? < words.len()).then(|| (at + 1..=at + n).collect())
+}
+
 /// One command: Redis's `COMMAND` metadata plus its handler.
 pub struct Spec {
     pub name: &'static str,
     /// Exact argument count (command name included), or at least -arity.
     pub arity: i32,
     pub flags: &'static [&'static str],
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
+    pub keys: Keys,
+    /// The Redis version that added it (`None`: Persimmon's own).
+    pub since: Option<&'static str>,
     pub group: &'static str,
     pub summary: &'static str,
     pub handler: Handler,
@@ -428,3 +483,46 @@ impl std::hash::Hasher for Fnv {
 }
 
 type NameMap = HashMap<&'static [u8], usize, std::hash::BuildHasherDefault<Fnv>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(first: i32, last: i32, step: i32) -> Keys {
+        Keys {
+            first,
+            last,
+            step,
+            find: None,
+        }
+    }
+
+    fn words(n: usize) -> Vec<&'static [u8]> {
+        vec![b"x"; n]
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_and_step() {
+        assert_eq!(keys(1, 1, 1).positions(&words(3)), Some(vec![1]));
+        assert_eq!(keys(1, -1, 1).positions(&words(4)), Some(vec![1, 2, 3]));
+        assert_eq!(keys(1, -1, 2).positions(&words(5)), Some(vec![1, 3]));
+        assert_eq!(keys(1, -1, 2).positions(&words(4)), Some(vec![1, 3]));
+        assert_eq!(keys(2, 2, 1).positions(&words(3)), Some(vec![2]));
+        assert_eq!(keys(1, 1, 1).positions(&words(1)), None);
+        assert_eq!(keys(0, 0, 0).positions(&words(3)), None);
+    }
+
+    #[test]
+    fn a_key_finder_takes_over_the_range() {
+        let finder = Keys {
+            find: Some(|w| keys_after_count(w, 1)),
+            ..keys(0, 0, 0)
+        };
+        let req: Vec<&[u8]> = vec![b"zunion", b"2", b"a", b"b", b"WITHSCORES"];
+        assert_eq!(finder.positions(&req), Some(vec![2, 3]));
+        let req: Vec<&[u8]> = vec![b"zunion", b"3", b"a", b"b"];
+        assert_eq!(finder.positions(&req), None);
+        let req: Vec<&[u8]> = vec![b"zunion", b"-1", b"a"];
+        assert_eq!(finder.positions(&req), None);
+    }
+}

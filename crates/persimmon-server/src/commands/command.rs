@@ -5,12 +5,10 @@
 //! - Everything here is read from the table through `Session::commands`
 //!   (the table sits above the handlers; importing it would close a loop),
 //!   so every row, present and future, appears in every reply.
-//! - Keys (GETKEYS) come from a row's first key, last key and step alone,
-//!   as Redis's legacy key ranges do, except for the `movablekeys` rows:
-//!   SORT and SORT_RO, whose STORE destination can be anywhere (their room
-//!   finds it), and the commands whose keys follow a count (SINTERCARD,
-//!   ZUNION, ZINTER, ZDIFF, ZINTERCARD, the *STORE forms after their
-//!   destination, LMPOP, ZMPOP, BLMPOP, BZMPOP).
+//! - Keys (GETKEYS) are where the request's row puts them
+//!   (`Keys::positions`): its key finder's for the `movablekeys` rows
+//!   (SORT's STORE, the keys after a count), else its first key, last key
+//!   and step, as Redis's legacy key ranges.
 
 use crate::glob;
 use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Session, Spec};
@@ -21,49 +19,6 @@ use persimmon_types::Error;
 /// Flags of the table that steer the dispatch and are not Redis's (not
 /// shown by COMMAND).
 const INTERNAL_FLAGS: [&str; 2] = ["multi_control", "swaps_dbs"];
-
-/// The Redis version that added a command, for COMMAND DOCS (`None` for
-/// Persimmon's own commands).
-fn since(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "ping" | "echo" | "auth" | "select" | "quit" | "info" | "dbsize" | "shutdown" | "get"
-        | "set" | "setnx" | "getset" | "mget" | "incr" | "incrby" | "decr" | "decrby" | "del"
-        | "exists" | "type" | "keys" | "flushdb" | "flushall" | "ttl" | "expire" | "lastsave"
-        | "save" | "bgsave" | "bgrewriteaof" | "randomkey" | "rename" | "renamenx" | "move"
-        | "substr" | "sort" | "sadd" | "srem" | "smembers" | "sismember" | "scard" | "spop"
-        | "srandmember" | "smove" | "sinter" | "sinterstore" | "sunion" | "sunionstore"
-        | "sdiff" | "sdiffstore" => "1.0.0",
-        "zrangebyscore" => "1.0.5",
-        "mset" | "msetnx" => "1.0.1",
-        "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
-        | "zremrangebyscore" | "expireat" | "multi" | "exec" => "1.2.0",
-        "rpoplpush" => "1.2.0",
-        "blpop" | "brpop" => "2.0.0",
-        "brpoplpush" => "2.2.0",
-        "zpopmin" | "zpopmax" | "bzpopmin" | "bzpopmax" => "5.0.0",
-        "lmove" | "blmove" => "6.2.0",
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => "7.0.0",
-        "config" | "append" | "hset" | "hmset" | "hsetnx" | "hget" | "hmget" | "hgetall"
-        | "hdel" | "hexists" | "hlen" | "hkeys" | "hvals" | "hincrby" | "setex" | "discard"
-        | "zcount" | "zrank" | "zrevrank" | "zremrangebyrank" | "zunionstore" | "zinterstore" => {
-            "2.0.0"
-        }
-        "strlen" | "setrange" | "watch" | "unwatch" | "persist" | "zrevrangebyscore" => "2.2.0",
-        "object" => "2.2.3",
-        "client" | "getrange" => "2.4.0",
-        "pttl" | "pexpire" | "pexpireat" | "psetex" | "incrbyfloat" | "hincrbyfloat" | "time"
-        | "dump" | "restore" => "2.6.0",
-        "scan" | "hscan" | "sscan" | "zscan" | "zrangebylex" | "zlexcount" => "2.8.0",
-        "command" => "2.8.13",
-        "wait" => "3.0.0",
-        "hstrlen" => "3.2.0",
-        "unlink" | "memory" | "swapdb" => "4.0.0",
-        "hello" => "6.0.0",
-        "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" | "smismember" => "6.2.0",
-        "function" | "expiretime" | "pexpiretime" | "lcs" | "sort_ro" | "sintercard" => "7.0.0",
-        _ => return None,
-    })
-}
 
 /// Redis's name of a command group (`sorted-set`, not `sorted_set`).
 fn group(spec: &Spec) -> String {
@@ -119,9 +74,9 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
     for f in flags {
         out.simple(f);
     }
-    out.int(spec.first_key as i64);
-    out.int(spec.last_key as i64);
-    out.int(spec.step as i64);
+    out.int(spec.keys.first as i64);
+    out.int(spec.keys.last as i64);
+    out.int(spec.keys.step as i64);
     let categories = categories(spec);
     out.set(categories.len());
     for c in categories {
@@ -134,11 +89,10 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
 
 /// Writes one command's `COMMAND DOCS` map (summary, since, group).
 fn docs_entry(out: &mut Reply, spec: &Spec) {
-    let since = since(spec.name);
-    out.map(2 + since.is_some() as usize);
+    out.map(2 + spec.since.is_some() as usize);
     out.bulk(b"summary");
     out.bulk(spec.summary.as_bytes());
-    if let Some(since) = since {
+    if let Some(since) = spec.since {
         out.bulk(b"since");
         out.bulk(since.as_bytes());
     }
@@ -262,27 +216,6 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The argument positions of a request's keys (`argc` arguments, the name
-/// included), from the row's first key, last key and step; `None` when
-/// the arguments do not reach them.
-fn key_positions(spec: &Spec, argc: usize) -> Option<Vec<usize>> {
-    let first = spec.first_key as i64;
-    let last = match spec.last_key as i64 {
-        l if l < 0 => argc as i64 + l,
-        l => l,
-    };
-    let step = (spec.step as i64).max(1);
-    if first < 1 || last < first || last >= argc as i64 {
-        return None;
-    }
-    Some(
-        (first..=last)
-            .step_by(step as usize)
-            .map(|i| i as usize)
-            .collect(),
-    )
-}
-
 /// COMMAND GETKEYS name arg ...: the keys of that request.
 fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     if a.len() < 4 {
@@ -291,69 +224,22 @@ fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     let Some(spec) = s.commands.named(a.get(2)) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
-    if spec.first_key == 0 && !spec.flags.contains(&"movablekeys") {
+    if spec.keys.first == 0 && spec.keys.find.is_none() {
         return Err(Error::new("ERR The command has no key arguments"));
     }
-    let argc = a.len() - 2;
-    if !spec.arity_ok(argc) {
+    let words: Vec<&[u8]> = a.from(2).collect();
+    if !spec.arity_ok(words.len()) {
         return Err(Error::new(
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let args: Vec<&[u8]> = a.from(2).collect();
-    let positions = match spec.name {
-        "sort" | "sort_ro" => Some(super::sort::key_positions(&args)),
-        "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => numkeys_positions(&args, 1),
-        "zunionstore" | "zinterstore" | "zdiffstore" => {
-            numkeys_positions(&args, 2).map(|keys| std::iter::once(1).chain(keys).collect())
-        }
-        "lmpop" | "zmpop" | "blmpop" | "bzmpop" => {
-            super::blocking::mpop_key_positions(spec.name, &args)
-        }
-        _ => key_positions(spec, argc),
-    }
-    .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
+    let positions = spec
+        .keys
+        .positions(&words)
+        .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
     s.out.array(positions.len());
     for p in positions {
-        s.out.bulk(a.get(p + 2));
+        s.out.bulk(words[p]);
     }
     Ok(())
-}
-
-/// The key positions of a request whose argument `at` counts the keys
-/// that follow it (SINTERCARD); `None` when the count is not a positive
-/// number the request holds.
-fn numkeys_positions(args: &[&[u8]], at: usize) -> Option<Vec<usize>> {
-    let n = persimmon_resp::parse_i64(args.get(at)?)?;
-    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
-    (at + n < args.len()).then(|| (at + 1..=at + n).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(first: i32, last: i32, step: i32) -> Spec {
-        Spec {
-            name: "x",
-            arity: -2,
-            flags: &[],
-            first_key: first,
-            last_key: last,
-            step,
-            group: "generic",
-            summary: "",
-            handler: |_, _| Ok(()),
-        }
-    }
-
-    #[test]
-    fn key_positions_follow_first_last_and_step() {
-        assert_eq!(key_positions(&spec(1, 1, 1), 3), Some(vec![1]));
-        assert_eq!(key_positions(&spec(1, -1, 1), 4), Some(vec![1, 2, 3]));
-        assert_eq!(key_positions(&spec(1, -1, 2), 5), Some(vec![1, 3]));
-        assert_eq!(key_positions(&spec(1, -1, 2), 4), Some(vec![1, 3]));
-        assert_eq!(key_positions(&spec(1, 1, 1), 1), None);
-        assert_eq!(key_positions(&spec(0, 0, 0), 3), None);
-    }
 }
