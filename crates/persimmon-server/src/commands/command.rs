@@ -1,17 +1,23 @@
-//! COMMAND: what the command table says about each command, in Redis 7's
-//! shapes (COMMAND, COUNT, INFO, DOCS, LIST [FILTERBY], GETKEYS, HELP).
+//! The COMMAND subcommands, one handler each: what the command table says
+//! about each command, in Redis 7's shapes (COMMAND, COUNT, INFO, DOCS,
+//! LIST [FILTERBY], GETKEYS, HELP).
 //!
 //! Invariants:
 //! - Everything here is read from the table through `Session::commands`
 //!   (the table sits above the handlers; importing it would close a loop),
 //!   so every row, present and future, appears in every reply.
-//! - Keys (GETKEYS) are where the request's row puts them
-//!   (`Keys::positions`): its key finder's for the `movablekeys` rows
-//!   (SORT's STORE, the keys after a count), else its first key, last key
-//!   and step, as Redis's legacy key ranges.
+//! - As in Redis 7, a command's subcommands are rows of their own
+//!   (`config|get`): COMMAND, INFO without names and DOCS give the commands,
+//!   each with its subcommands inside (INFO's tenth field, DOCS'
+//!   `subcommands` map); COUNT counts the commands; LIST names every row,
+//!   each subcommand after its container; INFO and DOCS answer for a
+//!   subcommand named `container|sub`.
+//! - Keys (GETKEYS) are where the row of the request (a subcommand's, for
+//!   a container) puts them (`Keys::positions`): its key finder's for the
+//!   `movablekeys` rows, else its first key, last key and step.
 
 use crate::glob;
-use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Session, Spec};
+use crate::session::{is, not_a_subcommand, syntax, CommandTable, Session, Spec};
 use persimmon_resp::Args;
 use persimmon_resp::Reply;
 use persimmon_types::Error;
@@ -59,8 +65,10 @@ fn categories(spec: &Spec) -> Vec<&'static str> {
     out
 }
 
-/// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
-fn command_entry(out: &mut Reply, spec: &Spec) {
+/// Writes row `index`'s `COMMAND INFO` entry (Redis 7's ten fields, the
+/// last its subcommands' entries).
+fn command_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
+    let spec = commands.row(index);
     out.array(10);
     out.bulk(spec.name.as_bytes());
     out.int(spec.arity as i64);
@@ -84,12 +92,19 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
     }
     out.array(0); // tips
     out.array(0); // key specs
-    out.array(0); // subcommands
+    let subcommands = commands.subcommands(index);
+    out.array(subcommands.len());
+    for &sub in subcommands {
+        command_entry(out, commands, sub);
+    }
 }
 
-/// Writes one command's `COMMAND DOCS` map (summary, since, group).
-fn docs_entry(out: &mut Reply, spec: &Spec) {
-    out.map(2 + spec.since.is_some() as usize);
+/// Writes row `index`'s `COMMAND DOCS` map (summary, since, group, and a
+/// container's subcommands: their names and docs).
+fn docs_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
+    let spec = commands.row(index);
+    let subcommands = commands.subcommands(index);
+    out.map(2 + spec.since.is_some() as usize + !subcommands.is_empty() as usize);
     out.bulk(b"summary");
     out.bulk(spec.summary.as_bytes());
     if let Some(since) = spec.since {
@@ -98,6 +113,14 @@ fn docs_entry(out: &mut Reply, spec: &Spec) {
     }
     out.bulk(b"group");
     out.bulk(group(spec).as_bytes());
+    if !subcommands.is_empty() {
+        out.bulk(b"subcommands");
+        out.map(subcommands.len());
+        for &sub in subcommands {
+            out.bulk(commands.row(sub).name.as_bytes());
+            docs_entry(out, commands, sub);
+        }
+    }
 }
 
 const COMMAND_HELP: [&str; 17] = [
@@ -120,70 +143,73 @@ const COMMAND_HELP: [&str; 17] = [
     "Commands are named in any case; unknown names give nil (INFO) or nothing (DOCS).",
 ];
 
+/// COMMAND: every command's entry. With a subcommand the table does not
+/// have: Redis's `unknown subcommand`.
 pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let commands = s.commands.rows();
-    if a.len() == 1 {
-        s.out.array(commands.len());
-        for spec in commands {
-            command_entry(&mut s.out, spec);
-        }
-        return Ok(());
+    if a.len() > 1 {
+        return not_a_subcommand(s, a);
     }
-    let sub = a.get(1);
-    if is(sub, "COUNT") {
-        exact_arity(&a, 2, "command|count")?;
-        s.out.int(commands.len() as i64);
-    } else if is(sub, "INFO") {
-        command_info(s, &a);
-    } else if is(sub, "DOCS") {
-        command_docs(s, &a);
-    } else if is(sub, "LIST") {
-        command_list(s, &a)?;
-    } else if is(sub, "GETKEYS") {
-        command_getkeys(s, &a)?;
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "command|help")?;
-        s.out.simple_lines(&COMMAND_HELP);
-    } else {
-        return Err(unknown_subcommand("command", sub));
+    let commands = s.commands;
+    s.out.array(commands.commands().count());
+    for index in commands.commands() {
+        command_entry(&mut s.out, commands, index);
     }
     Ok(())
 }
 
+/// COMMAND COUNT: how many commands (subcommands aside).
+pub fn count(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.int(s.commands.commands().count() as i64);
+    Ok(())
+}
+
+/// COMMAND HELP
+pub fn help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&COMMAND_HELP);
+    Ok(())
+}
+
+/// The rows COMMAND INFO and DOCS answer for: every command without names
+/// (`None` for a name the table does not have).
+fn named_rows(commands: &CommandTable, a: &Args<'_>) -> Vec<Option<usize>> {
+    if a.len() == 2 {
+        commands.commands().map(Some).collect()
+    } else {
+        a.from(2).map(|n| commands.lookup(n)).collect()
+    }
+}
+
 /// COMMAND INFO [name ...]: every command without names; a null entry for
 /// a name the table does not have.
-fn command_info(s: &mut Session, a: &Args<'_>) {
-    let specs: Vec<Option<&Spec>> = if a.len() == 2 {
-        s.commands.rows().iter().map(Some).collect()
-    } else {
-        a.from(2).map(|n| s.commands.named(n)).collect()
-    };
-    s.out.array(specs.len());
-    for spec in specs {
-        match spec {
-            Some(spec) => command_entry(&mut s.out, spec),
+pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
+    let rows = named_rows(commands, &a);
+    s.out.array(rows.len());
+    for row in rows {
+        match row {
+            Some(index) => command_entry(&mut s.out, commands, index),
             None => s.out.null_array(),
         }
     }
+    Ok(())
 }
 
 /// COMMAND DOCS [name ...]: every command without names; names the table
 /// does not have are left out.
-fn command_docs(s: &mut Session, a: &Args<'_>) {
-    let specs: Vec<&Spec> = if a.len() == 2 {
-        s.commands.rows().iter().collect()
-    } else {
-        a.from(2).filter_map(|n| s.commands.named(n)).collect()
-    };
-    s.out.map(specs.len());
-    for spec in specs {
-        s.out.bulk(spec.name.as_bytes());
-        docs_entry(&mut s.out, spec);
+pub fn docs(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
+    let rows: Vec<usize> = named_rows(commands, &a).into_iter().flatten().collect();
+    s.out.map(rows.len());
+    for index in rows {
+        s.out.bulk(commands.row(index).name.as_bytes());
+        docs_entry(&mut s.out, commands, index);
     }
+    Ok(())
 }
 
-/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
-fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]:
+/// every command, each followed by its subcommands.
+pub fn list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let keep: Box<dyn Fn(&Spec) -> bool> = match a.len() {
         2 => Box::new(|_| true),
         5 if is(a.get(2), "FILTERBY") => {
@@ -202,10 +228,11 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
         }
         _ => return Err(syntax()),
     };
-    let names: Vec<&str> = s
-        .commands
-        .rows()
-        .iter()
+    let commands = s.commands;
+    let names: Vec<&str> = commands
+        .commands()
+        .flat_map(|i| std::iter::once(i).chain(commands.subcommands(i).iter().copied()))
+        .map(|i| commands.row(i))
         .filter(|spec| keep(spec))
         .map(|spec| spec.name)
         .collect();
@@ -216,18 +243,17 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// COMMAND GETKEYS name arg ...: the keys of that request.
-fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    if a.len() < 4 {
-        return Err(arity("command|getkeys"));
-    }
-    let Some(spec) = s.commands.named(a.get(2)) else {
+/// COMMAND GETKEYS name arg ...: the keys of that request, where its row
+/// (a subcommand's, for a container) puts them.
+pub fn getkeys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let words: Vec<&[u8]> = a.from(2).collect();
+    let Some(Ok(index)) = s.commands.resolve(words.iter().copied()) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
+    let spec = s.commands.row(index);
     if spec.keys.first == 0 && spec.keys.find.is_none() {
         return Err(Error::new("ERR The command has no key arguments"));
     }
-    let words: Vec<&[u8]> = a.from(2).collect();
     if !spec.arity_ok(words.len()) {
         return Err(Error::new(
             "ERR Invalid number of arguments specified for command",

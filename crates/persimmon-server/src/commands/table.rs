@@ -1,32 +1,26 @@
-//! The command table: one row per command, its `COMMAND` metadata (arity,
-//! flags, key positions, the Redis version that added it, group, summary)
-//! and its handler. The dispatch
-//! (`dispatch.rs`), `COMMAND`, `INFO commandstats` and `CLIENT LIST` read
-//! everything they know of a command from its row. Adding a command is one
-//! row here and one handler in the module of its family (with its key
-//! finder, for a `movablekeys` row).
+//! The command table: one row per command and per subcommand, with its
+//! `COMMAND` metadata (arity, flags, key positions, the Redis version that
+//! added it, group, summary) and its handler. A subcommand's row is named
+//! `container|sub` (`config|get`, as Redis 7 names it) and follows its
+//! container's row; the container's own handler answers the subcommands
+//! the table does not have. The dispatch (`dispatch.rs`), `COMMAND`,
+//! `INFO commandstats` and `CLIENT LIST` read everything they know of a
+//! command from its row. Adding a command or a subcommand is one row here
+//! and one handler in the module of its family (with its key finder, for a
+//! `movablekeys` row).
 //!
 //! Invariants:
-//! - A handler runs only with an argument count its row allows, and before
-//!   `AUTH` only if its row has `no_auth`.
-//! - A failed command's reply is its error alone: whatever the handler
-//!   queued before failing is dropped (an engine error after the update
-//!   closure ran).
+//! - Every check the dispatch makes (arity, authentication, `MULTI`
+//!   queuing, settings, read-only replicas) and every count reads the row
+//!   the request resolves to: a subcommand's own, never its container's.
+//! - The flags that steer the dispatch (`write`, `denyoom`,
+//!   `may_replicate`, `no_multi`, `no_auth`, `multi_control`, `swaps_dbs`)
+//!   are Persimmon's decisions; the others report what Redis 7 reports.
 //! - Multi-key writes (MSET, MSETNX, DEL of several keys, MOVE, and the
 //!   commands in an EXEC) are one atomic unit of the store: one crash-atomic
 //!   engine batch (see `store.rs`). Multi-key reads (MGET, EXISTS) read key
 //!   by key, each read atomic (MGET through `Store::get_many`, one batched
 //!   engine read per 64 keys, each key still read on its own).
-//! - Inside `MULTI` every command but the `multi_control` rows is queued;
-//!   every command runs holding the database map (see `dbs.rs`).
-//! - Every request is counted for `INFO commandstats` as Redis counts it:
-//!   a call (whether it replied an error, and for some calls the time,
-//!   see `cmdstats`) when the handler ran, a refusal when arity or
-//!   authentication stopped it.
-//! - After every command, while the map is still held, the clients blocked
-//!   on keys the command wrote are served (`blocking::serve_ready`), so a
-//!   pushed element goes to a waiting BLPOP before the pusher's next
-//!   command and before its reply leaves, as in Redis.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -37,7 +31,7 @@ use super::{
     info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename, replication,
     server, sets, sort, strings, zset_ops, zset_range, zsets,
 };
-use crate::session::{CommandTable, Keys, Spec};
+use crate::session::{self, CommandTable, Keys, Spec};
 
 /// One table row: `spec!(name, arity, flags, keys, since, group, handler,
 /// summary)`, where keys is `[first, last, step]` or, for a `movablekeys`
@@ -96,9 +90,32 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("auth",          -2, ["no_auth", "fast"],          [0,  0, 0], "1.0.0", "connection", connection::auth,     "Authenticates the connection."),
     spec!("select",         2, ["fast"],                     [0,  0, 0], "1.0.0", "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], [0, 0, 0], "1.0.0", "connection", connection::quit, "Closes the connection."),
-    spec!("client",        -2, [],                           [0,  0, 0], "2.4.0", "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK)."),
+    spec!("client",        -2, [],                           [0,  0, 0], "2.4.0", "connection", session::not_a_subcommand, "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK, REPLY)."),
+      spec!("client|id",             2, ["noscript", "loading", "stale"],            [0,  0, 0], "5.0.0",  "connection", connection::client_id,         "Returns the id of the connection."),
+      spec!("client|setname",        3, ["noscript", "loading", "stale"],            [0,  0, 0], "2.6.9",  "connection", connection::client_setname,    "Names the connection (printable ASCII, no blanks)."),
+      spec!("client|getname",        2, ["noscript", "loading", "stale"],            [0,  0, 0], "2.6.9",  "connection", connection::client_getname,    "Returns the name of the connection (nil when it has none)."),
+      spec!("client|setinfo",        4, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_setinfo,    "Sets the client library's name or version (LIB-NAME, LIB-VER)."),
+      spec!("client|list",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_list,       "Describes the connections, one line each (TYPE, ID)."),
+      spec!("client|info",           2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.2.0",  "connection", connection::client_info,       "Describes the connection, as a CLIENT LIST line."),
+      spec!("client|no-evict",       3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "connection", connection::client_no_evict,   "Replies OK to ON or OFF (nothing is evicted)."),
+      spec!("client|no-touch",       3, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_no_touch,   "Replies OK to ON or OFF (no access time is kept)."),
+      spec!("client|unblock",       -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "5.0.0",  "connection", connection::client_unblock,    "Ends the wait of a client blocked on keys, as a timeout or with an error (TIMEOUT, ERROR)."),
+      spec!("client|kill",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_kill,       "Closes connections, by address or by filters (ID, TYPE, USER, ADDR, LADDR, SKIPME)."),
+      spec!("client|reply",          3, ["noscript", "loading", "stale"],            [0,  0, 0], "3.2.0",  "connection", connection::client_reply,      "Turns the replies to the connection ON, OFF, or off for the next command (SKIP)."),
+      spec!("client|help",          -2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "connection", connection::client_help,       "Describes the CLIENT subcommands."),
     spec!("command",       -1, ["loading", "stale"],         [0,  0, 0], "2.8.13", "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
-    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
+      spec!("command|count",         2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::count,                "Returns the number of commands."),
+      spec!("command|info",         -2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::info,                 "Returns arity, flags, key positions and categories of commands (all without names)."),
+      spec!("command|docs",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::docs,                 "Returns summary, version and group of commands (all without names)."),
+      spec!("command|list",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::list,                 "Returns the names of the commands and subcommands (FILTERBY MODULE, ACLCAT, PATTERN)."),
+      spec!("command|getkeys",      -4, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::getkeys,              "Returns the keys of a command and its arguments."),
+      spec!("command|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     command::help,                 "Describes the COMMAND subcommands."),
+    spec!("config",        -2, [],                           [0,  0, 0], "2.0.0", "server",     session::not_a_subcommand, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
+      spec!("config|get",           -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::get,                   "Returns the parameters whose names match glob patterns, with their values."),
+      spec!("config|set",           -4, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::set,                   "Changes parameters: all of the pairs given, or none."),
+      spec!("config|resetstat",      2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::resetstat,             "Zeroes the statistics INFO reports (stats, commandstats, errorstats)."),
+      spec!("config|rewrite",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.0",  "server",     config::rewrite,               "Writes the parameters changed at run time into the config file."),
+      spec!("config|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     config::help,                  "Describes the CONFIG subcommands."),
     spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -243,9 +260,22 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], [1, -2, 1], "5.0.0", "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
     spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], [0, 0, 0; blocking::bmpop_keys], "7.0.0", "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
-    spec!("function",      -2, ["noscript"],                 [0,  0, 0], "7.0.0", "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
-    spec!("script",        -2, ["noscript"],                 [0,  0, 0], "2.6.0", "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
-    spec!("memory",        -2, [],                           [0,  0, 0], "4.0.0", "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
+    spec!("function",      -2, [],                           [0,  0, 0], "7.0.0", "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+      spec!("function|flush",       -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_flush,        "Deletes every library: there are none, so replies OK (ASYNC, SYNC)."),
+      spec!("function|list",        -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_list,         "Returns the libraries: always none (LIBRARYNAME, WITHCODE)."),
+      spec!("function|help",         2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "scripting",  server::function_help,         "Describes the FUNCTION subcommands."),
+    spec!("script",        -2, [],                           [0,  0, 0], "2.6.0", "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
+      spec!("script|kill",           2, ["noscript", "allow_busy"],                  [0,  0, 0], "2.6.0",  "scripting",  server::script_kill,           "Replies NOTBUSY: no script is ever running."),
+      spec!("script|flush",         -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_flush,          "Empties the script cache: it is always empty, so replies OK (ASYNC, SYNC)."),
+      spec!("script|exists",        -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_exists,         "Replies 0 for each SHA1 given: the script cache is always empty."),
+      spec!("script|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "scripting",  server::script_help,           "Describes the SCRIPT subcommands."),
+    spec!("memory",        -2, [],                           [0,  0, 0], "4.0.0", "server",     session::not_a_subcommand, "Memory figures: USAGE of a key, STATS, DOCTOR."),
+      spec!("memory|usage",         -3, ["readonly"],                                [2,  2, 1], "4.0.0",  "server",     memory::usage,                 "Returns the bytes a key's record takes in the pool (SAMPLES is accepted)."),
+      spec!("memory|stats",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::stats,                 "Returns the memory figures of INFO memory, as a map."),
+      spec!("memory|doctor",         2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::doctor,                "Returns a short report on the memory the server uses."),
+      spec!("memory|purge",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::purge,                 "Replies OK: the pool is not an allocator's heap, there is nothing to purge."),
+      spec!("memory|malloc-stats",   2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::malloc_stats,          "Replies that the system allocator has no statistics to show."),
+      spec!("memory|help",           2, ["loading", "stale"],                        [0,  0, 0], "4.0.0",  "server",     memory::help,                  "Describes the MEMORY subcommands."),
     spec!("lolwut",        -1, ["readonly", "fast"],         [0,  0, 0], "5.0.0", "server",     server::lolwut,       "Replies the server's version (no drawing)."),
     spec!("time",           1, ["loading", "stale", "fast"], [0,  0, 0], "2.6.0", "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], [0,  0, 0], "1.0.0", "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
@@ -277,7 +307,12 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("copy",          -3, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
     spec!("randomkey",      1, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
     spec!("touch",         -2, ["readonly", "fast"],         [1, -1, 1], "3.2.1", "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
-    spec!("object",        -2, [],                           [0,  0, 0], "2.2.3", "generic",    object::object,       "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
+    spec!("object",        -2, [],                           [0,  0, 0], "2.2.3", "generic",    session::not_a_subcommand, "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
+      spec!("object|encoding",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::encoding,              "Returns the encoding Redis would use for a key's value."),
+      spec!("object|refcount",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::refcount,              "Returns the reference count Redis would show for a key's value."),
+      spec!("object|idletime",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::idletime,              "Returns 0: no access time is kept."),
+      spec!("object|freq",           3, ["readonly"],                                [2,  2, 1], "4.0.0",  "generic",    object::freq,                  "Replies Redis's error for a server without an LFU eviction policy."),
+      spec!("object|help",           2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "generic",    object::help,                  "Describes the OBJECT subcommands."),
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
@@ -296,7 +331,13 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
     spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
     spec!("publish",        3, ["pubsub", "loading", "stale", "fast", "may_replicate"], [0, 0, 0], "2.0.0", "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
-    spec!("pubsub",        -2, ["pubsub", "loading", "stale"], [0, 0, 0], "2.8.0", "pubsub", pubsub::pubsub,  "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
+    spec!("pubsub",        -2, [],                           [0,  0, 0], "2.8.0", "pubsub",     session::not_a_subcommand, "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
+      spec!("pubsub|channels",      -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::channels,              "Returns the channels with subscribers, all or those matching a pattern."),
+      spec!("pubsub|numsub",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numsub,                "Returns the number of subscribers of each channel given."),
+      spec!("pubsub|numpat",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numpat,                "Returns the number of pattern subscriptions."),
+      spec!("pubsub|shardchannels", -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardchannels,         "Returns the shard channels with subscribers: none (there are no shard channels)."),
+      spec!("pubsub|shardnumsub",   -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardnumsub,           "Returns 0 subscribers for each shard channel given."),
+      spec!("pubsub|help",          -2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "pubsub",     pubsub::help,                  "Describes the PUBSUB subcommands."),
     spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "6.2.0", "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ]);
 
@@ -314,15 +355,79 @@ mod tests {
             assert!(s.name.len() <= MAX_NAME_BYTES);
             assert_ne!(s.arity, 0);
         }
-        assert_eq!(COMMANDS.named(b"GeT").map(|s| s.name), Some("get"));
+        assert_eq!(
+            COMMANDS.lookup(b"GeT").map(|i| COMMANDS.row(i).name),
+            Some("get")
+        );
+        let get = COMMANDS.lookup(b"CONFIG|get").map(|i| COMMANDS.row(i).name);
+        assert_eq!(get, Some("config|get"));
         assert_eq!(COMMANDS.lookup(b"nosuchcommandatall"), None);
     }
 
     #[test]
-    fn every_movable_row_has_a_key_finder() {
-        for s in COMMANDS.rows() {
+    fn every_subcommand_has_its_container_and_every_movable_row_a_finder() {
+        for (i, s) in COMMANDS.rows().iter().enumerate() {
+            if let Some(container) = s.container_name() {
+                let c = COMMANDS.lookup(container.as_bytes());
+                let c = c.unwrap_or_else(|| panic!("{}: no {container}", s.name));
+                assert!(COMMANDS.subcommands(c).contains(&i), "{}", s.name);
+                assert!(c < i, "{} before {container}", s.name);
+                assert_eq!(s.group, COMMANDS.row(c).group, "{}", s.name);
+            }
             let movable = s.flags.contains(&"movablekeys");
             assert_eq!(movable, s.keys.find.is_some(), "{}", s.name);
         }
+    }
+
+    #[test]
+    fn containers_have_no_dispatch_flags_and_take_a_subcommand() {
+        // None of today's containers writes, refuses MULTI or runs before
+        // AUTH; their subcommands do not either (the dispatch reads the
+        // subcommand's row).
+        let steering = [
+            "write",
+            "denyoom",
+            "may_replicate",
+            "no_multi",
+            "no_auth",
+            "multi_control",
+            "swaps_dbs",
+        ];
+        let containers: Vec<usize> = COMMANDS
+            .commands()
+            .filter(|&i| COMMANDS.is_container(i))
+            .collect();
+        assert_eq!(containers.len(), 8);
+        for c in containers {
+            let spec = COMMANDS.row(c);
+            // Only COMMAND runs without a subcommand (it lists them all).
+            assert!(spec.arity <= -2 || spec.name == "command", "{}", spec.name);
+            for &i in std::iter::once(&c).chain(COMMANDS.subcommands(c)) {
+                let spec = COMMANDS.row(i);
+                for flag in steering {
+                    assert!(!spec.flags.contains(&flag), "{}: {flag}", spec.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn requests_resolve_to_their_subcommand_rows() {
+        let resolve = |words: &[&str]| {
+            COMMANDS
+                .resolve(words.iter().map(|w| w.as_bytes()))
+                .map(|r| {
+                    r.map(|i| COMMANDS.row(i).name)
+                        .map_err(|i| COMMANDS.row(i).name)
+                })
+        };
+        assert_eq!(resolve(&["CONFIG", "get", "x"]), Some(Ok("config|get")));
+        assert_eq!(resolve(&["config"]), Some(Ok("config")));
+        assert_eq!(resolve(&["config", "nosuch"]), Some(Err("config")));
+        assert_eq!(resolve(&["get", "k"]), Some(Ok("get")));
+        assert_eq!(resolve(&["config|get", "x"]), None);
+        assert_eq!(resolve(&["nosuch"]), None);
+        let long = "x".repeat(40);
+        assert_eq!(resolve(&["memory", &long]), Some(Err("memory")));
     }
 }
