@@ -1,12 +1,19 @@
-//! The dispatch: how a request becomes a handler call. It looks the
-//! command up in the session's table, checks what every command gets
-//! checked (arity, authentication, pub/sub context, `MULTI` queuing,
-//! settings such as `maxmemory` and `min-replicas-to-write`, read-only
-//! replicas), holds the database map and the replication stream's lock as
-//! the command needs, runs the handler, counts it, collects what it
-//! propagates, and serves the clients blocked on keys it wrote.
+//! The dispatch: how a request becomes a handler call. It resolves the
+//! request to its row of the session's table (for a container such as
+//! CONFIG, the row of the subcommand `args[1]` names, in any case:
+//! `config|get`), checks what every command gets checked (arity,
+//! authentication, pub/sub context, `MULTI` queuing, settings such as
+//! `maxmemory` and `min-replicas-to-write`, read-only replicas), holds the
+//! database map and the replication stream's lock as the command needs,
+//! runs the handler, counts it, collects what it propagates, and serves
+//! the clients blocked on keys it wrote.
 //!
 //! Invariants:
+//! - Every check, the count (`INFO commandstats`) and `CLIENT LIST`'s
+//!   `cmd=` use the resolved row: a subcommand's own (`config|get`). A
+//!   subcommand the table does not have resolves to its container's row,
+//!   whose handler replies Redis's `unknown subcommand`; a container
+//!   without a subcommand argument gets its own row's arity check.
 //! - A handler runs only with an argument count its row allows, and before
 //!   `AUTH` only if its row has `no_auth`.
 //! - A failed command's reply is its error alone: whatever the handler
@@ -55,6 +62,13 @@ fn unknown_command(args: &Args<'_>) -> String {
         "ERR unknown command '{}', with args beginning with: {text}",
         shown(args.get(0), 128)
     )
+}
+
+/// The row request `args` runs as (see `CommandTable::resolve`): its
+/// command's, its subcommand's, or for a subcommand the table does not
+/// have, its container's. `None`: no such command.
+fn row_of(s: &Session, args: &Args<'_>) -> Option<usize> {
+    s.commands.resolve(args.iter()).map(|(Ok(i) | Err(i))| i)
 }
 
 /// Runs one request (at least one argument) and queues its reply; inside
@@ -190,7 +204,7 @@ pub fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Opt
     if args.len() != argc || !args.get(0).eq_ignore_ascii_case(name.as_bytes()) {
         return None;
     }
-    let index = s.commands.lookup(args.get(0))?;
+    let index = row_of(s, args)?;
     let spec = s.commands.row(index);
     let authenticated = s.authenticated || !s.shared.settings.password_required();
     (spec.arity_ok(argc)
@@ -206,7 +220,7 @@ pub fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Opt
 /// count, authenticated (or allowed before), and allowed in a transaction.
 /// A refusal names the row when there is one.
 fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Error)> {
-    let Some(index) = s.commands.lookup(args.get(0)) else {
+    let Some(index) = row_of(s, args) else {
         return Err((None, Error::new(unknown_command(args))));
     };
     let spec = s.commands.row(index);
@@ -221,10 +235,12 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
         return refuse(Error::new("NOAUTH Authentication required."));
     }
     if s.pubsub.active() && !s.out.resp3 && !crate::pubsub::allowed_while_subscribed(spec.name) {
+        // Named as before subcommands had rows (`client`, where Redis 7
+        // names the subcommand: `client|list`).
         return refuse(Error::new(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
              RESET are allowed in this context",
-            spec.name
+            spec.command_name()
         )));
     }
     if s.multi.is_some() && spec.flags.contains(&"no_multi") {
@@ -290,7 +306,7 @@ fn over_maxmemory(s: &Session) -> bool {
 pub fn exec_refused(s: &Session, queued: &[Request]) -> Option<Error> {
     queued
         .iter()
-        .filter_map(|q| s.commands.lookup(q.args().get(0)))
+        .filter_map(|q| row_of(s, &q.args()))
         .find_map(|i| refused_by_settings(s, s.commands.row(i)))
         .map(|e| {
             let text = e.0.trim_start_matches('-').to_string();
@@ -345,7 +361,7 @@ fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bo
 /// the running unit; a request that fails leaves nothing in it.
 pub fn run_queued(s: &mut Session, args: Args<'_>) {
     s.store.mark();
-    let failed = match s.commands.lookup(args.get(0)) {
+    let failed = match row_of(s, &args) {
         Some(index) => run(s, index, args),
         None => {
             s.out.error(&unknown_command(&args));

@@ -1,8 +1,12 @@
 //! What a command handler works with: the client's [`Session`], the
 //! [`Error`] it returns, the helpers that read its arguments, the engine
-//! calls every handler makes the same way, and the [`Spec`] a command table
-//! row is made of. Handlers (`commands/*`) import this module and nothing
-//! above it; the table (`commands/mod.rs`) and the connection sit on top.
+//! calls every handler makes the same way, the [`Spec`] a command table
+//! row is made of (its [`Keys`]: key range and key finder), and the
+//! [`CommandTable`] of rows with what is derived from them (the lookup by
+//! name, each container's subcommands, how a request resolves to its
+//! row). Handlers (`commands/*`) import this module and nothing above it;
+//! the table (`commands/table.rs`), the dispatch and the connection sit on
+//! top.
 //!
 //! Invariants:
 //! - A handler never awaits: every engine call is synchronous and returns
@@ -229,8 +233,9 @@ pub fn arity(name: &str) -> Error {
     ))
 }
 
-/// The arity error for `name` unless `a` has exactly `n` arguments (for
-/// subcommands; the table checks each command's own arity).
+/// The arity error for `name` unless `a` has exactly `n` arguments (for a
+/// subcommand without a row of its own; the dispatch checks each row's
+/// arity).
 pub fn exact_arity(a: &Args<'_>, n: usize, name: &str) -> Result<(), Error> {
     if a.len() != n {
         return Err(arity(name));
@@ -242,6 +247,16 @@ pub fn exact_arity(a: &Args<'_>, n: usize, name: &str) -> Result<(), Error> {
 pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
     Error::new(format!(
         "ERR unknown subcommand '{}'. Try {} HELP.",
+        shown(sub, 128),
+        command.to_ascii_uppercase()
+    ))
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for 'x'. Try CMD
+/// HELP.`: a known subcommand given arguments it does not take.
+pub fn subcommand_syntax(command: &str, sub: &[u8]) -> Error {
+    Error::new(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
         shown(sub, 128),
         command.to_ascii_uppercase()
     ))
@@ -283,15 +298,73 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// reply in `out`, or returns the error that replaces whatever it queued.
 pub type Handler = fn(&mut Session, Args<'_>) -> Result<(), Error>;
 
-/// One command: Redis's `COMMAND` metadata plus its handler.
+/// Where a command's keys are, as the argument positions (the name is 0)
+/// of Redis's legacy key range, and for a `movablekeys` command the
+/// function that finds them in a request.
+#[derive(Clone, Copy)]
+pub struct Keys {
+    /// The first key (0: none), the last (negative: from the end) and the
+    /// step between keys.
+    pub first: i32,
+    pub last: i32,
+    pub step: i32,
+    /// Finds the keys of a request (its words, the name first) where the
+    /// range cannot tell (SORT's STORE, the keys after a count): `None` when
+    /// the request does not hold them. Lives next to the handler.
+    pub find: Option<KeyFinder>,
+}
+
+/// The positions of a request's keys (its words, the name first).
+pub type KeyFinder = fn(&[&[u8]]) -> Option<Vec<usize>>;
+
+impl Keys {
+    /// The positions of the keys of `words` (a request, the name first):
+    /// the finder's, else the range's; `None` when the words do not reach
+    /// them.
+    pub fn positions(&self, words: &[&[u8]]) -> Option<Vec<usize>> {
+        if let Some(find) = self.find {
+            return find(words);
+        }
+        let argc = words.len() as i64;
+        let first = self.first as i64;
+        let last = match self.last as i64 {
+            l if l < 0 => argc + l,
+            l => l,
+        };
+        let step = (self.step as i64).max(1);
+        if first < 1 || last < first || last >= argc {
+            return None;
+        }
+        Some(
+            (first..=last)
+                .step_by(step as usize)
+                .map(|i| i as usize)
+                .collect(),
+        )
+    }
+}
+
+/// The key positions of a request whose word `at` counts the keys that
+/// follow it (SINTERCARD numkeys key ..., ZUNIONSTORE dest numkeys key ...);
+/// `None` when the count is not a positive number the request holds.
+pub fn keys_after_count(words: &[&[u8]], at: usize) -> Option<Vec<usize>> {
+    let n = persimmon_resp::parse_i64(words.get(at)?)?;
+    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+    (at.checked_add(n)? < words.len()).then(|| (at + 1..=at + n).collect())
+}
+
+/// One command or subcommand: Redis's `COMMAND` metadata plus its handler.
+/// A subcommand's row is named `container|sub` (`config|get`); its
+/// container's row (`config`) handles the requests whose subcommand the
+/// table does not have.
 pub struct Spec {
     pub name: &'static str,
     /// Exact argument count (command name included), or at least -arity.
     pub arity: i32,
     pub flags: &'static [&'static str],
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
+    pub keys: Keys,
+    /// The Redis version that added it (`None`: Persimmon's own).
+    pub since: Option<&'static str>,
     pub group: &'static str,
     pub summary: &'static str,
     pub handler: Handler,
@@ -317,12 +390,33 @@ impl Spec {
             argc >= -arity
         }
     }
+
+    /// The command's name without the subcommand (`config` of
+    /// `config|get`).
+    pub fn command_name(&self) -> &'static str {
+        self.container_name().unwrap_or(self.name)
+    }
+
+    /// The container of a subcommand row (`config` of `config|get`).
+    pub fn container_name(&self) -> Option<&'static str> {
+        self.name.split_once('|').map(|(container, _)| container)
+    }
 }
 
-/// The command table: its rows in `COMMAND` order, and what the dispatch
-/// derives from them once (the lookup by name, the rows that hold the
-/// replication stream's lock, the rows that change the database map), so a
-/// command pays an index, not string compares.
+/// The handler of a container row when the request's subcommand is not in
+/// the table: Redis's `unknown subcommand` error.
+pub fn not_a_subcommand(_: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    Err(unknown_subcommand(
+        &String::from_utf8_lossy(a.get(0)),
+        a.get(1),
+    ))
+}
+
+/// The command table: its rows in `COMMAND` order (each subcommand after
+/// its container), and what the dispatch derives from them once (the
+/// lookup by name, each container's subcommands, the rows that hold the
+/// replication stream's lock, the rows that change the database map), so
+/// a command pays an index, not string compares.
 pub struct CommandTable {
     rows: &'static [Spec],
     derived: OnceLock<Derived>,
@@ -330,12 +424,16 @@ pub struct CommandTable {
 
 struct Derived {
     names: NameMap,
+    /// Per row, its container's row (`None`: a command).
+    container: Vec<Option<usize>>,
+    /// Per row, its subcommands' rows (empty: not a container).
+    subcommands: Vec<Vec<usize>>,
     propagates: Vec<bool>,
     swaps_dbs: Vec<bool>,
 }
 
-/// Longest command name, for the lookup buffer.
-pub const MAX_NAME_BYTES: usize = 16;
+/// Longest command name (`container|sub` included), for the lookup buffer.
+pub const MAX_NAME_BYTES: usize = 32;
 
 impl CommandTable {
     pub const fn new(rows: &'static [Spec]) -> CommandTable {
@@ -345,6 +443,7 @@ impl CommandTable {
         }
     }
 
+    /// Every row: the commands and their subcommands.
     pub fn rows(&self) -> &'static [Spec] {
         self.rows
     }
@@ -354,41 +453,106 @@ impl CommandTable {
     }
 
     fn derived(&self) -> &Derived {
-        self.derived.get_or_init(|| Derived {
-            names: self
+        self.derived.get_or_init(|| {
+            let names: NameMap = self
                 .rows
                 .iter()
                 .enumerate()
                 .map(|(i, s)| (s.name.as_bytes(), i))
-                .collect(),
-            propagates: self
+                .collect();
+            let container: Vec<Option<usize>> = self
                 .rows
                 .iter()
-                .map(|spec| spec.replicated() || spec.name == "exec")
-                .collect(),
-            swaps_dbs: self
-                .rows
-                .iter()
-                .map(|spec| spec.flags.contains(&"swaps_dbs"))
-                .collect(),
+                .map(|spec| {
+                    spec.container_name()
+                        .and_then(|c| names.get(c.as_bytes()).copied())
+                })
+                .collect();
+            let mut subcommands = vec![Vec::new(); self.rows.len()];
+            for (i, c) in container.iter().enumerate() {
+                if let Some(c) = *c {
+                    subcommands[c].push(i);
+                }
+            }
+            Derived {
+                names,
+                container,
+                subcommands,
+                propagates: self
+                    .rows
+                    .iter()
+                    .map(|spec| spec.replicated() || spec.name == "exec")
+                    .collect(),
+                swaps_dbs: self
+                    .rows
+                    .iter()
+                    .map(|spec| spec.flags.contains(&"swaps_dbs"))
+                    .collect(),
+            }
         })
     }
 
-    /// The row of the command named `name` (any case).
+    /// The row of the command named `name` (any case; `config|get` names a
+    /// subcommand).
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
-        if name.len() > MAX_NAME_BYTES {
+        self.lookup_joined(name, None)
+    }
+
+    /// The row named `first`, or `first|second` when `second` is given,
+    /// in any case.
+    fn lookup_joined(&self, first: &[u8], second: Option<&[u8]>) -> Option<usize> {
+        let len = first.len() + second.map_or(0, |s| s.len() + 1);
+        if len > MAX_NAME_BYTES {
             return None;
         }
         let mut lower = [0u8; MAX_NAME_BYTES];
-        let lower = &mut lower[..name.len()];
-        lower.copy_from_slice(name);
+        lower[..first.len()].copy_from_slice(first);
+        if let Some(second) = second {
+            lower[first.len()] = b'|';
+            lower[first.len() + 1..len].copy_from_slice(second);
+        }
+        let lower = &mut lower[..len];
         lower.make_ascii_lowercase();
         self.derived().names.get(&*lower).copied()
     }
 
-    /// The command named `name` (any case), if the table has it.
-    pub fn named(&self, name: &[u8]) -> Option<&'static Spec> {
-        self.lookup(name).map(|i| self.row(i))
+    /// The row a request runs as (its words, the name first): its
+    /// command's, or for a container given a subcommand, the subcommand's
+    /// (`CONFIG GET x`: `config|get`). `Err(container)` when the container
+    /// has no such subcommand; `None` when there is no such command.
+    pub fn resolve<'a>(
+        &self,
+        mut words: impl Iterator<Item = &'a [u8]>,
+    ) -> Option<Result<usize, usize>> {
+        let index = self.lookup(words.next()?)?;
+        if self.is_subcommand(index) {
+            return None; // `config|get` is no command's name
+        }
+        let Some(sub) = words.next().filter(|_| self.is_container(index)) else {
+            return Some(Ok(index));
+        };
+        let name = self.rows[index].name.as_bytes();
+        Some(self.lookup_joined(name, Some(sub)).ok_or(index))
+    }
+
+    /// Whether row `index` has subcommands.
+    pub fn is_container(&self, index: usize) -> bool {
+        !self.derived().subcommands[index].is_empty()
+    }
+
+    /// The rows of container `index`'s subcommands, in table order.
+    pub fn subcommands(&self, index: usize) -> &[usize] {
+        &self.derived().subcommands[index]
+    }
+
+    /// Whether row `index` is a subcommand's (`config|get`).
+    pub fn is_subcommand(&self, index: usize) -> bool {
+        self.derived().container[index].is_some()
+    }
+
+    /// The rows of the commands (not the subcommands), in table order.
+    pub fn commands(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.rows.len()).filter(|&i| !self.is_subcommand(i))
     }
 
     /// Whether row `index` may write, so runs holding the replication
@@ -428,3 +592,46 @@ impl std::hash::Hasher for Fnv {
 }
 
 type NameMap = HashMap<&'static [u8], usize, std::hash::BuildHasherDefault<Fnv>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(first: i32, last: i32, step: i32) -> Keys {
+        Keys {
+            first,
+            last,
+            step,
+            find: None,
+        }
+    }
+
+    fn words(n: usize) -> Vec<&'static [u8]> {
+        vec![b"x"; n]
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_and_step() {
+        assert_eq!(keys(1, 1, 1).positions(&words(3)), Some(vec![1]));
+        assert_eq!(keys(1, -1, 1).positions(&words(4)), Some(vec![1, 2, 3]));
+        assert_eq!(keys(1, -1, 2).positions(&words(5)), Some(vec![1, 3]));
+        assert_eq!(keys(1, -1, 2).positions(&words(4)), Some(vec![1, 3]));
+        assert_eq!(keys(2, 2, 1).positions(&words(3)), Some(vec![2]));
+        assert_eq!(keys(1, 1, 1).positions(&words(1)), None);
+        assert_eq!(keys(0, 0, 0).positions(&words(3)), None);
+    }
+
+    #[test]
+    fn a_key_finder_takes_over_the_range() {
+        let finder = Keys {
+            find: Some(|w| keys_after_count(w, 1)),
+            ..keys(0, 0, 0)
+        };
+        let req: Vec<&[u8]> = vec![b"zunion", b"2", b"a", b"b", b"WITHSCORES"];
+        assert_eq!(finder.positions(&req), Some(vec![2, 3]));
+        let req: Vec<&[u8]> = vec![b"zunion", b"3", b"a", b"b"];
+        assert_eq!(finder.positions(&req), None);
+        let req: Vec<&[u8]> = vec![b"zunion", b"-1", b"a"];
+        assert_eq!(finder.positions(&req), None);
+    }
+}

@@ -421,7 +421,8 @@ fn every_command_with_any_arguments_gets_a_reply() {
         }
         for argc in 0..8 {
             for _ in 0..4 {
-                let mut args: Vec<&[u8]> = vec![&name];
+                // A subcommand (`config|get`) is sent as its two words.
+                let mut args: Vec<&[u8]> = name.split(|&b| b == b'|').collect();
                 for _ in 0..argc {
                     args.push(words[rng.gen_range(0..words.len())]);
                 }

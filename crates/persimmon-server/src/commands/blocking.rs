@@ -26,7 +26,7 @@ use crate::blocking::{Attempt, Op, Outcome, Registration, Served};
 use crate::clock::unix_time;
 use crate::longdouble::LongDouble;
 use crate::repl::client::ClientRepl;
-use crate::session::{is, syntax, Flow, Session};
+use crate::session::{is, keys_after_count, syntax, Flow, Session};
 use persimmon_resp::Reply;
 use persimmon_resp::{parse_i64, Args};
 use persimmon_types::dbs;
@@ -627,19 +627,16 @@ pub fn bzmpop(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     pop_or_block(s, keys, op, deadline)
 }
 
-/// Where the keys of an MPOP command are (COMMAND GETKEYS): after its
-/// numkeys, which follows the timeout for the blocking ones.
-pub(crate) fn mpop_key_positions(name: &str, args: &[&[u8]]) -> Option<Vec<usize>> {
-    let at = match name {
-        "lmpop" | "zmpop" => 1,
-        "blmpop" | "bzmpop" => 2,
-        _ => return None,
-    };
-    let n = parse_i64(args.get(at)?).filter(|&n| n >= 1)? as usize;
-    if at.checked_add(n)? >= args.len() {
-        return None;
-    }
-    Some((at + 1..=at + n).collect())
+/// Where the keys of LMPOP and ZMPOP are (their rows' key finder): after
+/// numkeys.
+pub fn mpop_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
+    keys_after_count(words, 1)
+}
+
+/// Where the keys of BLMPOP and BZMPOP are (their rows' key finder): after
+/// the timeout and numkeys.
+pub fn bmpop_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
+    keys_after_count(words, 2)
 }
 
 #[cfg(test)]
@@ -682,12 +679,12 @@ mod tests {
     #[test]
     fn mpop_keys_follow_numkeys() {
         let args: Vec<&[u8]> = vec![b"lmpop", b"2", b"a", b"b", b"LEFT"];
-        assert_eq!(mpop_key_positions("lmpop", &args), Some(vec![2, 3]));
+        assert_eq!(mpop_keys(&args), Some(vec![2, 3]));
         let args: Vec<&[u8]> = vec![b"blmpop", b"0", b"1", b"a", b"LEFT"];
-        assert_eq!(mpop_key_positions("blmpop", &args), Some(vec![3]));
+        assert_eq!(bmpop_keys(&args), Some(vec![3]));
         let args: Vec<&[u8]> = vec![b"zmpop", b"3", b"a", b"MIN"];
-        assert_eq!(mpop_key_positions("zmpop", &args), None);
+        assert_eq!(mpop_keys(&args), None);
         let args: Vec<&[u8]> = vec![b"zmpop", b"0", b"a", b"MIN"];
-        assert_eq!(mpop_key_positions("zmpop", &args), None);
+        assert_eq!(mpop_keys(&args), None);
     }
 }

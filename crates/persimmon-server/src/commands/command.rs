@@ -1,19 +1,23 @@
-//! COMMAND: what the command table says about each command, in Redis 7's
-//! shapes (COMMAND, COUNT, INFO, DOCS, LIST [FILTERBY], GETKEYS, HELP).
+//! The COMMAND subcommands, one handler each: what the command table says
+//! about each command, in Redis 7's shapes (COMMAND, COUNT, INFO, DOCS,
+//! LIST [FILTERBY], GETKEYS, HELP).
 //!
 //! Invariants:
 //! - Everything here is read from the table through `Session::commands`
 //!   (the table sits above the handlers; importing it would close a loop),
 //!   so every row, present and future, appears in every reply.
-//! - Keys (GETKEYS) come from a row's first key, last key and step alone,
-//!   as Redis's legacy key ranges do, except for the `movablekeys` rows:
-//!   SORT and SORT_RO, whose STORE destination can be anywhere (their room
-//!   finds it), and the commands whose keys follow a count (SINTERCARD,
-//!   ZUNION, ZINTER, ZDIFF, ZINTERCARD, the *STORE forms after their
-//!   destination, LMPOP, ZMPOP, BLMPOP, BZMPOP).
+//! - As in Redis 7, a command's subcommands are rows of their own
+//!   (`config|get`): COMMAND, INFO without names and DOCS give the commands,
+//!   each with its subcommands inside (INFO's tenth field, DOCS'
+//!   `subcommands` map); COUNT counts the commands; LIST names every row,
+//!   each subcommand after its container; INFO and DOCS answer for a
+//!   subcommand named `container|sub`.
+//! - Keys (GETKEYS) are where the row of the request (a subcommand's, for
+//!   a container) puts them (`Keys::positions`): its key finder's for the
+//!   `movablekeys` rows, else its first key, last key and step.
 
 use crate::glob;
-use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Session, Spec};
+use crate::session::{is, not_a_subcommand, syntax, CommandTable, Session, Spec};
 use persimmon_resp::Args;
 use persimmon_resp::Reply;
 use persimmon_types::Error;
@@ -21,49 +25,6 @@ use persimmon_types::Error;
 /// Flags of the table that steer the dispatch and are not Redis's (not
 /// shown by COMMAND).
 const INTERNAL_FLAGS: [&str; 2] = ["multi_control", "swaps_dbs"];
-
-/// The Redis version that added a command, for COMMAND DOCS (`None` for
-/// Persimmon's own commands).
-fn since(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "ping" | "echo" | "auth" | "select" | "quit" | "info" | "dbsize" | "shutdown" | "get"
-        | "set" | "setnx" | "getset" | "mget" | "incr" | "incrby" | "decr" | "decrby" | "del"
-        | "exists" | "type" | "keys" | "flushdb" | "flushall" | "ttl" | "expire" | "lastsave"
-        | "save" | "bgsave" | "bgrewriteaof" | "randomkey" | "rename" | "renamenx" | "move"
-        | "substr" | "sort" | "sadd" | "srem" | "smembers" | "sismember" | "scard" | "spop"
-        | "srandmember" | "smove" | "sinter" | "sinterstore" | "sunion" | "sunionstore"
-        | "sdiff" | "sdiffstore" => "1.0.0",
-        "zrangebyscore" => "1.0.5",
-        "mset" | "msetnx" => "1.0.1",
-        "zadd" | "zrem" | "zcard" | "zscore" | "zrange" | "zincrby" | "zrevrange"
-        | "zremrangebyscore" | "expireat" | "multi" | "exec" => "1.2.0",
-        "rpoplpush" => "1.2.0",
-        "blpop" | "brpop" => "2.0.0",
-        "brpoplpush" => "2.2.0",
-        "zpopmin" | "zpopmax" | "bzpopmin" | "bzpopmax" => "5.0.0",
-        "lmove" | "blmove" => "6.2.0",
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => "7.0.0",
-        "config" | "append" | "hset" | "hmset" | "hsetnx" | "hget" | "hmget" | "hgetall"
-        | "hdel" | "hexists" | "hlen" | "hkeys" | "hvals" | "hincrby" | "setex" | "discard"
-        | "zcount" | "zrank" | "zrevrank" | "zremrangebyrank" | "zunionstore" | "zinterstore" => {
-            "2.0.0"
-        }
-        "strlen" | "setrange" | "watch" | "unwatch" | "persist" | "zrevrangebyscore" => "2.2.0",
-        "object" => "2.2.3",
-        "client" | "getrange" => "2.4.0",
-        "pttl" | "pexpire" | "pexpireat" | "psetex" | "incrbyfloat" | "hincrbyfloat" | "time"
-        | "dump" | "restore" => "2.6.0",
-        "scan" | "hscan" | "sscan" | "zscan" | "zrangebylex" | "zlexcount" => "2.8.0",
-        "command" => "2.8.13",
-        "wait" => "3.0.0",
-        "hstrlen" => "3.2.0",
-        "unlink" | "memory" | "swapdb" => "4.0.0",
-        "hello" => "6.0.0",
-        "getdel" | "getex" | "copy" | "hrandfield" | "zmscore" | "smismember" => "6.2.0",
-        "function" | "expiretime" | "pexpiretime" | "lcs" | "sort_ro" | "sintercard" => "7.0.0",
-        _ => return None,
-    })
-}
 
 /// Redis's name of a command group (`sorted-set`, not `sorted_set`).
 fn group(spec: &Spec) -> String {
@@ -104,8 +65,10 @@ fn categories(spec: &Spec) -> Vec<&'static str> {
     out
 }
 
-/// Writes one command's `COMMAND INFO` entry (Redis 7's ten fields).
-fn command_entry(out: &mut Reply, spec: &Spec) {
+/// Writes row `index`'s `COMMAND INFO` entry (Redis 7's ten fields, the
+/// last its subcommands' entries).
+fn command_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
+    let spec = commands.row(index);
     out.array(10);
     out.bulk(spec.name.as_bytes());
     out.int(spec.arity as i64);
@@ -119,9 +82,9 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
     for f in flags {
         out.simple(f);
     }
-    out.int(spec.first_key as i64);
-    out.int(spec.last_key as i64);
-    out.int(spec.step as i64);
+    out.int(spec.keys.first as i64);
+    out.int(spec.keys.last as i64);
+    out.int(spec.keys.step as i64);
     let categories = categories(spec);
     out.set(categories.len());
     for c in categories {
@@ -129,21 +92,35 @@ fn command_entry(out: &mut Reply, spec: &Spec) {
     }
     out.array(0); // tips
     out.array(0); // key specs
-    out.array(0); // subcommands
+    let subcommands = commands.subcommands(index);
+    out.array(subcommands.len());
+    for &sub in subcommands {
+        command_entry(out, commands, sub);
+    }
 }
 
-/// Writes one command's `COMMAND DOCS` map (summary, since, group).
-fn docs_entry(out: &mut Reply, spec: &Spec) {
-    let since = since(spec.name);
-    out.map(2 + since.is_some() as usize);
+/// Writes row `index`'s `COMMAND DOCS` map (summary, since, group, and a
+/// container's subcommands: their names and docs).
+fn docs_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
+    let spec = commands.row(index);
+    let subcommands = commands.subcommands(index);
+    out.map(2 + spec.since.is_some() as usize + !subcommands.is_empty() as usize);
     out.bulk(b"summary");
     out.bulk(spec.summary.as_bytes());
-    if let Some(since) = since {
+    if let Some(since) = spec.since {
         out.bulk(b"since");
         out.bulk(since.as_bytes());
     }
     out.bulk(b"group");
     out.bulk(group(spec).as_bytes());
+    if !subcommands.is_empty() {
+        out.bulk(b"subcommands");
+        out.map(subcommands.len());
+        for &sub in subcommands {
+            out.bulk(commands.row(sub).name.as_bytes());
+            docs_entry(out, commands, sub);
+        }
+    }
 }
 
 const COMMAND_HELP: [&str; 17] = [
@@ -166,70 +143,73 @@ const COMMAND_HELP: [&str; 17] = [
     "Commands are named in any case; unknown names give nil (INFO) or nothing (DOCS).",
 ];
 
+/// COMMAND: every command's entry. With a subcommand the table does not
+/// have: Redis's `unknown subcommand`.
 pub fn command(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let commands = s.commands.rows();
-    if a.len() == 1 {
-        s.out.array(commands.len());
-        for spec in commands {
-            command_entry(&mut s.out, spec);
-        }
-        return Ok(());
+    if a.len() > 1 {
+        return not_a_subcommand(s, a);
     }
-    let sub = a.get(1);
-    if is(sub, "COUNT") {
-        exact_arity(&a, 2, "command|count")?;
-        s.out.int(commands.len() as i64);
-    } else if is(sub, "INFO") {
-        command_info(s, &a);
-    } else if is(sub, "DOCS") {
-        command_docs(s, &a);
-    } else if is(sub, "LIST") {
-        command_list(s, &a)?;
-    } else if is(sub, "GETKEYS") {
-        command_getkeys(s, &a)?;
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "command|help")?;
-        s.out.simple_lines(&COMMAND_HELP);
-    } else {
-        return Err(unknown_subcommand("command", sub));
+    let commands = s.commands;
+    s.out.array(commands.commands().count());
+    for index in commands.commands() {
+        command_entry(&mut s.out, commands, index);
     }
     Ok(())
 }
 
+/// COMMAND COUNT: how many commands (subcommands aside).
+pub fn count(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.int(s.commands.commands().count() as i64);
+    Ok(())
+}
+
+/// COMMAND HELP
+pub fn help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&COMMAND_HELP);
+    Ok(())
+}
+
+/// The rows COMMAND INFO and DOCS answer for: every command without names
+/// (`None` for a name the table does not have).
+fn named_rows(commands: &CommandTable, a: &Args<'_>) -> Vec<Option<usize>> {
+    if a.len() == 2 {
+        commands.commands().map(Some).collect()
+    } else {
+        a.from(2).map(|n| commands.lookup(n)).collect()
+    }
+}
+
 /// COMMAND INFO [name ...]: every command without names; a null entry for
 /// a name the table does not have.
-fn command_info(s: &mut Session, a: &Args<'_>) {
-    let specs: Vec<Option<&Spec>> = if a.len() == 2 {
-        s.commands.rows().iter().map(Some).collect()
-    } else {
-        a.from(2).map(|n| s.commands.named(n)).collect()
-    };
-    s.out.array(specs.len());
-    for spec in specs {
-        match spec {
-            Some(spec) => command_entry(&mut s.out, spec),
+pub fn info(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
+    let rows = named_rows(commands, &a);
+    s.out.array(rows.len());
+    for row in rows {
+        match row {
+            Some(index) => command_entry(&mut s.out, commands, index),
             None => s.out.null_array(),
         }
     }
+    Ok(())
 }
 
 /// COMMAND DOCS [name ...]: every command without names; names the table
 /// does not have are left out.
-fn command_docs(s: &mut Session, a: &Args<'_>) {
-    let specs: Vec<&Spec> = if a.len() == 2 {
-        s.commands.rows().iter().collect()
-    } else {
-        a.from(2).filter_map(|n| s.commands.named(n)).collect()
-    };
-    s.out.map(specs.len());
-    for spec in specs {
-        s.out.bulk(spec.name.as_bytes());
-        docs_entry(&mut s.out, spec);
+pub fn docs(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let commands = s.commands;
+    let rows: Vec<usize> = named_rows(commands, &a).into_iter().flatten().collect();
+    s.out.map(rows.len());
+    for index in rows {
+        s.out.bulk(commands.row(index).name.as_bytes());
+        docs_entry(&mut s.out, commands, index);
     }
+    Ok(())
 }
 
-/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
-fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]:
+/// every command, each followed by its subcommands.
+pub fn list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let keep: Box<dyn Fn(&Spec) -> bool> = match a.len() {
         2 => Box::new(|_| true),
         5 if is(a.get(2), "FILTERBY") => {
@@ -248,10 +228,11 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
         }
         _ => return Err(syntax()),
     };
-    let names: Vec<&str> = s
-        .commands
-        .rows()
-        .iter()
+    let commands = s.commands;
+    let names: Vec<&str> = commands
+        .commands()
+        .flat_map(|i| std::iter::once(i).chain(commands.subcommands(i).iter().copied()))
+        .map(|i| commands.row(i))
         .filter(|spec| keep(spec))
         .map(|spec| spec.name)
         .collect();
@@ -262,98 +243,29 @@ fn command_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The argument positions of a request's keys (`argc` arguments, the name
-/// included), from the row's first key, last key and step; `None` when
-/// the arguments do not reach them.
-fn key_positions(spec: &Spec, argc: usize) -> Option<Vec<usize>> {
-    let first = spec.first_key as i64;
-    let last = match spec.last_key as i64 {
-        l if l < 0 => argc as i64 + l,
-        l => l,
-    };
-    let step = (spec.step as i64).max(1);
-    if first < 1 || last < first || last >= argc as i64 {
-        return None;
-    }
-    Some(
-        (first..=last)
-            .step_by(step as usize)
-            .map(|i| i as usize)
-            .collect(),
-    )
-}
-
-/// COMMAND GETKEYS name arg ...: the keys of that request.
-fn command_getkeys(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    if a.len() < 4 {
-        return Err(arity("command|getkeys"));
-    }
-    let Some(spec) = s.commands.named(a.get(2)) else {
+/// COMMAND GETKEYS name arg ...: the keys of that request, where its row
+/// (a subcommand's, for a container) puts them.
+pub fn getkeys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let words: Vec<&[u8]> = a.from(2).collect();
+    let Some(Ok(index)) = s.commands.resolve(words.iter().copied()) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
-    if spec.first_key == 0 && !spec.flags.contains(&"movablekeys") {
+    let spec = s.commands.row(index);
+    if spec.keys.first == 0 && spec.keys.find.is_none() {
         return Err(Error::new("ERR The command has no key arguments"));
     }
-    let argc = a.len() - 2;
-    if !spec.arity_ok(argc) {
+    if !spec.arity_ok(words.len()) {
         return Err(Error::new(
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let args: Vec<&[u8]> = a.from(2).collect();
-    let positions = match spec.name {
-        "sort" | "sort_ro" => Some(super::sort::key_positions(&args)),
-        "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => numkeys_positions(&args, 1),
-        "zunionstore" | "zinterstore" | "zdiffstore" => {
-            numkeys_positions(&args, 2).map(|keys| std::iter::once(1).chain(keys).collect())
-        }
-        "lmpop" | "zmpop" | "blmpop" | "bzmpop" => {
-            super::blocking::mpop_key_positions(spec.name, &args)
-        }
-        _ => key_positions(spec, argc),
-    }
-    .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
+    let positions = spec
+        .keys
+        .positions(&words)
+        .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
     s.out.array(positions.len());
     for p in positions {
-        s.out.bulk(a.get(p + 2));
+        s.out.bulk(words[p]);
     }
     Ok(())
-}
-
-/// The key positions of a request whose argument `at` counts the keys
-/// that follow it (SINTERCARD); `None` when the count is not a positive
-/// number the request holds.
-fn numkeys_positions(args: &[&[u8]], at: usize) -> Option<Vec<usize>> {
-    let n = persimmon_resp::parse_i64(args.get(at)?)?;
-    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
-    (at + n < args.len()).then(|| (at + 1..=at + n).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(first: i32, last: i32, step: i32) -> Spec {
-        Spec {
-            name: "x",
-            arity: -2,
-            flags: &[],
-            first_key: first,
-            last_key: last,
-            step,
-            group: "generic",
-            summary: "",
-            handler: |_, _| Ok(()),
-        }
-    }
-
-    #[test]
-    fn key_positions_follow_first_last_and_step() {
-        assert_eq!(key_positions(&spec(1, 1, 1), 3), Some(vec![1]));
-        assert_eq!(key_positions(&spec(1, -1, 1), 4), Some(vec![1, 2, 3]));
-        assert_eq!(key_positions(&spec(1, -1, 2), 5), Some(vec![1, 3]));
-        assert_eq!(key_positions(&spec(1, -1, 2), 4), Some(vec![1, 3]));
-        assert_eq!(key_positions(&spec(1, 1, 1), 1), None);
-        assert_eq!(key_positions(&spec(0, 0, 0), 3), None);
-    }
 }

@@ -1,6 +1,6 @@
-//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP over the run-time settings
-//! (`settings.rs` says which parameters are live, accepted with no
-//! effect, or fixed).
+//! The CONFIG subcommands, one handler each: GET, SET, RESETSTAT, REWRITE,
+//! HELP over the run-time settings (`settings.rs` says which parameters
+//! are live, accepted with no effect, or fixed).
 //!
 //! Invariants:
 //! - CONFIG SET changes all the pairs it is given or none, with Redis's
@@ -13,7 +13,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::session::{arity, exact_arity, is, syntax, unknown_subcommand, Counters, Session};
+use crate::session::{syntax, Counters, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
@@ -31,30 +31,21 @@ const CONFIG_HELP: [&str; 11] = [
     "    Print this help.",
 ];
 
-pub fn config(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
-    if is(sub, "GET") {
-        config_get(s, &a)?;
-    } else if is(sub, "SET") {
-        config_set(s, &a)?;
-    } else if is(sub, "RESETSTAT") {
-        exact_arity(&a, 2, "config|resetstat")?;
-        reset_stats(s);
-        s.out.ok();
-    } else if is(sub, "REWRITE") {
-        exact_arity(&a, 2, "config|rewrite")?;
-        config_rewrite(s)?;
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "config|help")?;
-        s.out.simple_lines(&CONFIG_HELP);
-    } else {
-        return Err(unknown_subcommand("config", sub));
-    }
+/// CONFIG RESETSTAT
+pub fn resetstat(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    reset_stats(s);
+    s.out.ok();
+    Ok(())
+}
+
+/// CONFIG HELP
+pub fn help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&CONFIG_HELP);
     Ok(())
 }
 
 /// CONFIG REWRITE: the changed parameters into the config file.
-fn config_rewrite(s: &mut Session) -> Result<(), Error> {
+pub fn rewrite(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let Some(path) = &s.shared.config_file else {
         return Err(Error::new(
             "ERR The server is running without a config file",
@@ -88,10 +79,7 @@ fn replicaof_entry(s: &Session) -> crate::config_rewrite::Entry {
 }
 
 /// CONFIG GET pattern ...: a map of the matching parameters.
-fn config_get(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    if a.len() < 3 {
-        return Err(arity("config|get"));
-    }
+pub fn get(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let patterns: Vec<&[u8]> = a.from(2).collect();
     let hits = s.shared.settings.get(&patterns);
     s.out.map(hits.len());
@@ -103,10 +91,7 @@ fn config_get(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
 }
 
 /// CONFIG SET name value [name value ...].
-fn config_set(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    if a.len() < 4 {
-        return Err(arity("config|set"));
-    }
+pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if a.len() % 2 == 1 {
         return Err(syntax());
     }

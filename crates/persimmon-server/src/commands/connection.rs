@@ -1,5 +1,6 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT
-//! (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, REPLY, UNBLOCK...).
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
+//! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
+//! NO-TOUCH, UNBLOCK, KILL, REPLY, HELP), one handler each.
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -13,8 +14,7 @@ use std::sync::atomic::Ordering;
 
 use crate::client::ClientInfo;
 use crate::session::{
-    arity, exact_arity, int_arg, is, shown, syntax, unknown_subcommand, Flow, Session,
-    REDIS_COMPAT_VERSION,
+    arity, int_arg, is, shown, subcommand_syntax, syntax, Flow, Session, REDIS_COMPAT_VERSION,
 };
 use persimmon_resp::Args;
 use persimmon_types::Error;
@@ -201,65 +201,70 @@ const CLIENT_HELP: [&str; 24] = [
     "    Print this help.",
 ];
 
-pub fn client(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
-    if is(sub, "ID") {
-        exact_arity(&a, 2, "client|id")?;
-        s.out.int(s.info.id as i64);
-    } else if is(sub, "SETNAME") {
-        exact_arity(&a, 3, "client|setname")?;
-        check_client_name(a.get(2))?;
-        *lock(&s.info.name) = a.get(2).to_vec();
-        s.out.ok();
-    } else if is(sub, "GETNAME") {
-        exact_arity(&a, 2, "client|getname")?;
-        let name = lock(&s.info.name).clone();
-        if name.is_empty() {
-            s.out.null();
-        } else {
-            s.out.bulk(&name);
-        }
-    } else if is(sub, "SETINFO") {
-        exact_arity(&a, 4, "client|setinfo")?;
-        client_setinfo(s, a.get(2), a.get(3))?;
-    } else if is(sub, "LIST") {
-        client_list(s, &a)?;
-    } else if is(sub, "INFO") {
-        exact_arity(&a, 2, "client|info")?;
-        let mut text = String::new();
-        let me = s.info.clone();
-        describe_client(s, &me, &mut text);
-        s.out.verbatim(text.as_bytes());
-    } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
-        let name = if is(sub, "NO-EVICT") {
-            "client|no-evict"
-        } else {
-            "client|no-touch"
-        };
-        exact_arity(&a, 3, name)?;
-        if !(is(a.get(2), "ON") || is(a.get(2), "OFF")) {
-            return Err(syntax());
-        }
-        s.out.ok();
-    } else if is(sub, "UNBLOCK") {
-        client_unblock(s, &a)?;
-    } else if is(sub, "KILL") {
-        client_kill(s, &a)?;
-    } else if is(sub, "REPLY") {
-        exact_arity(&a, 3, "client|reply")?;
-        client_reply(s, a.get(2))?;
-    } else if is(sub, "HELP") {
-        s.out.simple_lines(&CLIENT_HELP);
+/// CLIENT ID
+pub fn client_id(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.int(s.info.id as i64);
+    Ok(())
+}
+
+/// CLIENT SETNAME name
+pub fn client_setname(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    check_client_name(a.get(2))?;
+    *lock(&s.info.name) = a.get(2).to_vec();
+    s.out.ok();
+    Ok(())
+}
+
+/// CLIENT GETNAME
+pub fn client_getname(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    let name = lock(&s.info.name).clone();
+    if name.is_empty() {
+        s.out.null();
     } else {
-        return Err(unknown_subcommand("client", sub));
+        s.out.bulk(&name);
     }
+    Ok(())
+}
+
+/// CLIENT INFO: this connection's `CLIENT LIST` line.
+pub fn client_info(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    let mut text = String::new();
+    let me = s.info.clone();
+    describe_client(s, &me, &mut text);
+    s.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// CLIENT NO-EVICT ON|OFF: nothing is ever evicted.
+pub fn client_no_evict(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    on_or_off(s, &a)
+}
+
+/// CLIENT NO-TOUCH ON|OFF: no access time is kept.
+pub fn client_no_touch(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    on_or_off(s, &a)
+}
+
+/// OK to a switch that changes nothing here (`ON` or `OFF`).
+fn on_or_off(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+    if !(is(a.get(2), "ON") || is(a.get(2), "OFF")) {
+        return Err(syntax());
+    }
+    s.out.ok();
+    Ok(())
+}
+
+/// CLIENT HELP
+pub fn client_help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&CLIENT_HELP);
     Ok(())
 }
 
 /// CLIENT REPLY ON|OFF|SKIP: ON replies OK; OFF and SKIP reply nothing
 /// (the dispatch drops the replies, see `dispatch::execute`).
-fn client_reply(s: &mut Session, mode: &[u8]) -> Result<(), Error> {
+pub fn client_reply(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     use crate::session::ReplyMode;
+    let mode = a.get(2);
     if is(mode, "ON") {
         s.reply_mode = ReplyMode::On;
         s.out.ok();
@@ -278,15 +283,10 @@ fn client_reply(s: &mut Session, mode: &[u8]) -> Result<(), Error> {
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends the wait of a client blocked
 /// on keys (BLPOP...) as if it timed out, or with an `UNBLOCKED` error; 1
 /// if that client was blocked, else 0.
-fn client_unblock(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+pub fn client_unblock(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     use crate::blocking::Outcome;
-    if a.len() < 3 {
-        return Err(arity("client|unblock"));
-    }
     if a.len() > 4 {
-        return Err(Error::new(
-            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
-        ));
+        return Err(subcommand_syntax("client", b"unblock"));
     }
     let outcome = match a.len() {
         4 if is(a.get(3), "TIMEOUT") => Outcome::TimedOut,
@@ -307,7 +307,8 @@ fn client_unblock(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
 }
 
 /// CLIENT SETINFO LIB-NAME|LIB-VER value
-fn client_setinfo(s: &mut Session, option: &[u8], value: &[u8]) -> Result<(), Error> {
+pub fn client_setinfo(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (option, value) = (a.get(2), a.get(3));
     if value.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Error::new(format!(
             "ERR {} cannot contain spaces, newlines or special characters.",
@@ -329,8 +330,8 @@ fn client_setinfo(s: &mut Session, option: &[u8], value: &[u8]) -> Result<(), Er
 }
 
 /// CLIENT LIST [TYPE type] [ID id ...].
-fn client_list(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    let (ids, kind) = client_list_filter(a)?;
+pub fn client_list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let (ids, kind) = client_list_filter(&a)?;
     let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
     let mut text = String::new();
     for c in clients {
@@ -385,7 +386,7 @@ fn client_list_filter(a: &Args<'_>) -> Result<(Option<Vec<u64>>, Option<&'static
 /// number of clients killed. A killed client finishes the command it is
 /// running and closes without further replies; the caller, when it kills
 /// itself, gets this reply first.
-fn client_kill(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
+pub fn client_kill(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let filter = match a.len() {
         0..=2 => return Err(syntax()),
         3 => KillFilter {
@@ -393,7 +394,7 @@ fn client_kill(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
             skip_me: false,
             ..KillFilter::default()
         },
-        _ => kill_filter(a)?,
+        _ => kill_filter(&a)?,
     };
     let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
     let mut killed = 0;

@@ -1,4 +1,5 @@
-//! MEMORY: USAGE, STATS, DOCTOR, PURGE, MALLOC-STATS, HELP.
+//! The MEMORY subcommands, one handler each: USAGE, STATS, DOCTOR, PURGE,
+//! MALLOC-STATS, HELP.
 //!
 //! Invariants:
 //! - MEMORY USAGE is what the key takes in the pool: its record, that is
@@ -11,9 +12,7 @@
 use persimmon::format::RECORD_HEADER_BYTES;
 
 use super::info::memory_figures;
-use crate::session::{
-    arity, blocking, exact_arity, int_arg, is, syntax, unknown_subcommand, Session,
-};
+use crate::session::{blocking, int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
@@ -36,37 +35,27 @@ const MEMORY_HELP: [&str; 13] = [
     "    Print this help.",
 ];
 
-pub fn memory(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
-    if is(sub, "USAGE") {
-        usage(s, &a)?;
-    } else if is(sub, "STATS") {
-        exact_arity(&a, 2, "memory|stats")?;
-        stats(s);
-    } else if is(sub, "DOCTOR") {
-        exact_arity(&a, 2, "memory|doctor")?;
-        doctor(s);
-    } else if is(sub, "PURGE") {
-        exact_arity(&a, 2, "memory|purge")?;
-        s.out.ok();
-    } else if is(sub, "MALLOC-STATS") {
-        exact_arity(&a, 2, "memory|malloc-stats")?;
-        s.out
-            .verbatim(b"Stats not supported for the current allocator");
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "memory|help")?;
-        s.out.simple_lines(&MEMORY_HELP);
-    } else {
-        return Err(unknown_subcommand("memory", sub));
-    }
+/// MEMORY PURGE: nothing to purge.
+pub fn purge(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.ok();
+    Ok(())
+}
+
+/// MEMORY MALLOC-STATS
+pub fn malloc_stats(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out
+        .verbatim(b"Stats not supported for the current allocator");
+    Ok(())
+}
+
+/// MEMORY HELP
+pub fn help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&MEMORY_HELP);
     Ok(())
 }
 
 /// MEMORY USAGE key [SAMPLES count]: the record's bytes, or nil.
-fn usage(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
-    if a.len() < 3 {
-        return Err(arity("memory|usage"));
-    }
+pub fn usage(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let mut i = 3;
     while i < a.len() {
         if is(a.get(i), "SAMPLES") && i + 1 < a.len() {
@@ -94,7 +83,7 @@ fn record_bytes(key_len: usize, value_len: usize) -> u64 {
 }
 
 /// MEMORY STATS: Redis's names for the figures Persimmon has.
-fn stats(s: &mut Session) {
+pub fn stats(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let shared = s.shared.clone();
     let (stats, keys) = blocking(|| (shared.keyspace.db.stats(), shared.keyspace.db.len()));
     let m = memory_figures(&shared, &stats);
@@ -126,10 +115,11 @@ fn stats(s: &mut Session) {
     out.int(stats.pool_bytes as i64);
     out.bulk(b"pool.used-bytes");
     out.int(stats.used_bytes as i64);
+    Ok(())
 }
 
 /// MEMORY DOCTOR: a few sentences on the figures.
-fn doctor(s: &mut Session) {
+pub fn doctor(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let shared = s.shared.clone();
     let stats = blocking(|| shared.keyspace.db.stats());
     let m = memory_figures(&shared, &stats);
@@ -140,6 +130,7 @@ fn doctor(s: &mut Session) {
         m.used, m.dataset, stats.pool_bytes, stats.pool_bytes_max, m.rss
     );
     s.out.verbatim(text.as_bytes());
+    Ok(())
 }
 
 #[cfg(test)]

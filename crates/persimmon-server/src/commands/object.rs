@@ -1,5 +1,6 @@
 //! What Redis keeps about a key besides its value, as far as Persimmon
-//! can tell: OBJECT (ENCODING, REFCOUNT, IDLETIME, FREQ, HELP) and TOUCH.
+//! can tell: the OBJECT subcommands (ENCODING, REFCOUNT, IDLETIME, FREQ,
+//! HELP), one handler each, and TOUCH.
 //!
 //! - ENCODING and REFCOUNT report what Redis would show for the value's
 //!   contents (`encoding.rs`; reporting only, Persimmon stores values its
@@ -16,7 +17,7 @@
 //! Redis.
 
 use crate::encoding::{self, Thresholds};
-use crate::session::{exact_arity, is, unknown_subcommand, Session};
+use crate::session::Session;
 use persimmon_resp::Args;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
@@ -49,18 +50,34 @@ enum About {
     Int(i64),
 }
 
-pub fn object(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
-    if is(sub, "HELP") {
-        exact_arity(&a, 2, "object|help")?;
-        s.out.simple_lines(&OBJECT_HELP);
-        return Ok(());
-    }
-    let name = ["encoding", "refcount", "idletime", "freq"]
-        .into_iter()
-        .find(|n| is(sub, n))
-        .ok_or_else(|| unknown_subcommand("object", sub))?;
-    exact_arity(&a, 3, &format!("object|{name}"))?;
+/// OBJECT HELP
+pub fn help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&OBJECT_HELP);
+    Ok(())
+}
+
+/// OBJECT ENCODING key
+pub fn encoding(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    describe(s, &a, "encoding")
+}
+
+/// OBJECT REFCOUNT key
+pub fn refcount(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    describe(s, &a, "refcount")
+}
+
+/// OBJECT IDLETIME key
+pub fn idletime(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    describe(s, &a, "idletime")
+}
+
+/// OBJECT FREQ key
+pub fn freq(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    describe(s, &a, "freq")
+}
+
+/// What subcommand `name` replies about the key `a[2]` (null when missing).
+fn describe(s: &mut Session, a: &Args<'_>, name: &str) -> Result<(), Error> {
     let thresholds = Thresholds::of(&s.shared.settings);
     let key = a.get(2);
     let about = s.store.atomic(|st| -> Result<Option<About>, Error> {

@@ -1,5 +1,7 @@
 //! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
-//! PUBLISH, PUBSUB, and RESET (which also ends a client's subscriptions).
+//! PUBLISH, the PUBSUB subcommands (CHANNELS, NUMSUB, NUMPAT,
+//! SHARDCHANNELS, SHARDNUMSUB, HELP), and RESET (which also ends a
+//! client's subscriptions).
 //! The registry and the delivery are in `../pubsub.rs`.
 //!
 //! Invariants:
@@ -16,7 +18,7 @@
 //!   none, as a Redis with no shard subscriber does.
 
 use crate::pubsub::{Kind, Limit};
-use crate::session::{arity, is, unknown_subcommand, Session};
+use crate::session::{arity, subcommand_syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
@@ -122,49 +124,69 @@ const PUBSUB_HELP: [&str; 13] = [
     "HELP",
 ];
 
-pub fn pubsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
+/// PUBSUB CHANNELS [pattern]: the channels with subscribers.
+pub fn channels(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let argc = a.len();
-    if is(sub, "CHANNELS") && argc <= 3 {
-        let pattern = (argc == 3).then(|| a.get(2));
-        let names = s.shared.pubsub.channels(pattern);
-        s.out.array(names.len());
-        for name in names {
-            s.out.bulk(&name);
-        }
-    } else if is(sub, "NUMSUB") {
-        s.out.array(2 * (argc - 2));
-        for channel in a.from(2) {
-            s.out.bulk(channel);
-            let n = s.shared.pubsub.numsub(channel);
-            s.out.int(n as i64);
-        }
-    } else if is(sub, "NUMPAT") && argc == 2 {
-        let n = s.shared.pubsub.numpat();
-        s.out.int(n as i64);
-    } else if is(sub, "SHARDCHANNELS") && argc <= 3 {
-        s.out.array(0);
-    } else if is(sub, "SHARDNUMSUB") {
-        s.out.array(2 * (argc - 2));
-        for channel in a.from(2) {
-            s.out.bulk(channel);
-            s.out.int(0);
-        }
-    } else if is(sub, "HELP") && argc == 2 {
-        let mut lines = PUBSUB_HELP.to_vec();
-        lines.push("    Print this help.");
-        s.out.simple_lines(&lines);
-    } else if ["CHANNELS", "NUMPAT", "SHARDCHANNELS", "HELP"]
-        .iter()
-        .any(|name| is(sub, name))
-    {
-        return Err(Error::new(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-            crate::session::shown(sub, 128)
-        )));
-    } else {
-        return Err(unknown_subcommand("pubsub", sub));
+    if argc > 3 {
+        return Err(subcommand_syntax("pubsub", a.get(1)));
     }
+    let pattern = (argc == 3).then(|| a.get(2));
+    let names = s.shared.pubsub.channels(pattern);
+    s.out.array(names.len());
+    for name in names {
+        s.out.bulk(&name);
+    }
+    Ok(())
+}
+
+/// PUBSUB NUMSUB [channel ...]: each channel and its subscribers.
+pub fn numsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    s.out.array(2 * (a.len() - 2));
+    for channel in a.from(2) {
+        s.out.bulk(channel);
+        let n = s.shared.pubsub.numsub(channel);
+        s.out.int(n as i64);
+    }
+    Ok(())
+}
+
+/// PUBSUB NUMPAT: the pattern subscriptions.
+pub fn numpat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() != 2 {
+        return Err(subcommand_syntax("pubsub", a.get(1)));
+    }
+    let n = s.shared.pubsub.numpat();
+    s.out.int(n as i64);
+    Ok(())
+}
+
+/// PUBSUB SHARDCHANNELS [pattern]: none.
+pub fn shardchannels(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() > 3 {
+        return Err(subcommand_syntax("pubsub", a.get(1)));
+    }
+    s.out.array(0);
+    Ok(())
+}
+
+/// PUBSUB SHARDNUMSUB [shardchannel ...]: each with no subscriber.
+pub fn shardnumsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    s.out.array(2 * (a.len() - 2));
+    for channel in a.from(2) {
+        s.out.bulk(channel);
+        s.out.int(0);
+    }
+    Ok(())
+}
+
+/// PUBSUB HELP
+pub fn help(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() != 2 {
+        return Err(subcommand_syntax("pubsub", a.get(1)));
+    }
+    let mut lines = PUBSUB_HELP.to_vec();
+    lines.push("    Print this help.");
+    s.out.simple_lines(&lines);
     Ok(())
 }
 

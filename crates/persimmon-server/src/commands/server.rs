@@ -1,7 +1,7 @@
-//! Server commands: DBSIZE, SHUTDOWN, TIME, LASTSAVE, SAVE, BGSAVE,
-//! BGREWRITEAOF, FUNCTION, SCRIPT, LOLWUT (COMMAND, CONFIG, INFO, MEMORY
-//! and the replication commands, WAIT among them, have modules of their
-//! own).
+//! Server commands: SHUTDOWN, TIME, LASTSAVE, SAVE, BGSAVE, BGREWRITEAOF,
+//! LOLWUT, and the FUNCTION and SCRIPT subcommands, one handler each
+//! (COMMAND, CONFIG, INFO, MEMORY and the replication commands, WAIT among
+//! them, have modules of their own; DBSIZE is in `keys`).
 //!
 //! Invariants:
 //! - SHUTDOWN only asks the listener to stop; the listener closes the pool
@@ -12,13 +12,16 @@
 //!   reports.
 //! - FUNCTION knows no libraries (scripts are not supported): FLUSH and
 //!   LIST succeed on the empty set, the subcommands that would add or run
-//!   one are refused. SCRIPT likewise: KILL is `NOTBUSY`, FLUSH succeeds,
-//!   EXISTS finds nothing, LOAD is refused.
+//!   one are refused (they have no rows: FUNCTION's own handler refuses
+//!   them). SCRIPT likewise: KILL is `NOTBUSY`, FLUSH succeeds, EXISTS
+//!   finds nothing, LOAD is refused.
 
 use std::sync::atomic::Ordering;
 
 use crate::clock::unix_time;
-use crate::session::{exact_arity, int_arg, is, syntax, unknown_subcommand, Flow, Session};
+use crate::session::{
+    exact_arity, int_arg, is, not_a_subcommand, subcommand_syntax, syntax, Flow, Session,
+};
 use crate::shared::Shared;
 use persimmon_resp::Args;
 use persimmon_types::Error;
@@ -103,7 +106,6 @@ pub fn bgrewriteaof(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// WAIT numreplicas timeout: 0 replicas acknowledged, at once.
 const FUNCTION_HELP: [&str; 11] = [
     "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "LIST [LIBRARYNAME <pattern>] [WITHCODE]",
@@ -118,27 +120,40 @@ const FUNCTION_HELP: [&str; 11] = [
     "FCALL and EVAL are not supported either.",
 ];
 
+/// FUNCTION FLUSH [ASYNC|SYNC]: there is nothing to delete.
+pub fn function_flush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    match a.len() {
+        2 => {}
+        3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
+        3 => {
+            return Err(Error::new(
+                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+            ))
+        }
+        _ => return Err(subcommand_syntax("function", a.get(1))),
+    }
+    s.out.ok();
+    Ok(())
+}
+
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: no libraries.
+pub fn function_list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    function_list_options(&a)?;
+    s.out.array(0);
+    Ok(())
+}
+
+/// FUNCTION HELP
+pub fn function_help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&FUNCTION_HELP);
+    Ok(())
+}
+
+/// FUNCTION with a subcommand the table does not have: the ones that would
+/// add, show or run a library are refused, the others are unknown.
 pub fn function(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let sub = a.get(1);
-    if is(sub, "FLUSH") {
-        match a.len() {
-            2 => {}
-            3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
-            3 => {
-                return Err(Error::new(
-                    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-                ))
-            }
-            _ => return Err(subcommand_syntax("function", sub)),
-        }
-        s.out.ok();
-    } else if is(sub, "LIST") {
-        function_list(&a)?;
-        s.out.array(0);
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "function|help")?;
-        s.out.simple_lines(&FUNCTION_HELP);
-    } else if ["LOAD", "DELETE", "DUMP", "RESTORE", "STATS", "KILL"]
+    if ["LOAD", "DELETE", "DUMP", "RESTORE", "STATS", "KILL"]
         .iter()
         .any(|name| is(sub, name))
     {
@@ -146,10 +161,8 @@ pub fn function(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             "ERR FUNCTION {} is not supported: persimmon has no scripting engine",
             String::from_utf8_lossy(sub).to_ascii_uppercase()
         )));
-    } else {
-        return Err(unknown_subcommand("function", sub));
     }
-    Ok(())
+    not_a_subcommand(s, a)
 }
 
 const SCRIPT_HELP: [&str; 11] = [
@@ -166,50 +179,60 @@ const SCRIPT_HELP: [&str; 11] = [
     "    Print this help.",
 ];
 
-/// SCRIPT: no script ever runs and the cache is always empty, so KILL is
-/// Redis's `NOTBUSY` (what Sentinel gets when it sends SCRIPT KILL to an
-/// instance it thinks busy), FLUSH succeeds, EXISTS is all 0.
-pub fn script(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let sub = a.get(1);
-    if is(sub, "KILL") {
-        exact_arity(&a, 2, "script|kill")?;
-        return Err(Error::new("NOTBUSY No scripts in execution right now."));
-    } else if is(sub, "FLUSH") {
-        match a.len() {
-            2 => {}
-            3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
-            3 => {
-                return Err(Error::new(
-                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
-                ))
-            }
-            _ => return Err(subcommand_syntax("script", sub)),
+/// SCRIPT KILL: no script ever runs, so Redis's `NOTBUSY` (what Sentinel
+/// gets when it sends SCRIPT KILL to an instance it thinks busy).
+pub fn script_kill(_s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    Err(Error::new("NOTBUSY No scripts in execution right now."))
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]: the cache is always empty.
+pub fn script_flush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    match a.len() {
+        2 => {}
+        3 if is(a.get(2), "ASYNC") || is(a.get(2), "SYNC") => {}
+        3 => {
+            return Err(Error::new(
+                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+            ))
         }
-        s.out.ok();
-    } else if is(sub, "EXISTS") {
-        if a.len() < 3 {
-            return Err(subcommand_syntax("script", sub));
-        }
-        s.out.array(a.len() - 2);
-        for _ in a.from(2) {
-            s.out.int(0);
-        }
-    } else if is(sub, "LOAD") {
-        exact_arity(&a, 3, "script|load")?;
-        return Err(Error::new(
-            "ERR SCRIPT LOAD is not supported: persimmon has no scripting engine",
-        ));
-    } else if is(sub, "HELP") {
-        exact_arity(&a, 2, "script|help")?;
-        s.out.simple_lines(&SCRIPT_HELP);
-    } else {
-        return Err(unknown_subcommand("script", sub));
+        _ => return Err(subcommand_syntax("script", a.get(1))),
+    }
+    s.out.ok();
+    Ok(())
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...]: 0 for each.
+pub fn script_exists(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if a.len() < 3 {
+        return Err(subcommand_syntax("script", a.get(1)));
+    }
+    s.out.array(a.len() - 2);
+    for _ in a.from(2) {
+        s.out.int(0);
     }
     Ok(())
 }
 
+/// SCRIPT HELP
+pub fn script_help(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    s.out.simple_lines(&SCRIPT_HELP);
+    Ok(())
+}
+
+/// SCRIPT with a subcommand the table does not have: LOAD is refused, the
+/// others are unknown.
+pub fn script(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    if is(a.get(1), "LOAD") {
+        exact_arity(&a, 3, "script|load")?;
+        return Err(Error::new(
+            "ERR SCRIPT LOAD is not supported: persimmon has no scripting engine",
+        ));
+    }
+    not_a_subcommand(s, a)
+}
+
 /// Checks FUNCTION LIST's options (WITHCODE, LIBRARYNAME pattern).
-fn function_list(a: &Args<'_>) -> Result<(), Error> {
+fn function_list_options(a: &Args<'_>) -> Result<(), Error> {
     let (mut with_code, mut library) = (false, false);
     let mut i = 2;
     while i < a.len() {
@@ -231,13 +254,4 @@ fn function_list(a: &Args<'_>) -> Result<(), Error> {
         i += 1;
     }
     Ok(())
-}
-
-/// Redis's error for a known subcommand given the wrong arguments.
-fn subcommand_syntax(command: &str, sub: &[u8]) -> Error {
-    Error::new(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        crate::session::shown(sub, 128),
-        command.to_ascii_uppercase()
-    ))
 }

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
 use super::hashes::reply_from_collection;
 use super::lists::positive_arg;
-use crate::session::{int_arg_within, is, syntax, Session};
+use crate::session::{int_arg_within, is, keys_after_count, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, Coll, Kind};
 use persimmon_types::error::check_key;
@@ -385,6 +385,11 @@ pub fn sunionstore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn sdiffstore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     store_combined(s, a, Op::Diff)
+}
+
+/// Where SINTERCARD's keys are (its row's key finder): after numkeys.
+pub fn sintercard_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
+    keys_after_count(words, 1)
 }
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit]: the intersection's size,

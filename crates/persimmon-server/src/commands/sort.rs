@@ -486,11 +486,12 @@ pub fn sort_ro(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     sort_generic(s, &a, true)
 }
 
-/// The positions of a SORT request's keys (`args[0]` is the command name),
-/// as Redis finds them for COMMAND GETKEYS: the source, and the
+/// The positions of a SORT or SORT_RO request's keys (`args[0]` is the
+/// command name; the rows' key finder), as Redis finds them for COMMAND
+/// GETKEYS: the source, and the
 /// destination of the last STORE that has an argument after it (LIMIT,
 /// GET and BY skip their arguments; anything else is one word).
-pub(super) fn key_positions(args: &[&[u8]]) -> Vec<usize> {
+pub fn sort_keys(args: &[&[u8]]) -> Option<Vec<usize>> {
     let mut store = None;
     let mut i = 2;
     while i < args.len() {
@@ -504,7 +505,7 @@ pub(super) fn key_positions(args: &[&[u8]]) -> Vec<usize> {
         }
         i += 1;
     }
-    std::iter::once(1).chain(store).collect()
+    Some(std::iter::once(1).chain(store).collect())
 }
 
 #[cfg(test)]
@@ -592,7 +593,7 @@ mod tests {
     fn getkeys_finds_the_last_store() {
         let keys = |line: &str| {
             let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-            key_positions(&args)
+            sort_keys(&args).unwrap()
         };
         assert_eq!(keys("sort abc store def"), vec![1, 3]);
         assert_eq!(

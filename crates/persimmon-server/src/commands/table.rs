@@ -1,30 +1,26 @@
-//! The command table: one row per command, its `COMMAND` metadata (arity,
-//! flags, key positions, group, summary) and its handler. The dispatch
-//! (`dispatch.rs`), `COMMAND`, `INFO commandstats` and `CLIENT LIST` read
-//! everything they know of a command from its row. Adding a command is one
-//! row here and one handler in the module of its family.
+//! The command table: one row per command and per subcommand, with its
+//! `COMMAND` metadata (arity, flags, key positions, the Redis version that
+//! added it, group, summary) and its handler. A subcommand's row is named
+//! `container|sub` (`config|get`, as Redis 7 names it) and follows its
+//! container's row; the container's own handler answers the subcommands
+//! the table does not have. The dispatch (`dispatch.rs`), `COMMAND`,
+//! `INFO commandstats` and `CLIENT LIST` read everything they know of a
+//! command from its row. Adding a command or a subcommand is one row here
+//! and one handler in the module of its family (with its key finder, for a
+//! `movablekeys` row).
 //!
 //! Invariants:
-//! - A handler runs only with an argument count its row allows, and before
-//!   `AUTH` only if its row has `no_auth`.
-//! - A failed command's reply is its error alone: whatever the handler
-//!   queued before failing is dropped (an engine error after the update
-//!   closure ran).
+//! - Every check the dispatch makes (arity, authentication, `MULTI`
+//!   queuing, settings, read-only replicas) and every count reads the row
+//!   the request resolves to: a subcommand's own, never its container's.
+//! - The flags that steer the dispatch (`write`, `denyoom`,
+//!   `may_replicate`, `no_multi`, `no_auth`, `multi_control`, `swaps_dbs`)
+//!   are Persimmon's decisions; the others report what Redis 7 reports.
 //! - Multi-key writes (MSET, MSETNX, DEL of several keys, MOVE, and the
 //!   commands in an EXEC) are one atomic unit of the store: one crash-atomic
 //!   engine batch (see `store.rs`). Multi-key reads (MGET, EXISTS) read key
 //!   by key, each read atomic (MGET through `Store::get_many`, one batched
 //!   engine read per 64 keys, each key still read on its own).
-//! - Inside `MULTI` every command but the `multi_control` rows is queued;
-//!   every command runs holding the database map (see `dbs.rs`).
-//! - Every request is counted for `INFO commandstats` as Redis counts it:
-//!   a call (whether it replied an error, and for some calls the time,
-//!   see `cmdstats`) when the handler ran, a refusal when arity or
-//!   authentication stopped it.
-//! - After every command, while the map is still held, the clients blocked
-//!   on keys the command wrote are served (`blocking::serve_ready`), so a
-//!   pushed element goes to a waiting BLPOP before the pusher's next
-//!   command and before its reply leaves, as in Redis.
 //! - Scans of the whole pool (KEYS, SCAN snapshots, FLUSHDB, DBSIZE and
 //!   INFO right after a crash) and ordered scans that may return more than
 //!   1024 keys (KRANGE, KPREFIX) run under `blocking`, so they do not stall
@@ -35,19 +31,20 @@ use super::{
     info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename, replication,
     server, sets, sort, strings, zset_ops, zset_range, zsets,
 };
-use crate::session::{CommandTable, Spec};
+use crate::session::{self, CommandTable, Keys, Spec};
 
-/// One table row: `spec!(name, arity, flags, first key, last key, step,
-/// group, handler, summary)`.
+/// One table row: `spec!(name, arity, flags, keys, since, group, handler,
+/// summary)`, where keys is `[first, last, step]` or, for a `movablekeys`
+/// row, `[first, last, step; finder]`, and since is a Redis version or `-`
+/// (Persimmon's own command).
 macro_rules! spec {
-    ($name:literal, $arity:expr, [$($flag:literal),*], $first:expr, $last:expr, $step:expr, $group:literal, $handler:expr, $summary:literal) => {
+    ($name:literal, $arity:expr, [$($flag:literal),*], $keys:tt, $since:tt, $group:literal, $handler:expr, $summary:literal) => {
         Spec {
             name: $name,
             arity: $arity,
             flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
+            keys: keys!($keys),
+            since: since!($since),
             group: $group,
             summary: $summary,
             handler: $handler,
@@ -55,218 +52,293 @@ macro_rules! spec {
     };
 }
 
+macro_rules! keys {
+    ([$first:expr, $last:expr, $step:expr]) => {
+        Keys {
+            first: $first,
+            last: $last,
+            step: $step,
+            find: None,
+        }
+    };
+    ([$first:expr, $last:expr, $step:expr; $find:expr]) => {
+        Keys {
+            first: $first,
+            last: $last,
+            step: $step,
+            find: Some($find),
+        }
+    };
+}
+
+macro_rules! since {
+    (-) => {
+        None
+    };
+    ($version:literal) => {
+        Some($version)
+    };
+}
+
 /// Every command the server knows, in `COMMAND` order.
 #[rustfmt::skip]
 pub static COMMANDS: CommandTable = CommandTable::new(&[
     // Connection and server.
-    spec!("ping",          -1, ["fast"],                     0,  0, 0, "connection", connection::ping,     "Returns the server's liveliness response."),
-    spec!("echo",           2, ["fast"],                     0,  0, 0, "connection", connection::echo,     "Returns the given string."),
-    spec!("hello",         -1, ["no_auth", "fast"],          0,  0, 0, "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
-    spec!("auth",          -2, ["no_auth", "fast"],          0,  0, 0, "connection", connection::auth,     "Authenticates the connection."),
-    spec!("select",         2, ["fast"],                     0,  0, 0, "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
-    spec!("quit",          -1, ["no_auth", "fast", "multi_control"], 0, 0, 0, "connection", connection::quit, "Closes the connection."),
-    spec!("client",        -2, [],                           0,  0, 0, "connection", connection::client,   "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK)."),
-    spec!("command",       -1, ["loading", "stale"],         0,  0, 0, "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
-    spec!("config",        -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, "server", config::config, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
-    spec!("info",          -1, ["loading", "stale"],         0,  0, 0, "server",     info::info,           "Returns information and statistics about the server."),
-    spec!("dbsize",         1, ["readonly"],                 0,  0, 0, "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
-    spec!("shutdown",      -1, ["admin", "no_multi"],        0,  0, 0, "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
+    spec!("ping",          -1, ["fast"],                     [0,  0, 0], "1.0.0", "connection", connection::ping,     "Returns the server's liveliness response."),
+    spec!("echo",           2, ["fast"],                     [0,  0, 0], "1.0.0", "connection", connection::echo,     "Returns the given string."),
+    spec!("hello",         -1, ["no_auth", "fast"],          [0,  0, 0], "6.0.0", "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
+    spec!("auth",          -2, ["no_auth", "fast"],          [0,  0, 0], "1.0.0", "connection", connection::auth,     "Authenticates the connection."),
+    spec!("select",         2, ["fast"],                     [0,  0, 0], "1.0.0", "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
+    spec!("quit",          -1, ["no_auth", "fast", "multi_control"], [0, 0, 0], "1.0.0", "connection", connection::quit, "Closes the connection."),
+    spec!("client",        -2, [],                           [0,  0, 0], "2.4.0", "connection", session::not_a_subcommand, "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK, REPLY)."),
+      spec!("client|id",             2, ["noscript", "loading", "stale"],            [0,  0, 0], "5.0.0",  "connection", connection::client_id,         "Returns the id of the connection."),
+      spec!("client|setname",        3, ["noscript", "loading", "stale"],            [0,  0, 0], "2.6.9",  "connection", connection::client_setname,    "Names the connection (printable ASCII, no blanks)."),
+      spec!("client|getname",        2, ["noscript", "loading", "stale"],            [0,  0, 0], "2.6.9",  "connection", connection::client_getname,    "Returns the name of the connection (nil when it has none)."),
+      spec!("client|setinfo",        4, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_setinfo,    "Sets the client library's name or version (LIB-NAME, LIB-VER)."),
+      spec!("client|list",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_list,       "Describes the connections, one line each (TYPE, ID)."),
+      spec!("client|info",           2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.2.0",  "connection", connection::client_info,       "Describes the connection, as a CLIENT LIST line."),
+      spec!("client|no-evict",       3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "connection", connection::client_no_evict,   "Replies OK to ON or OFF (nothing is evicted)."),
+      spec!("client|no-touch",       3, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_no_touch,   "Replies OK to ON or OFF (no access time is kept)."),
+      spec!("client|unblock",       -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "5.0.0",  "connection", connection::client_unblock,    "Ends the wait of a client blocked on keys, as a timeout or with an error (TIMEOUT, ERROR)."),
+      spec!("client|kill",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_kill,       "Closes connections, by address or by filters (ID, TYPE, USER, ADDR, LADDR, SKIPME)."),
+      spec!("client|reply",          3, ["noscript", "loading", "stale"],            [0,  0, 0], "3.2.0",  "connection", connection::client_reply,      "Turns the replies to the connection ON, OFF, or off for the next command (SKIP)."),
+      spec!("client|help",          -2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "connection", connection::client_help,       "Describes the CLIENT subcommands."),
+    spec!("command",       -1, ["loading", "stale"],         [0,  0, 0], "2.8.13", "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
+      spec!("command|count",         2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::count,                "Returns the number of commands."),
+      spec!("command|info",         -2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::info,                 "Returns arity, flags, key positions and categories of commands (all without names)."),
+      spec!("command|docs",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::docs,                 "Returns summary, version and group of commands (all without names)."),
+      spec!("command|list",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::list,                 "Returns the names of the commands and subcommands (FILTERBY MODULE, ACLCAT, PATTERN)."),
+      spec!("command|getkeys",      -4, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::getkeys,              "Returns the keys of a command and its arguments."),
+      spec!("command|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     command::help,                 "Describes the COMMAND subcommands."),
+    spec!("config",        -2, [],                           [0,  0, 0], "2.0.0", "server",     session::not_a_subcommand, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
+      spec!("config|get",           -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::get,                   "Returns the parameters whose names match glob patterns, with their values."),
+      spec!("config|set",           -4, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::set,                   "Changes parameters: all of the pairs given, or none."),
+      spec!("config|resetstat",      2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::resetstat,             "Zeroes the statistics INFO reports (stats, commandstats, errorstats)."),
+      spec!("config|rewrite",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.0",  "server",     config::rewrite,               "Writes the parameters changed at run time into the config file."),
+      spec!("config|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     config::help,                  "Describes the CONFIG subcommands."),
+    spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
+    spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
+    spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
     // Strings.
-    spec!("get",            2, ["readonly", "fast"],         1,  1, 1, "string",     strings::get,         "Returns the string value of a key."),
-    spec!("set",           -3, ["write", "denyoom"],         1,  1, 1, "string",     strings::set,         "Sets the string value of a key (NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL)."),
-    spec!("setex",          4, ["write", "denyoom"],         1,  1, 1, "string",     strings::setex,       "Sets the string value and the time to live (seconds) of a key."),
-    spec!("psetex",         4, ["write", "denyoom"],         1,  1, 1, "string",     strings::psetex,      "Sets the string value and the time to live (milliseconds) of a key."),
-    spec!("getex",         -2, ["write", "fast"],            1,  1, 1, "string",     strings::getex,       "Returns the string value of a key after setting its expiration (EX, PX, EXAT, PXAT, PERSIST)."),
-    spec!("setnx",          3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::setnx,       "Sets the string value of a key only when the key does not exist."),
-    spec!("getset",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::getset,      "Returns the previous string value of a key after setting it to a new value."),
-    spec!("getdel",         2, ["write", "fast"],            1,  1, 1, "string",     strings::getdel,      "Returns the string value of a key after deleting the key."),
-    spec!("mget",          -2, ["readonly", "fast"],         1, -1, 1, "string",     strings::mget,        "Returns the string values of one or more keys."),
-    spec!("mset",          -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::mset,        "Sets the string values of one or more keys, atomically (one engine batch)."),
-    spec!("msetnx",        -3, ["write", "denyoom"],         1, -1, 2, "string",     strings::msetnx,      "Sets the string values of one or more keys only when none of them exists."),
-    spec!("incr",           2, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incr,        "Increments the integer value of a key by one."),
-    spec!("incrby",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrby,      "Increments the integer value of a key by a number."),
-    spec!("decr",           2, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::decr,        "Decrements the integer value of a key by one."),
-    spec!("decrby",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::decrby,      "Decrements a number from the integer value of a key."),
-    spec!("append",         3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::append,      "Appends a string to the value of a key."),
-    spec!("strlen",         2, ["readonly", "fast"],         1,  1, 1, "string",     strings::strlen,      "Returns the length of a string value."),
-    spec!("getrange",       4, ["readonly"],                 1,  1, 1, "string",     strings::getrange,    "Returns a substring of the string stored at a key."),
-    spec!("setrange",       4, ["write", "denyoom"],         1,  1, 1, "string",     strings::setrange,    "Overwrites a part of a string value from an offset."),
+    spec!("get",            2, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "string",     strings::get,         "Returns the string value of a key."),
+    spec!("set",           -3, ["write", "denyoom"],         [1,  1, 1], "1.0.0", "string",     strings::set,         "Sets the string value of a key (NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL)."),
+    spec!("setex",          4, ["write", "denyoom"],         [1,  1, 1], "2.0.0", "string",     strings::setex,       "Sets the string value and the time to live (seconds) of a key."),
+    spec!("psetex",         4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "string",     strings::psetex,      "Sets the string value and the time to live (milliseconds) of a key."),
+    spec!("getex",         -2, ["write", "fast"],            [1,  1, 1], "6.2.0", "string",     strings::getex,       "Returns the string value of a key after setting its expiration (EX, PX, EXAT, PXAT, PERSIST)."),
+    spec!("setnx",          3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::setnx,       "Sets the string value of a key only when the key does not exist."),
+    spec!("getset",         3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::getset,      "Returns the previous string value of a key after setting it to a new value."),
+    spec!("getdel",         2, ["write", "fast"],            [1,  1, 1], "6.2.0", "string",     strings::getdel,      "Returns the string value of a key after deleting the key."),
+    spec!("mget",          -2, ["readonly", "fast"],         [1, -1, 1], "1.0.0", "string",     strings::mget,        "Returns the string values of one or more keys."),
+    spec!("mset",          -3, ["write", "denyoom"],         [1, -1, 2], "1.0.1", "string",     strings::mset,        "Sets the string values of one or more keys, atomically (one engine batch)."),
+    spec!("msetnx",        -3, ["write", "denyoom"],         [1, -1, 2], "1.0.1", "string",     strings::msetnx,      "Sets the string values of one or more keys only when none of them exists."),
+    spec!("incr",           2, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::incr,        "Increments the integer value of a key by one."),
+    spec!("incrby",         3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::incrby,      "Increments the integer value of a key by a number."),
+    spec!("decr",           2, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::decr,        "Decrements the integer value of a key by one."),
+    spec!("decrby",         3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "string",     strings::decrby,      "Decrements a number from the integer value of a key."),
+    spec!("append",         3, ["write", "denyoom", "fast"], [1,  1, 1], "2.0.0", "string",     strings::append,      "Appends a string to the value of a key."),
+    spec!("strlen",         2, ["readonly", "fast"],         [1,  1, 1], "2.2.0", "string",     strings::strlen,      "Returns the length of a string value."),
+    spec!("getrange",       4, ["readonly"],                 [1,  1, 1], "2.4.0", "string",     strings::getrange,    "Returns a substring of the string stored at a key."),
+    spec!("setrange",       4, ["write", "denyoom"],         [1,  1, 1], "2.2.0", "string",     strings::setrange,    "Overwrites a part of a string value from an offset."),
     // Keys.
-    spec!("del",           -2, ["write"],                    1, -1, 1, "generic",    keys::del,            "Deletes one or more keys."),
-    spec!("unlink",        -2, ["write", "fast"],            1, -1, 1, "generic",    keys::del,            "Deletes one or more keys (the same as DEL)."),
-    spec!("exists",        -2, ["readonly", "fast"],         1, -1, 1, "generic",    keys::exists,         "Counts how many of the given keys exist."),
-    spec!("type",           2, ["readonly", "fast"],         1,  1, 1, "generic",    keys::type_,          "Returns the type of the value stored at a key."),
-    spec!("scan",          -2, ["readonly"],                 0,  0, 0, "generic",    keys::scan,           "Iterates over the key names (MATCH, COUNT, TYPE)."),
-    spec!("krange",        -3, ["readonly"],                 0,  0, 0, "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
-    spec!("kprefix",       -2, ["readonly"],                 0,  0, 0, "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
-    spec!("keys",           2, ["readonly"],                 0,  0, 0, "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
-    spec!("flushdb",       -1, ["write"],                    0,  0, 0, "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
-    spec!("flushall",      -1, ["write"],                    0,  0, 0, "server",     keys::flushall,       "Deletes every key of every database."),
-    spec!("move",           3, ["write", "fast"],            1,  1, 1, "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
-    spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], 0, 0, 0, "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
+    spec!("del",           -2, ["write"],                    [1, -1, 1], "1.0.0", "generic",    keys::del,            "Deletes one or more keys."),
+    spec!("unlink",        -2, ["write", "fast"],            [1, -1, 1], "4.0.0", "generic",    keys::del,            "Deletes one or more keys (the same as DEL)."),
+    spec!("exists",        -2, ["readonly", "fast"],         [1, -1, 1], "1.0.0", "generic",    keys::exists,         "Counts how many of the given keys exist."),
+    spec!("type",           2, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "generic",    keys::type_,          "Returns the type of the value stored at a key."),
+    spec!("scan",          -2, ["readonly"],                 [0,  0, 0], "2.8.0", "generic",    keys::scan,           "Iterates over the key names (MATCH, COUNT, TYPE)."),
+    spec!("krange",        -3, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
+    spec!("kprefix",       -2, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
+    spec!("keys",           2, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
+    spec!("flushdb",       -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
+    spec!("flushall",      -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushall,       "Deletes every key of every database."),
+    spec!("move",           3, ["write", "fast"],            [1,  1, 1], "1.0.0", "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
+    spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], [0, 0, 0], "4.0.0", "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
     // Expiry.
-    spec!("ttl",            2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::ttl,          "Returns the time to live of a key in seconds (-1: none, -2: no key)."),
-    spec!("pttl",           2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pttl,         "Returns the time to live of a key in milliseconds (-1: none, -2: no key)."),
-    spec!("expiretime",     2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::expiretime,   "Returns the expiration time of a key as a Unix timestamp in seconds."),
-    spec!("pexpiretime",    2, ["readonly", "fast"],         1,  1, 1, "generic",    expire::pexpiretime,  "Returns the expiration time of a key as a Unix timestamp in milliseconds."),
-    spec!("expire",        -3, ["write", "fast"],            1,  1, 1, "generic",    expire::expire,       "Sets the time to live of a key in seconds (NX, XX, GT, LT)."),
-    spec!("pexpire",       -3, ["write", "fast"],            1,  1, 1, "generic",    expire::pexpire,      "Sets the time to live of a key in milliseconds (NX, XX, GT, LT)."),
-    spec!("expireat",      -3, ["write", "fast"],            1,  1, 1, "generic",    expire::expireat,     "Sets the expiration time of a key as a Unix timestamp in seconds (NX, XX, GT, LT)."),
-    spec!("pexpireat",     -3, ["write", "fast"],            1,  1, 1, "generic",    expire::pexpireat,    "Sets the expiration time of a key as a Unix timestamp in milliseconds (NX, XX, GT, LT)."),
-    spec!("persist",        2, ["write", "fast"],            1,  1, 1, "generic",    expire::persist,      "Removes the expiration time of a key."),
+    spec!("ttl",            2, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "generic",    expire::ttl,          "Returns the time to live of a key in seconds (-1: none, -2: no key)."),
+    spec!("pttl",           2, ["readonly", "fast"],         [1,  1, 1], "2.6.0", "generic",    expire::pttl,         "Returns the time to live of a key in milliseconds (-1: none, -2: no key)."),
+    spec!("expiretime",     2, ["readonly", "fast"],         [1,  1, 1], "7.0.0", "generic",    expire::expiretime,   "Returns the expiration time of a key as a Unix timestamp in seconds."),
+    spec!("pexpiretime",    2, ["readonly", "fast"],         [1,  1, 1], "7.0.0", "generic",    expire::pexpiretime,  "Returns the expiration time of a key as a Unix timestamp in milliseconds."),
+    spec!("expire",        -3, ["write", "fast"],            [1,  1, 1], "1.0.0", "generic",    expire::expire,       "Sets the time to live of a key in seconds (NX, XX, GT, LT)."),
+    spec!("pexpire",       -3, ["write", "fast"],            [1,  1, 1], "2.6.0", "generic",    expire::pexpire,      "Sets the time to live of a key in milliseconds (NX, XX, GT, LT)."),
+    spec!("expireat",      -3, ["write", "fast"],            [1,  1, 1], "1.2.0", "generic",    expire::expireat,     "Sets the expiration time of a key as a Unix timestamp in seconds (NX, XX, GT, LT)."),
+    spec!("pexpireat",     -3, ["write", "fast"],            [1,  1, 1], "2.6.0", "generic",    expire::pexpireat,    "Sets the expiration time of a key as a Unix timestamp in milliseconds (NX, XX, GT, LT)."),
+    spec!("persist",        2, ["write", "fast"],            [1,  1, 1], "2.2.0", "generic",    expire::persist,      "Removes the expiration time of a key."),
     // Transactions.
-    spec!("multi",          1, ["fast", "multi_control"],    0,  0, 0, "transactions", multi::multi,       "Starts a transaction."),
-    spec!("exec",           1, ["multi_control"],            0,  0, 0, "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
-    spec!("discard",        1, ["fast", "multi_control"],    0,  0, 0, "transactions", multi::discard,     "Discards the queued commands."),
-    spec!("watch",         -2, ["fast", "multi_control"],    1, -1, 1, "transactions", multi::watch,       "Makes the next EXEC conditional on the keys not changing."),
-    spec!("unwatch",        1, ["fast"],                     0,  0, 0, "transactions", multi::unwatch,     "Forgets every watched key."),
+    spec!("multi",          1, ["fast", "multi_control"],    [0,  0, 0], "1.2.0", "transactions", multi::multi,       "Starts a transaction."),
+    spec!("exec",           1, ["multi_control"],            [0,  0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
+    spec!("discard",        1, ["fast", "multi_control"],    [0,  0, 0], "2.0.0", "transactions", multi::discard,     "Discards the queued commands."),
+    spec!("watch",         -2, ["fast", "multi_control"],    [1, -1, 1], "2.2.0", "transactions", multi::watch,       "Makes the next EXEC conditional on the keys not changing."),
+    spec!("unwatch",        1, ["fast"],                     [0,  0, 0], "2.2.0", "transactions", multi::unwatch,     "Forgets every watched key."),
     // Hashes.
-    spec!("hset",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hset,         "Creates or modifies the value of fields in a hash."),
-    spec!("hmset",         -4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hmset,        "Sets the values of multiple fields (replies OK)."),
-    spec!("hsetnx",         4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hsetnx,       "Sets the value of a field only when the field does not exist."),
-    spec!("hget",           3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hget,         "Returns the value of a field in a hash."),
-    spec!("hmget",         -3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hmget,        "Returns the values of fields in a hash."),
-    spec!("hgetall",        2, ["readonly"],                 1,  1, 1, "hash",       hashes::hgetall,      "Returns all fields and values of a hash."),
-    spec!("hdel",          -3, ["write", "fast"],            1,  1, 1, "hash",       hashes::hdel,         "Deletes fields from a hash (and the key with its last field)."),
-    spec!("hexists",        3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hexists,      "Determines whether a field exists in a hash."),
-    spec!("hlen",           2, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hlen,         "Returns the number of fields in a hash."),
-    spec!("hkeys",          2, ["readonly"],                 1,  1, 1, "hash",       hashes::hkeys,        "Returns all fields in a hash."),
-    spec!("hvals",          2, ["readonly"],                 1,  1, 1, "hash",       hashes::hvals,        "Returns all values in a hash."),
-    spec!("hstrlen",        3, ["readonly", "fast"],         1,  1, 1, "hash",       hashes::hstrlen,      "Returns the length of the value of a field."),
-    spec!("hincrby",        4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrby,      "Increments the integer value of a field by a number."),
+    spec!("hset",          -4, ["write", "denyoom", "fast"], [1,  1, 1], "2.0.0", "hash",       hashes::hset,         "Creates or modifies the value of fields in a hash."),
+    spec!("hmset",         -4, ["write", "denyoom", "fast"], [1,  1, 1], "2.0.0", "hash",       hashes::hmset,        "Sets the values of multiple fields (replies OK)."),
+    spec!("hsetnx",         4, ["write", "denyoom", "fast"], [1,  1, 1], "2.0.0", "hash",       hashes::hsetnx,       "Sets the value of a field only when the field does not exist."),
+    spec!("hget",           3, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "hash",       hashes::hget,         "Returns the value of a field in a hash."),
+    spec!("hmget",         -3, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "hash",       hashes::hmget,        "Returns the values of fields in a hash."),
+    spec!("hgetall",        2, ["readonly"],                 [1,  1, 1], "2.0.0", "hash",       hashes::hgetall,      "Returns all fields and values of a hash."),
+    spec!("hdel",          -3, ["write", "fast"],            [1,  1, 1], "2.0.0", "hash",       hashes::hdel,         "Deletes fields from a hash (and the key with its last field)."),
+    spec!("hexists",        3, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "hash",       hashes::hexists,      "Determines whether a field exists in a hash."),
+    spec!("hlen",           2, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "hash",       hashes::hlen,         "Returns the number of fields in a hash."),
+    spec!("hkeys",          2, ["readonly"],                 [1,  1, 1], "2.0.0", "hash",       hashes::hkeys,        "Returns all fields in a hash."),
+    spec!("hvals",          2, ["readonly"],                 [1,  1, 1], "2.0.0", "hash",       hashes::hvals,        "Returns all values in a hash."),
+    spec!("hstrlen",        3, ["readonly", "fast"],         [1,  1, 1], "3.2.0", "hash",       hashes::hstrlen,      "Returns the length of the value of a field."),
+    spec!("hincrby",        4, ["write", "denyoom", "fast"], [1,  1, 1], "2.0.0", "hash",       hashes::hincrby,      "Increments the integer value of a field by a number."),
     // Sorted sets (issue 17: a member tree and a score tree; ranks O(log n)).
-    spec!("zadd",          -4, ["write", "denyoom", "fast"], 1,  1, 1, "sorted_set", zsets::zadd,          "Adds members to a sorted set, or updates their scores (NX, XX, GT, LT, CH, INCR)."),
-    spec!("zincrby",        4, ["write", "denyoom", "fast"], 1,  1, 1, "sorted_set", zsets::zincrby,       "Increments the score of a member in a sorted set."),
-    spec!("zrem",          -3, ["write", "fast"],            1,  1, 1, "sorted_set", zsets::zrem,          "Removes members from a sorted set (and the key with its last member)."),
-    spec!("zcard",          2, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zcard,         "Returns the number of members in a sorted set."),
-    spec!("zscore",         3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
-    spec!("zmscore",       -3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zmscore,       "Returns the score of each of several members in a sorted set."),
-    spec!("zrank",          3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrank,         "Returns the index of a member in a sorted set ordered by ascending scores."),
-    spec!("zrevrank",       3, ["readonly", "fast"],         1,  1, 1, "sorted_set", zsets::zrevrank,      "Returns the index of a member in a sorted set ordered by descending scores."),
-    spec!("zrange",        -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrange,   "Returns members in a range of indexes, scores or members (BYSCORE, BYLEX, REV, LIMIT, WITHSCORES)."),
-    spec!("zrangestore",   -5, ["write", "denyoom"],         1,  2, 1, "sorted_set", zset_range::zrangestore, "Stores a range of members of a sorted set in another key."),
-    spec!("zrevrange",     -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrevrange, "Returns members in a range of indexes, highest scores first (WITHSCORES)."),
-    spec!("zrangebyscore", -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
-    spec!("zrevrangebyscore", -4, ["readonly"],              1,  1, 1, "sorted_set", zset_range::zrevrangebyscore, "Returns members in a range of scores, highest first (WITHSCORES, LIMIT)."),
-    spec!("zrangebylex",   -4, ["readonly"],                 1,  1, 1, "sorted_set", zset_range::zrangebylex, "Returns members in a lexicographical range (LIMIT)."),
-    spec!("zrevrangebylex", -4, ["readonly"],                1,  1, 1, "sorted_set", zset_range::zrevrangebylex, "Returns members in a lexicographical range, highest first (LIMIT)."),
-    spec!("zcount",         4, ["readonly", "fast"],         1,  1, 1, "sorted_set", zset_range::zcount,   "Counts the members in a range of scores."),
-    spec!("zlexcount",      4, ["readonly", "fast"],         1,  1, 1, "sorted_set", zset_range::zlexcount, "Counts the members in a lexicographical range."),
-    spec!("zremrangebyrank", 4, ["write"],                   1,  1, 1, "sorted_set", zset_range::zremrangebyrank, "Removes the members in a range of indexes."),
-    spec!("zremrangebyscore", 4, ["write"],                  1,  1, 1, "sorted_set", zset_range::zremrangebyscore, "Removes the members in a range of scores."),
-    spec!("zremrangebylex", 4, ["write"],                    1,  1, 1, "sorted_set", zset_range::zremrangebylex, "Removes the members in a lexicographical range."),
-    spec!("zrandmember",   -2, ["readonly"],                 1,  1, 1, "sorted_set", zset_ops::zrandmember, "Returns random members of a sorted set (count: distinct if positive, repeating if negative; WITHSCORES)."),
-    spec!("zscan",         -3, ["readonly"],                 1,  1, 1, "sorted_set", zset_ops::zscan,      "Iterates over the members and scores of a sorted set (MATCH, COUNT; all in one call, cursor 0)."),
-    spec!("zunion",        -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zunion,     "Returns the union of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
-    spec!("zinter",        -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zinter,     "Returns the intersection of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
-    spec!("zdiff",         -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zdiff,      "Returns the members of the first sorted set not in the others (WITHSCORES)."),
-    spec!("zunionstore",   -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zunionstore, "Stores the union of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
-    spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
-    spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
-    spec!("zintercard",    -3, ["readonly", "movablekeys"],  0,  0, 0, "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
+    spec!("zadd",          -4, ["write", "denyoom", "fast"], [1,  1, 1], "1.2.0", "sorted_set", zsets::zadd,          "Adds members to a sorted set, or updates their scores (NX, XX, GT, LT, CH, INCR)."),
+    spec!("zincrby",        4, ["write", "denyoom", "fast"], [1,  1, 1], "1.2.0", "sorted_set", zsets::zincrby,       "Increments the score of a member in a sorted set."),
+    spec!("zrem",          -3, ["write", "fast"],            [1,  1, 1], "1.2.0", "sorted_set", zsets::zrem,          "Removes members from a sorted set (and the key with its last member)."),
+    spec!("zcard",          2, ["readonly", "fast"],         [1,  1, 1], "1.2.0", "sorted_set", zsets::zcard,         "Returns the number of members in a sorted set."),
+    spec!("zscore",         3, ["readonly", "fast"],         [1,  1, 1], "1.2.0", "sorted_set", zsets::zscore,        "Returns the score of a member in a sorted set."),
+    spec!("zmscore",       -3, ["readonly", "fast"],         [1,  1, 1], "6.2.0", "sorted_set", zsets::zmscore,       "Returns the score of each of several members in a sorted set."),
+    spec!("zrank",          3, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "sorted_set", zsets::zrank,         "Returns the index of a member in a sorted set ordered by ascending scores."),
+    spec!("zrevrank",       3, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "sorted_set", zsets::zrevrank,      "Returns the index of a member in a sorted set ordered by descending scores."),
+    spec!("zrange",        -4, ["readonly"],                 [1,  1, 1], "1.2.0", "sorted_set", zset_range::zrange,   "Returns members in a range of indexes, scores or members (BYSCORE, BYLEX, REV, LIMIT, WITHSCORES)."),
+    spec!("zrangestore",   -5, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "sorted_set", zset_range::zrangestore, "Stores a range of members of a sorted set in another key."),
+    spec!("zrevrange",     -4, ["readonly"],                 [1,  1, 1], "1.2.0", "sorted_set", zset_range::zrevrange, "Returns members in a range of indexes, highest scores first (WITHSCORES)."),
+    spec!("zrangebyscore", -4, ["readonly"],                 [1,  1, 1], "1.0.5", "sorted_set", zset_range::zrangebyscore, "Returns members in a range of scores (WITHSCORES, LIMIT)."),
+    spec!("zrevrangebyscore", -4, ["readonly"],              [1,  1, 1], "2.2.0", "sorted_set", zset_range::zrevrangebyscore, "Returns members in a range of scores, highest first (WITHSCORES, LIMIT)."),
+    spec!("zrangebylex",   -4, ["readonly"],                 [1,  1, 1], "2.8.9", "sorted_set", zset_range::zrangebylex, "Returns members in a lexicographical range (LIMIT)."),
+    spec!("zrevrangebylex", -4, ["readonly"],                [1,  1, 1], "2.8.9", "sorted_set", zset_range::zrevrangebylex, "Returns members in a lexicographical range, highest first (LIMIT)."),
+    spec!("zcount",         4, ["readonly", "fast"],         [1,  1, 1], "2.0.0", "sorted_set", zset_range::zcount,   "Counts the members in a range of scores."),
+    spec!("zlexcount",      4, ["readonly", "fast"],         [1,  1, 1], "2.8.9", "sorted_set", zset_range::zlexcount, "Counts the members in a lexicographical range."),
+    spec!("zremrangebyrank", 4, ["write"],                   [1,  1, 1], "2.0.0", "sorted_set", zset_range::zremrangebyrank, "Removes the members in a range of indexes."),
+    spec!("zremrangebyscore", 4, ["write"],                  [1,  1, 1], "1.2.0", "sorted_set", zset_range::zremrangebyscore, "Removes the members in a range of scores."),
+    spec!("zremrangebylex", 4, ["write"],                    [1,  1, 1], "2.8.9", "sorted_set", zset_range::zremrangebylex, "Removes the members in a lexicographical range."),
+    spec!("zrandmember",   -2, ["readonly"],                 [1,  1, 1], "6.2.0", "sorted_set", zset_ops::zrandmember, "Returns random members of a sorted set (count: distinct if positive, repeating if negative; WITHSCORES)."),
+    spec!("zscan",         -3, ["readonly"],                 [1,  1, 1], "2.8.0", "sorted_set", zset_ops::zscan,      "Iterates over the members and scores of a sorted set (MATCH, COUNT; all in one call, cursor 0)."),
+    spec!("zunion",        -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "6.2.0", "sorted_set", zset_ops::zunion,     "Returns the union of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
+    spec!("zinter",        -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "6.2.0", "sorted_set", zset_ops::zinter,     "Returns the intersection of sorted sets or sets (WEIGHTS, AGGREGATE, WITHSCORES)."),
+    spec!("zdiff",         -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "6.2.0", "sorted_set", zset_ops::zdiff,      "Returns the members of the first sorted set not in the others (WITHSCORES)."),
+    spec!("zunionstore",   -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "2.0.0", "sorted_set", zset_ops::zunionstore, "Stores the union of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
+    spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "2.0.0", "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
+    spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "6.2.0", "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
+    spec!("zintercard",    -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "7.0.0", "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
     // Lists and sets (collections, issue 17).
-    spec!("lpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
-    spec!("rpush",         -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpush,         "Appends elements to a list."),
-    spec!("lpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::lpushx,        "Prepends elements to a list only when the list exists."),
-    spec!("rpushx",        -3, ["write", "denyoom", "fast"], 1,  1, 1, "list",       lists::rpushx,        "Appends elements to a list only when the list exists."),
-    spec!("lpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::lpop,          "Removes and returns the first element(s) of a list (and the key with its last element)."),
-    spec!("rpop",          -2, ["write", "fast"],            1,  1, 1, "list",       lists::rpop,          "Removes and returns the last element(s) of a list (and the key with its last element)."),
-    spec!("llen",           2, ["readonly", "fast"],         1,  1, 1, "list",       lists::llen,          "Returns the length of a list."),
-    spec!("lrange",         4, ["readonly"],                 1,  1, 1, "list",       lists::lrange,        "Returns a range of elements of a list by index."),
-    spec!("lindex",         3, ["readonly"],                 1,  1, 1, "list",       lists::lindex,        "Returns the element of a list at an index."),
-    spec!("lset",           4, ["write", "denyoom"],         1,  1, 1, "list",       lists::lset,          "Sets the element of a list at an index."),
-    spec!("lrem",           4, ["write"],                    1,  1, 1, "list",       lists::lrem,          "Removes matching elements from a list (count: from the head, from the tail when negative, all when 0)."),
-    spec!("ltrim",          4, ["write"],                    1,  1, 1, "list",       lists::ltrim,         "Keeps only a range of elements of a list."),
-    spec!("linsert",        5, ["write", "denyoom"],         1,  1, 1, "list",       lists::linsert,       "Inserts an element before or after the first occurrence of a pivot in a list."),
-    spec!("lpos",          -3, ["readonly"],                 1,  1, 1, "list",       lists::lpos,          "Returns the index (or with COUNT the indexes) of matching elements of a list (RANK, COUNT, MAXLEN)."),
-    spec!("sadd",          -3, ["write", "denyoom", "fast"], 1,  1, 1, "set",        sets::sadd,           "Adds members to a set."),
-    spec!("srem",          -3, ["write", "fast"],            1,  1, 1, "set",        sets::srem,           "Removes members from a set (and the key with its last member)."),
-    spec!("smembers",       2, ["readonly"],                 1,  1, 1, "set",        sets::smembers,       "Returns every member of a set."),
-    spec!("sismember",      3, ["readonly", "fast"],         1,  1, 1, "set",        sets::sismember,      "Determines whether a member belongs to a set."),
-    spec!("smismember",    -3, ["readonly", "fast"],         1,  1, 1, "set",        sets::smismember,     "Determines whether each of several members belongs to a set."),
-    spec!("scard",          2, ["readonly", "fast"],         1,  1, 1, "set",        sets::scard,          "Returns the number of members of a set."),
-    spec!("spop",          -2, ["write", "fast"],            1,  1, 1, "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
-    spec!("srandmember",   -2, ["readonly"],                 1,  1, 1, "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
-    spec!("smove",          4, ["write", "fast"],            1,  2, 1, "set",        sets::smove,          "Moves a member from one set to another (atomically)."),
-    spec!("sinter",        -2, ["readonly"],                 1, -1, 1, "set",        sets::sinter,         "Returns the intersection of sets."),
-    spec!("sinterstore",   -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sinterstore,    "Stores the intersection of sets in a key (replacing it; deleting it when empty)."),
-    spec!("sintercard",    -3, ["readonly", "movablekeys"],  0,  0, 0, "set",        sets::sintercard,     "Returns the number of members of the intersection of sets (LIMIT)."),
-    spec!("sunion",        -2, ["readonly"],                 1, -1, 1, "set",        sets::sunion,         "Returns the union of sets."),
-    spec!("sunionstore",   -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sunionstore,    "Stores the union of sets in a key (replacing it; deleting it when empty)."),
-    spec!("sdiff",         -2, ["readonly"],                 1, -1, 1, "set",        sets::sdiff,          "Returns the members of the first set that are in none of the others."),
-    spec!("sdiffstore",    -3, ["write", "denyoom"],         1, -1, 1, "set",        sets::sdiffstore,     "Stores the difference of sets in a key (replacing it; deleting it when empty)."),
-    spec!("sscan",         -3, ["readonly"],                 1,  1, 1, "set",        sets::sscan,          "Iterates over the members of a set (MATCH, COUNT; the cursor is a rank in member order)."),
+    spec!("lpush",         -3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
+    spec!("rpush",         -3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "list",       lists::rpush,         "Appends elements to a list."),
+    spec!("lpushx",        -3, ["write", "denyoom", "fast"], [1,  1, 1], "2.2.0", "list",       lists::lpushx,        "Prepends elements to a list only when the list exists."),
+    spec!("rpushx",        -3, ["write", "denyoom", "fast"], [1,  1, 1], "2.2.0", "list",       lists::rpushx,        "Appends elements to a list only when the list exists."),
+    spec!("lpop",          -2, ["write", "fast"],            [1,  1, 1], "1.0.0", "list",       lists::lpop,          "Removes and returns the first element(s) of a list (and the key with its last element)."),
+    spec!("rpop",          -2, ["write", "fast"],            [1,  1, 1], "1.0.0", "list",       lists::rpop,          "Removes and returns the last element(s) of a list (and the key with its last element)."),
+    spec!("llen",           2, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "list",       lists::llen,          "Returns the length of a list."),
+    spec!("lrange",         4, ["readonly"],                 [1,  1, 1], "1.0.0", "list",       lists::lrange,        "Returns a range of elements of a list by index."),
+    spec!("lindex",         3, ["readonly"],                 [1,  1, 1], "1.0.0", "list",       lists::lindex,        "Returns the element of a list at an index."),
+    spec!("lset",           4, ["write", "denyoom"],         [1,  1, 1], "1.0.0", "list",       lists::lset,          "Sets the element of a list at an index."),
+    spec!("lrem",           4, ["write"],                    [1,  1, 1], "1.0.0", "list",       lists::lrem,          "Removes matching elements from a list (count: from the head, from the tail when negative, all when 0)."),
+    spec!("ltrim",          4, ["write"],                    [1,  1, 1], "1.0.0", "list",       lists::ltrim,         "Keeps only a range of elements of a list."),
+    spec!("linsert",        5, ["write", "denyoom"],         [1,  1, 1], "2.2.0", "list",       lists::linsert,       "Inserts an element before or after the first occurrence of a pivot in a list."),
+    spec!("lpos",          -3, ["readonly"],                 [1,  1, 1], "6.0.6", "list",       lists::lpos,          "Returns the index (or with COUNT the indexes) of matching elements of a list (RANK, COUNT, MAXLEN)."),
+    spec!("sadd",          -3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "set",        sets::sadd,           "Adds members to a set."),
+    spec!("srem",          -3, ["write", "fast"],            [1,  1, 1], "1.0.0", "set",        sets::srem,           "Removes members from a set (and the key with its last member)."),
+    spec!("smembers",       2, ["readonly"],                 [1,  1, 1], "1.0.0", "set",        sets::smembers,       "Returns every member of a set."),
+    spec!("sismember",      3, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "set",        sets::sismember,      "Determines whether a member belongs to a set."),
+    spec!("smismember",    -3, ["readonly", "fast"],         [1,  1, 1], "6.2.0", "set",        sets::smismember,     "Determines whether each of several members belongs to a set."),
+    spec!("scard",          2, ["readonly", "fast"],         [1,  1, 1], "1.0.0", "set",        sets::scard,          "Returns the number of members of a set."),
+    spec!("spop",          -2, ["write", "fast"],            [1,  1, 1], "1.0.0", "set",        sets::spop,           "Removes and returns random members of a set (and the key with its last member)."),
+    spec!("srandmember",   -2, ["readonly"],                 [1,  1, 1], "1.0.0", "set",        sets::srandmember,    "Returns random members of a set (negative count: repeats allowed)."),
+    spec!("smove",          4, ["write", "fast"],            [1,  2, 1], "1.0.0", "set",        sets::smove,          "Moves a member from one set to another (atomically)."),
+    spec!("sinter",        -2, ["readonly"],                 [1, -1, 1], "1.0.0", "set",        sets::sinter,         "Returns the intersection of sets."),
+    spec!("sinterstore",   -3, ["write", "denyoom"],         [1, -1, 1], "1.0.0", "set",        sets::sinterstore,    "Stores the intersection of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sintercard",    -3, ["readonly", "movablekeys"],  [0,  0, 0; sets::sintercard_keys], "7.0.0", "set",        sets::sintercard,     "Returns the number of members of the intersection of sets (LIMIT)."),
+    spec!("sunion",        -2, ["readonly"],                 [1, -1, 1], "1.0.0", "set",        sets::sunion,         "Returns the union of sets."),
+    spec!("sunionstore",   -3, ["write", "denyoom"],         [1, -1, 1], "1.0.0", "set",        sets::sunionstore,    "Stores the union of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sdiff",         -2, ["readonly"],                 [1, -1, 1], "1.0.0", "set",        sets::sdiff,          "Returns the members of the first set that are in none of the others."),
+    spec!("sdiffstore",    -3, ["write", "denyoom"],         [1, -1, 1], "1.0.0", "set",        sets::sdiffstore,     "Stores the difference of sets in a key (replacing it; deleting it when empty)."),
+    spec!("sscan",         -3, ["readonly"],                 [1,  1, 1], "2.8.0", "set",        sets::sscan,          "Iterates over the members of a set (MATCH, COUNT; the cursor is a rank in member order)."),
     // Pops and blocking pops (blocking.rs; waiters in ../blocking.rs).
-    spec!("lmove",          5, ["write", "denyoom"],         1,  2, 1, "list",       blocking::lmove,      "Pops an element from a list, pushes it to another list (or the same one) and returns it, atomically."),
-    spec!("rpoplpush",      3, ["write", "denyoom"],         1,  2, 1, "list",       blocking::rpoplpush,  "Pops the last element of a list, pushes it to the head of another list and returns it (LMOVE RIGHT LEFT)."),
-    spec!("lmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "list",       blocking::lmpop,      "Pops elements from the first non-empty list of several (COUNT)."),
-    spec!("zpopmin",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmin,    "Removes and returns the members with the lowest scores of a sorted set."),
-    spec!("zpopmax",       -2, ["write", "fast"],            1,  1, 1, "sorted_set", blocking::zpopmax,    "Removes and returns the members with the highest scores of a sorted set."),
-    spec!("zmpop",         -4, ["write", "movablekeys"],     0,  0, 0, "sorted_set", blocking::zmpop,      "Removes and returns members from the first non-empty sorted set of several (MIN, MAX, COUNT)."),
-    spec!("blpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::blpop,      "Pops the first element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
-    spec!("brpop",         -3, ["write", "noscript", "blocking"], 1, -2, 1, "list",  blocking::brpop,      "Pops the last element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
-    spec!("blmove",         6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::blmove, "LMOVE, or blocks until the source list gets an element or the timeout passes."),
-    spec!("brpoplpush",     4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, "list", blocking::brpoplpush, "RPOPLPUSH, or blocks until the source list gets an element or the timeout passes."),
-    spec!("blmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "list", blocking::blmpop,    "LMPOP, or blocks until one of the lists gets an element or the timeout passes."),
-    spec!("bzpopmin",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmin, "Pops the lowest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
-    spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
-    spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], 0, 0, 0, "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
+    spec!("lmove",          5, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "list",       blocking::lmove,      "Pops an element from a list, pushes it to another list (or the same one) and returns it, atomically."),
+    spec!("rpoplpush",      3, ["write", "denyoom"],         [1,  2, 1], "1.2.0", "list",       blocking::rpoplpush,  "Pops the last element of a list, pushes it to the head of another list and returns it (LMOVE RIGHT LEFT)."),
+    spec!("lmpop",         -4, ["write", "movablekeys"],     [0,  0, 0; blocking::mpop_keys], "7.0.0", "list",       blocking::lmpop,      "Pops elements from the first non-empty list of several (COUNT)."),
+    spec!("zpopmin",       -2, ["write", "fast"],            [1,  1, 1], "5.0.0", "sorted_set", blocking::zpopmin,    "Removes and returns the members with the lowest scores of a sorted set."),
+    spec!("zpopmax",       -2, ["write", "fast"],            [1,  1, 1], "5.0.0", "sorted_set", blocking::zpopmax,    "Removes and returns the members with the highest scores of a sorted set."),
+    spec!("zmpop",         -4, ["write", "movablekeys"],     [0,  0, 0; blocking::mpop_keys], "7.0.0", "sorted_set", blocking::zmpop,      "Removes and returns members from the first non-empty sorted set of several (MIN, MAX, COUNT)."),
+    spec!("blpop",         -3, ["write", "noscript", "blocking"], [1, -2, 1], "2.0.0", "list",  blocking::blpop,      "Pops the first element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("brpop",         -3, ["write", "noscript", "blocking"], [1, -2, 1], "2.0.0", "list",  blocking::brpop,      "Pops the last element of the first non-empty list, or blocks until one is pushed or the timeout passes."),
+    spec!("blmove",         6, ["write", "denyoom", "noscript", "blocking"], [1, 2, 1], "6.2.0", "list", blocking::blmove, "LMOVE, or blocks until the source list gets an element or the timeout passes."),
+    spec!("brpoplpush",     4, ["write", "denyoom", "noscript", "blocking"], [1, 2, 1], "2.2.0", "list", blocking::brpoplpush, "RPOPLPUSH, or blocks until the source list gets an element or the timeout passes."),
+    spec!("blmpop",        -5, ["write", "blocking", "movablekeys"], [0, 0, 0; blocking::bmpop_keys], "7.0.0", "list", blocking::blmpop,    "LMPOP, or blocks until one of the lists gets an element or the timeout passes."),
+    spec!("bzpopmin",      -3, ["write", "noscript", "fast", "blocking"], [1, -2, 1], "5.0.0", "sorted_set", blocking::bzpopmin, "Pops the lowest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], [1, -2, 1], "5.0.0", "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
+    spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], [0, 0, 0; blocking::bmpop_keys], "7.0.0", "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
-    spec!("function",      -2, ["noscript"],                 0,  0, 0, "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
-    spec!("script",        -2, ["noscript"],                 0,  0, 0, "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
-    spec!("memory",        -2, [],                           0,  0, 0, "server",     memory::memory,       "Memory figures: USAGE of a key, STATS, DOCTOR."),
-    spec!("lolwut",        -1, ["readonly", "fast"],         0,  0, 0, "server",     server::lolwut,       "Replies the server's version (no drawing)."),
-    spec!("time",           1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::time,         "Returns the server time."),
-    spec!("lastsave",       1, ["loading", "stale", "fast"], 0,  0, 0, "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
-    spec!("save",           1, ["admin", "noscript", "no_multi"], 0,  0, 0, "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
-    spec!("bgsave",        -1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
-    spec!("bgrewriteaof",   1, ["admin", "noscript"],        0,  0, 0, "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
-    spec!("wait",           3, ["noscript"],                 0,  0, 0, "generic",    replication::wait,    "Blocks until that many replicas acknowledged the client's last write, or the timeout (ms; 0: none) passes; replies how many did."),
+    spec!("function",      -2, [],                           [0,  0, 0], "7.0.0", "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
+      spec!("function|flush",       -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_flush,        "Deletes every library: there are none, so replies OK (ASYNC, SYNC)."),
+      spec!("function|list",        -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_list,         "Returns the libraries: always none (LIBRARYNAME, WITHCODE)."),
+      spec!("function|help",         2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "scripting",  server::function_help,         "Describes the FUNCTION subcommands."),
+    spec!("script",        -2, [],                           [0,  0, 0], "2.6.0", "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
+      spec!("script|kill",           2, ["noscript", "allow_busy"],                  [0,  0, 0], "2.6.0",  "scripting",  server::script_kill,           "Replies NOTBUSY: no script is ever running."),
+      spec!("script|flush",         -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_flush,          "Empties the script cache: it is always empty, so replies OK (ASYNC, SYNC)."),
+      spec!("script|exists",        -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_exists,         "Replies 0 for each SHA1 given: the script cache is always empty."),
+      spec!("script|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "scripting",  server::script_help,           "Describes the SCRIPT subcommands."),
+    spec!("memory",        -2, [],                           [0,  0, 0], "4.0.0", "server",     session::not_a_subcommand, "Memory figures: USAGE of a key, STATS, DOCTOR."),
+      spec!("memory|usage",         -3, ["readonly"],                                [2,  2, 1], "4.0.0",  "server",     memory::usage,                 "Returns the bytes a key's record takes in the pool (SAMPLES is accepted)."),
+      spec!("memory|stats",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::stats,                 "Returns the memory figures of INFO memory, as a map."),
+      spec!("memory|doctor",         2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::doctor,                "Returns a short report on the memory the server uses."),
+      spec!("memory|purge",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::purge,                 "Replies OK: the pool is not an allocator's heap, there is nothing to purge."),
+      spec!("memory|malloc-stats",   2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::malloc_stats,          "Replies that the system allocator has no statistics to show."),
+      spec!("memory|help",           2, ["loading", "stale"],                        [0,  0, 0], "4.0.0",  "server",     memory::help,                  "Describes the MEMORY subcommands."),
+    spec!("lolwut",        -1, ["readonly", "fast"],         [0,  0, 0], "5.0.0", "server",     server::lolwut,       "Replies the server's version (no drawing)."),
+    spec!("time",           1, ["loading", "stale", "fast"], [0,  0, 0], "2.6.0", "server",     server::time,         "Returns the server time."),
+    spec!("lastsave",       1, ["loading", "stale", "fast"], [0,  0, 0], "1.0.0", "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
+    spec!("save",           1, ["admin", "noscript", "no_multi"], [0,  0, 0], "1.0.0", "server",     server::save,         "Replies OK: every write is already durable; sets LASTSAVE."),
+    spec!("bgsave",        -1, ["admin", "noscript"],        [0,  0, 0], "1.0.0", "server",     server::bgsave,       "Replies as Redis does: every write is already durable; sets LASTSAVE."),
+    spec!("bgrewriteaof",   1, ["admin", "noscript"],        [0,  0, 0], "1.0.0", "server",     server::bgrewriteaof, "Replies as Redis does: every write is already durable (there is no AOF)."),
+    spec!("wait",           3, ["noscript"],                 [0,  0, 0], "3.0.0", "generic",    replication::wait,    "Blocks until that many replicas acknowledged the client's last write, or the timeout (ms; 0: none) passes; replies how many did."),
     // Strings and bits (issue 16).
-    spec!("incrbyfloat",    3, ["write", "denyoom", "fast"], 1,  1, 1, "string",     strings::incrbyfloat, "Increments the floating point value of a key by a number (x87 extended precision, as Redis on x86-64)."),
-    spec!("substr",         4, ["readonly"],                 1,  1, 1, "string",     strings::getrange,    "Returns a substring of the string stored at a key (the old name of GETRANGE)."),
-    spec!("lcs",           -3, ["readonly"],                 1,  2, 1, "string",     lcs::lcs,             "Finds the longest common subsequence of two strings (LEN, IDX, MINMATCHLEN, WITHMATCHLEN)."),
-    spec!("setbit",         4, ["write", "denyoom"],         1,  1, 1, "bitmap",     bits::setbit,         "Sets or clears the bit at an offset of a string value; returns the previous bit."),
-    spec!("getbit",         3, ["readonly", "fast"],         1,  1, 1, "bitmap",     bits::getbit,         "Returns the bit at an offset of a string value."),
-    spec!("bitcount",      -2, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitcount,       "Counts the set bits in a string, or in a range of it (BYTE, BIT)."),
-    spec!("bitpos",        -3, ["readonly"],                 1,  1, 1, "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
-    spec!("bitfield",      -2, ["write", "denyoom"],         1,  1, 1, "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
-    spec!("bitfield_ro",   -2, ["readonly", "fast"],         1,  1, 1, "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
-    spec!("pfadd",         -2, ["write", "denyoom", "fast"], 1,  1, 1, "hyperloglog", hll::pfadd,         "Adds elements to a HyperLogLog (Redis's representation); 1 when it changed."),
-    spec!("pfcount",       -2, ["readonly"],                 1, -1, 1, "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
-    spec!("pfdebug",        3, ["write", "denyoom", "admin"], 2, 2, 1, "hyperloglog", hll::pfdebug,       "HyperLogLog internals: GETREG (the registers), ENCODING (sparse or dense), TODENSE."),
-    spec!("pfmerge",       -2, ["write", "denyoom"],         1, -1, 1, "hyperloglog", hll::pfmerge,       "Merges HyperLogLogs into the first one (created when missing), atomically."),
-    spec!("bitop",         -4, ["write", "denyoom"],         2, -1, 1, "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
-    spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], 1,  1, 1, "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
-    spec!("hrandfield",    -2, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
-    spec!("hscan",         -3, ["readonly"],                 1,  1, 1, "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; the cursor is a rank in field order)."),
+    spec!("incrbyfloat",    3, ["write", "denyoom", "fast"], [1,  1, 1], "2.6.0", "string",     strings::incrbyfloat, "Increments the floating point value of a key by a number (x87 extended precision, as Redis on x86-64)."),
+    spec!("substr",         4, ["readonly"],                 [1,  1, 1], "1.0.0", "string",     strings::getrange,    "Returns a substring of the string stored at a key (the old name of GETRANGE)."),
+    spec!("lcs",           -3, ["readonly"],                 [1,  2, 1], "7.0.0", "string",     lcs::lcs,             "Finds the longest common subsequence of two strings (LEN, IDX, MINMATCHLEN, WITHMATCHLEN)."),
+    spec!("setbit",         4, ["write", "denyoom"],         [1,  1, 1], "2.2.0", "bitmap",     bits::setbit,         "Sets or clears the bit at an offset of a string value; returns the previous bit."),
+    spec!("getbit",         3, ["readonly", "fast"],         [1,  1, 1], "2.2.0", "bitmap",     bits::getbit,         "Returns the bit at an offset of a string value."),
+    spec!("bitcount",      -2, ["readonly"],                 [1,  1, 1], "2.6.0", "bitmap",     bits::bitcount,       "Counts the set bits in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitpos",        -3, ["readonly"],                 [1,  1, 1], "2.8.7", "bitmap",     bits::bitpos,         "Finds the first set or clear bit in a string, or in a range of it (BYTE, BIT)."),
+    spec!("bitfield",      -2, ["write", "denyoom"],         [1,  1, 1], "3.2.0", "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
+    spec!("bitfield_ro",   -2, ["readonly", "fast"],         [1,  1, 1], "6.0.0", "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
+    spec!("pfadd",         -2, ["write", "denyoom", "fast"], [1,  1, 1], "2.8.9", "hyperloglog", hll::pfadd,         "Adds elements to a HyperLogLog (Redis's representation); 1 when it changed."),
+    spec!("pfcount",       -2, ["readonly"],                 [1, -1, 1], "2.8.9", "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
+    spec!("pfdebug",        3, ["write", "denyoom", "admin"], [2, 2, 1], "2.8.9", "hyperloglog", hll::pfdebug,       "HyperLogLog internals: GETREG (the registers), ENCODING (sparse or dense), TODENSE."),
+    spec!("pfmerge",       -2, ["write", "denyoom"],         [1, -1, 1], "2.8.9", "hyperloglog", hll::pfmerge,       "Merges HyperLogLogs into the first one (created when missing), atomically."),
+    spec!("bitop",         -4, ["write", "denyoom"],         [2, -1, 1], "2.6.0", "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
+    spec!("hincrbyfloat",   4, ["write", "denyoom", "fast"], [1,  1, 1], "2.6.0", "hash",       hashes::hincrbyfloat, "Increments the floating point value of a field by a number (x87 extended precision)."),
+    spec!("hrandfield",    -2, ["readonly"],                 [1,  1, 1], "6.2.0", "hash",       hash_walk::hrandfield, "Returns random fields of a hash (count: distinct if positive, repeating if negative; WITHVALUES)."),
+    spec!("hscan",         -3, ["readonly"],                 [1,  1, 1], "2.8.0", "hash",       hash_walk::hscan,     "Iterates over the fields and values of a hash (MATCH, COUNT; the cursor is a rank in field order)."),
     // Keyspace (issue 16).
-    spec!("rename",         3, ["write"],                    1,  2, 1, "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
-    spec!("renamenx",       3, ["write", "fast"],            1,  2, 1, "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
-    spec!("copy",          -3, ["write", "denyoom"],         1,  2, 1, "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
-    spec!("randomkey",      1, ["readonly"],                 0,  0, 0, "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
-    spec!("touch",         -2, ["readonly", "fast"],         1, -1, 1, "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
-    spec!("object",        -2, [],                           0,  0, 0, "generic",    object::object,       "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
-    spec!("dump",           2, ["readonly"],                 1,  1, 1, "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
-    spec!("restore",       -4, ["write", "denyoom"],         1,  1, 1, "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
+    spec!("rename",         3, ["write"],                    [1,  2, 1], "1.0.0", "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
+    spec!("renamenx",       3, ["write", "fast"],            [1,  2, 1], "1.0.0", "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
+    spec!("copy",          -3, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
+    spec!("randomkey",      1, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
+    spec!("touch",         -2, ["readonly", "fast"],         [1, -1, 1], "3.2.1", "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
+    spec!("object",        -2, [],                           [0,  0, 0], "2.2.3", "generic",    session::not_a_subcommand, "Reports the encoding Redis would use for a key's value, its reference count, idle time (always 0) and frequency."),
+      spec!("object|encoding",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::encoding,              "Returns the encoding Redis would use for a key's value."),
+      spec!("object|refcount",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::refcount,              "Returns the reference count Redis would show for a key's value."),
+      spec!("object|idletime",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::idletime,              "Returns 0: no access time is kept."),
+      spec!("object|freq",           3, ["readonly"],                                [2,  2, 1], "4.0.0",  "generic",    object::freq,                  "Replies Redis's error for a server without an LFU eviction policy."),
+      spec!("object|help",           2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "generic",    object::help,                  "Describes the OBJECT subcommands."),
+    spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
+    spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
-    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], [1, 1, 1; sort::sort_keys], "1.0.0", "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
     // Replication (issue 21; ../repl/).
-    spec!("replicaof",      3, ["admin", "noscript", "stale", "no_async_loading"], 0, 0, 0, "server", replication::replicaof, "Follows a master (host port), or stops following (NO ONE) keeping the data."),
-    spec!("slaveof",        3, ["admin", "noscript", "stale", "no_async_loading"], 0, 0, 0, "server", replication::replicaof, "The old name of REPLICAOF."),
-    spec!("role",           1, ["noscript", "loading", "stale", "fast"], 0, 0, 0, "server", replication::role, "Returns the replication role: master with its offset and replicas, or slave with its master and link state."),
-    spec!("replconf",      -1, ["admin", "noscript", "loading", "stale", "allow_busy"], 0, 0, 0, "server", replication::replconf, "A replica's handshake and acknowledgements (listening-port, ip-address, capa, ack, getack)."),
-    spec!("psync",         -3, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
-    spec!("sync",           1, ["admin", "noscript", "no_multi"], 0, 0, 0, "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
-    spec!("sort_ro",       -2, ["readonly", "movablekeys"], 1,  1, 1, "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
+    spec!("replicaof",      3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "5.0.0", "server", replication::replicaof, "Follows a master (host port), or stops following (NO ONE) keeping the data."),
+    spec!("slaveof",        3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "1.0.0", "server", replication::replicaof, "The old name of REPLICAOF."),
+    spec!("role",           1, ["noscript", "loading", "stale", "fast"], [0, 0, 0], "2.8.12", "server", replication::role, "Returns the replication role: master with its offset and replicas, or slave with its master and link state."),
+    spec!("replconf",      -1, ["admin", "noscript", "loading", "stale", "allow_busy"], [0, 0, 0], "3.0.0", "server", replication::replconf, "A replica's handshake and acknowledgements (listening-port, ip-address, capa, ack, getack)."),
+    spec!("psync",         -3, ["admin", "noscript", "no_multi"], [0, 0, 0], "2.8.0", "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
+    spec!("sync",           1, ["admin", "noscript", "no_multi"], [0, 0, 0], "1.0.0", "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
+    spec!("sort_ro",       -2, ["readonly", "movablekeys"], [1,  1, 1; sort::sort_keys], "7.0.0", "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
     // Pub/sub (pubsub.rs; the registry in ../pubsub.rs).
-    spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
-    spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
-    spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
-    spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
-    spec!("publish",        3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
-    spec!("pubsub",        -2, ["pubsub", "loading", "stale"], 0, 0, 0, "pubsub", pubsub::pubsub,  "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
-    spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], 0, 0, 0, "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
+    spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
+    spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
+    spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
+    spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
+    spec!("publish",        3, ["pubsub", "loading", "stale", "fast", "may_replicate"], [0, 0, 0], "2.0.0", "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
+    spec!("pubsub",        -2, [],                           [0,  0, 0], "2.8.0", "pubsub",     session::not_a_subcommand, "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
+      spec!("pubsub|channels",      -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::channels,              "Returns the channels with subscribers, all or those matching a pattern."),
+      spec!("pubsub|numsub",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numsub,                "Returns the number of subscribers of each channel given."),
+      spec!("pubsub|numpat",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numpat,                "Returns the number of pattern subscriptions."),
+      spec!("pubsub|shardchannels", -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardchannels,         "Returns the shard channels with subscribers: none (there are no shard channels)."),
+      spec!("pubsub|shardnumsub",   -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardnumsub,           "Returns 0 subscribers for each shard channel given."),
+      spec!("pubsub|help",          -2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "pubsub",     pubsub::help,                  "Describes the PUBSUB subcommands."),
+    spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "6.2.0", "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ]);
 
 #[cfg(test)]
@@ -283,7 +355,79 @@ mod tests {
             assert!(s.name.len() <= MAX_NAME_BYTES);
             assert_ne!(s.arity, 0);
         }
-        assert_eq!(COMMANDS.named(b"GeT").map(|s| s.name), Some("get"));
+        assert_eq!(
+            COMMANDS.lookup(b"GeT").map(|i| COMMANDS.row(i).name),
+            Some("get")
+        );
+        let get = COMMANDS.lookup(b"CONFIG|get").map(|i| COMMANDS.row(i).name);
+        assert_eq!(get, Some("config|get"));
         assert_eq!(COMMANDS.lookup(b"nosuchcommandatall"), None);
+    }
+
+    #[test]
+    fn every_subcommand_has_its_container_and_every_movable_row_a_finder() {
+        for (i, s) in COMMANDS.rows().iter().enumerate() {
+            if let Some(container) = s.container_name() {
+                let c = COMMANDS.lookup(container.as_bytes());
+                let c = c.unwrap_or_else(|| panic!("{}: no {container}", s.name));
+                assert!(COMMANDS.subcommands(c).contains(&i), "{}", s.name);
+                assert!(c < i, "{} before {container}", s.name);
+                assert_eq!(s.group, COMMANDS.row(c).group, "{}", s.name);
+            }
+            let movable = s.flags.contains(&"movablekeys");
+            assert_eq!(movable, s.keys.find.is_some(), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn containers_have_no_dispatch_flags_and_take_a_subcommand() {
+        // None of today's containers writes, refuses MULTI or runs before
+        // AUTH; their subcommands do not either (the dispatch reads the
+        // subcommand's row).
+        let steering = [
+            "write",
+            "denyoom",
+            "may_replicate",
+            "no_multi",
+            "no_auth",
+            "multi_control",
+            "swaps_dbs",
+        ];
+        let containers: Vec<usize> = COMMANDS
+            .commands()
+            .filter(|&i| COMMANDS.is_container(i))
+            .collect();
+        assert_eq!(containers.len(), 8);
+        for c in containers {
+            let spec = COMMANDS.row(c);
+            // Only COMMAND runs without a subcommand (it lists them all).
+            assert!(spec.arity <= -2 || spec.name == "command", "{}", spec.name);
+            for &i in std::iter::once(&c).chain(COMMANDS.subcommands(c)) {
+                let spec = COMMANDS.row(i);
+                for flag in steering {
+                    assert!(!spec.flags.contains(&flag), "{}: {flag}", spec.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn requests_resolve_to_their_subcommand_rows() {
+        let resolve = |words: &[&str]| {
+            COMMANDS
+                .resolve(words.iter().map(|w| w.as_bytes()))
+                .map(|r| {
+                    r.map(|i| COMMANDS.row(i).name)
+                        .map_err(|i| COMMANDS.row(i).name)
+                })
+        };
+        assert_eq!(resolve(&["CONFIG", "get", "x"]), Some(Ok("config|get")));
+        assert_eq!(resolve(&["config"]), Some(Ok("config")));
+        assert_eq!(resolve(&["config", "nosuch"]), Some(Err("config")));
+        assert_eq!(resolve(&["get", "k"]), Some(Ok("get")));
+        assert_eq!(resolve(&["config|get", "x"]), None);
+        assert_eq!(resolve(&["nosuch"]), None);
+        let long = "x".repeat(40);
+        assert_eq!(resolve(&["memory", &long]), Some(Err("memory")));
     }
 }

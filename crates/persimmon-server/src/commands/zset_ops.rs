@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::session::{int_arg, int_arg_within, is, syntax, Session};
+use crate::session::{int_arg, int_arg_within, is, keys_after_count, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
 use persimmon_types::error::wrongtype;
@@ -336,6 +336,18 @@ pub fn zinterstore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn zdiffstore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     set_op(s, a, SetOp::Diff, "zdiffstore", true)
+}
+
+/// Where the keys of ZUNION, ZINTER, ZDIFF and ZINTERCARD are (their rows'
+/// key finder): after numkeys.
+pub fn numkeys_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
+    keys_after_count(words, 1)
+}
+
+/// Where the keys of ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE are (their
+/// rows' key finder): the destination, then the keys after numkeys.
+pub fn store_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
+    keys_after_count(words, 2).map(|keys| std::iter::once(1).chain(keys).collect())
 }
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]
