@@ -36,9 +36,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use tokio::sync::Notify;
-
 use persimmon_types::{Error, Waiters};
+use tokio::sync::Notify;
 
 /// What a waiter does when one of its keys is ready.
 #[derive(Clone, Debug, PartialEq)]

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -52,7 +53,6 @@ use crate::pipeline::Pipeline;
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
 use crate::shared::Shared;
-use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// Replies queued past this are written before the batch goes on.
 const FLUSH_BYTES: usize = 64 << 10;

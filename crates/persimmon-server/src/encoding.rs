@@ -30,10 +30,11 @@
 //! Redis 7.0's defaults until then); every report reads them afresh
 //! ([`Thresholds::of`]), so a `CONFIG SET` shows in the next report.
 
-use crate::settings::Settings;
 use persimmon_resp::parse_i64;
 use persimmon_types::coll::whole::Whole;
 use persimmon_types::value::Stored;
+
+use crate::settings::Settings;
 
 /// Longest string Redis keeps in one allocation with its header.
 const EMBSTR_MAX_BYTES: usize = 44;

@@ -59,13 +59,13 @@ use std::ops::Range;
 use std::time::Instant;
 
 use persimmon::WriteBatch;
+use persimmon_resp::Args;
+use persimmon_types::error::{check_key, may_exist, wrongtype};
+use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 
 use crate::commands::blocking::serve_ready;
 use crate::dispatch::{execute, runnable_as};
 use crate::session::Session;
-use persimmon_resp::Args;
-use persimmon_types::error::{check_key, may_exist, wrongtype};
-use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 
 /// Most requests in one run of SETs.
 pub const MAX_RUN: usize = 128;

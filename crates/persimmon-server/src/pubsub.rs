@@ -38,10 +38,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use persimmon_resp::Reply;
 use tokio::sync::Notify;
 
 use crate::client::ClientInfo;
-use persimmon_resp::Reply;
 
 /// Subscribers of one channel or pattern, by client id.
 type Subscribers = BTreeMap<u64, Arc<Mailbox>>;

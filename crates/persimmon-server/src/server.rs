@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use persimmon::Db;
+use persimmon_types::Keyspace;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::client::ClientInfo;
 use crate::config::Config;
 use crate::shared::Shared;
-use persimmon_types::Keyspace;
 
 /// What the server tells its caller once it listens.
 #[derive(Clone, Debug)]

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use persimmon_types::Keyspace;
 use tokio::sync::watch;
 
 use crate::blocking::Blocked;
@@ -35,7 +36,6 @@ use crate::cmdstats::CommandStats;
 use crate::config::Config;
 use crate::scan::ScanCache;
 use crate::settings::Settings;
-use persimmon_types::Keyspace;
 
 /// State every connection shares.
 pub struct Shared {

@@ -17,12 +17,12 @@
 //!   as Redis sees it: SAT gives the maximum).
 
 use persimmon::Update;
-
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::error::{check_key, wrongtype};
 use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, syntax, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Overflow {

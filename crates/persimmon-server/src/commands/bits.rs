@@ -16,13 +16,13 @@
 //! - BITOP reads its sources and writes its destination in one atomic unit.
 
 use persimmon::Update;
-
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::error::{check_key, wrongtype};
 use persimmon_types::store::Store;
 use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, syntax, Session};
 
 /// Redis's bound on bit offsets: 512 MiB (its `proto-max-bulk-len`) of bits.
 const REDIS_MAX_BIT_OFFSET: u64 = (512 << 20) * 8;

@@ -22,21 +22,19 @@
 
 use std::time::{Duration, Instant};
 
+use persimmon_resp::{parse_i64, Args, Reply};
+use persimmon_types::dbs;
+use persimmon_types::error::wrongtype;
+use persimmon_types::list::{self, End};
+use persimmon_types::store::Store;
+use persimmon_types::{zset, Error};
+
+use super::zsets::score_reply_text;
 use crate::blocking::{Attempt, Op, Outcome, Registration, Served};
 use crate::clock::unix_time;
 use crate::longdouble::LongDouble;
 use crate::repl::client::ClientRepl;
 use crate::session::{is, keys_after_count, syntax, Flow, Session};
-use persimmon_resp::Reply;
-use persimmon_resp::{parse_i64, Args};
-use persimmon_types::dbs;
-use persimmon_types::error::wrongtype;
-use persimmon_types::store::Store;
-use persimmon_types::Error;
-
-use super::zsets::score_reply_text;
-use persimmon_types::list::{self, End};
-use persimmon_types::zset;
 
 // --- Arguments -----------------------------------------------------------
 

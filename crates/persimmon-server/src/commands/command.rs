@@ -16,11 +16,11 @@
 //!   a container) puts them (`Keys::positions`): its key finder's for the
 //!   `movablekeys` rows, else its first key, last key and step.
 
+use persimmon_resp::{Args, Reply};
+use persimmon_types::Error;
+
 use crate::glob;
 use crate::session::{is, not_a_subcommand, syntax, CommandTable, Session, Spec};
-use persimmon_resp::Args;
-use persimmon_resp::Reply;
-use persimmon_types::Error;
 
 /// Flags of the table that steer the dispatch and are not Redis's (not
 /// shown by COMMAND).

@@ -13,9 +13,10 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::session::{syntax, Counters, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
+
+use crate::session::{syntax, Counters, Session};
 
 const CONFIG_HELP: [&str; 11] = [
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

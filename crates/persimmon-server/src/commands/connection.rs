@@ -12,12 +12,13 @@
 
 use std::sync::atomic::Ordering;
 
+use persimmon_resp::Args;
+use persimmon_types::Error;
+
 use crate::client::ClientInfo;
 use crate::session::{
     arity, int_arg, is, shown, subcommand_syntax, syntax, Flow, Session, REDIS_COMPAT_VERSION,
 };
-use persimmon_resp::Args;
-use persimmon_types::Error;
 
 pub fn ping(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if s.pubsub.active() && !s.out.resp3 && a.len() <= 2 {

@@ -17,11 +17,12 @@
 //! (`BUSYKEY`), the ttl, the payload — so a refused RESTORE writes nothing;
 //! a payload is decoded whole before anything is written.
 
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::rdb;
 use persimmon_types::transfer::{read_value, write_value};
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, syntax, Session};
 
 /// DUMP key: the payload, or nil for a missing key.
 pub fn dump(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

@@ -16,10 +16,10 @@
 //! - A deadline at or before now deletes the key, as Redis does.
 
 use persimmon::{Ttl, Update, MAX_DEADLINE_MS};
-
-use crate::session::{int_arg, is, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, Session};
 
 /// How a SET/GETEX time argument counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,16 +22,15 @@
 //!   whole time may be missed (repeated) once per such change — weaker
 //!   than Redis's guarantee, which never misses such an entry.
 
-use crate::glob;
-use crate::session::{int_arg, int_arg_within, is, syntax, Session};
-use persimmon_resp::Args;
-use persimmon_resp::Reply;
+use persimmon_resp::{Args, Reply};
 use persimmon_types::coll::{self, Coll, Kind};
 use persimmon_types::random;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
 use super::hashes::reply_from_collection;
+use crate::glob;
+use crate::session::{int_arg, int_arg_within, is, syntax, Session};
 
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

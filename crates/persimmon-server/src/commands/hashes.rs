@@ -13,15 +13,15 @@
 //! does on x86-64. A read's reply is built inside its unit into a scratch
 //! buffer and copied out once the unit committed (a unit may run again).
 
-use crate::longdouble::LongDouble;
-use crate::session::{arity, int_arg, overflow, Session};
-use persimmon_resp::Reply;
-use persimmon_resp::{parse_i64, Args};
+use persimmon_resp::{parse_i64, Args, Reply};
 use persimmon_types::coll::{self, check_element, Coll, Kind};
 use persimmon_types::error::check_key;
 use persimmon_types::hash;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
+
+use crate::longdouble::LongDouble;
+use crate::session::{arity, int_arg, overflow, Session};
 
 /// Replies what `build` writes from the collection at `key`, built inside
 /// its unit into a scratch buffer (a unit that runs again starts it over)

@@ -29,12 +29,12 @@
 //!   writes its destination in one atomic unit, keeping its time to live.
 
 use persimmon::Update;
-
-use crate::session::{is, Session};
 use persimmon_resp::Args;
 use persimmon_types::error::{check_key, wrongtype};
 use persimmon_types::value::{self, Stored};
 use persimmon_types::Error;
+
+use crate::session::{is, Session};
 
 const REGISTERS: usize = 16384;
 const P: u32 = 14;

@@ -25,12 +25,12 @@ use std::fmt::{Display, Write};
 use std::sync::atomic::Ordering;
 
 use persimmon::Stats;
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 use crate::clock::unix_time;
 use crate::session::{blocking, Session, Spec, REDIS_COMPAT_VERSION};
 use crate::shared::Shared;
-use persimmon_resp::Args;
-use persimmon_types::Error;
 
 /// The `key:value` lines of one section.
 struct Lines<'t>(&'t mut String);

@@ -12,11 +12,12 @@
 //! a crash); SWAPDB is one durable write of the map record, made while no
 //! other command runs (the dispatch holds the map exclusively).
 
-use crate::glob;
-use crate::session::{blocking, int_arg, is, syntax, Flow, Session};
 use persimmon_resp::Args;
 use persimmon_types::dbs::{self, keys_of};
 use persimmon_types::Error;
+
+use crate::glob;
+use crate::session::{blocking, int_arg, is, syntax, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     // Several keys go as one atomic unit (all deleted, or none after a

@@ -12,10 +12,11 @@
 //!   in the second string), so the subsequence and the match ranges are the
 //!   ones Redis replies, in its order (from the strings' ends).
 
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, syntax, Session};
 
 #[derive(Default)]
 struct Options {

@@ -15,14 +15,14 @@
 //! The blocking commands (`blocking.rs`: LMOVE, RPOPLPUSH, LMPOP and the
 //! blocking pops) pop through `list::pop` and `list::move_one`.
 
-use crate::session::{arity, int_arg, int_arg_within, is, syntax, Session};
-use persimmon_resp::Reply;
-use persimmon_resp::{parse_i64, Args};
+use persimmon_resp::{parse_i64, Args, Reply};
 use persimmon_types::coll::Coll;
 use persimmon_types::index::{position, positions};
 use persimmon_types::list::{self, check_element, damaged, with_list, End};
 use persimmon_types::store::Store;
 use persimmon_types::Error;
+
+use crate::session::{arity, int_arg, int_arg_within, is, syntax, Session};
 
 /// A count that must not be negative (Redis gives one text for a negative
 /// count and for one that is not an integer).

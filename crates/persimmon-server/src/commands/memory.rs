@@ -10,11 +10,11 @@
 //! - The other figures are those of `INFO memory` (`info::memory_figures`).
 
 use persimmon::format::RECORD_HEADER_BYTES;
+use persimmon_resp::Args;
+use persimmon_types::Error;
 
 use super::info::memory_figures;
 use crate::session::{blocking, int_arg, is, syntax, Session};
-use persimmon_resp::Args;
-use persimmon_types::Error;
 
 /// Records in the pool start at multiples of this.
 const RECORD_ALIGN: u64 = 8;

@@ -25,11 +25,12 @@
 //! - A failed command inside `EXEC` is rolled back in the unit (its
 //!   changes undone) before the next one runs.
 
-use crate::dispatch::{exec_refused, run_queued};
-use crate::session::{Multi, Session};
 use persimmon_resp::Args;
 use persimmon_types::store::{conflict, ATOMIC_ATTEMPTS};
 use persimmon_types::Error;
+
+use crate::dispatch::{exec_refused, run_queued};
+use crate::session::{Multi, Session};
 
 pub fn multi(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     if s.multi.is_some() {

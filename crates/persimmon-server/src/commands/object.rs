@@ -16,11 +16,12 @@
 //! writes; a missing key is a null reply, before any other check, as in
 //! Redis.
 
-use crate::encoding::{self, Thresholds};
-use crate::session::Session;
 use persimmon_resp::Args;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
+
+use crate::encoding::{self, Thresholds};
+use crate::session::Session;
 
 const OBJECT_HELP: [&str; 15] = [
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

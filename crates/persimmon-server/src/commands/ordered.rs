@@ -34,13 +34,13 @@
 
 use std::ops::Bound;
 
-use crate::session::{blocking, int_arg, is, syntax, Session};
-use crate::shared::Shared;
-use persimmon_resp::Args;
-use persimmon_resp::Reply;
+use persimmon_resp::{Args, Reply};
 use persimmon_types::dbs;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
+
+use crate::session::{blocking, int_arg, is, syntax, Session};
+use crate::shared::Shared;
 
 /// Scans capped at this many keys run on the async worker (the work of an
 /// MGET of as many keys); longer ones under `blocking`.

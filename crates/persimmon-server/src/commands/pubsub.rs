@@ -17,10 +17,11 @@
 //!   not in the table; `PUBSUB SHARDCHANNELS` and `SHARDNUMSUB` report
 //!   none, as a Redis with no shard subscriber does.
 
-use crate::pubsub::{Kind, Limit};
-use crate::session::{arity, subcommand_syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::Error;
+
+use crate::pubsub::{Kind, Limit};
+use crate::session::{arity, subcommand_syntax, Session};
 
 /// Bytes of messages moved into the output at a time (the connection
 /// writes between moves).

@@ -16,12 +16,12 @@
 //! or one that expired meanwhile is drawn again, a few times at most); a
 //! key only an enclosing EXEC created, not yet in the pool, is never drawn.
 
-use crate::session::{blocking, Session};
-use crate::shared::Shared;
 use persimmon_resp::Args;
 use persimmon_types::dbs::keys_of;
-use persimmon_types::random;
-use persimmon_types::Error;
+use persimmon_types::{random, Error};
+
+use crate::session::{blocking, Session};
+use crate::shared::Shared;
 
 /// Draws before giving up on finding a live key (each one walks).
 const DRAWS: usize = 4;

@@ -13,13 +13,14 @@
 //! first write. The destination takes the source's deadline, or none when
 //! the source has none (never the deadline the destination had).
 
-use super::keys::db_index;
-use crate::session::{int_arg_within, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::Coll;
 use persimmon_types::store::Store;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
+
+use super::keys::db_index;
+use crate::session::{int_arg_within, is, syntax, Session};
 
 fn no_such_key() -> Error {
     Error::new("ERR no such key")

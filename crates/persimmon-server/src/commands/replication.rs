@@ -8,12 +8,13 @@
 
 use std::time::{Duration, Instant};
 
+use persimmon_resp::Args;
+use persimmon_types::Error;
+
 use crate::repl::client::{Psync, WaitFor};
 use crate::repl::role::{self, StreamStep};
 use crate::repl::state::LinkStatus;
 use crate::session::{int_arg, is, syntax, Flow, Session};
-use persimmon_resp::Args;
-use persimmon_types::Error;
 
 /// REPLICAOF host port | REPLICAOF NO ONE.
 pub fn replicaof(s: &mut Session, a: Args<'_>) -> Result<(), Error> {

@@ -18,13 +18,14 @@
 
 use std::sync::atomic::Ordering;
 
+use persimmon_resp::Args;
+use persimmon_types::Error;
+
 use crate::clock::unix_time;
 use crate::session::{
     exact_arity, int_arg, is, not_a_subcommand, subcommand_syntax, syntax, Flow, Session,
 };
 use crate::shared::Shared;
-use persimmon_resp::Args;
-use persimmon_types::Error;
 
 pub fn shutdown(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     for opt in a.from(1) {

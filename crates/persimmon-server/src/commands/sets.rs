@@ -19,17 +19,17 @@
 
 use std::collections::BTreeSet;
 
+use persimmon_resp::Args;
+use persimmon_types::coll::{self, Coll, Kind};
+use persimmon_types::error::check_key;
+use persimmon_types::store::Store;
+use persimmon_types::Error;
+use persimmon_types::{random, set};
+
 use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
 use super::hashes::reply_from_collection;
 use super::lists::positive_arg;
 use crate::session::{int_arg_within, is, keys_after_count, syntax, Session};
-use persimmon_resp::Args;
-use persimmon_types::coll::{self, Coll, Kind};
-use persimmon_types::error::check_key;
-use persimmon_types::random;
-use persimmon_types::set;
-use persimmon_types::store::Store;
-use persimmon_types::Error;
 
 pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let members: Vec<&[u8]> = a.from(2).collect();

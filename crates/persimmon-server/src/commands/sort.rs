@@ -32,13 +32,14 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, whole::Whole};
 use persimmon_types::error::wrongtype;
 use persimmon_types::store::Store;
 use persimmon_types::value::Stored;
 use persimmon_types::Error;
+
+use crate::session::{int_arg, is, syntax, Session};
 
 /// A parsed request.
 struct Request<'a> {

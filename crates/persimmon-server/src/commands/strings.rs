@@ -10,15 +10,15 @@
 //!   client, and a refused one leaves the value as it was.
 
 use persimmon::Update;
-
-use super::expire;
-use crate::longdouble::LongDouble;
-use crate::session::{arity, int_arg, is, not_integer, overflow, syntax, Session};
 use persimmon_resp::{parse_i64, Args};
 use persimmon_types::error::{check_key, too_large, wrongtype};
 use persimmon_types::store::Store;
 use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 use persimmon_types::Error;
+
+use super::expire;
+use crate::longdouble::LongDouble;
+use crate::session::{arity, int_arg, is, not_integer, overflow, syntax, Session};
 
 fn check_len(len: usize) -> Result<(), Error> {
     if len > MAX_STRING_BYTES {

@@ -16,17 +16,17 @@
 
 use std::collections::HashMap;
 
-use crate::session::{int_arg, int_arg_within, is, keys_after_count, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
 use persimmon_types::error::wrongtype;
 use persimmon_types::random;
 use persimmon_types::store::Store;
+use persimmon_types::zset::with_zset;
 use persimmon_types::Error;
 
 use super::zset_range::store_entries;
 use super::zsets::range_reply;
-use persimmon_types::zset::with_zset;
+use crate::session::{int_arg, int_arg_within, is, keys_after_count, syntax, Session};
 
 #[derive(Clone, Copy, PartialEq)]
 enum SetOp {

@@ -14,14 +14,14 @@
 //! range, then the key's type); reads collect their reply inside the unit
 //! and write it after, so a retried unit never writes twice.
 
-use crate::session::{int_arg, is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::coll::{self, decode_score, split_score_key, Coll, Kind};
 use persimmon_types::store::Store;
+use persimmon_types::zset::with_zset;
 use persimmon_types::Error;
 
 use super::zsets::{range_reply, score_arg};
-use persimmon_types::zset::with_zset;
+use crate::session::{int_arg, is, syntax, Session};
 
 /// A score bound: the score and whether it is exclusive.
 #[derive(Clone, Copy, Debug, PartialEq)]

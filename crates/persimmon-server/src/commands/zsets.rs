@@ -13,10 +13,11 @@
 //! `zset::add_with` refuses an INCR that would produce one); scores are
 //! written as Redis 7.0 writes them (`score_text`).
 
-use crate::session::{is, syntax, Session};
 use persimmon_resp::Args;
 use persimmon_types::zset::{self, score_of, with_zset, AddOptions};
 use persimmon_types::Error;
+
+use crate::session::{is, syntax, Session};
 
 pub(super) fn not_float() -> Error {
     Error::new("ERR value is not a valid float")

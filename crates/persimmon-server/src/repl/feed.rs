@@ -25,13 +25,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
+use persimmon_resp::{ParseLimits, Progress, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::client::Psync;
 use super::state::{Peer, Replication};
 use crate::shared::Shared;
-use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// How long a write to a replica may stall before it is dropped
 /// (Redis's `repl-timeout`).

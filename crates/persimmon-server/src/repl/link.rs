@@ -23,18 +23,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
+use persimmon_resp::{encode, ParseLimits, Progress, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::state::LinkStatus;
 use crate::client::ClientInfo;
-use crate::session::Session;
-use persimmon_resp::encode;
-
 use crate::commands::table::COMMANDS;
 use crate::dispatch::execute;
+use crate::session::Session;
 use crate::shared::Shared;
-use persimmon_resp::{ParseLimits, Progress, RequestParser};
 
 /// How long the link waits for the master before it gives up on a
 /// connection (Redis's `repl-timeout`).

@@ -7,10 +7,11 @@
 //! deadline has passed is not written; a key of a database this server
 //! does not have (`databases`) fails the load, naming it.
 
-use crate::dispatch::execute_words;
-use crate::session::Session;
 use persimmon_types::rdb::file::{read_file, Item};
 use persimmon_types::Error;
+
+use crate::dispatch::execute_words;
+use crate::session::Session;
 
 /// Replaces every database's keys with the file's. Returns how many keys
 /// were written.

@@ -16,11 +16,12 @@
 
 use std::sync::Arc;
 
-use crate::session::REDIS_COMPAT_VERSION;
-use crate::shared::Shared;
 use persimmon_types::rdb::file::Writer;
 use persimmon_types::store::Store;
 use persimmon_types::Error;
+
+use crate::session::REDIS_COMPAT_VERSION;
+use crate::shared::Shared;
 
 /// The RDB file of everything the pool holds now.
 pub fn build(

@@ -24,9 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
-
 use persimmon_resp::encode;
+use tokio::sync::mpsc;
 
 use super::backlog::Backlog;
 use super::expiry::Deadlines;

@@ -19,8 +19,7 @@ use super::score::{decode_score, split_score_key};
 use super::tree::PageIo;
 use crate::error::Error;
 use crate::store::Store;
-use crate::value::Kind;
-use crate::value::Stored;
+use crate::value::{Kind, Stored};
 
 /// What the check found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -24,8 +24,7 @@ use super::collection::{page_key, read_page, registry_set, Coll, EXTERNAL, PREFI
 use crate::error::Error;
 use crate::keyspace::Keyspace;
 use crate::store::Store;
-use crate::value::Kind;
-use crate::value::Stored;
+use crate::value::{Kind, Stored};
 
 /// Pages deleted per engine batch.
 const PAGES_PER_UNIT: usize = 2000;

@@ -6,9 +6,10 @@
 //! them, so a length past the end is an error, never an out-of-bounds index
 //! or an allocation of that length.
 
+use std::borrow::Cow;
+
 use super::lzf;
 use super::value::RdbError;
-use std::borrow::Cow;
 
 /// A length's first byte: its two top bits say how it is stored.
 const LEN_6BIT: u8 = 0;
