@@ -177,13 +177,7 @@ mod tests {
     use super::*;
 
     fn analysis_of(files: &[(&str, &str)]) -> CrateAnalysis {
-        let sources: Vec<SourceFile> = files
-            .iter()
-            .map(|(path, text)| SourceFile {
-                path: PathBuf::from(path),
-                text: text.to_string(),
-            })
-            .collect();
+        let sources = SourceFile::fixtures(files);
         analyze_sources("fixture", Path::new("fixture"), &sources).unwrap()
     }
 

@@ -48,6 +48,20 @@ pub struct SourceFile {
     pub text: String,
 }
 
+#[cfg(test)]
+impl SourceFile {
+    /// In-memory files for tests: (path under src/, text) pairs.
+    pub(crate) fn fixtures(files: &[(&str, &str)]) -> Vec<SourceFile> {
+        files
+            .iter()
+            .map(|(path, text)| SourceFile {
+                path: std::path::PathBuf::from(path),
+                text: text.to_string(),
+            })
+            .collect()
+    }
+}
+
 /// A node of the module graph: one source file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Module {
@@ -728,13 +742,7 @@ mod tests {
 
     /// The graph of an in-memory crate: (path under src/, text) pairs.
     fn graph_of(files: &[(&str, &str)]) -> ModuleGraph {
-        let sources: Vec<SourceFile> = files
-            .iter()
-            .map(|(path, text)| SourceFile {
-                path: PathBuf::from(path),
-                text: text.to_string(),
-            })
-            .collect();
+        let sources = SourceFile::fixtures(files);
         build(Path::new("fixture"), &sources).unwrap()
     }
 

@@ -168,20 +168,12 @@ fn plural(n: usize, word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
     use crate::analysis::analyze_sources;
     use crate::modules::SourceFile;
 
     fn analysis(files: &[(&str, &str)]) -> Analysis {
-        let sources: Vec<SourceFile> = files
-            .iter()
-            .map(|(path, text)| SourceFile {
-                path: PathBuf::from(path),
-                text: text.to_string(),
-            })
-            .collect();
+        let sources = SourceFile::fixtures(files);
         let root = Path::new("/ws");
         let crate_ = analyze_sources("demo", &root.join("crates/demo"), &sources).unwrap();
         Analysis {

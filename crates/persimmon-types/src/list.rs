@@ -68,9 +68,6 @@ pub fn with_list<R>(
     key: &[u8],
     f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    if !may_exist(&st.engine_key(key)) {
-        return Ok(None);
-    }
     with(st, key, Kind::List, f)
 }
 

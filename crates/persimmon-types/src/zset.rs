@@ -16,7 +16,7 @@
 
 use crate::coll::collection::{with, with_new, zset_put, zset_remove, Coll};
 use crate::coll::score::{decode_score, score_key, split_score_key};
-use crate::error::{check_key, may_exist, Error};
+use crate::error::{check_key, Error};
 use crate::index::positions;
 use crate::store::Store;
 use crate::value::{Kind, MAX_STRING_BYTES};
@@ -48,9 +48,6 @@ pub fn with_zset<R>(
     key: &[u8],
     f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
-    if !may_exist(&st.engine_key(key)) {
-        return Ok(None);
-    }
     with(st, key, Kind::ZSet, f)
 }
 

@@ -534,13 +534,17 @@ pub fn moved(st: &mut Store, value: &[u8], new_ek: &[u8]) -> Result<(), Error> {
 }
 
 /// Runs `f` on the collection at `key` in its own atomic unit (or in the
-/// running one), saving it afterwards. `None` when the key is missing.
+/// running one), saving it afterwards. `None` when the key is missing (a
+/// key too long to exist too, answered without a unit).
 pub fn with<R>(
     st: &mut Store,
     key: &[u8],
     kind: Kind,
     mut f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<Option<R>, Error> {
+    if !crate::error::may_exist(&st.engine_key(key)) {
+        return Ok(None);
+    }
     st.atomic(|st| {
         let Some(mut c) = Coll::open(st, key, kind)? else {
             return Ok(None);
