@@ -52,8 +52,13 @@
 //! split left behind: ignored, cleared by the next open. Two entries in
 //! range naming one key, an entry below its leaf's low key, or a prefix
 //! that is not its key's are breaches in any image (`Leaves::problems`).
+//!
+//! Rooms: `words` (integers at offsets, the slot word, record words),
+//! `parsed` (what `parse` returns: segment kinds, live records) and
+//! `leaves` (leaf pools), all below this file, which creates pools and
+//! parses whole images with them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use persimmon::format::{
@@ -61,24 +66,14 @@ use persimmon::format::{
 };
 use persimmon::tier::ident::{self, TierSettings};
 
-/// Slot word bits: fingerprint 48..64, offset/8 in 1..48, persist bit 0.
-pub const MARKER_OFFSET: u64 = 8;
+mod leaves;
+mod parsed;
+mod words;
 
-pub fn slot_offset(word: u64) -> u64 {
-    ((word >> 1) & ((1u64 << 47) - 1)) << 3
-}
-
-pub fn slot_fingerprint(word: u64) -> u16 {
-    (word >> 48) as u16
-}
-
-fn get_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-fn get_u64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
-}
+pub use leaves::{read_leaves, Leaves, LEAF_ENTRIES, LEAF_MIN_CLASS};
+pub use parsed::{ExtentAt, LiveRecord, Parsed, SegKind};
+use words::{get_u32, get_u64};
+pub use words::{slot_fingerprint, slot_offset, NodeWord, MARKER_OFFSET};
 
 /// The batch commit table of format version 4 (docs/design.md §3, §6a):
 /// 64 entries of 16 bytes at superblock offset 1024 (an entry not zero is
@@ -118,10 +113,6 @@ pub const FLAG_THREE_CHOICE: u64 = 32;
 /// magic, threshold, path length, CRC, the data directory's absolute path;
 /// `persimmon::tier::ident`).
 pub const SB_TIER: usize = 2048;
-
-/// Record flag: the value field is an SSD extent's descriptor, the
-/// value's unaligned tail and pending patches (`persimmon::tier::extent`).
-pub const REC_FLAG_EXTERNAL: u32 = 32;
 
 /// Skiplist node layout (docs/design.md §10): `next` (pool offset of the
 /// next node, 0 at the end), the record word (DRAM point index: the key's
@@ -232,124 +223,6 @@ pub fn format_version(flags: u64) -> u32 {
         2
     } else {
         1
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SegKind {
-    Free,
-    Log {
-        lane: u32,
-        base: u64,
-    },
-    Index {
-        depth: u8,
-        prefix: u64,
-    },
-    Large {
-        run: u32,
-    },
-    /// Ordered-index nodes of `1 << class` bytes; `head`: the skiplist's
-    /// head node is its first slot.
-    Ordered {
-        class: u32,
-        head: bool,
-    },
-    Continuation,
-    Damaged,
-}
-
-/// A live slot and the record it names.
-#[derive(Clone, Debug)]
-pub struct LiveRecord {
-    /// The word naming the record: an index slot, or with the DRAM point
-    /// index its node's record word.
-    pub slot_addr: u64,
-    pub record: u64,
-    /// Bytes covered by the CRC end here (before the padding).
-    pub body_end: u64,
-    /// The value starts here (after the key, and the deadline before it).
-    pub value_at: u64,
-    pub key: Vec<u8>,
-    /// The record header's flags (`REC_FLAG_EXTERNAL`, ...).
-    pub flags: u32,
-}
-
-/// Where an external value's aligned prefix lives on the SSD tier: the
-/// first 16 bytes of its record's value field (u32 data file number, u32
-/// extent bytes, u64 byte offset in the file; docs/design.md §6c).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExtentAt {
-    pub file: u32,
-    pub offset: u64,
-    pub bytes: u32,
-}
-
-pub struct Parsed {
-    pub segment_bytes: u64,
-    pub segments: Vec<SegKind>,
-    pub live: Vec<LiveRecord>,
-    /// Index segments that own no directory entry (never reachable).
-    pub orphan_index_segments: Vec<u32>,
-}
-
-impl LiveRecord {
-    /// The record's value bytes in `img`.
-    pub fn value<'a>(&self, img: &'a [u8]) -> &'a [u8] {
-        &img[self.value_at as usize..self.body_end as usize]
-    }
-
-    /// The SSD extent an external record's value field names.
-    pub fn extent(&self, img: &[u8]) -> Option<ExtentAt> {
-        let field = self.value(img);
-        (self.flags & REC_FLAG_EXTERNAL != 0 && field.len() >= 16).then(|| ExtentAt {
-            file: get_u32(field, 0),
-            bytes: get_u32(field, 4),
-            offset: get_u64(field, 8),
-        })
-    }
-}
-
-impl Parsed {
-    pub fn segment_offset(&self, i: u32) -> u64 {
-        SUPERBLOCK_BYTES + i as u64 * self.segment_bytes
-    }
-
-    pub fn segment_of(&self, off: u64) -> u32 {
-        ((off - SUPERBLOCK_BYTES) / self.segment_bytes) as u32
-    }
-
-    /// Heads (log segments, large runs) that hold no live record and are not
-    /// their lane's newest log segment: recovery must find them reclaimable.
-    pub fn dead_heads(&self) -> Vec<u32> {
-        let used: BTreeSet<u32> = self
-            .live
-            .iter()
-            .map(|r| self.segment_of(r.record))
-            .collect();
-        let mut newest: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
-        for (i, k) in self.segments.iter().enumerate() {
-            if let SegKind::Log { lane, base } = *k {
-                let e = newest.entry(lane).or_insert((base, i as u32));
-                if base >= e.0 {
-                    *e = (base, i as u32);
-                }
-            }
-        }
-        let active: BTreeSet<u32> = newest.values().map(|v| v.1).collect();
-        self.segments
-            .iter()
-            .enumerate()
-            .filter(|(i, k)| {
-                let i = *i as u32;
-                match k {
-                    SegKind::Log { .. } => !used.contains(&i) && !active.contains(&i),
-                    SegKind::Large { .. } => !used.contains(&i),
-                    _ => false,
-                }
-            })
-            .map(|(i, _)| i as u32)
-            .collect()
     }
 }
 
@@ -542,28 +415,6 @@ fn live_from_slots(
     live
 }
 
-/// A key's record word in the ordered index (DRAM point index): a linked
-/// skiplist node's, or a leaf entry in its leaf's range.
-#[derive(Clone, Debug)]
-pub struct NodeWord {
-    /// The skiplist node, or the leaf holding the entry.
-    pub node: u64,
-    /// Where the record word is (the node's `NODE_RECORD`, or the entry).
-    pub at: u64,
-    /// The node's key, or the key of the record the entry names.
-    pub key: Vec<u8>,
-    pub word: u64,
-}
-
-impl NodeWord {
-    /// Neither 0 nor a delete marker, and without its persist bit: the
-    /// first phase of a two-phase write (or of a delete's marker) whose
-    /// second store did not reach media.
-    pub fn half_done(&self) -> bool {
-        self.word != 0 && self.word & 1 == 0
-    }
-}
-
 /// The record words of the linked nodes of `img`, in list order; in a
 /// leaf pool, the entries in range that name records, by key.
 pub fn record_words(img: &[u8], p: &Parsed) -> Result<Vec<NodeWord>, String> {
@@ -721,9 +572,6 @@ fn skiplist(img: &[u8], p: &Parsed) -> Result<Vec<(u64, Vec<u8>)>, String> {
     Ok(keys)
 }
 
-mod leaves;
-pub use leaves::{read_leaves, Leaves, LEAF_ENTRIES, LEAF_MIN_CLASS};
-
 #[cfg(test)]
 mod tests {
     use super::leaves::{
@@ -731,6 +579,7 @@ mod tests {
     };
     use super::*;
     use persimmon::{Db, Options};
+    use std::collections::BTreeMap;
 
     /// The parser follows the engine's list: a pool the engine wrote lists
     /// its keys in order; a link bent back into the list is a cycle.

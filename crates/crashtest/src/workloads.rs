@@ -3,7 +3,7 @@
 //!
 //! This file is the registry (`WORKLOADS`: the names in the order a run
 //! visits them; `config`: each one's options; `runner`: the function that
-//! runs it) and the small helpers the workloads share. The workloads live
+//! runs it), the only module that names the families. The workloads live
 //! in rooms by family, each room's header naming the persist paths its
 //! workloads cover and what the oracle checks for them:
 //!
@@ -23,17 +23,25 @@
 //! | `leaves`     | leaves-lanes, leaves-reopen, leaves-split (the ordered     |
 //! |              | index in leaves, format version 6)                         |
 //! | `batch`      | batch, batch-segments; dram-batch, dram-batch-segments     |
-//! | `txn`        | txn, dram-txn (also `Op::Txn`: a transaction and its race) |
+//! | `txn`        | txn, dram-txn (transactions, `Op::Txn`, racing puts)       |
 //! | `expiry`     | expiry, dram-expiry                                        |
 //! | `tier`       | tier-put, tier-batch, tier-patch (the SSD tier)            |
 //! | `collections`| collections (the server's collection commands' batches)   |
 //! | `grouped`    | grouped, dram-grouped, leaves-grouped (group commit:      |
 //! |              | `Db::write_grouped`, per key old or new)                  |
 //!
-//! and they run on `ops` (`Op`, `exec`: one operation announced to the
-//! simulator, and how that tells the oracle what a crash may leave) and
+//! and they run on rooms below every family: `ops` (`Op`, `exec`: one
+//! operation announced to the simulator, and how that tells the oracle
+//! what a crash may leave; a transaction and its race, `Op::Txn`, too),
 //! `ctx` (`Ctx`: the pool, the observed engine, worker threads, reopens,
-//! the manual clock; `Finished`: what a run hands the campaign).
+//! the manual clock; `Finished`: what a run hands the campaign), `kv` (the
+//! keys and values the workloads write), `crash` (`crash_in`: a crash at a
+//! chosen fence of one operation, recovered from), `rebuild` (operations
+//! beside the engine's rebuild of the DRAM index, held), `epoch` (deferred
+//! work at operation boundaries), `pool` (the superblock flags a
+//! workload's options create its pool with) and `live_segments` (the live
+//! pool file's segments and log lanes). A family may use another's helpers
+//! (`leaves` uses `ordered`'s), never the other way round.
 //!
 //! A new workload is a `pub fn(&SimConfig) -> Finished` in its family's
 //! room (a new room for a new family), named in `WORKLOADS` and `runner`,
@@ -75,37 +83,36 @@
 //!   the ordered ones on leaves: the workload code is shared, the paths
 //!   differ underneath.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use persimmon::{Clock, ManualClock, Options, OrderedLayout, PointIndex};
-use rand::rngs::StdRng;
-use rand::Rng;
 
-use crate::oracle::{Key, Val};
-use crate::poolfile;
-use crate::sim::{self, SimConfig};
+use crate::sim::SimConfig;
 
 mod baseline;
 mod batch;
 mod cleaner;
 mod collections;
 mod concurrent;
+mod crash;
 mod ctx;
+mod epoch;
 mod expiry;
 mod grouped;
+mod kv;
 mod leaves;
+mod live_segments;
 mod ops;
 mod ordered;
 mod point;
+mod pool;
+mod rebuild;
 mod recovery;
 mod segments;
 mod tier;
 mod txn;
 
-pub use ctx::{Ctx, Finished};
-pub use ops::{exec, Op, UpdateMode};
+pub use ctx::Finished;
 
 /// Every workload by name, in the order a run visits them.
 pub const WORKLOADS: &[&str] = &[
@@ -318,192 +325,6 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         _ => return None,
     };
     Some(f)
-}
-
-/// Whether `options` create a pool whose ordered index is kept in leaves
-/// (the DRAM point index and `OrderedLayout::Leaves`, format version 6).
-fn leaf_pool(options: &Options) -> bool {
-    options.ordered_index
-        && options.point_index == PointIndex::Dram
-        && options.ordered_layout == OrderedLayout::Leaves
-}
-
-/// Superblock flags a pool for `options` must be created with.
-fn pool_flags(options: &Options) -> u64 {
-    let mut flags = 0;
-    if !options.mechanisms.volatile_lock_table {
-        flags |= poolfile::FLAG_PERSISTENT_LOCKS;
-    }
-    if options.ordered_index {
-        flags |= poolfile::FLAG_ORDERED_INDEX;
-    }
-    if options.point_index == PointIndex::Dram {
-        flags |= poolfile::FLAG_DRAM_POINT_INDEX;
-    }
-    if leaf_pool(options) {
-        flags |= poolfile::FLAG_LEAVES;
-    }
-    // As the engine creates them: a PM point index with the DRAM lock table
-    // gets three-choice buckets.
-    if options.point_index == PointIndex::Pm && options.mechanisms.volatile_lock_table {
-        flags |= poolfile::FLAG_THREE_CHOICE;
-    }
-    flags
-}
-
-/// Key `i` of a workload's key family `prefix`: `prefix-000042`.
-fn key(prefix: &str, i: u64) -> Key {
-    format!("{prefix}-{i:06}").into_bytes()
-}
-
-/// A value of `len` bytes that names its key and a version.
-fn value(rng: &mut StdRng, len: usize) -> Val {
-    let tag: u32 = rng.gen();
-    let mut v = format!("v{tag:08x}-").into_bytes();
-    let fill = b'a' + (tag % 26) as u8;
-    v.resize(len.max(v.len()), fill);
-    v.truncate(len.max(1));
-    v
-}
-
-/// A value length for a small record: mostly 8..120 bytes, one in ten a
-/// single byte, one in ten 256..700 (the engine copies those non-temporally).
-fn small_len(rng: &mut StdRng) -> usize {
-    match rng.gen_range(0..10) {
-        0 => rng.gen_range(256..700), // non-temporal copy
-        1 => 1,
-        _ => rng.gen_range(8..120),
-    }
-}
-
-/// A value of a small record's length (`small_len`).
-fn small_value(rng: &mut StdRng) -> Val {
-    let len = small_len(rng);
-    value(rng, len)
-}
-
-/// Puts a small value (`small_value`) under `k`.
-fn put_small(c: &mut Ctx, k: Key) {
-    let v = small_value(&mut c.rng);
-    c.run(Op::Put(k, v));
-}
-
-/// Puts small values under keys `0..n` of `prefix`.
-fn fill(c: &mut Ctx, prefix: &str, n: u64) {
-    for i in 0..n {
-        put_small(c, key(prefix, i));
-    }
-}
-
-/// Runs `op` unexplored while the simulator captures one image of the
-/// crash point `fence` fences into it; when one was captured (`op` had that
-/// many), recovers from that image with the open explored (crashes in the
-/// recovery are judged too), runs `beside` (explored: operations on keys
-/// `op` does not write), then checks and acknowledges what was in flight
-/// (`Ctx::resolve_in_flight`: the joint rule again), notes what the
-/// recovery did with batches, and explores from there on. With the point
-/// index in DRAM, `beside` runs while the engine's rebuild of the DRAM
-/// index is held at its first fence (when it has something to repair), so
-/// it reaches keys the index has not entered yet through their nodes.
-/// Returns the expectation the image was captured with.
-fn crash_in(c: &mut Ctx, op: Op, fence: u64, beside: Vec<Op>) -> Option<crate::oracle::Expect> {
-    c.explore(false);
-    c.sim.request_capture(fence);
-    c.run(op);
-    let Some(captured) = c.sim.take_capture() else {
-        c.add_note(format!("no crash: the operation had no fence {fence}"));
-        c.explore(true);
-        beside.into_iter().for_each(|op| c.run(op));
-        return None;
-    };
-    let dram = c.cfg.options.point_index == PointIndex::Dram;
-    let gate = dram.then(|| sim::Gate::on_thread_named("persimmon-ordered"));
-    c.reopen_from_as(
-        &captured.image,
-        captured.ssd.as_ref(),
-        captured.expect.clone(),
-        true,
-        !dram,
-        gate.as_ref(),
-    );
-    if !c.broken {
-        c.explore(true);
-        let held = match &gate {
-            Some(g) => beside_rebuild(c, g, beside),
-            None => {
-                beside.into_iter().for_each(|op| c.run(op));
-                String::new()
-            }
-        };
-        c.db().wait_for_rebuild();
-        c.resolve_in_flight();
-        let s = c.db().stats();
-        let recovered = match s.batches_undone_at_open + s.batches_finished_at_open {
-            0 => String::new(),
-            _ => format!(
-                ": recovery undid {} batch(es), finished {}",
-                s.batches_undone_at_open, s.batches_finished_at_open
-            ),
-        };
-        c.add_note(format!("crash at fence {fence}{recovered}{held}"));
-    }
-    c.explore(true);
-    Some(captured.expect)
-}
-
-/// `crash_in`'s operations beside the DRAM index's rebuild, held by `gate`
-/// (see `ordered::hold_rebuild`); returns how far they got, for the note.
-fn beside_rebuild(c: &mut Ctx, gate: &Arc<sim::Gate>, ops: Vec<Op>) -> String {
-    let (held, waiter) = ordered::hold_rebuild(c, gate);
-    let n = ops.len();
-    let (done, early) = ordered::beside_held(c, ops, held.then_some(gate));
-    let ready = ordered::let_rebuild_go(c, gate, held, waiter);
-    match held {
-        false => format!(", rebuild never held: {n} operations after it"),
-        true => format!(
-            ", rebuild held: {done} of {n} operations beside it{}, the DRAM index ready then: {}",
-            if early { " (let go early)" } else { "" },
-            ordered::ready_word(ready)
-        ),
-    }
-}
-
-/// Lets deferred (epoch) work run at an operation boundary, so releases of
-/// dead segments happen at the same place on every run.
-fn settle() {
-    for _ in 0..3 {
-        crossbeam_epoch::pin().flush();
-    }
-}
-
-/// Runs deferred (epoch) work until the queue is drained: the oracle's own
-/// engines fill the global queue, of which one `flush` collects a few bags,
-/// so a node or segment freed by the last operation may otherwise wait for
-/// a later one.
-fn drain_epoch() {
-    for _ in 0..64 {
-        crossbeam_epoch::pin().flush();
-    }
-}
-
-/// The segments of the live pool file (the engine's mapping), by index.
-fn segment_kinds(c: &Ctx) -> Vec<poolfile::SegKind> {
-    std::fs::read(&c.pool)
-        .ok()
-        .and_then(|b| poolfile::parse(&b))
-        .map(|p| p.segments)
-        .unwrap_or_default()
-}
-
-/// The lanes that own log segments in the live pool file.
-fn log_lanes(c: &Ctx) -> BTreeSet<u32> {
-    segment_kinds(c)
-        .iter()
-        .filter_map(|k| match k {
-            poolfile::SegKind::Log { lane, .. } => Some(*lane),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -16,6 +16,13 @@ use crate::status::Status;
 /// A write batch (`persimmon_batch` in C).
 pub struct Batch(engine::WriteBatch);
 
+/// The header's promise that a batch may move between threads, held at
+/// compile time.
+const _: () = {
+    const fn movable_across_threads<T: Send>() {}
+    movable_across_threads::<Batch>();
+};
+
 /// Stores a new, empty batch in `*batch`. Free it with
 /// `persimmon_batch_free`.
 ///

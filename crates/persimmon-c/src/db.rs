@@ -23,14 +23,11 @@ pub struct Db {
     live_iterators: AtomicUsize,
 }
 
-/// The header's promise that a db handle is shared by any threads, and
-/// that batches and iterators may move between them, held at compile time.
+/// The header's promise that a db handle is shared by any threads, held at
+/// compile time.
 const _: () = {
     const fn shared_across_threads<T: Send + Sync>() {}
-    const fn movable_across_threads<T: Send>() {}
     shared_across_threads::<Db>();
-    movable_across_threads::<crate::batch::Batch>();
-    movable_across_threads::<crate::iter::Iter>();
 };
 
 impl Db {

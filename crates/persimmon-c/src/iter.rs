@@ -35,6 +35,13 @@ pub struct Iter {
     current: (Vec<u8>, Vec<u8>),
 }
 
+/// The header's promise that an iterator may move between threads, held at
+/// compile time.
+const _: () = {
+    const fn movable_across_threads<T: Send>() {}
+    movable_across_threads::<Iter>();
+};
+
 impl Iter {
     fn new(owner: &'static Db, pairs: Pairs) -> Iter {
         owner.iterator_opened();

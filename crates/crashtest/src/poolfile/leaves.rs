@@ -3,7 +3,10 @@
 //! key's record word in its leaf's range, copies left above a leaf's range,
 //! and breaches of the rules every image keeps.
 
-use super::*;
+use persimmon::format::{RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SUPERBLOCK_BYTES};
+
+use super::parsed::{Parsed, SegKind};
+use super::words::{get_u32, get_u64, slot_offset, NodeWord, MARKER_OFFSET};
 
 /// Leaf layout (format version 6, see the module header): word 0 = magic
 /// (bits 0..32) and the low key's length (bits 32..64); the low key's

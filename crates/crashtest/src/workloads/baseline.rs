@@ -25,7 +25,9 @@
 
 use rand::Rng;
 
-use super::{key, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{Ctx, Finished};
+use super::kv::{key, small_len, value};
+use super::ops::{Op, UpdateMode};
 use crate::sim::SimConfig;
 
 /// A random mix of puts, updates, deletes and gets on ten keys, with a

@@ -54,9 +54,11 @@
 
 use rand::Rng;
 
-use super::ops::Write;
-use super::txn::{Race, TxWrite, Txn};
-use super::{crash_in, fill, key, segment_kinds, small_value, value, Ctx, Finished, Op};
+use super::crash::crash_in;
+use super::ctx::{Ctx, Finished};
+use super::kv::{fill, key, small_value, value};
+use super::live_segments::segment_kinds;
+use super::ops::{Op, Race, TxWrite, Txn, Write};
 use crate::poolfile::SegKind;
 use crate::sim::{lock, SimConfig};
 

@@ -30,7 +30,11 @@
 
 use rand::Rng;
 
-use super::{drain_epoch, key, segment_kinds, value, Ctx, Finished, Op};
+use super::ctx::{Ctx, Finished};
+use super::epoch::drain_epoch;
+use super::kv::{key, value};
+use super::live_segments::segment_kinds;
+use super::ops::Op;
 use crate::poolfile::SegKind;
 use crate::sim::SimConfig;
 

@@ -37,8 +37,8 @@ use std::path::Path;
 
 use persimmon_server::embedded::{Captured, Embedded};
 
-use super::ops::Write;
-use super::{Ctx, Finished, Op};
+use super::ctx::{Ctx, Finished};
+use super::ops::{Op, Write};
 use crate::sim::SimConfig;
 
 /// The mirror and the observed pool, driven together.

@@ -32,7 +32,11 @@ use std::time::Duration;
 use persimmon::Db;
 use rand::Rng;
 
-use super::{key, log_lanes, settle, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{Ctx, Finished};
+use super::epoch::settle;
+use super::kv::{key, small_len, value};
+use super::live_segments::log_lanes;
+use super::ops::{Op, UpdateMode};
 use crate::oracle::{show, Key, Val};
 use crate::sim::{lock, Gate, Sim, SimConfig};
 

@@ -1,7 +1,8 @@
 //! The context a workload runs in (`Ctx`): its pool file, the simulator
 //! that observes it, the engine opened on it, worker threads, and the
-//! reopens from crash images or after clean closes; and what a finished
-//! run hands the campaign (`Finished`).
+//! reopens from crash images or after clean closes; what a finished run
+//! hands the campaign (`Finished`); and what its expectation holds present
+//! (`present`, `present_keys`).
 //!
 //! Invariants:
 //! - The pool is created by the harness (`poolfile::create`, superblock
@@ -40,7 +41,9 @@ use persimmon::{Clock, Db, Options, OrderedLayout, PersistObserver, PointIndex};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::{exec, pool_flags, settle, Op};
+use super::epoch::settle;
+use super::ops::{exec, Op};
+use super::pool::pool_flags;
 use crate::model::{Benign, OpTraffic};
 use crate::oracle::{observe, show_key, show_state, Expect, Key};
 use crate::poolfile;
@@ -489,4 +492,14 @@ impl Ctx {
             note,
         }
     }
+}
+
+/// Whether the expectation holds `k` present (acknowledged).
+pub(super) fn present(c: &Ctx, k: &[u8]) -> bool {
+    lock(&c.sim.expect).current(k).is_some()
+}
+
+/// The keys acknowledged present, ascending.
+pub(super) fn present_keys(c: &Ctx) -> Vec<Key> {
+    lock(&c.sim.expect).present().into_keys().collect()
 }

@@ -47,7 +47,10 @@ use std::collections::BTreeMap;
 
 use rand::Rng;
 
-use super::{crash_in, fill, key, put_small, small_value, value, Ctx, Finished, Op, UpdateMode};
+use super::crash::crash_in;
+use super::ctx::{Ctx, Finished};
+use super::kv::{fill, key, put_small, small_value, value};
+use super::ops::{Op, UpdateMode};
 use crate::oracle::{show_key, Key, State};
 use crate::poolfile;
 use crate::sim::{lock, SimConfig};

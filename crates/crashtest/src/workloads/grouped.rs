@@ -35,8 +35,10 @@
 
 use rand::Rng;
 
-use super::ops::Write;
-use super::{crash_in, fill, key, small_value, value, Ctx, Finished, Op};
+use super::crash::crash_in;
+use super::ctx::{Ctx, Finished};
+use super::kv::{fill, key, small_value, value};
+use super::ops::{Op, Write};
 use crate::sim::{lock, SimConfig};
 
 /// Keys `grp-000000` .. present before the first group.

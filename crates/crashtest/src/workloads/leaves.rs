@@ -69,22 +69,16 @@ use std::sync::Arc;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
-use super::ordered::{
-    self, finish_held, hold_and_read, okey, padded, present_keys, segments_ordered, tail, TAIL,
-};
-use super::put_small as put;
-use super::{drain_epoch, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{present_keys, Ctx, Finished};
+use super::epoch::drain_epoch;
+use super::kv::put_small as put;
+use super::kv::{small_len, value};
+use super::ops::{Op, UpdateMode};
+use super::ordered::{self, okey, padded, segments_ordered, tail, TAIL};
+use super::rebuild::{finish_held, hold_and_read};
 use crate::oracle::Key;
 use crate::poolfile::{self, LEAF_ENTRIES};
 use crate::sim::{Gate, SimConfig};
-
-/// Whether `leaves-insert` explores the first open of its new pool (the
-/// first leaf's segment: slab zeroed, fence, header committed; then the
-/// first leaf: entries and low key, fence, word 0, fence). A crash after
-/// the segment's header and before the first leaf's word 0 once left a pool
-/// the engine refused to open; now an open that finds no leaf creates the
-/// first one.
-pub(super) const EXPLORE_FIRST_OPEN: bool = true;
 
 /// A key of 67 bytes that sorts by `i`, after every `okey`; any two share
 /// their first 61 bytes, so a separator between two is over 48 bytes.

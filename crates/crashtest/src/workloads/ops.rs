@@ -17,6 +17,20 @@
 //! an `update` keeps it; `expire_now` leaves the expired keys absent (they
 //! read as absent before it too).
 //!
+//! Transactions (`Op::Txn`, the `txn` and `batch` workloads): a transaction
+//! (`Txn`) reads some keys and writes others: puts of values derived from
+//! what it read (`derive`), deletes, a deadline on some. The racing put
+//! writes the first key read, which the transaction never writes (two
+//! writers of one key in flight would need the expectation to know their
+//! order). Every run is a function of its seed: the racing put runs either
+//! inside the first attempt's closure, to completion, after the reads (so
+//! that attempt must conflict and the second commit on the new value), or
+//! is started while the committing thread is held at its commit fence
+//! number `n` (`Gate`), when it holds the locks of every key it read, so
+//! the put waits for it whenever it starts (the run fails if the put
+//! finished while the commit was held); the thread is let go 20 ms later.
+//! The order of the two is therefore fixed, and with it every value.
+//!
 //! Invariants the operations check as they return:
 //! - `get` returns the acknowledged value and deadline (`ttl`), absent
 //!   once the deadline passed;
@@ -25,7 +39,7 @@
 //!   exactly the acknowledged keys whose deadline passed and whose expired
 //!   record the expectation still holds (the workload keeps that exact
 //!   where a crash or the cleaner decides, `expiry.rs`);
-//! - a transaction (`txn.rs`) ran its closure as often as its race makes
+//! - a transaction (`Txn`) ran its closure as often as its race makes
 //!   it, and committed having read what the serial order says;
 //! - `delete` reports `existed` exactly when the expectation holds the key;
 //! - `update`'s closure sees the acknowledged value, and the key is left
@@ -38,12 +52,14 @@
 //!   in flight it reads the same backwards and `first`/`last` are its ends.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use persimmon::{Db, Update, WriteBatch};
+use persimmon::{Db, Transaction, Update, WriteBatch};
 
-use super::txn::Txn;
 use crate::oracle::{observe, show, show_key, show_state, Held, Key, State, Val};
-use crate::sim::{lock, Sim};
+use crate::sim::{lock, Gate, Sim};
 
 /// What `Op::Update` does with the value it finds.
 #[derive(Clone, Copy, Debug)]
@@ -103,7 +119,7 @@ pub enum Op {
     /// `expire_now()`: one pass of active expiry; changes what the keys
     /// whose deadline passed hold on media, not what they read as.
     ExpireNow,
-    /// A transaction, and the put that races it (`txn.rs`).
+    /// A transaction, and the put that races it (`Txn`).
     Txn(Txn),
     /// `write_range(key, at, bytes)` (on the SSD tier: a patch on PM).
     WriteRange(Key, u64, Val),
@@ -159,7 +175,7 @@ pub fn exec(sim: &Sim, db: &Db, op: &Op) -> Result<(), String> {
         Op::ExpireAt(k, d) => expire_at(sim, db, k, *d),
         Op::Persist(k) => persist(sim, db, k),
         Op::ExpireNow => expire_now(sim, db),
-        Op::Txn(t) => super::txn::exec_txn(sim, db, t),
+        Op::Txn(t) => exec_txn(sim, db, t),
         Op::WriteRange(k, at, bytes) => write_range(sim, db, k, Some(*at), bytes),
         Op::Append(k, bytes) => write_range(sim, db, k, None, bytes),
         Op::CleanTier => clean_tier(sim, db),
@@ -545,4 +561,250 @@ fn check_settled_listing(
         ));
     }
     Ok(())
+}
+
+/// A transaction: the keys it reads (the first is the raced one), what it
+/// writes, and the put that races it.
+#[derive(Clone, Debug)]
+pub struct Txn {
+    pub reads: Vec<Key>,
+    pub writes: Vec<(Key, TxWrite)>,
+    pub race: Race,
+}
+
+/// What a transaction writes to one key.
+#[derive(Clone, Copy, Debug)]
+pub enum TxWrite {
+    /// A value derived from what the transaction read (`derive`), with a
+    /// deadline or none.
+    Derived {
+        tag: u32,
+        deadline: Option<u64>,
+    },
+    Delete,
+}
+
+impl TxWrite {
+    /// The state it leaves `key` in when the transaction read `reads`, at
+    /// `now`.
+    fn state(self, key: &[u8], reads: &[Option<Val>], now: u64) -> State {
+        match self {
+            TxWrite::Derived { tag, deadline } => {
+                let value = derive(tag, key, reads);
+                deadline
+                    .is_none_or(|d| d > now)
+                    .then_some(Held { value, deadline })
+            }
+            TxWrite::Delete => None,
+        }
+    }
+}
+
+/// The put that races a transaction (of `Txn::reads[0]`, with this value).
+#[derive(Clone, Debug)]
+pub enum Race {
+    None,
+    /// Runs to completion between the first attempt's reads and its commit.
+    BeforeCommit(Val),
+    /// Starts while the committing thread is held at its commit fence
+    /// `fence` (if the commit has that many; `held` counts the times it
+    /// had).
+    AtFence {
+        fence: u64,
+        value: Val,
+        held: Arc<AtomicU64>,
+    },
+}
+
+/// The value a transaction writes to `key` after reading `reads`.
+fn derive(tag: u32, key: &[u8], reads: &[Option<Val>]) -> Val {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(key);
+    for r in reads {
+        match r {
+            Some(v) => {
+                h.update(&[1]);
+                h.update(v);
+            }
+            None => h.update(&[0]),
+        }
+    }
+    format!("tx{tag:08x}-{:016x}", h.digest()).into_bytes()
+}
+
+/// `Op::Txn`: runs the transaction on this thread with its race, announced
+/// as one group of writes; checks the attempts and what was read.
+fn exec_txn(sim: &Sim, db: &Db, t: &Txn) -> Result<(), String> {
+    let raced = t
+        .reads
+        .first()
+        .ok_or("a transaction reads at least one key")?;
+    if t.writes.iter().any(|(k, _)| k == raced) {
+        return Err(format!(
+            "txn: the raced key {} is written too",
+            show_key(raced)
+        ));
+    }
+    let (want_reads, after, runs_wanted) = serial_outcome(sim, t);
+    let (read, runs) = run_raced(sim, db, t, &after)?;
+    if runs != runs_wanted {
+        return Err(format!(
+            "txn: the closure ran {runs} times, the race makes it {runs_wanted}"
+        ));
+    }
+    if let Some(i) = (0..read.len()).find(|&i| read[i] != want_reads[i]) {
+        return Err(format!(
+            "txn: committed having read {} = {}, the serial order says {}",
+            show_key(&t.reads[i]),
+            show(&read[i]),
+            show(&want_reads[i])
+        ));
+    }
+    Ok(())
+}
+
+/// What the serial order (the racing put before the commit when it runs
+/// before it, else after) makes of `t`: what its committing attempt reads,
+/// the state it leaves each key it writes in, and how many times its
+/// closure runs.
+fn serial_outcome(sim: &Sim, t: &Txn) -> (Vec<Option<Val>>, Vec<(Key, State)>, u32) {
+    let e = lock(&sim.expect);
+    let mut reads: Vec<Option<Val>> = t.reads.iter().map(|k| e.current(k)).collect();
+    let before_commit = matches!(t.race, Race::BeforeCommit(_));
+    if let Race::BeforeCommit(v) = &t.race {
+        reads[0] = Some(v.clone());
+    }
+    let after = t
+        .writes
+        .iter()
+        .map(|(k, w)| (k.clone(), w.state(k, &reads, e.now_ms)))
+        .collect();
+    (reads, after, if before_commit { 2 } else { 1 })
+}
+
+/// Runs `t` and its race, announced as a group leaving `after`; returns
+/// what the committing attempt read and how many times the closure ran.
+fn run_raced(
+    sim: &Sim,
+    db: &Db,
+    t: &Txn,
+    after: &[(Key, State)],
+) -> Result<(Vec<Option<Val>>, u32), String> {
+    let runs = AtomicU32::new(0);
+    let race_error = Mutex::new(None);
+    let read = std::thread::scope(|s| {
+        let racer = match &t.race {
+            Race::AtFence {
+                fence, value, held, ..
+            } => {
+                let put = Op::Put(t.reads[0].clone(), value.clone());
+                Some(held_race(s, sim, db, *fence, put, held.clone()))
+            }
+            _ => None,
+        };
+        let r = announced(sim, "txn", after, || {
+            db.transaction(|tx| attempt(tx, t, sim, db, &runs, &race_error))
+        });
+        if let Some((gate, done, racer)) = racer {
+            sim.disarm_gate();
+            done.store(true, Ordering::SeqCst);
+            gate.release();
+            if let Err(e) = racer.join().expect("the racing put's thread") {
+                *lock(&race_error) = Some(e);
+            }
+        }
+        r
+    })?;
+    let race_error = lock(&race_error).take();
+    match race_error {
+        Some(e) => Err(format!("txn: the racing put: {e}")),
+        None => Ok((read, runs.load(Ordering::SeqCst))),
+    }
+}
+
+/// One run of a transaction's closure: reads, the racing put when it comes
+/// before the first commit, the writes. Returns what it read.
+fn attempt(
+    tx: &mut Transaction,
+    t: &Txn,
+    sim: &Sim,
+    db: &Db,
+    runs: &AtomicU32,
+    race_error: &Mutex<Option<String>>,
+) -> persimmon::Result<Vec<Option<Val>>> {
+    let run = runs.fetch_add(1, Ordering::SeqCst);
+    let reads = t
+        .reads
+        .iter()
+        .map(|k| tx.get(k))
+        .collect::<persimmon::Result<Vec<_>>>()?;
+    if let (0, Race::BeforeCommit(v)) = (run, &t.race) {
+        let put = Op::Put(t.reads[0].clone(), v.clone());
+        let r = std::thread::scope(|s| s.spawn(|| exec(sim, db, &put)).join());
+        if let Err(e) = r.expect("the racing put's thread") {
+            *lock(race_error) = Some(e);
+        }
+    }
+    for (k, w) in &t.writes {
+        match w {
+            TxWrite::Derived {
+                tag,
+                deadline: None,
+            } => tx.put(k, &derive(*tag, k, &reads))?,
+            TxWrite::Derived {
+                tag,
+                deadline: Some(d),
+            } => tx.put_with_deadline(k, &derive(*tag, k, &reads), *d)?,
+            TxWrite::Delete => tx.delete(k)?,
+        }
+    }
+    Ok(reads)
+}
+
+/// The racer of `Race::AtFence`: a gate armed on this (the committing)
+/// thread at its fence `n`, and a thread that waits for it to be reached,
+/// then starts `put` on a thread of its own and lets the committer go 20 ms
+/// later (counted in `held`): the put must not have finished by then (the
+/// commit holds the lock of every key it read until its writes are
+/// published). If the commit ends first (fewer fences), the put runs after
+/// it. Returns the gate, the flag to raise when the commit returned, and
+/// the racer.
+#[allow(clippy::type_complexity)]
+fn held_race<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    sim: &'s Sim,
+    db: &'s Db,
+    n: u64,
+    put: Op,
+    held: Arc<AtomicU64>,
+) -> (
+    Arc<Gate>,
+    Arc<AtomicBool>,
+    std::thread::ScopedJoinHandle<'s, Result<(), String>>,
+) {
+    let gate = Gate::after(n);
+    sim.arm_gate(&gate);
+    let done = Arc::new(AtomicBool::new(false));
+    let (g, d) = (gate.clone(), done.clone());
+    let racer = s.spawn(move || {
+        let reached = g.wait_reached_or(|| d.load(Ordering::SeqCst));
+        std::thread::scope(|inner| {
+            let p = inner.spawn(|| exec(sim, db, &put));
+            if !reached {
+                return p.join().expect("the racing put");
+            }
+            held.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            let early = p.is_finished();
+            g.release();
+            p.join().expect("the racing put")?;
+            match early {
+                true => Err(format!(
+                    "it finished while the commit, held at its fence {n}, held the lock of the key it read"
+                )),
+                false => Ok(()),
+            }
+        })
+    });
+    (gate, done, racer)
 }

@@ -43,7 +43,7 @@
 //! |                 | then the word (two-phase); every key in the first leaf  |
 //! |                 | (no split, no new segment). The first open (the first   |
 //! |                 | leaf's segment, then the leaf: entries, fence, word 0,  |
-//! |                 | fence) only with `leaves::EXPLORE_FIRST_OPEN`           |
+//! |                 | fence) only with `EXPLORE_FIRST_OPEN`                   |
 //! | leaves-update-  | `ordered-delete` on leaves: overwrites move an entry's  |
 //! | delete          | word (two-phase); deletes store the marker, fence, 0    |
 //! |                 | (the entry is free); re-inserts take freed entries;     |
@@ -96,18 +96,23 @@
 //!   "next to a hinted node" positions become ordinary ones.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use persimmon::PointIndex;
 use rand::Rng;
 
-use super::put_small as put;
-use super::{drain_epoch, log_lanes, settle, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{present, present_keys, Ctx, Finished};
+use super::epoch::{drain_epoch, settle};
+use super::kv::put_small as put;
+use super::kv::{small_len, value};
+use super::live_segments::log_lanes;
+use super::ops::{exec, Op, UpdateMode};
+use super::pool::leaf_pool;
+use super::rebuild::{finish_held, hold_and_read};
 use crate::oracle::Key;
 use crate::poolfile;
-use crate::sim::{lock, mix, Gate, SimConfig};
+use crate::sim::{mix, Gate, SimConfig};
 
 /// A key of 7 bytes (a 32-byte node) that sorts by `i`.
 pub(super) fn okey(i: u64) -> Key {
@@ -130,15 +135,6 @@ fn hinted(cfg: &SimConfig, key: &[u8]) -> bool {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, seed) >> 61 == 0
 }
 
-pub(super) fn present(c: &Ctx, k: &[u8]) -> bool {
-    lock(&c.sim.expect).current(k).is_some()
-}
-
-/// The keys acknowledged present, ascending.
-pub(super) fn present_keys(c: &Ctx) -> Vec<Key> {
-    lock(&c.sim.expect).present().into_keys().collect()
-}
-
 /// The ordered index of the live pool file: (node offset, key) in list
 /// order (leaves: (entry, key) by key).
 pub(super) fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
@@ -159,12 +155,20 @@ pub(super) fn segments_ordered(c: &Ctx) -> u32 {
     c.db().stats().segments_ordered
 }
 
+/// Whether `leaves-insert` explores the first open of its new pool (the
+/// first leaf's segment: slab zeroed, fence, header committed; then the
+/// first leaf: entries and low key, fence, word 0, fence). A crash after
+/// the segment's header and before the first leaf's word 0 once left a pool
+/// the engine refused to open; now an open that finds no leaf creates the
+/// first one.
+const EXPLORE_FIRST_OPEN: bool = true;
+
 /// Inserts at every position of the list and into five node classes.
 pub fn insert(cfg: &SimConfig) -> Finished {
     // The first open is explored: it creates the head node (written, fenced,
     // then its segment committed) next to the first index segment; on
-    // leaves, the first leaf (see `leaves::EXPLORE_FIRST_OPEN`).
-    let explore_open = !super::leaf_pool(&cfg.options) || super::leaves::EXPLORE_FIRST_OPEN;
+    // leaves, the first leaf (see `EXPLORE_FIRST_OPEN`).
+    let explore_open = !leaf_pool(&cfg.options) || EXPLORE_FIRST_OPEN;
     let mut c = Ctx::start(cfg, 16, explore_open);
     c.explore(true);
     put(&mut c, okey(500)); // into the empty list
@@ -209,7 +213,7 @@ pub fn insert(cfg: &SimConfig) -> Finished {
     }
     c.explore(true);
     let added = segments_ordered(&c) - before;
-    let leaves = super::leaf_pool(&cfg.options);
+    let leaves = leaf_pool(&cfg.options);
     if !leaves && added < 5 && !c.broken {
         c.sim.fail(format!(
             "{}: four new node classes and a full one added {added} node segments, expected 5",
@@ -391,7 +395,7 @@ pub(super) fn overlap(c: &mut Ctx, a: Op, b: Op, skip: u64) -> bool {
         let (sim, db, gate) = (c.sim.clone(), db.clone(), gate.clone());
         std::thread::spawn(move || {
             sim.arm_gate(&gate);
-            super::exec(&sim, &db, &a)
+            exec(&sim, &db, &a)
         })
     };
     let held = gate.wait_reached_or(|| ta.is_finished());
@@ -400,7 +404,7 @@ pub(super) fn overlap(c: &mut Ctx, a: Op, b: Op, skip: u64) -> bool {
     }
     let tb = {
         let (sim, db) = (c.sim.clone(), db.clone());
-        std::thread::spawn(move || super::exec(&sim, &db, &b))
+        std::thread::spawn(move || exec(&sim, &db, &b))
     };
     if held {
         let t0 = std::time::Instant::now();
@@ -709,11 +713,6 @@ fn writes_reuse_node_slots(c: &mut Ctx) {
     }
 }
 
-/// How long the writes beside the held rebuild may make no progress (no
-/// operation done, no crash image checked) before it is let go: a write
-/// that needs the bucket lock or range mark it holds waits for it.
-const HELD_PATIENCE: Duration = Duration::from_secs(2);
-
 /// DRAM point index, right after `Db::open` returned, with `gate` armed for
 /// the engine's thread that rebuilds the DRAM index from the nodes and then
 /// walks the list ("persimmon-ordered"). Its first fence is where it meets
@@ -752,167 +751,4 @@ pub(super) fn dram_while_walk_held(c: &mut Ctx, gate: &Arc<Gate>) -> String {
         Op::Get(late(3)),
     ];
     finish_held(c, gate, (held, waiter), writes, &keys, true)
-}
-
-/// After an open with `gate` armed for the engine's thread that rebuilds
-/// the DRAM index ("persimmon-ordered"): waits until that thread is held
-/// at its first fence, or has finished without one (nothing to repair;
-/// the gate is disarmed then). Returns whether it is held, and a thread
-/// that waits for the rebuild.
-pub(super) fn hold_rebuild(c: &Ctx, gate: &Arc<Gate>) -> (bool, std::thread::JoinHandle<()>) {
-    let db = c.db().clone();
-    let waiter = std::thread::spawn(move || db.wait_for_rebuild());
-    let held = gate.wait_reached_or(|| waiter.is_finished());
-    if !held {
-        c.sim.disarm_gate();
-    }
-    (held, waiter)
-}
-
-/// [`hold_rebuild`], then every in-flight key resolved and every present
-/// key read while the rebuild is held. Returns what `hold_rebuild` returns
-/// and the keys read.
-pub(super) fn hold_and_read(
-    c: &mut Ctx,
-    gate: &Arc<Gate>,
-) -> (bool, std::thread::JoinHandle<()>, Vec<Key>) {
-    let (held, waiter) = hold_rebuild(c, gate);
-    c.resolve_in_flight();
-    let keys = present_keys(c);
-    for k in &keys {
-        c.run(Op::Get(k.clone()));
-    }
-    (held, waiter, keys)
-}
-
-/// The rest of a reopen workload after [`hold_and_read`]: runs `ops`
-/// beside the held rebuild, lets it go, checks that the stats say it is
-/// done, reads `keys` again (all of them, or only those still present
-/// unless `reread_absent`), and returns the note.
-pub(super) fn finish_held(
-    c: &mut Ctx,
-    gate: &Arc<Gate>,
-    (held, waiter): (bool, std::thread::JoinHandle<()>),
-    ops: Vec<Op>,
-    keys: &[Key],
-    reread_absent: bool,
-) -> String {
-    let n = ops.len();
-    let (done, early) = beside_held(c, ops, held.then_some(gate));
-    let ready = let_rebuild_go(c, gate, held, waiter);
-    if c.broken {
-        return "broken".into();
-    }
-    let st = c.db().stats();
-    if !st.point_index_ready || !st.ordered_walk_done {
-        c.sim.fail(format!(
-            "after wait_for_rebuild: point_index_ready={}, ordered_walk_done={}",
-            st.point_index_ready, st.ordered_walk_done
-        ));
-    }
-    for k in keys {
-        if reread_absent || present(c, k) {
-            c.run(Op::Get(k.clone()));
-        }
-    }
-    if !held {
-        return format!(
-            "rebuild never held (nothing to repair): {} reads, {n} writes and reads after it",
-            keys.len()
-        );
-    }
-    format!(
-        "rebuild held at its first fence: {} reads, {done} of {n} writes and reads{}; the point index ready then: {}",
-        keys.len(),
-        if early { " (one waited for it: let go early)" } else { "" },
-        ready_word(ready)
-    )
-}
-
-/// Lets the rebuild `hold_rebuild` held go and waits for it. Returns,
-/// when it was held, whether the DRAM index was ready just before (while
-/// still held, unless let go early): `None` inside when `stats()` itself
-/// waited for the rebuild, which is a "not yet" too.
-pub(super) fn let_rebuild_go(
-    c: &Ctx,
-    gate: &Gate,
-    held: bool,
-    waiter: std::thread::JoinHandle<()>,
-) -> Option<Option<bool>> {
-    let ready = held.then(|| ready_now(c));
-    gate.release();
-    let _ = waiter.join();
-    ready.map(|(r, h)| {
-        let _ = h.join();
-        r
-    })
-}
-
-/// How a note says what `let_rebuild_go` found.
-pub(super) fn ready_word(ready: Option<Option<bool>>) -> &'static str {
-    match ready {
-        Some(Some(true)) => "yes",
-        Some(Some(false)) => "no",
-        _ => "no (stats() waited for the rebuild)",
-    }
-}
-
-/// `stats().point_index_ready`, asked from another thread: `None` when
-/// `stats()` waits (for the held rebuild). The thread is returned to be
-/// joined once the rebuild is let go.
-fn ready_now(c: &Ctx) -> (Option<bool>, std::thread::JoinHandle<()>) {
-    let db = c.db().clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let _ = tx.send(db.stats().point_index_ready);
-    });
-    (rx.recv_timeout(Duration::from_millis(500)).ok(), h)
-}
-
-/// Runs `ops` in order on a new thread (explored as usual) while `gate`
-/// (when given) holds the walk; lets the walk go when they make no
-/// progress for `HELD_PATIENCE`. Returns how many ran before the walk was
-/// let go, and whether it was let go early.
-pub(super) fn beside_held(c: &mut Ctx, ops: Vec<Op>, gate: Option<&Arc<Gate>>) -> (usize, bool) {
-    let done = Arc::new(AtomicUsize::new(0));
-    let worker = {
-        let (sim, db, done) = (c.sim.clone(), c.db().clone(), done.clone());
-        std::thread::spawn(move || -> Result<(), String> {
-            for op in &ops {
-                super::exec(&sim, &db, op)?;
-                settle();
-                done.fetch_add(1, Ordering::SeqCst);
-            }
-            Ok(())
-        })
-    };
-    let progress = |c: &Ctx| {
-        let s = lock(&c.sim.stats);
-        (done.load(Ordering::SeqCst), s.points, s.images)
-    };
-    let (mut last, mut since) = (progress(c), Instant::now());
-    let mut let_go = None;
-    while !worker.is_finished() {
-        std::thread::sleep(Duration::from_millis(5));
-        let now = progress(c);
-        if now != last {
-            (last, since) = (now, Instant::now());
-        } else if let (Some(g), None) = (gate, let_go) {
-            if since.elapsed() > HELD_PATIENCE {
-                g.release();
-                let_go = Some(now.0);
-            }
-        }
-    }
-    let r = worker
-        .join()
-        .unwrap_or_else(|_| Err("the writer beside the walk panicked".into()));
-    let ran = done.load(Ordering::SeqCst);
-    c.ops += ran as u64;
-    if let Err(e) = r {
-        c.sim
-            .fail(format!("workload operation beside the walk: {e}"));
-        c.broken = true;
-    }
-    (let_go.unwrap_or(ran), let_go.is_some())
 }

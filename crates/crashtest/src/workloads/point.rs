@@ -27,7 +27,9 @@
 
 use rand::Rng;
 
-use super::{key, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{Ctx, Finished};
+use super::kv::{key, small_len, value};
+use super::ops::{Op, UpdateMode};
 use crate::sim::SimConfig;
 
 /// New keys from the pool's first open on (explored), some read back.

@@ -22,7 +22,9 @@
 
 use rand::Rng;
 
-use super::{key, small_len, value, Ctx, Finished, Op, UpdateMode};
+use super::ctx::{Ctx, Finished};
+use super::kv::{key, small_len, value};
+use super::ops::{Op, UpdateMode};
 use crate::sim::{Captured, SimConfig};
 
 /// Captures a crash image in the middle of an operation, recovers from it,

@@ -33,7 +33,10 @@ use persimmon::Db;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{key, pool_flags, value, Ctx, Finished, Op};
+use super::ctx::{Ctx, Finished};
+use super::kv::{key, value};
+use super::ops::Op;
+use super::pool::pool_flags;
 use crate::poolfile;
 use crate::sim::{mix, SimConfig};
 

@@ -47,8 +47,11 @@
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::ops::Write;
-use super::{crash_in, key, small_value, Ctx, Finished, Op, UpdateMode};
+use super::crash::crash_in;
+use super::ctx::{Ctx, Finished};
+use super::epoch::drain_epoch;
+use super::kv::{key, small_value};
+use super::ops::{Op, UpdateMode, Write};
 use crate::oracle::{Key, Val};
 use crate::sim::{lock, SimConfig};
 
@@ -315,7 +318,7 @@ pub fn patch(cfg: &SimConfig) -> Finished {
         c.run(Op::Put(k(i), v));
     }
     c.run(Op::CleanTier);
-    super::drain_epoch(); // the emptied files are deleted through the epoch
+    drain_epoch(); // the emptied files are deleted through the epoch
     let after = c.db().stats();
     check_cleaned(&mut c, &before, &after);
     c.clean_reopen();

@@ -20,7 +20,8 @@ use std::ops::Bound;
 use heed::types::Bytes;
 use heed::{Database, Env};
 
-use super::{Batch, OpenConfig, Store};
+use super::batch::Batch;
+use super::store::{OpenConfig, Store};
 use crate::error::{Error, Result};
 
 /// An LMDB environment with one unnamed database.

@@ -27,7 +27,10 @@ use std::path::PathBuf;
 use persimmon::size::human_bytes;
 use persimmon::{Db, Mechanisms, Options, OrderedLayout, PointIndex, Update, WriteBatch};
 
-use super::{Background, Batch, EngineKind, OpenConfig, Space, Store, TierFigures};
+use super::batch::Batch;
+use super::figures::{Background, Space, TierFigures};
+use super::kind::EngineKind;
+use super::store::{OpenConfig, Store};
 use crate::disk::filesystem_of;
 use crate::error::{Error, Result};
 

@@ -34,7 +34,8 @@ use rocksdb::{
 
 use persimmon::size::human_bytes;
 
-use super::{Batch, OpenConfig, Store};
+use super::batch::Batch;
+use super::store::{OpenConfig, Store};
 use crate::error::{Error, Result};
 
 /// Block cache size unless `--cache-bytes` gives one.
