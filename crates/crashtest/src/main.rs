@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 mod campaign;
+mod disk;
 mod faults;
 mod images;
 mod killtest;
@@ -122,6 +123,19 @@ struct Cli {
     /// inconsistencies (exit status 0 only if it does).
     #[arg(long, hide = true)]
     mutant_ssd_sync: bool,
+    /// Harness self-test (with `--domain disk`): a sync of the write-ahead
+    /// log makes nothing durable, as if the engine acknowledged writes
+    /// without syncing; the run must then report inconsistencies (exit
+    /// status 0 only if it does).
+    #[arg(long, hide = true)]
+    mutant_skip_log_sync: bool,
+    /// The persistence domain the workloads run in: `pm` (the default: the
+    /// pool's stores, flushes and fences modelled as persistent memory) or
+    /// `disk` (a pool on an ordinary file system: its write-ahead log and
+    /// the pool file modelled as files, a sync of either the crash point).
+    /// The kill -9 loop's `disk` puts its pool on the working directory.
+    #[arg(long, value_name = "DOMAIN", default_value = "pm")]
+    domain: String,
     #[arg(long, hide = true)]
     kill_child: bool,
     #[arg(long, hide = true)]
@@ -164,6 +178,18 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let seed = cli.seed.unwrap_or_else(default_seed);
+    match cli.domain.as_str() {
+        "pm" => {}
+        "disk" => disk::DISK_DOMAIN.store(true, Ordering::Relaxed),
+        other => {
+            eprintln!("crashtest: --domain {other}: expected pm or disk");
+            return ExitCode::from(2);
+        }
+    }
+    if cli.mutant_skip_log_sync {
+        let flag = &disk::MUTANT_SKIP_LOG_SYNC;
+        return mutant(&cli, seed, flag, "log syncs skipped");
+    }
     if cli.mutant {
         return mutant(&cli, seed, &model::MUTANT_LOSE_FENCES, "lost fences");
     }

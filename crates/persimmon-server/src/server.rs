@@ -89,6 +89,10 @@ pub(crate) fn run_with(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .thread_name("persimmon-serve")
+        // A connection waits for durability before it sends its replies
+        // (`conn.rs`), not inside each engine call: the worker runs other
+        // connections while the log syncs, and they share its sync.
+        .on_thread_start(|| persimmon::defer_durability_waits(true))
         .enable_all()
         .build()
         .map_err(ServerError::Runtime)?;

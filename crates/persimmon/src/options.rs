@@ -14,6 +14,20 @@ pub enum FlushMode {
     Eadr,
 }
 
+/// Where a pool's durability comes from ([`Options::domain`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Domain {
+    /// From where the file lives: a DAX mount (or [`FlushMode::Eadr`]) is
+    /// persistent memory, tmpfs keeps data across a process crash, any
+    /// other file system is the disk domain (a write-ahead log beside the
+    /// pool, synced before a write returns).
+    #[default]
+    Detect,
+    /// The disk domain wherever the file lives (the crash simulator and
+    /// tests run it on tmpfs).
+    Disk,
+}
+
 /// The three MPKV mechanisms, each of which can be switched off alone to
 /// measure what it buys (ablation). All on is the normal engine; all off is
 /// the MPKV paper's *Baseline* ([`Options::baseline`]).
@@ -175,7 +189,19 @@ pub struct Options {
     /// Observes the SSD tier's file writes and syncs (the crash simulator);
     /// `None` normally.
     pub ssd_observer: Option<std::sync::Arc<dyn crate::tier::SsdObserver>>,
+    /// Where the pool's durability comes from (default [`Domain::Detect`]).
+    pub domain: Domain,
+    /// Disk domain: the size of the write-ahead log's ring in bytes
+    /// (default 64 MiB, at least 1 MiB). The log file takes this plus 4 KiB;
+    /// a replay after a crash reads at most this much.
+    pub disk_log_bytes: u64,
+    /// Observes the disk domain's file writes and syncs (the crash
+    /// simulator); `None` normally.
+    pub disk_observer: Option<std::sync::Arc<dyn crate::pmem::wal::DiskObserver>>,
 }
+
+/// Default [`Options::disk_log_bytes`]: 64 MiB.
+pub const DEFAULT_DISK_LOG_BYTES: u64 = 64 << 20;
 
 /// Default [`Options::tier_threshold`]: 4 KiB.
 pub const DEFAULT_TIER_THRESHOLD: u64 = 4096;
@@ -277,6 +303,9 @@ impl Default for Options {
             cache_bytes: default_cache_bytes(),
             cache_policy: Default::default(),
             ssd_observer: None,
+            domain: Domain::Detect,
+            disk_log_bytes: DEFAULT_DISK_LOG_BYTES,
+            disk_observer: None,
         }
     }
 }
