@@ -6,12 +6,16 @@
 //!
 //! The rules, from what the engine reports:
 //! - `wrote`: the bytes are pending until the file's next `synced`;
-//! - `synced` (reported after `fdatasync` returned): every write of that
-//!   file before it is durable.
+//! - `resized` (the pool grown, the log allocated): the new length is
+//!   pending until the file's next `synced`;
+//! - `synced` (reported after `fdatasync` returned): every write and
+//!   extension of that file before it is durable.
 //!
 //! A crash image: each file's durable bytes, then each pending write, in
 //! order, dropped, applied, or torn — a prefix of its 512-byte sectors
-//! applied (the picks of `ssd::plan`, one unit per pending write). So the
+//! applied — and each pending extension kept or lost, a write past the
+//! length lost with it (the picks of `ssd::plan`, one unit per pending
+//! event). So the
 //! log's unsynced tail may be missing or torn anywhere, and the pool file's
 //! unsynced checkpoint writes may be stale or torn, as the model
 //! asks.
@@ -42,12 +46,20 @@ pub static DISK_DOMAIN: AtomicBool = AtomicBool::new(false);
 /// then missing from crash images: the oracle must find them lost.
 pub static MUTANT_SKIP_LOG_SYNC: AtomicBool = AtomicBool::new(false);
 
-/// One file: its bytes before the session, then its writes.
+/// One thing the engine did to a file.
+#[derive(Clone, Debug)]
+enum Event {
+    Write(Block),
+    /// Extended to this many bytes (zeros).
+    Resized(u64),
+}
+
+/// One file: its bytes before the session, then what was done to it.
 #[derive(Clone, Debug, Default)]
 struct FileModel {
     base: Arc<Vec<u8>>,
-    durable: Vec<Block>,
-    pending: Vec<Block>,
+    durable: Vec<Event>,
+    pending: Vec<Event>,
 }
 
 impl FileModel {
@@ -58,24 +70,42 @@ impl FileModel {
         }
     }
 
-    /// The file with its durable writes and the pending writes `picks`
-    /// chooses (sectors applied per write).
+    /// The file with its durable events and the pending ones `picks`
+    /// chooses: a write with that many sectors applied, an extension kept
+    /// (1) or lost (0). The length is the last extension kept; a write
+    /// past it is lost there (its blocks were never allocated).
     fn image(&self, picks: &[u16]) -> Vec<u8> {
-        let mut img = self.base.as_ref().clone();
-        let mut put = |b: &Block, keep: usize| {
-            let end = b.offset as usize + keep;
-            if img.len() < end {
-                img.resize(end, 0);
-            }
-            img[b.offset as usize..end].copy_from_slice(&b.data[..keep]);
+        let events = || {
+            let durable = self.durable.iter().map(|e| (e, None));
+            durable.chain(self.pending.iter().zip(picks).map(|(e, &p)| (e, Some(p))))
         };
-        for b in &self.durable {
-            put(b, b.data.len());
+        let mut len = self.base.len();
+        for (e, pick) in events() {
+            if let (Event::Resized(to), None | Some(1..)) = (e, pick) {
+                len = *to as usize;
+            }
         }
-        for (b, &p) in self.pending.iter().zip(picks) {
-            put(b, (p as usize * SECTOR).min(b.data.len()));
+        let mut img = self.base.as_ref().clone();
+        img.resize(len, 0);
+        for (e, pick) in events() {
+            let Event::Write(b) = e else { continue };
+            let keep = pick.map_or(b.data.len(), |p| p as usize * SECTOR);
+            let start = (b.offset as usize).min(len);
+            let end = (b.offset as usize + keep.min(b.data.len())).min(len);
+            img[start..end].copy_from_slice(&b.data[..end - start]);
         }
         img
+    }
+
+    fn unit(&self, file: u32, index: usize) -> Unit {
+        match &self.pending[index] {
+            Event::Write(b) => Unit::Write {
+                file,
+                index,
+                sectors: b.data.len().div_ceil(SECTOR) as u16,
+            },
+            Event::Resized(_) => Unit::Resized { file },
+        }
     }
 }
 
@@ -106,10 +136,15 @@ impl DiskModel {
 
     pub fn wrote(&mut self, which: DiskFile, offset: u64, data: &[u8]) {
         self.generation += 1;
-        self.file(which).pending.push(Block {
+        self.file(which).pending.push(Event::Write(Block {
             offset,
             data: Arc::from(data),
-        });
+        }));
+    }
+
+    pub fn resized(&mut self, which: DiskFile, len: u64) {
+        self.generation += 1;
+        self.file(which).pending.push(Event::Resized(len));
     }
 
     pub fn synced(&mut self, which: DiskFile) {
@@ -122,23 +157,12 @@ impl DiskModel {
         f.durable.extend(done);
     }
 
-    /// What a crash now chooses for: each pending write of the pool file,
-    /// then of the log (as `ssd::Unit::Write`, file 0 the pool, 1 the log).
+    /// What a crash now chooses for: each pending event of the pool file,
+    /// then of the log (file 0 the pool, 1 the log).
     pub fn units(&self) -> Vec<Unit> {
-        let writes = |file: u32, f: &FileModel| {
-            f.pending
-                .iter()
-                .enumerate()
-                .map(move |(index, b)| Unit::Write {
-                    file,
-                    index,
-                    sectors: b.data.len().div_ceil(SECTOR) as u16,
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut out = writes(0, &self.pool);
-        out.extend(writes(1, &self.log));
-        out
+        let pool = (0..self.pool.pending.len()).map(|i| self.pool.unit(0, i));
+        let log = (0..self.log.pending.len()).map(|i| self.log.unit(1, i));
+        pool.chain(log).collect()
     }
 
     /// The pool file and the log of `pick` (one choice per unit).

@@ -234,7 +234,7 @@ enum Moment {
     Quiescent,
     /// Disk domain: a sync of the pool file or of the log, before it is
     /// applied.
-    DiskSync,
+    DiskSync(DiskFile),
     /// A data file's sync by this thread, before it is applied.
     Sync(ThreadId),
     /// A data file's unlink, after it (it may not be durable yet).
@@ -467,6 +467,12 @@ impl Sim {
     }
 
     fn request(&self, fences: u64, torn: bool) {
+        // An exploration still under way (a background thread's crash
+        // point, begun before the workload turned exploring off) would
+        // keep the capture's crash point from being explored.
+        while self.exploring.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         *lock(&self.capture) = Some(Capture {
             fences,
             torn,
@@ -490,6 +496,18 @@ impl Sim {
         lock(&self.ssd).settled()
     }
 
+    /// The pool as the engine holds it now: the pool file; in the disk
+    /// domain, the pool file and its log with every write applied, the log
+    /// replayed into a copy (the applier need not have reached the file).
+    pub fn live_pool(&self) -> Option<Vec<u8>> {
+        if !self.cfg.disk {
+            return std::fs::read(&self.pool_path).ok();
+        }
+        let model = lock(&self.disk).clone();
+        let all: Vec<u16> = model.units().iter().map(|u| u.choices() - 1).collect();
+        disk_image(&model, &all, &self.image_path.with_extension("live")).ok()
+    }
+
     fn pool_len(&self) -> u64 {
         std::fs::metadata(&self.pool_path)
             .map(|m| m.len())
@@ -506,7 +524,10 @@ impl Sim {
         if IN_ORACLE.with(|f| f.get()) || self.suppress.load(Ordering::SeqCst) {
             return;
         }
-        let capture_now = {
+        // The applier's syncs of the pool file come when its timer says,
+        // not at a point of the operation a capture names: never captured.
+        let capturable = moment != Moment::DiskSync(DiskFile::Pool);
+        let capture_now = capturable && {
             let mut c = lock(&self.capture);
             match c.as_mut() {
                 Some(c) if c.got.is_none() && c.fences == 0 => true,
@@ -616,7 +637,9 @@ impl Sim {
 
     /// The disk domain's crash point: images of the pool file and its log
     /// (each pending write dropped, applied or torn), replayed as an open
-    /// would, checked by the oracle; a capture takes one of them.
+    /// would, paired in turn with images of a tiered pool's data directory
+    /// (as in `check_images`), checked by the oracle; a capture takes one
+    /// of them.
     fn explore_disk(
         &self,
         point: u64,
@@ -628,18 +651,10 @@ impl Sim {
         let model = snap.disk.as_ref().expect("a disk snapshot");
         let units = model.units();
         let picks = ssd::plan(&units, self.cfg.cap, self.cfg.samples, rng);
+        let dir_units = snap.ssd.as_ref().map(|m| m.units()).unwrap_or_default();
+        let dir_picks = ssd::plan(&dir_units, SSD_CAP, SSD_SAMPLES, rng);
         if capture_now {
-            let pick = &picks[rng.gen_range(0..picks.len())];
-            let got = disk_image(model, pick, &self.image_path.with_extension("capture"));
-            let mut c = lock(&self.capture);
-            if let (Some(req), Ok(image)) = (c.as_mut(), got) {
-                req.got = Some(Captured {
-                    image,
-                    ssd: None,
-                    ssd_torn: false,
-                    expect: snap.expect.clone(),
-                });
-            }
+            self.fill_disk_capture(snap, &picks, &dir_units, &dir_picks, rng);
             if !self.explore.load(Ordering::SeqCst) || moment == Moment::Fence {
                 return;
             }
@@ -647,29 +662,39 @@ impl Sim {
         if !units.is_empty() {
             lock(&self.stats).disk_points += 1;
         }
+        if !dir_units.is_empty() {
+            lock(&self.stats).ssd_points += 1;
+        }
         IN_ORACLE.with(|f| f.set(true));
         let digest = snap.expect.digest();
-        for (i, pick) in picks.iter().enumerate() {
+        let ssd_generation = snap.ssd.as_ref().map_or(0, |m| m.generation);
+        let count = picks.len().max(dir_picks.len());
+        for i in 0..count {
             if self.past_deadline() {
                 break;
             }
-            let id = ssd::image_id(model.generation, pick);
+            let pick = &picks[i % picks.len()];
+            let dir_pick = &dir_picks[i % dir_picks.len()];
+            let id = ssd::image_id(model.generation, pick)
+                ^ ssd::image_id(ssd_generation, dir_pick).rotate_left(1);
             if !lock(&self.seen).insert((id, digest)) {
                 lock(&self.stats).duplicates += 1;
                 continue;
             }
             {
-                let mut st = lock(&self.stats);
                 let k = ssd::describe(&units, pick);
-                st.images += 1;
+                let mut st = lock(&self.stats);
                 st.disk_torn += k.torn as u64;
                 st.disk_dropped += k.dropped as u64;
             }
+            self.count_image(&dir_units, dir_pick);
+            let dir_img = snap.ssd.as_ref().map(|m| m.build(dir_pick));
+            let probe = write_probe(&dir_units, rng);
             let checked = disk_image(model, pick, &self.image_path).and_then(|img| {
-                let probe = write_probe(&[], rng);
+                let ssd = dir_img.as_ref().map(|d| (d, self.ssd_image_dir.as_path()));
                 oracle::check_image(
                     &img,
-                    None,
+                    ssd,
                     &self.image_path,
                     &self.cfg.options,
                     &snap.expect,
@@ -679,14 +704,46 @@ impl Sim {
             match checked {
                 Ok(c) => lock(&self.stats).before_ready += c.read_before_ready as u64,
                 Err(e) => self.fail(format!(
-                    "crash point {point} (ops in flight {:?}), disk image {i} of {} ({} file writes pending): {e}",
+                    "crash point {point} (ops in flight {:?}), disk image {i} of {count} ({} file writes, {} data-file writes or unlinks pending): {e}",
                     snap.focus_ops,
-                    picks.len(),
-                    units.len()
+                    units.len(),
+                    dir_units.len()
                 )),
             }
         }
         IN_ORACLE.with(|f| f.set(false));
+    }
+
+    /// `fill_capture` for the disk domain: a random pair of the pool
+    /// file's and log's images, replayed, and a directory image (every
+    /// pending write torn, when asked for).
+    fn fill_disk_capture(
+        &self,
+        snap: &Snapshot,
+        picks: &[Vec<u16>],
+        dir_units: &[ssd::Unit],
+        dir_picks: &[Vec<u16>],
+        rng: &mut StdRng,
+    ) {
+        let model = snap.disk.as_ref().expect("a disk snapshot");
+        let pick = &picks[rng.gen_range(0..picks.len())];
+        let image = match disk_image(model, pick, &self.image_path.with_extension("capture")) {
+            Ok(image) => image,
+            Err(e) => return self.fail(format!("capture: {e}")),
+        };
+        let mut c = lock(&self.capture);
+        let Some(req) = c.as_mut() else { return };
+        let dir_pick = match (req.torn, dir_units.is_empty()) {
+            (true, _) => ssd::torn_pick(dir_units),
+            (false, true) => Vec::new(),
+            (false, false) => dir_picks[rng.gen_range(0..dir_picks.len())].clone(),
+        };
+        req.got = Some(Captured {
+            image,
+            ssd: snap.ssd.as_ref().map(|m| m.build(&dir_pick)),
+            ssd_torn: ssd::describe(dir_units, &dir_pick).torn,
+            expect: snap.expect.clone(),
+        });
     }
 
     /// Fills the pending capture request with one image of this crash
@@ -959,8 +1016,12 @@ impl DiskObserver for Sim {
     }
 
     fn synced(&self, file: DiskFile) {
-        self.crash_at(Moment::DiskSync);
+        self.crash_at(Moment::DiskSync(file));
         lock(&self.disk).synced(file);
+    }
+
+    fn resized(&self, file: DiskFile, len: u64) {
+        lock(&self.disk).resized(file, len);
     }
 }
 

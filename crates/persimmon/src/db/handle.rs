@@ -366,7 +366,7 @@ impl Db {
     /// space grows; this is for tests and tools.)
     #[doc(hidden)]
     pub fn clean_tier_now(&self) -> Result<u64> {
-        self.engine.clean_tier_now()
+        self.durable_on_return(self.engine.clean_tier_now())
     }
 
     /// Runs the log cleaner once over every sealed log segment that has dead
@@ -375,7 +375,7 @@ impl Db {
     /// this is for tests and tools.)
     #[doc(hidden)]
     pub fn clean_now(&self) -> Result<usize> {
-        self.engine.clean_now()
+        self.durable_on_return(self.engine.clean_now())
     }
 
     /// Blocks until the background rebuild after open has finished: live

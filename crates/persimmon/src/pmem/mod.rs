@@ -29,6 +29,7 @@
 //! - In the disk domain the mapping is private: no store reaches the pool
 //!   file except through the log's applier (the write-ahead rule).
 
+mod close_sweep;
 pub mod counters;
 pub(crate) mod cpu;
 pub mod wal;
@@ -317,6 +318,9 @@ impl PmemFile {
                 std::io::Error::from_raw_os_error(rc),
             ));
         }
+        if let Some(wal) = &self.wal {
+            wal.pool_resized(new_len);
+        }
         self.map_range(old, new_len)?;
         self.mapped_bytes.store(new_len, Ordering::Release);
         Ok(new_len)
@@ -601,6 +605,27 @@ impl PmemFile {
         });
     }
 
+    /// Disk domain, at a clean close: appends the lines whose memory
+    /// differs from the pool file once everything fenced is applied — the
+    /// stores left unflushed on purpose (see `close_sweep`).
+    fn log_unfenced_stores(&self, wal: &Arc<wal::Wal>) -> Result<()> {
+        wal.settle()?;
+        let len = self.len();
+        let runs = close_sweep::written_pages(self.base.as_ptr(), len);
+        // SAFETY: the first `len` bytes are mapped; no operation is in
+        // flight at close, so nothing writes them while they are read.
+        let memory = unsafe { std::slice::from_raw_parts(self.base.as_ptr(), len as usize) };
+        let lines = close_sweep::changed_lines(&self.file, memory, &runs)
+            .map_err(|e| Error::io("compare the mapping with the pool file", e))?;
+        if lines.is_empty() {
+            return Ok(());
+        }
+        wal.append(&lines, |off, dst| {
+            dst.copy_from_slice(&memory[off as usize..off as usize + wal::LINE_BYTES])
+        })?;
+        Ok(())
+    }
+
     /// Returns once every fence made on this file before the call is
     /// durable: at once outside the disk domain, and on a thread that
     /// defers its waits (`defer_durability_waits`); else once the log is
@@ -671,8 +696,12 @@ impl PmemFile {
 impl Drop for PmemFile {
     fn drop(&mut self) {
         if let Some(wal) = &self.wal {
-            // A clean close: every fenced line reaches the pool file. A
-            // failure leaves the log to replay at the next open.
+            // A clean close: every fenced line, then every store no fence
+            // carried, reaches the pool file. A failure leaves the log to
+            // replay at the next open.
+            if let Err(e) = self.log_unfenced_stores(wal) {
+                eprintln!("persimmon: logging the stores no fence carried: {e}");
+            }
             if let Err(e) = wal.close() {
                 eprintln!("persimmon: closing the write-ahead log: {e}");
             }

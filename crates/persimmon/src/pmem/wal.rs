@@ -114,6 +114,9 @@ pub trait DiskObserver: Send + Sync + std::fmt::Debug {
     fn wrote(&self, file: DiskFile, offset: u64, data: &[u8]);
     /// Everything written to `file` before this is durable.
     fn synced(&self, file: DiskFile);
+    /// `file` was extended to `len` bytes (zeros; the new length is not
+    /// durable before the file's next sync).
+    fn resized(&self, file: DiskFile, len: u64);
 }
 
 /// The two files of the disk domain.
@@ -391,7 +394,11 @@ impl LineImages {
         if pool.metadata()?.len() < end {
             // The pool grew after the last checkpoint and the new length did
             // not reach the disk: extend it to whole segments again.
-            pool.set_len(base + (end.saturating_sub(base)).div_ceil(unit) * unit)?;
+            let len = base + (end.saturating_sub(base)).div_ceil(unit) * unit;
+            pool.set_len(len)?;
+            if let Some(o) = observer {
+                o.resized(DiskFile::Pool, len);
+            }
         }
         let mut run: Vec<u8> = Vec::new();
         let mut run_start = 0;
@@ -612,7 +619,7 @@ pub struct Wal {
     pos: Mutex<Positions>,
     /// `pos.next` and `pos.synced`, readable without the lock.
     next: AtomicU64,
-    synced: AtomicU64,
+    synced: Arc<AtomicU64>,
     checkpointing: Mutex<()>,
     /// Notified when `synced` or `start` move, when a sync is wanted, and
     /// when the log closes.
@@ -671,6 +678,10 @@ impl Wal {
         let len = file.metadata().map_err(|e| io("stat", e))?.len();
         if len < RING_OFFSET + capacity {
             zero_fill(&file, len, RING_OFFSET + capacity).map_err(|e| io("allocate", e))?;
+            if let Some(o) = &observer {
+                o.resized(DiskFile::Log, RING_OFFSET + capacity);
+                o.synced(DiskFile::Log);
+            }
         }
         // The replay left the log empty at a start no record in the ring
         // claims (it moved the start a whole ring past the old one, and
@@ -704,7 +715,7 @@ impl Wal {
                 ..Positions::default()
             }),
             next: AtomicU64::new(start),
-            synced: AtomicU64::new(start),
+            synced: Arc::new(AtomicU64::new(start)),
             checkpointing: Mutex::new(()),
             moved: Condvar::new(),
             wakers: Mutex::new(Vec::new()),
@@ -730,6 +741,15 @@ impl Wal {
         let applier = spawn("persimmon-wal-apply", Wal::apply_round)?;
         wal.threads.lock().extend([syncer, applier]);
         Ok(wal)
+    }
+
+    /// The pool file was extended to `len` bytes (for the simulator: the
+    /// new length is durable once the applier next syncs the pool file;
+    /// until then a crash may leave the old one, which replay extends).
+    pub fn pool_resized(&self, len: u64) {
+        if let Some(o) = &self.observer {
+            o.resized(DiskFile::Pool, len);
+        }
     }
 
     /// Appends a fence's `lines` (pool offsets, 64-aligned, ascending), each
@@ -1039,16 +1059,18 @@ impl Wal {
         Ok(())
     }
 
-    /// Syncs and applies everything appended, then stops the threads (a
-    /// clean close: the pool file alone then holds every fenced line).
+    /// Syncs and applies everything appended so far: the pool file then
+    /// holds every fenced line.
+    pub fn settle(&self) -> Result<()> {
+        let appended = self.pos.lock().next;
+        self.wait_synced(appended)?;
+        self.checkpoint()
+            .map_err(|e| Error::io("checkpoint at close", e))
+    }
+
+    /// [`settle`](Self::settle)s, then stops the threads (a clean close).
     pub fn close(&self) -> Result<()> {
-        let result = {
-            let appended = self.pos.lock().next;
-            self.wait_synced(appended).and_then(|()| {
-                self.checkpoint()
-                    .map_err(|e| Error::io("checkpoint at close", e))
-            })
-        };
+        let result = self.settle();
         self.pos.lock().closing = true;
         self.moved.notify_all();
         for t in std::mem::take(&mut *self.threads.lock()) {
@@ -1071,7 +1093,11 @@ impl Drop for Wal {
 /// [`wait`](Self::wait) on it.
 #[derive(Clone)]
 pub struct Durable {
-    wal: Option<Arc<Wal>>,
+    /// Weak: a `Durable` kept after the pool closed must not keep the log
+    /// (and its descriptor of the locked pool file) open.
+    wal: Option<Weak<Wal>>,
+    /// The log's synced position, which outlives it.
+    synced: Option<Arc<AtomicU64>>,
     lsn: u64,
 }
 
@@ -1080,23 +1106,40 @@ impl Durable {
     pub fn now(wal: Option<&Arc<Wal>>) -> Durable {
         Durable {
             lsn: wal.map_or(0, |w| w.positions().0),
-            wal: wal.cloned(),
+            wal: wal.map(Arc::downgrade),
+            synced: wal.map(|w| w.synced.clone()),
         }
     }
 
     /// Whether it is durable already (a sync may still be under way: then
     /// await it or [`wait`](Self::wait)).
     pub fn is_done(&self) -> bool {
-        self.wal
+        self.synced
             .as_ref()
-            .is_none_or(|w| w.positions().1 >= self.lsn)
+            .is_none_or(|s| s.load(Ordering::Acquire) >= self.lsn)
+    }
+
+    /// The log to wait on, while the pool is open; else the outcome: done
+    /// without a log, and once the log closed, whether its close synced
+    /// this far.
+    fn open_log(&self) -> std::result::Result<Arc<Wal>, Result<()>> {
+        let Some(weak) = &self.wal else {
+            return Err(Ok(()));
+        };
+        match weak.upgrade() {
+            Some(wal) => Ok(wal),
+            None if self.is_done() => Err(Ok(())),
+            None => Err(Err(poisoned(
+                "the pool closed before this write was synced",
+            ))),
+        }
     }
 
     /// Blocks until it is durable.
     pub fn wait(&self) -> Result<()> {
-        match &self.wal {
-            Some(w) => w.wait_synced(self.lsn),
-            None => Ok(()),
+        match self.open_log() {
+            Ok(w) => w.wait_synced(self.lsn),
+            Err(done) => done,
         }
     }
 }
@@ -1108,8 +1151,9 @@ impl std::future::Future for Durable {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<()>> {
-        let Some(wal) = &self.wal else {
-            return std::task::Poll::Ready(Ok(()));
+        let wal = match self.open_log() {
+            Ok(w) => w,
+            Err(done) => return std::task::Poll::Ready(done),
         };
         match wal.poll_synced(self.lsn, cx.waker()) {
             Some(done) => std::task::Poll::Ready(done),
