@@ -3,16 +3,27 @@
 //! expiry takes due records from (the protocol is in `expiry`).
 //!
 //! Invariants:
-//! - An entry names a record, never a key: `(offset, seq)` stays that
-//!   record's for good (records are never moved in place), so an entry
-//!   whose record died can only be stale, never name another record.
+//! - An entry names a record, never a key, by `(offset, seq)`. One record
+//!   sits at an offset at a time, but a pair can come back for another: a
+//!   batch's records (a grouped write's, a transaction's) share one
+//!   sequence number and the cleaner's copies keep it, so once a segment is
+//!   freed and reused, a copy can land where a batch-mate, or an earlier
+//!   copy of itself, died. A death is marked before its segment can be
+//!   freed, so a mark a `note` finds on its pair is the earlier record's,
+//!   and the note takes it back: a mark stands only for the death of the
+//!   record its pair names now, and never drops a live record's entry. The
+//!   earlier record's entry stays, unmarked, until it is due: the expiry
+//!   acts only on the record its key's word names, once that record's own
+//!   deadline has passed.
 //! - A record's death does not search the heap: it goes into the set of
 //!   dead pairs, and `take_due` and `compact` drop the entries that set
 //!   names. `compact` runs only when the dead outnumber half the heap and
 //!   its slack, so each O(heap) pass follows at least heap/2 deaths and the
-//!   heap stays within max(2 × live, live + slack) after a pass.
-//! - Writers hold the heap's lock only to push an entry or a death; a
-//!   compaction filters the heap with the lock released.
+//!   heap stays within max(2 × live, live + slack) after a pass (plus the
+//!   rare entries a reused pair left unmarked).
+//! - Writers hold the heap's lock only to push an entry (taking its pair's
+//!   mark back) or a death; a compaction filters the heap with the lock
+//!   released.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -22,8 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::options::Clock;
 
 /// One heap entry: the record at `offset` (written with sequence number
-/// `seq`; the pair names one record for good, as records are never moved in
-/// place) expires at `deadline`.
+/// `seq`; the pair names one record at a time, see the invariants) expires
+/// at `deadline`.
 type Entry = (u64, u64, u64);
 
 /// The deadlines of live records, and the records that died since.
@@ -31,7 +42,8 @@ type Entry = (u64, u64, u64);
 struct Deadlines {
     heap: BinaryHeap<Reverse<Entry>>,
     /// `(offset, seq)` of records with a deadline that were overwritten,
-    /// deleted or moved: their heap entries are stale.
+    /// deleted or moved: their heap entries are stale (until a record noted
+    /// later takes the pair back).
     dead: HashSet<(u64, u64), BuildHasherDefault<PairHasher>>,
 }
 
@@ -84,12 +96,13 @@ impl Expiry {
     }
 
     /// Remembers that the record at `offset` (sequence `seq`) expires at
-    /// `deadline`.
+    /// `deadline`. A death mark of the pair was an earlier record's (a
+    /// batch-mate's, or an earlier copy's, that died there): taken back, so
+    /// that `take_due` or `compact` cannot drop this entry for it.
     pub(super) fn note(&self, deadline: u64, offset: u64, seq: u64) {
-        self.deadlines
-            .lock()
-            .heap
-            .push(Reverse((deadline, offset, seq)));
+        let mut d = self.deadlines.lock();
+        d.dead.remove(&(offset, seq));
+        d.heap.push(Reverse((deadline, offset, seq)));
     }
 
     /// The record at `offset` (sequence `seq`), which had a deadline, is no
@@ -153,5 +166,53 @@ impl Expiry {
 
     pub(super) fn reclaimed(&self) -> u64 {
         self.reclaimed.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Regression: a death mark outlived its record and dropped the entry of
+    //! the next record its pair named — a batch-mate (one sequence number per
+    //! batch) that the cleaner copied to the offset where the first died
+    //! (the engine-level story: tests/expiry_entry_survives_a_reused_pair.rs).
+    //! `compact` dropped the new entry along with the stale one, and
+    //! `take_due` spent the mark on it when it was due first; either way the
+    //! live record had no entry. A note now takes its pair's mark back.
+
+    use super::*;
+    use crate::options::ManualClock;
+
+    const T0: u64 = 1_700_000_000_000;
+    /// Where `a` died and its batch-mate `b` was copied, and their batch's
+    /// sequence number.
+    const AT: u64 = 4096;
+    const SEQ: u64 = 7;
+
+    fn expiry() -> Expiry {
+        Expiry::new(Clock::Manual(ManualClock::new(T0)))
+    }
+
+    #[test]
+    fn compact_keeps_the_entry_of_a_record_noted_at_a_dead_pair() {
+        let e = expiry();
+        e.note(T0 + 300, AT, SEQ); // a
+        for other in 1..=3 {
+            e.note(T0 + 500, AT + other * 1024, other);
+            e.forget(AT + other * 1024, other);
+        }
+        e.forget(AT, SEQ); // a overwritten
+        e.note(T0 + 100, AT, SEQ); // b copied where a was
+        e.compact(0);
+        assert!(e.pending() < 5, "the three dead entries are compacted away");
+        assert_eq!(e.take_due(T0 + 100, 10), vec![(T0 + 100, AT, SEQ)]);
+    }
+
+    #[test]
+    fn take_due_hands_out_a_record_noted_at_a_dead_pair() {
+        let e = expiry();
+        e.note(T0 + 300, AT, SEQ); // a
+        e.forget(AT, SEQ); // a overwritten
+        e.note(T0 + 100, AT, SEQ); // b copied where a was, due first
+        assert_eq!(e.take_due(T0 + 100, 10), vec![(T0 + 100, AT, SEQ)]);
     }
 }

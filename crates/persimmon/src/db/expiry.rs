@@ -20,7 +20,10 @@
 //!   plus 4096 when that is more. Every live record
 //!   with a deadline has an entry: writes add one, the cleaner adds one for
 //!   each copy, and after open the tally (PM index) or the DRAM rebuild adds
-//!   one for each record it counts.
+//!   one for each record it counts; and no death mark drops it, though a
+//!   pair can name a second record (a batch's records share their seq, and
+//!   a copy can land where a batch-mate died): adding an entry takes its
+//!   pair's old mark back (`deadlines`).
 //! - A deadline already passed when written deletes the key at once; one
 //!   past `MAX_DEADLINE_MS` is refused.
 
