@@ -251,7 +251,7 @@ persimmon bench --report fig4.json,probe.json --markdown fig4.md"
 Redis clients and tools (redis-cli, redis-benchmark, client libraries). Creates the pool when \
 it is missing (with --ordered-index: with the ordered index that KRANGE and KPREFIX need; with \
 --point-index dram as well: with its point index in DRAM, rebuilt after every start). \
-Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
+Prints `persimmon: listening on ADDR (pool P, durability D: an acknowledged write survives S)` once ready and runs \
 until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
 durable before its reply is sent, an EXEC as one crash-atomic batch; key deadlines \
 (EXPIRE, SET EX) survive a restart.\n\n\

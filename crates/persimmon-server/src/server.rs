@@ -40,10 +40,11 @@ impl std::fmt::Display for Ready {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listening on {} (pool {}, durability {})",
+            "listening on {} (pool {}, durability {}: an acknowledged write survives {})",
             self.addr,
             self.pool.display(),
-            self.durability.name()
+            self.durability.name(),
+            self.durability.survives()
         )
     }
 }

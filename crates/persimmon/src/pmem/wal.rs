@@ -18,7 +18,7 @@
 //! a synced prefix of the log says (the write-ahead rule), so only the
 //! applier writes it.
 //!
-//! On media (`wal_layout` in the tests holds the byte tables):
+//! On media (the unit test `header_and_record_layout` checks these offsets):
 //!
 //! | bytes | what |
 //! |---|---|
