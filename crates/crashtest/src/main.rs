@@ -247,6 +247,13 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
     if let Some(s) = &cli.kill_store {
         replay += &format!(" --kill-store {s}");
     }
+    let scratch_in = match cli.domain.as_str() {
+        "disk" => {
+            replay += " --domain disk";
+            PathBuf::from(".")
+        }
+        _ => PathBuf::from("/dev/shm"),
+    };
     let (mut rounds_done, mut verified, mut mismatches) = (0, 0, 0);
     for store in stores {
         let keys = match store {
@@ -254,6 +261,7 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
             Store::Tiered => (cli.keys / 5).max(50),
         };
         let l = killtest::Loop {
+            scratch_in: scratch_in.clone(),
             store,
             rounds,
             seed,
@@ -264,6 +272,13 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
         rounds_done += r.rounds;
         verified += r.keys_verified;
         mismatches += r.mismatches;
+        if cli.domain == "disk" && r.durability != "disk" {
+            println!(
+                "MISMATCH --domain disk: the pool in the working directory opened with durability {} (run it on an ordinary file system, not tmpfs)",
+                r.durability
+            );
+            mismatches += 1;
+        }
     }
     println!("killtest: rounds={rounds_done} keys_verified={verified} mismatches={mismatches}");
     if mismatches > 0 {
@@ -286,7 +301,8 @@ fn kill_store(l: &killtest::Loop, replay: &str) -> killtest::KillReport {
         println!("MISMATCH [{store}] {m}");
     }
     println!(
-        "killtest: store={store}: in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
+        "killtest: store={store}: durability {}; in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
+        r.durability,
         r.ops_resolved_new,
         r.ops_resolved_old,
         r.keys_present,
