@@ -66,7 +66,7 @@ pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use options::{
     default_cache_bytes, Clock, Domain, FlushMode, ManualClock, Mechanisms, Options, OrderedLayout,
-    PointIndex, DEFAULT_DISK_LOG_BYTES, DEFAULT_TIER_THRESHOLD,
+    PointIndex, DEFAULT_DISK_CHECKPOINT_INTERVAL, DEFAULT_DISK_LOG_BYTES, DEFAULT_TIER_THRESHOLD,
 };
 pub use pmem::wal::{DiskFile, DiskObserver, Durable, LogFigures, Replay};
 pub use pmem::{defer_durability_waits, Durability, PersistObserver, PmemCounters};

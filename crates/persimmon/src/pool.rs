@@ -153,6 +153,7 @@ impl Pool {
                 for_applier,
                 sb.pool_id,
                 opts.disk_log_bytes,
+                (opts.disk_checkpoint_bytes, opts.disk_checkpoint_interval),
                 (layout::SUPERBLOCK_BYTES, seg),
                 replayed,
                 opts.disk_observer.clone(),
@@ -671,6 +672,13 @@ fn validate_options(opts: &Options) -> Result<()> {
             crate::tier::EXTENT_ALIGN
         )));
     }
+    // Checked in every domain: a setting that cannot work is refused before
+    // anything is created, wherever the pool lives.
+    wal::CheckpointPolicy::for_ring(
+        wal::ring_capacity(opts.disk_log_bytes),
+        opts.disk_checkpoint_bytes,
+        opts.disk_checkpoint_interval,
+    )?;
     if opts.pool_bytes_max > Slot_MAX_POOL {
         return Err(Error::InvalidOptions(format!(
             "pool_bytes_max {} exceeds what a slot can address ({Slot_MAX_POOL})",
