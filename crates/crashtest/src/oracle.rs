@@ -487,10 +487,13 @@ pub fn check_image(
         true => check_leaves(img, &parsed, false).map_err(|e| format!("crash image: {e}")),
         false => Ok(()),
     };
-    let db = Db::open(path, oracle_options(options, expect.now_ms)).map_err(|e| match &parsed_leaves {
-        Ok(()) => format!("open failed: {e}"),
-        Err(p) => format!("open failed: {e} ({p})"),
-    })?;
+    let db =
+        Db::open(path, oracle_options(options, expect.now_ms)).map_err(
+            |e| match &parsed_leaves {
+                Ok(()) => format!("open failed: {e}"),
+                Err(p) => format!("open failed: {e} ({p})"),
+            },
+        )?;
     parsed_leaves?;
     let db = Arc::new(db);
     let dram = options.point_index == PointIndex::Dram;
