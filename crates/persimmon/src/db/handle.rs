@@ -419,7 +419,10 @@ impl Drop for Db {
         let Some(mut engine) = self.engine.0.take() else {
             return;
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        // Bounded, as a guard against a reference that never goes; a
+        // deferred free can take a while (a data file's unlink and its
+        // directory's sync on a loaded disk took over 2 s here).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             match Arc::try_unwrap(engine) {
                 Ok(last) => return drop(last),

@@ -194,6 +194,11 @@ impl Engine {
 fn defer_delete(me: Weak<Engine>, no: u32, fenced: Durable, guard: &Guard) {
     guard.defer(move || {
         let Some(engine) = me.upgrade() else { return };
+        if engine.stop.load(Ordering::Acquire) {
+            // The Db is closing and waits for this reference to go; the
+            // next open's tally deletes the file (nothing names it).
+            return;
+        }
         if !fenced.is_done() {
             defer_delete(me, no, fenced, &crossbeam_epoch::pin());
             return;
