@@ -56,7 +56,6 @@
 //!   gets the error (a page cache that failed to write may have dropped the
 //!   bytes; nothing later may claim durability on top of them).
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
