@@ -330,7 +330,7 @@ pub fn run(
         data_dir: path.with_extension("data"),
         options: Options {
             verify_reads: true,
-            ..oracle_options(options)
+            ..oracle_options(options, expect.now_ms)
         },
         acked: expect.present(),
     };

@@ -250,6 +250,9 @@ pub struct KillReport {
     pub ssd_files: u64,
     pub ssd_live_bytes: u64,
     pub ssd_extents_checked: u64,
+    /// The durability the verifier's opens reported (`disk` when the
+    /// scratch directory is on an ordinary file system).
+    pub durability: &'static str,
     pub messages: Vec<String>,
 }
 
@@ -264,8 +267,11 @@ impl KillReport {
 }
 
 /// What the parent loop runs: `rounds` rounds on `store` with the child's
-/// `threads` and `keys`.
+/// `threads` and `keys`, its pool in a scratch directory made in
+/// `scratch_in` (`/dev/shm` for the persistent-memory emulation; the working
+/// directory for the disk domain).
 pub struct Loop {
+    pub scratch_in: PathBuf,
     pub store: Store,
     pub rounds: u64,
     pub seed: u64,
@@ -278,7 +284,7 @@ pub fn run(l: &Loop, replay: &str) -> KillReport {
     let (seed, keys) = (l.seed, l.keys);
     let dir = tempfile::Builder::new()
         .prefix("crashtest-kill")
-        .tempdir_in("/dev/shm")
+        .tempdir_in(&l.scratch_in)
         .or_else(|_| tempfile::tempdir())
         .expect("scratch directory");
     let pool: PathBuf = dir.path().join("kill.pool");
@@ -305,6 +311,7 @@ pub fn run(l: &Loop, replay: &str) -> KillReport {
         ssd_files: 0,
         ssd_live_bytes: 0,
         ssd_extents_checked: 0,
+        durability: "",
         messages: Vec::new(),
     };
     let verifier = Verifier {
@@ -428,6 +435,7 @@ impl Verifier<'_> {
                 return false;
             }
         };
+        r.durability = db.durability().name();
         db.wait_for_rebuild();
         match db.check() {
             Ok(rep) if rep.is_ok() => r.ssd_extents_checked = rep.ssd_extents,

@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 mod campaign;
+mod disk;
 mod faults;
 mod images;
 mod killtest;
@@ -122,6 +123,19 @@ struct Cli {
     /// inconsistencies (exit status 0 only if it does).
     #[arg(long, hide = true)]
     mutant_ssd_sync: bool,
+    /// Harness self-test (with `--domain disk`): a sync of the write-ahead
+    /// log makes nothing durable, as if the engine acknowledged writes
+    /// without syncing; the run must then report inconsistencies (exit
+    /// status 0 only if it does).
+    #[arg(long, hide = true)]
+    mutant_skip_log_sync: bool,
+    /// The persistence domain the workloads run in: `pm` (the default: the
+    /// pool's stores, flushes and fences modelled as persistent memory) or
+    /// `disk` (a pool on an ordinary file system: its write-ahead log and
+    /// the pool file modelled as files, a sync of either the crash point).
+    /// The kill -9 loop's `disk` puts its pool on the working directory.
+    #[arg(long, value_name = "DOMAIN", default_value = "pm")]
+    domain: String,
     #[arg(long, hide = true)]
     kill_child: bool,
     #[arg(long, hide = true)]
@@ -164,6 +178,18 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let seed = cli.seed.unwrap_or_else(default_seed);
+    match cli.domain.as_str() {
+        "pm" => {}
+        "disk" => disk::DISK_DOMAIN.store(true, Ordering::Relaxed),
+        other => {
+            eprintln!("crashtest: --domain {other}: expected pm or disk");
+            return ExitCode::from(2);
+        }
+    }
+    if cli.mutant_skip_log_sync {
+        let flag = &disk::MUTANT_SKIP_LOG_SYNC;
+        return mutant(&cli, seed, flag, "log syncs skipped");
+    }
     if cli.mutant {
         return mutant(&cli, seed, &model::MUTANT_LOSE_FENCES, "lost fences");
     }
@@ -221,6 +247,13 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
     if let Some(s) = &cli.kill_store {
         replay += &format!(" --kill-store {s}");
     }
+    let scratch_in = match cli.domain.as_str() {
+        "disk" => {
+            replay += " --domain disk";
+            PathBuf::from(".")
+        }
+        _ => PathBuf::from("/dev/shm"),
+    };
     let (mut rounds_done, mut verified, mut mismatches) = (0, 0, 0);
     for store in stores {
         let keys = match store {
@@ -228,6 +261,7 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
             Store::Tiered => (cli.keys / 5).max(50),
         };
         let l = killtest::Loop {
+            scratch_in: scratch_in.clone(),
             store,
             rounds,
             seed,
@@ -238,6 +272,13 @@ fn kill_main(cli: &Cli, rounds: u64, seed: u64) -> ExitCode {
         rounds_done += r.rounds;
         verified += r.keys_verified;
         mismatches += r.mismatches;
+        if cli.domain == "disk" && r.durability != "disk" {
+            println!(
+                "MISMATCH --domain disk: the pool in the working directory opened with durability {} (run it on an ordinary file system, not tmpfs)",
+                r.durability
+            );
+            mismatches += 1;
+        }
     }
     println!("killtest: rounds={rounds_done} keys_verified={verified} mismatches={mismatches}");
     if mismatches > 0 {
@@ -260,7 +301,8 @@ fn kill_store(l: &killtest::Loop, replay: &str) -> killtest::KillReport {
         println!("MISMATCH [{store}] {m}");
     }
     println!(
-        "killtest: store={store}: in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
+        "killtest: store={store}: durability {}; in-flight operations found done {} / not done {}; {} keys present at the end; {} cleaner-lane segments in the pool; {:.1}s",
+        r.durability,
         r.ops_resolved_new,
         r.ops_resolved_old,
         r.keys_present,

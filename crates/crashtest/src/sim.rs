@@ -48,10 +48,11 @@ use std::time::Instant;
 
 use persimmon::tier::files::file_name;
 use persimmon::tier::SsdObserver;
-use persimmon::{Db, Options, PersistObserver};
+use persimmon::{Db, DiskFile, DiskObserver, Options, PersistObserver};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::disk::DiskModel;
 use crate::images;
 use crate::model::{Model, OpTag};
 use crate::oracle::{self, Expect, Key, State, Val, WriteProbe};
@@ -98,6 +99,10 @@ pub struct SimConfig {
     /// Tiered pools: the observed engine's data directory (the pool is
     /// created naming it).
     pub data_dir: Option<PathBuf>,
+    /// The disk domain (`--domain disk`): crash images are the pool file
+    /// and its write-ahead log as the disk model has them (`disk.rs`),
+    /// replayed as an open would; a sync of either file is the crash point.
+    pub disk: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -121,6 +126,11 @@ pub struct SimStats {
     pub ssd_torn: u64,
     pub ssd_dropped: u64,
     pub ssd_unlinked_back: u64,
+    /// Disk domain: crash points with writes to the pool file or the log
+    /// pending, and images in which some pending write was torn or dropped.
+    pub disk_points: u64,
+    pub disk_torn: u64,
+    pub disk_dropped: u64,
 }
 
 /// Holds one thread at a fence until released (write elimination,
@@ -217,8 +227,14 @@ struct Capture {
 /// What made a crash point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Moment {
-    /// A fence (or a quiescent moment).
+    /// A fence.
     Fence,
+    /// A quiescent moment (the workload asks for it: after its last
+    /// operation, ...).
+    Quiescent,
+    /// Disk domain: a sync of the pool file or of the log, before it is
+    /// applied.
+    DiskSync(DiskFile),
     /// A data file's sync by this thread, before it is applied.
     Sync(ThreadId),
     /// A data file's unlink, after it (it may not be durable yet).
@@ -233,6 +249,8 @@ struct Snapshot {
     generation: u64,
     expect: Expect,
     ssd: Option<SsdModel>,
+    /// Disk domain: the pool file and its log.
+    disk: Option<DiskModel>,
 }
 
 struct Prober {
@@ -257,6 +275,8 @@ pub struct Sim {
     capture: Mutex<Option<Capture>>,
     /// Tiered pools: the data directory's model.
     ssd: Mutex<SsdModel>,
+    /// Disk domain: the pool file's and the log's model.
+    disk: Mutex<DiskModel>,
     /// Where the oracle puts the directory image of the image it checks.
     ssd_image_dir: PathBuf,
     /// The observed engine's data directory (as it reported it).
@@ -277,7 +297,12 @@ impl Sim {
     ) -> Arc<Sim> {
         let image_path = cfg.dir.join("image.pool");
         let ssd_image_dir = cfg.dir.join("image-data");
+        let disk = match cfg.disk {
+            true => DiskModel::from_disk(pool_path),
+            false => DiskModel::default(),
+        };
         Arc::new(Sim {
+            disk: Mutex::new(disk),
             ssd: Mutex::new(ssd),
             ssd_image_dir,
             data_dir: Mutex::new(None),
@@ -442,6 +467,12 @@ impl Sim {
     }
 
     fn request(&self, fences: u64, torn: bool) {
+        // An exploration still under way (a background thread's crash
+        // point, begun before the workload turned exploring off) would
+        // keep the capture's crash point from being explored.
+        while self.exploring.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         *lock(&self.capture) = Some(Capture {
             fences,
             torn,
@@ -465,23 +496,38 @@ impl Sim {
         lock(&self.ssd).settled()
     }
 
+    /// The pool as the engine holds it now: the pool file; in the disk
+    /// domain, the pool file and its log with every write applied, the log
+    /// replayed into a copy (the applier need not have reached the file).
+    pub fn live_pool(&self) -> Option<Vec<u8>> {
+        if !self.cfg.disk {
+            return std::fs::read(&self.pool_path).ok();
+        }
+        let model = lock(&self.disk).clone();
+        let all: Vec<u16> = model.units().iter().map(|u| u.choices() - 1).collect();
+        disk_image(&model, &all, &self.image_path.with_extension("live")).ok()
+    }
+
     fn pool_len(&self) -> u64 {
         std::fs::metadata(&self.pool_path)
             .map(|m| m.len())
             .unwrap_or(0)
     }
 
-    /// Explores the current state as a crash point (also called directly at
-    /// quiescent moments, e.g. after the last operation).
+    /// Explores the current state as a crash point: a quiescent moment (after
+    /// the last operation, ...).
     pub fn crash_point(&self) {
-        self.crash_at(Moment::Fence);
+        self.crash_at(Moment::Quiescent);
     }
 
     fn crash_at(&self, moment: Moment) {
         if IN_ORACLE.with(|f| f.get()) || self.suppress.load(Ordering::SeqCst) {
             return;
         }
-        let capture_now = {
+        // The applier's syncs of the pool file come when its timer says,
+        // not at a point of the operation a capture names: never captured.
+        let capturable = moment != Moment::DiskSync(DiskFile::Pool);
+        let capture_now = capturable && {
             let mut c = lock(&self.capture);
             match c.as_mut() {
                 Some(c) if c.got.is_none() && c.fences == 0 => true,
@@ -492,7 +538,12 @@ impl Sim {
                 _ => false,
             }
         };
-        if !capture_now && !self.explore.load(Ordering::SeqCst) {
+        // In the disk domain a fence changes no file: its crash points are
+        // the files' syncs (and quiescent moments); a fence only counts
+        // toward a capture.
+        let explores =
+            !(self.cfg.disk && moment == Moment::Fence) && self.explore.load(Ordering::SeqCst);
+        if !(capture_now || explores) {
             return;
         }
         if self
@@ -528,6 +579,10 @@ impl Sim {
             self.probe();
         }
         let snap = self.snapshot(moment);
+        if self.cfg.disk {
+            self.explore_disk(point, &snap, capture_now, moment, &mut rng);
+            return;
+        }
         let plan = images::plan(&snap.choices, self.cfg.cap, self.cfg.samples, &mut rng);
         let units = snap.ssd.as_ref().map(|m| m.units()).unwrap_or_default();
         let ssd_picks = ssd::plan(&units, SSD_CAP, SSD_SAMPLES, &mut rng);
@@ -568,6 +623,7 @@ impl Sim {
                 expect = expect.before_only();
             }
         }
+        let disk = self.cfg.disk.then(|| lock(&self.disk).clone());
         Snapshot {
             durable: m.durable_image(len),
             choices: m.choices(&focus_ops),
@@ -575,7 +631,119 @@ impl Sim {
             generation: m.durable_generation,
             expect,
             ssd,
+            disk,
         }
+    }
+
+    /// The disk domain's crash point: images of the pool file and its log
+    /// (each pending write dropped, applied or torn), replayed as an open
+    /// would, paired in turn with images of a tiered pool's data directory
+    /// (as in `check_images`), checked by the oracle; a capture takes one
+    /// of them.
+    fn explore_disk(
+        &self,
+        point: u64,
+        snap: &Snapshot,
+        capture_now: bool,
+        moment: Moment,
+        rng: &mut StdRng,
+    ) {
+        let model = snap.disk.as_ref().expect("a disk snapshot");
+        let units = model.units();
+        let picks = ssd::plan(&units, self.cfg.cap, self.cfg.samples, rng);
+        let dir_units = snap.ssd.as_ref().map(|m| m.units()).unwrap_or_default();
+        let dir_picks = ssd::plan(&dir_units, SSD_CAP, SSD_SAMPLES, rng);
+        if capture_now {
+            self.fill_disk_capture(snap, &picks, &dir_units, &dir_picks, rng);
+            if !self.explore.load(Ordering::SeqCst) || moment == Moment::Fence {
+                return;
+            }
+        }
+        if !units.is_empty() {
+            lock(&self.stats).disk_points += 1;
+        }
+        if !dir_units.is_empty() {
+            lock(&self.stats).ssd_points += 1;
+        }
+        IN_ORACLE.with(|f| f.set(true));
+        let digest = snap.expect.digest();
+        let ssd_generation = snap.ssd.as_ref().map_or(0, |m| m.generation);
+        let count = picks.len().max(dir_picks.len());
+        for i in 0..count {
+            if self.past_deadline() {
+                break;
+            }
+            let pick = &picks[i % picks.len()];
+            let dir_pick = &dir_picks[i % dir_picks.len()];
+            let id = ssd::image_id(model.generation, pick)
+                ^ ssd::image_id(ssd_generation, dir_pick).rotate_left(1);
+            if !lock(&self.seen).insert((id, digest)) {
+                lock(&self.stats).duplicates += 1;
+                continue;
+            }
+            {
+                let k = ssd::describe(&units, pick);
+                let mut st = lock(&self.stats);
+                st.disk_torn += k.torn as u64;
+                st.disk_dropped += k.dropped as u64;
+            }
+            self.count_image(&dir_units, dir_pick);
+            let dir_img = snap.ssd.as_ref().map(|m| m.build(dir_pick));
+            let probe = write_probe(&dir_units, rng);
+            let checked = disk_image(model, pick, &self.image_path).and_then(|img| {
+                let ssd = dir_img.as_ref().map(|d| (d, self.ssd_image_dir.as_path()));
+                oracle::check_image(
+                    &img,
+                    ssd,
+                    &self.image_path,
+                    &self.cfg.options,
+                    &snap.expect,
+                    probe,
+                )
+            });
+            match checked {
+                Ok(c) => lock(&self.stats).before_ready += c.read_before_ready as u64,
+                Err(e) => self.fail(format!(
+                    "crash point {point} (ops in flight {:?}), disk image {i} of {count} ({} file writes, {} data-file writes or unlinks pending): {e}",
+                    snap.focus_ops,
+                    units.len(),
+                    dir_units.len()
+                )),
+            }
+        }
+        IN_ORACLE.with(|f| f.set(false));
+    }
+
+    /// `fill_capture` for the disk domain: a random pair of the pool
+    /// file's and log's images, replayed, and a directory image (every
+    /// pending write torn, when asked for).
+    fn fill_disk_capture(
+        &self,
+        snap: &Snapshot,
+        picks: &[Vec<u16>],
+        dir_units: &[ssd::Unit],
+        dir_picks: &[Vec<u16>],
+        rng: &mut StdRng,
+    ) {
+        let model = snap.disk.as_ref().expect("a disk snapshot");
+        let pick = &picks[rng.gen_range(0..picks.len())];
+        let image = match disk_image(model, pick, &self.image_path.with_extension("capture")) {
+            Ok(image) => image,
+            Err(e) => return self.fail(format!("capture: {e}")),
+        };
+        let mut c = lock(&self.capture);
+        let Some(req) = c.as_mut() else { return };
+        let dir_pick = match (req.torn, dir_units.is_empty()) {
+            (true, _) => ssd::torn_pick(dir_units),
+            (false, true) => Vec::new(),
+            (false, false) => dir_picks[rng.gen_range(0..dir_picks.len())].clone(),
+        };
+        req.got = Some(Captured {
+            image,
+            ssd: snap.ssd.as_ref().map(|m| m.build(&dir_pick)),
+            ssd_torn: ssd::describe(dir_units, &dir_pick).torn,
+            expect: snap.expect.clone(),
+        });
     }
 
     /// Fills the pending capture request with one image of this crash
@@ -842,6 +1010,28 @@ impl SsdObserver for Sim {
     }
 }
 
+impl DiskObserver for Sim {
+    fn wrote(&self, file: DiskFile, offset: u64, data: &[u8]) {
+        lock(&self.disk).wrote(file, offset, data);
+    }
+
+    fn synced(&self, file: DiskFile) {
+        self.crash_at(Moment::DiskSync(file));
+        lock(&self.disk).synced(file);
+    }
+
+    fn resized(&self, file: DiskFile, len: u64) {
+        lock(&self.disk).resized(file, len);
+    }
+}
+
+/// The pool image a crash leaves in the disk domain for `pick`: the pool
+/// file and its log built at `path`, the log replayed into the pool file.
+fn disk_image(model: &DiskModel, pick: &[u16], path: &Path) -> Result<Vec<u8>, String> {
+    let (pool, log) = model.build(pick);
+    crate::disk::replayed(&pool, &log, path)
+}
+
 impl PersistObserver for Sim {
     fn store(&self, offset: u64, data: &[u8]) {
         self.model()
@@ -859,7 +1049,7 @@ impl PersistObserver for Sim {
 
     fn fence(&self) {
         let t = std::thread::current().id();
-        self.crash_point();
+        self.crash_at(Moment::Fence);
         self.model().fence(t);
         self.pass_gate(t);
     }

@@ -79,8 +79,9 @@ struct FileModel {
 }
 
 /// What a crash chooses for: one pending write (`sectors` + 1 choices:
-/// that many sectors applied, 0 = dropped) or one unlinked file (0 = back,
-/// 1 = gone).
+/// that many sectors applied, 0 = dropped), one unlinked file (0 = back,
+/// 1 = gone) or one extension of a file (the disk domain's; 0 = the old
+/// length, 1 = the new).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
     Write {
@@ -91,6 +92,9 @@ pub enum Unit {
     Unlinked {
         file: u32,
     },
+    Resized {
+        file: u32,
+    },
 }
 
 impl Unit {
@@ -98,7 +102,7 @@ impl Unit {
     pub fn choices(self) -> u16 {
         match self {
             Unit::Write { sectors, .. } => sectors + 1,
-            Unit::Unlinked { .. } => 2,
+            Unit::Unlinked { .. } | Unit::Resized { .. } => 2,
         }
     }
 }
@@ -227,7 +231,7 @@ impl SsdModel {
             .iter()
             .map(|u| match u {
                 Unit::Write { sectors, .. } => *sectors,
-                Unit::Unlinked { .. } => 1,
+                Unit::Unlinked { .. } | Unit::Resized { .. } => 1,
             })
             .collect();
         self.build(&all)
@@ -251,6 +255,7 @@ pub fn describe(units: &[Unit], pick: &[u16]) -> PickKind {
             Unit::Write { .. } if p == 0 => k.dropped = true,
             Unit::Write { sectors, .. } if p < sectors => k.torn = true,
             Unit::Unlinked { .. } if p == 0 => k.unlinked_back = true,
+            Unit::Resized { .. } if p == 0 => k.dropped = true,
             _ => {}
         }
     }
@@ -265,7 +270,7 @@ pub fn torn_pick(units: &[Unit]) -> Vec<u16> {
         .iter()
         .map(|u| match *u {
             Unit::Write { sectors, .. } => (sectors / 2).max(1),
-            Unit::Unlinked { .. } => 0,
+            Unit::Unlinked { .. } | Unit::Resized { .. } => 0,
         })
         .collect()
 }
@@ -314,7 +319,7 @@ pub fn plan(units: &[Unit], cap: u64, samples: usize, rng: &mut StdRng) -> Vec<V
 
 fn random_choice(u: Unit, rng: &mut StdRng) -> u16 {
     match u {
-        Unit::Unlinked { .. } => rng.gen_range(0..2),
+        Unit::Unlinked { .. } | Unit::Resized { .. } => rng.gen_range(0..2),
         Unit::Write { sectors, .. } => match rng.gen_range(0..3) {
             0 => 0,
             1 => sectors,

@@ -244,6 +244,11 @@ pub fn config(
         options.tier_threshold = tier::THRESHOLD;
         options.cache_bytes = tier::CACHE_BYTES;
     }
+    let disk = crate::disk::DISK_DOMAIN.load(std::sync::atomic::Ordering::Relaxed);
+    if disk {
+        options.domain = persimmon::Domain::Disk;
+        options.disk_log_bytes = persimmon::DEFAULT_DISK_LOG_BYTES.min(8 << 20);
+    }
     let data_dir = tiered(workload).then(|| dir.join("data"));
     // The tiered workloads' PM persist paths are the other workloads'
     // (a record naming an extent is persisted like any other): they explore
@@ -267,15 +272,19 @@ pub fn config(
         // writer paused at the crash point forever). Batches and
         // transactions likewise: a reader that meets a record of a batch
         // still publishing waits for the batch.
+        // Nor in the disk domain: a read there waits for the log's sync,
+        // which the explorer (on the syncing thread) holds back.
         probe_every: if workload == "elimination"
             || workload == "baseline"
             || writes_batches(workload)
+            || disk
         {
             0
         } else {
             4
         },
         data_dir,
+        disk,
     }
 }
 

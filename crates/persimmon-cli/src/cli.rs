@@ -71,10 +71,12 @@ pub struct PoolArgs {
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
     pub pool_max: Option<u64>,
 
-    /// Create the pool with the ordered index (a persistent skiplist over
-    /// the keys, needed by scan and the server's KRANGE and KPREFIX; writes
-    /// cost more). Creation only: ignored for an existing pool, which keeps
-    /// the setting it was created with
+    /// Create the pool with the ordered index over the keys, needed by scan
+    /// and the server's KRANGE and KPREFIX (writes cost more). Its layout
+    /// follows --point-index: with pm, a persistent skiplist; with dram,
+    /// leaves of up to 60 record words each, from which the DRAM point
+    /// index is rebuilt. Creation only: ignored for an existing pool, which
+    /// keeps the setting it was created with
     #[arg(long, global = true)]
     pub ordered_index: bool,
 
@@ -202,9 +204,11 @@ rates, pool bytes per key, the open time (Db::open plus the first get) and the \
 persistent-memory work per operation (bytes written, cache-line flushes and \
 fences, measured on the calling thread). Exit 0 only when every value \
 verified.\n\n\
-The pool is left in place for stats or check. A file on a regular file system \
-gets msync durability (every fence is an msync) and makes the demo slow; use \
-a DAX mount or /dev/shm."
+The pool is left in place for stats or check. A pool on an ordinary file system is \
+in the disk domain: each put returns once its write-ahead log (POOL.wal) is synced \
+by fdatasync, and the demo puts from one thread, so its put rate there is the \
+device's sync rate (concurrent writers share one fdatasync: group commit); use \
+/dev/shm or a DAX mount to see memory speed."
     )]
     Demo(DemoArgs),
     /// Benchmark Persimmon against its Baseline, ablation variants and peers
@@ -251,7 +255,7 @@ persimmon bench --report fig4.json,probe.json --markdown fig4.md"
 Redis clients and tools (redis-cli, redis-benchmark, client libraries). Creates the pool when \
 it is missing (with --ordered-index: with the ordered index that KRANGE and KPREFIX need; with \
 --point-index dram as well: with its point index in DRAM, rebuilt after every start). \
-Prints `persimmon: listening on ADDR (pool P, durability D)` once ready and runs \
+Prints `persimmon: listening on ADDR (pool P, durability D: an acknowledged write survives S)` once ready and runs \
 until SIGINT, SIGTERM or a client's SHUTDOWN, then closes the pool cleanly. Every write is \
 durable before its reply is sent, an EXEC as one crash-atomic batch; key deadlines \
 (EXPIRE, SET EX) survive a restart.\n\n\
@@ -266,7 +270,8 @@ maxclients = 10000   proto-max-bulk-len = \"512M\"   client-query-buffer-limit =
 client-output-buffer-limit = \"512M\"   client-output-stall-secs = 60   worker-threads = 2\n  \
 databases = 16  (SELECT 0..15; database 0 holds the pool's plain keys)\n  \
 replicaof = \"10.0.0.5 6379\"  (follow a master, Persimmon or redis-server; REPLICAOF at run time)\n  \
-data-dir = \"/data/tier\"   tier-threshold = \"4K\"   cache-bytes = \"2G\"\n\n\
+data-dir = \"/data/tier\"   tier-threshold = \"4K\"   cache-bytes = \"2G\"\n  \
+disk-log-size = \"64M\"  (a pool on an ordinary file system: its write-ahead log's ring)\n\n\
 Redis commands: COMMAND DOCS lists every one with its summary; docs/redis-suite.md has \
 what Redis 7.0.15's own test suite passes."
     )]

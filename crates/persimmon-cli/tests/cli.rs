@@ -316,7 +316,7 @@ fn stats_json_has_the_fields_and_the_key_count() {
     assert!(v["live_bytes"].as_u64().unwrap() > 0);
     let durability = v["durability"].as_str().unwrap();
     assert!(
-        ["power-fail", "process-crash", "msync"].contains(&durability),
+        ["power-fail", "disk", "process-crash"].contains(&durability),
         "{durability}"
     );
     for field in [

@@ -383,3 +383,53 @@ fn bad_point_index_settings_are_refused() {
     assert!(!dir.path().join("x.pool").exists());
     assert!(!dir.path().join("persimmon.pool").exists());
 }
+
+#[test]
+fn the_default_pool_on_an_ordinary_file_system_is_in_the_disk_domain() {
+    // The target directory sits on the project's file system, not tmpfs.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut child = serve(&["--port", "0"], dir.path());
+    let line = first_line(&mut child);
+    if line.contains("durability process-crash") {
+        eprintln!("skipped: the target directory is on tmpfs ({line})");
+        shutdown(&addr_of(&line), child);
+        return;
+    }
+    assert!(
+        line.contains(
+            "(pool persimmon.pool, durability disk: an acknowledged write survives \
+             a process crash and power loss)"
+        ),
+        "{line}"
+    );
+    let addr = addr_of(&line);
+    let field = |text: &str, name: &str| -> u64 {
+        let prefix = format!("{name}:");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("INFO lacks {name}: {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = info(&addr, "persistence");
+    assert!(before.contains("durability:disk\r\n"), "{before}");
+    for i in 0..20 {
+        assert_eq!(ask(&addr, &format!("SET k{i} v{i}")), "+OK\r\n");
+    }
+    let after = info(&addr, "persistence");
+    assert!(
+        field(&after, "log_syncs") > field(&before, "log_syncs"),
+        "each acknowledged SET waited for a sync of the log: {after}"
+    );
+    assert!(field(&after, "log_appended_bytes") > field(&before, "log_appended_bytes"));
+    assert!(field(&after, "log_capacity_bytes") > 0);
+    assert!(dir.path().join("persimmon.pool.wal").exists());
+    shutdown(&addr, child);
+    let out = Command::new(env!("CARGO_BIN_EXE_persimmon"))
+        .args(["get", "k19"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"\x01v19\n");
+}

@@ -12,6 +12,8 @@
 //! data-dir = "/data/app-tier" # create the pool with an SSD tier there (large values)
 //! tier-threshold = "4K"        # values of at least this size go to the tier
 //! cache-bytes = "2G"           # DRAM read cache for the tier (0: off)
+//! disk-log-size = "64M"        # a pool on an ordinary file system: its
+//!                              # write-ahead log's ring (the most a replay reads)
 //! bind = "127.0.0.1"
 //! port = 6479
 //! requirepass = "secret"
@@ -72,6 +74,9 @@ pub struct Config {
     pub tier_threshold: Option<u64>,
     /// DRAM for the tier's read cache (engine default when unset).
     pub cache_bytes: Option<u64>,
+    /// The disk domain's write-ahead log ring (`disk-log-size`; `None`:
+    /// the engine's default).
+    pub disk_log_bytes: Option<u64>,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
     /// TCP port (default 6479; 0 picks a free port, printed when ready).
@@ -140,6 +145,7 @@ impl Default for Config {
             data_dir: None,
             tier_threshold: None,
             cache_bytes: None,
+            disk_log_bytes: None,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
             requirepass: None,
@@ -178,6 +184,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     tier_threshold: Option<Size>,
     cache_bytes: Option<Size>,
+    disk_log_size: Option<Size>,
     bind: Option<String>,
     port: Option<u16>,
     requirepass: Option<String>,
@@ -277,6 +284,9 @@ impl Config {
         }
         if let Some(t) = size(&file.tier_threshold, "tier-threshold")? {
             self.tier_threshold = Some(t);
+        }
+        if let Some(n) = size(&file.disk_log_size, "disk-log-size")? {
+            self.disk_log_bytes = Some(n);
         }
         if let Some(c) = size(&file.cache_bytes, "cache-bytes")? {
             self.cache_bytes = Some(c);
@@ -414,6 +424,9 @@ impl Config {
         };
         if let Some(t) = self.tier_threshold {
             o.tier_threshold = t;
+        }
+        if let Some(n) = self.disk_log_bytes {
+            o.disk_log_bytes = n;
         }
         if let Some(c) = self.cache_bytes {
             o.cache_bytes = c;

@@ -382,11 +382,30 @@ impl Connection {
 
     /// Writes every queued reply. A client that takes none of it for
     /// `client-output-stall-secs` is disconnected.
-    async fn flush(&mut self) -> Result<(), Closed> {
-        let buf = &mut self.session.out.buf;
-        if buf.is_empty() {
+    /// Waits until every write made so far — this client's, and any other
+    /// a reply may have read — is durable (the disk domain's log is synced
+    /// past it; at once in the other domains). Replies leave only after
+    /// this, as Redis's `appendfsync always` sends its replies after the
+    /// event loop's `fsync`; the worker runs other connections meanwhile. A
+    /// log that failed its sync acknowledges nothing more: the connection
+    /// closes without its replies.
+    async fn durable(&self) -> Result<(), Closed> {
+        let durable = self.session.shared.keyspace.db.durable();
+        if durable.is_done() {
             return Ok(());
         }
+        durable.await.map_err(|e| {
+            eprintln!("persimmon: closing a connection without its replies: {e}");
+            Closed
+        })
+    }
+
+    async fn flush(&mut self) -> Result<(), Closed> {
+        if self.session.out.buf.is_empty() {
+            return Ok(());
+        }
+        self.durable().await?;
+        let buf = &mut self.session.out.buf;
         let mut written = 0;
         // Usually the socket takes everything at once: no timer needed.
         match self.stream.try_write(buf) {

@@ -40,10 +40,11 @@ impl std::fmt::Display for Ready {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listening on {} (pool {}, durability {})",
+            "listening on {} (pool {}, durability {}: an acknowledged write survives {})",
             self.addr,
             self.pool.display(),
-            self.durability.name()
+            self.durability.name(),
+            self.durability.survives()
         )
     }
 }
@@ -89,6 +90,10 @@ pub(crate) fn run_with(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .thread_name("persimmon-serve")
+        // A connection waits for durability before it sends its replies
+        // (`conn.rs`), not inside each engine call: the worker runs other
+        // connections while the log syncs, and they share its sync.
+        .on_thread_start(|| persimmon::defer_durability_waits(true))
         .enable_all()
         .build()
         .map_err(ServerError::Runtime)?;

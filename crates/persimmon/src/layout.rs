@@ -28,12 +28,19 @@ pub const MAGIC: [u8; 8] = *b"PERSIMMN";
 /// ordered index in leaves (superblock flag `SB_FLAG_LEAVES`: the ordered
 /// segments hold leaves of many record words instead of skiplist nodes);
 /// version 7 the three-choice point index (superblock flag
-/// `SB_FLAG_THREE_CHOICE`: a key may also live in a third bucket, §4).
+/// `SB_FLAG_THREE_CHOICE`: a key may also live in a third bucket, §4);
+/// version 8 a pool kept in the disk domain, whose newest fenced lines may
+/// be in the write-ahead log beside it (`<pool>.wal`, §2a) rather than in
+/// the pool file — the pool file layout is unchanged, the version only keeps
+/// builds that cannot replay the log from opening an older state.
 /// A pool is
 /// written at the lowest version that expresses it (a pool of an older
 /// version is raised to 4 by its first batch or deadline; a tiered pool is
-/// created at 5), and older versions are still read.
-pub const FORMAT_VERSION: u32 = 7;
+/// created at 5; a pool is raised to 8 when it is first opened in the disk
+/// domain), and older versions are still read.
+pub const FORMAT_VERSION: u32 = 8;
+/// First format version of a pool kept in the disk domain.
+pub const FORMAT_VERSION_DISK_LOG: u32 = 8;
 /// First format version with the three-choice point index.
 pub const FORMAT_VERSION_THREE_CHOICE: u32 = 7;
 /// First format version with the ordered index in leaves.
@@ -705,7 +712,7 @@ mod tests {
         };
         let b = sb.encode();
         assert_eq!(&b[0..8], b"PERSIMMN");
-        assert_eq!(get_u32(&b, 8), 7);
+        assert_eq!(get_u32(&b, 8), 8);
         assert_eq!(get_u32(&b, 12), 4096);
         assert_eq!(get_u64(&b, 16), 1 << 20);
         assert_eq!(get_u64(&b, 24), 0x1122_3344_5566_7788);
@@ -733,7 +740,7 @@ mod tests {
         next.format_version = FORMAT_VERSION + 1;
         assert!(matches!(
             Superblock::decode(&next.encode()),
-            Err(SuperblockError::Version(8))
+            Err(SuperblockError::Version(9))
         ));
         // The three-choice flag: version 7, PM point index, DRAM lock table.
         let mut three = sb;

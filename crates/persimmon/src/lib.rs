@@ -65,10 +65,12 @@ pub use db::{
 pub use error::{Error, Result};
 pub use layout::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use options::{
-    default_cache_bytes, Clock, FlushMode, ManualClock, Mechanisms, Options, OrderedLayout,
-    PointIndex, DEFAULT_TIER_THRESHOLD,
+    default_cache_bytes, Clock, Domain, FlushMode, ManualClock, Mechanisms, Options, OrderedLayout,
+    PointIndex, DEFAULT_DISK_CHECKPOINT_INTERVAL, DEFAULT_DISK_LOG_BYTES, DEFAULT_TIER_THRESHOLD,
 };
-pub use pmem::{Durability, PersistObserver, PmemCounters};
+pub use pmem::wal::{DiskFile, DiskObserver, Durable, LogFigures, Replay};
+pub use pmem::{defer_durability_waits, Durability, PersistObserver, PmemCounters};
+pub use pool::replay_log_file as replay_log;
 pub use tier::cache::Policy as CachePolicy;
 
 /// On-media format constants, exposed for tools and fixture tests.

@@ -9,15 +9,22 @@
 //! Invariants:
 //! - A lane's records are appended and made durable strictly one after the
 //!   other (the lane mutex is held from reserving space until the record's
-//!   fence), so after a crash the valid records of the active segment form a
-//!   prefix — except inside an atomic batch or a cleaner chunk, whose records
-//!   are appended under one hold of the mutex and fenced together
-//!   (`append_unfenced`): a crash before that fence may tear one of them,
-//!   and every record from there to the tail belongs to that uncommitted
-//!   batch (or is a copy no word names yet), so none is live. After a restart a lane never appends to a segment of an earlier
-//!   run: it starts a new one (the old one is sealed and left to the
-//!   cleaner), so damage inside the old segment can never make it write over
-//!   live records.
+//!   fence), so after a crash the valid records of a log segment form a
+//!   prefix, and every live record lies inside it — except inside an atomic
+//!   batch or a cleaner chunk, whose records are appended under one hold of
+//!   the mutex and fenced together (`append_many`), still under that hold: a
+//!   crash before that fence may tear one of them, and every record from
+//!   there to the tail belongs to that uncommitted batch (or is a copy no
+//!   word names yet), so none is live. The fence must come before the mutex
+//!   is released: a lane is shared by threads (and the cleaner's lane by the
+//!   log cleaner and the tier's thread), and a record another thread appends
+//!   and fences after the release would otherwise be live past a tear (the
+//!   disk domain's kill -9 loop met exactly that: `check` reported live
+//!   records past the valid prefix, and the cleaner, which walks the
+//!   prefix, could never move them). After a restart a lane never appends
+//!   to a segment of an earlier run: it starts a new one (the old one is
+//!   sealed and left to the cleaner), so damage inside the old segment can
+//!   never make it write over live records.
 //! - Every sequence number a lane hands out is larger than every one it
 //!   handed out before, across restarts: a new segment's header records a
 //!   counter drawn at allocation, a large record's header its own sequence,
@@ -209,14 +216,16 @@ impl Lane {
     }
 
     /// Appends the records of a batch under one hold of the lane: `write(i,
-    /// at)` stores record `i` (of `totals[i]` bytes) and flushes it. **No
-    /// fence**: the caller fences once for all of them before any word names
-    /// one (a crash before that fence may leave a torn record inside the
-    /// batch; the lane never appends to a segment of an earlier run, so no
-    /// live record ever follows it). Each record's offset goes to `offsets`
-    /// and each segment sealed on the way to `sealed`, also when an
-    /// allocation fails part way (the caller takes those records back).
-    pub fn append_unfenced(
+    /// at)` stores record `i` (of `totals[i]` bytes) and flushes it; then
+    /// **one fence**, before the lane is released, makes all of them durable
+    /// (and whatever else this thread flushed before it). A crash before
+    /// that fence may leave a torn record inside the batch, and nothing live
+    /// ever follows it: no other thread sharing the lane appends before the
+    /// fence, and the lane never appends to a segment of an earlier run.
+    /// Each record's offset goes to `offsets` and each segment sealed on the
+    /// way to `sealed`, also when an allocation fails part way (the caller
+    /// takes those records back; the fence is issued then too).
+    pub fn append_many(
         &self,
         pool: &Pool,
         totals: &[u64],
@@ -226,15 +235,25 @@ impl Lane {
     ) -> Result<()> {
         self.recover(pool);
         let mut st = self.state.lock();
+        let mut appended = Ok(());
         for (i, &total) in totals.iter().enumerate() {
-            sealed.extend(self.make_room(&mut st, pool, total)?);
+            match self.make_room(&mut st, pool, total) {
+                Ok(s) => sealed.extend(s),
+                Err(e) => {
+                    appended = Err(e);
+                    break;
+                }
+            }
             let at = st.tail;
             write(i, at);
             st.tail = at + total;
             pool.add_live(pool.segment_of(at), total);
             offsets.push(at);
         }
-        Ok(())
+        // Persist point, with the lane still held: every record appended
+        // here is durable before another thread's record can follow it.
+        pool.pm.fence();
+        appended
     }
 
     /// Makes room for `total` bytes at the tail, opening a new segment when
@@ -271,21 +290,28 @@ mod tests {
     //! segment index, and freed segments are reused lowest first), and the
     //! counter restarted below numbers already written. Write elimination
     //! compares these numbers, so a repeat could drop an acknowledged put.
+    use std::collections::{HashMap, HashSet};
+    use std::sync::{mpsc, Arc};
+    use std::thread::ThreadId;
+
     use super::*;
     use crate::options::Options;
+    use crate::pmem::PersistObserver;
 
-    fn append(pool: &Pool, lane: &Lane, seq: u64, value_len: usize) -> u64 {
+    /// A record's bytes (header, key, value) and its size in the log.
+    fn record(seq: u64, value_len: usize) -> (Vec<u8>, u64) {
         let key = seq.to_le_bytes();
         let value = vec![1u8; value_len];
-        let header = RecordHeader::encode(&key, &value, 0, seq, None);
-        let total = layout::record_bytes(key.len(), value_len);
+        let mut bytes = RecordHeader::encode(&key, &value, 0, seq, None).to_vec();
+        bytes.extend_from_slice(&key);
+        bytes.extend_from_slice(&value);
+        (bytes, layout::record_bytes(key.len(), value_len))
+    }
+
+    fn append(pool: &Pool, lane: &Lane, seq: u64, value_len: usize) -> u64 {
+        let (bytes, total) = record(seq, value_len);
         let (at, _) = lane
-            .append(pool, total, |at| {
-                let mut bytes = header.to_vec();
-                bytes.extend_from_slice(&key);
-                bytes.extend_from_slice(&value);
-                pool.pm.write_persistent(at, &bytes);
-            })
+            .append(pool, total, |at| pool.pm.write_persistent(at, &bytes))
             .unwrap();
         at
     }
@@ -341,5 +367,119 @@ mod tests {
             next > max_written,
             "first number after restart {next} repeats one written before ({max_written})"
         );
+    }
+
+    /// A persistent-memory model: a line a thread flushed (or stored
+    /// non-temporally) becomes durable at that thread's next fence.
+    #[derive(Default)]
+    struct Model {
+        state: std::sync::Mutex<ModelState>,
+    }
+
+    #[derive(Default)]
+    struct ModelState {
+        pending: HashMap<ThreadId, HashSet<u64>>,
+        durable: HashSet<u64>,
+    }
+
+    impl Model {
+        fn pend(&self, offset: u64, len: u64) {
+            let mut st = self.state.lock().unwrap();
+            let mine = st.pending.entry(std::thread::current().id()).or_default();
+            let mut line = offset & !63;
+            while line < offset + len {
+                mine.insert(line);
+                line += 64;
+            }
+        }
+
+        /// Whether every line of `offset..offset + len` is durable.
+        fn durable(&self, offset: u64, len: u64) -> bool {
+            let st = self.state.lock().unwrap();
+            (offset & !63..offset + len)
+                .step_by(64)
+                .all(|line| st.durable.contains(&line))
+        }
+    }
+
+    impl PersistObserver for Model {
+        fn store(&self, _offset: u64, _data: &[u8]) {}
+        fn nt_store(&self, offset: u64, data: &[u8]) {
+            self.pend(offset, data.len() as u64);
+        }
+        fn flush(&self, offset: u64) {
+            self.pend(offset, 1);
+        }
+        fn fence(&self) {
+            let mut st = self.state.lock().unwrap();
+            let mine = st
+                .pending
+                .remove(&std::thread::current().id())
+                .unwrap_or_default();
+            st.durable.extend(mine);
+        }
+    }
+
+    /// Regression: a cleaner chunk's copies (`append_many`) were fenced by
+    /// the caller after the lane was released, so the tier's thread, which
+    /// shares the cleaner's lane, could append a record behind them, fence
+    /// it and publish it while the copies were still unfenced. A crash
+    /// then left a live record past a torn one: past the segment's valid
+    /// prefix, where `check` reports damage and the cleaner (which walks
+    /// the prefix) never finds it. The disk domain's kill -9 loop, whose
+    /// kill drops every unfenced store, met it; on tmpfs the stores survive
+    /// a kill. Now `append_many` fences before it releases the lane.
+    #[test]
+    fn records_appended_together_are_durable_before_another_thread_appends() {
+        let dir = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        let options = Options {
+            segment_bytes: 256 << 10,
+            pool_bytes_initial: 4 << 20,
+            lanes: 1,
+            ..Options::default()
+        };
+        let model = Arc::new(Model::default());
+        let (pool, _) =
+            Pool::open(&dir.path().join("many.pool"), &options, Some(model.clone())).unwrap();
+        let lane = Lane::new(0, 0, None);
+        // Two small records (cached stores and flushes) and a large one
+        // (non-temporal stores where the CPU has them).
+        let (records, totals): (Vec<Vec<u8>>, Vec<u64>) = [100, 1000, 40]
+            .iter()
+            .map(|&len| record(lane.next_seq(&pool), len))
+            .unzip();
+        let (appended_tx, appended_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            // Dropped if an assertion below fails, so the thread ends.
+            let go_tx = go_tx;
+            s.spawn(|| {
+                let (appended_tx, go_rx) = (appended_tx, go_rx);
+                let (mut offsets, mut sealed) = (Vec::new(), Vec::new());
+                lane.append_many(&pool, &totals, &mut offsets, &mut sealed, |i, at| {
+                    pool.pm.write_persistent(at, &records[i])
+                })
+                .unwrap();
+                appended_tx.send(offsets).unwrap();
+                // The caller's own next steps (before this fix: its fence
+                // of the records) come after another thread's append.
+                let _ = go_rx.recv();
+                pool.pm.fence();
+            });
+            let offsets = appended_rx.recv().unwrap();
+            // Another thread of the lane appends a record and fences it.
+            let later = append(&pool, &lane, lane.next_seq(&pool), 100);
+            assert!(model.durable(later, record(0, 100).0.len() as u64));
+            assert!(later > *offsets.last().unwrap());
+            for (at, bytes) in offsets.iter().zip(&records) {
+                assert!(
+                    model.durable(*at, bytes.len() as u64),
+                    "record {at:#x} of the batch is not durable, but a later record of the lane is"
+                );
+            }
+            go_tx.send(()).unwrap();
+        });
     }
 }

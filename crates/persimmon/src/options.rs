@@ -14,6 +14,20 @@ pub enum FlushMode {
     Eadr,
 }
 
+/// Where a pool's durability comes from ([`Options::domain`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Domain {
+    /// From where the file lives: a DAX mount (or [`FlushMode::Eadr`]) is
+    /// persistent memory, tmpfs keeps data across a process crash, any
+    /// other file system is the disk domain (a write-ahead log beside the
+    /// pool, synced before a write returns).
+    #[default]
+    Detect,
+    /// The disk domain wherever the file lives (the crash simulator and
+    /// tests run it on tmpfs).
+    Disk,
+}
+
 /// The three MPKV mechanisms, each of which can be switched off alone to
 /// measure what it buys (ablation). All on is the normal engine; all off is
 /// the MPKV paper's *Baseline* ([`Options::baseline`]).
@@ -175,7 +189,51 @@ pub struct Options {
     /// Observes the SSD tier's file writes and syncs (the crash simulator);
     /// `None` normally.
     pub ssd_observer: Option<std::sync::Arc<dyn crate::tier::SsdObserver>>,
+    /// Where the pool's durability comes from (default [`Domain::Detect`]).
+    pub domain: Domain,
+    /// Disk domain: the size of the write-ahead log's ring in bytes
+    /// (default 64 MiB; at least 8 MiB, rounded up to whole 4 KiB pages).
+    /// The log file takes this plus 4 KiB, whatever is in use; a replay
+    /// after a crash reads at most this much. How much of it is in use at
+    /// steady state is up to the two checkpoint settings below.
+    pub disk_log_bytes: u64,
+    /// Disk domain: a checkpoint — the log's synced lines written into the
+    /// pool file, the pool file synced, the log's start moved past them —
+    /// starts once more than this many synced log bytes wait to be applied.
+    /// `None` (the default): a quarter of the ring.
+    ///
+    /// Larger means fewer checkpoints: fewer pool-file syncs, and a line
+    /// written many times between two checkpoints reaches the pool file
+    /// once. The price: more of the log is in use at steady state, a replay
+    /// after a crash reads and applies up to that much more (open takes
+    /// longer, about in proportion), and each checkpoint writes more at
+    /// once. Smaller means the reverse. Whatever it says, a checkpoint also
+    /// starts once the ring is more than half full (or more than this, if
+    /// larger) and whenever a write waits for room in a full ring.
+    ///
+    /// More than the ring ([`disk_log_bytes`](Self::disk_log_bytes) as the
+    /// log takes it) is refused at open; a value within 512 KiB of the ring
+    /// acts as the ring less 512 KiB (room for one largest record), so
+    /// writes go on while a checkpoint runs.
+    pub disk_checkpoint_bytes: Option<u64>,
+    /// Disk domain: the longest synced log bytes wait before a checkpoint
+    /// applies them, counted from the last checkpoint (default 500 ms).
+    /// It bounds how long a lightly written pool keeps its log in use, and
+    /// so the replay after a crash in a quiet period. Longer means fewer
+    /// pool-file syncs under a light load; shorter, a log emptied sooner
+    /// (zero checkpoints after every log sync).
+    pub disk_checkpoint_interval: std::time::Duration,
+    /// Observes the disk domain's file writes and syncs (the crash
+    /// simulator); `None` normally.
+    pub disk_observer: Option<std::sync::Arc<dyn crate::pmem::wal::DiskObserver>>,
 }
+
+/// Default [`Options::disk_log_bytes`]: 64 MiB.
+pub const DEFAULT_DISK_LOG_BYTES: u64 = 64 << 20;
+
+/// Default [`Options::disk_checkpoint_interval`]: 500 ms.
+pub const DEFAULT_DISK_CHECKPOINT_INTERVAL: std::time::Duration =
+    crate::pmem::wal::DEFAULT_CHECKPOINT_INTERVAL;
 
 /// Default [`Options::tier_threshold`]: 4 KiB.
 pub const DEFAULT_TIER_THRESHOLD: u64 = 4096;
@@ -277,6 +335,11 @@ impl Default for Options {
             cache_bytes: default_cache_bytes(),
             cache_policy: Default::default(),
             ssd_observer: None,
+            domain: Domain::Detect,
+            disk_log_bytes: DEFAULT_DISK_LOG_BYTES,
+            disk_checkpoint_bytes: None,
+            disk_checkpoint_interval: DEFAULT_DISK_CHECKPOINT_INTERVAL,
+            disk_observer: None,
         }
     }
 }

@@ -589,7 +589,8 @@ impl PdvFile {
                 detail: format!("{len} bytes is not a positive whole number of 64-byte lines"),
             });
         }
-        let pm = PmemFile::map(file, len, false, None)?;
+        let durability = crate::pmem::detect_durability(&file, false);
+        let pm = PmemFile::map(file, len, durability, None, None)?;
         Ok(PdvFile {
             pm,
             path: path.to_path_buf(),

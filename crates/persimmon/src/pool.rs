@@ -27,8 +27,10 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::layout::{self, SegmentHeader, SegmentKind, Superblock, SuperblockError};
+use crate::options::Domain;
 use crate::options::{FlushMode, Options, PointIndex};
-use crate::pmem::{self, PersistObserver, PmemFile};
+use crate::pmem::wal::{self, Replay, Wal};
+use crate::pmem::{self, Durability, PersistObserver, PmemFile};
 use crate::scan_copy;
 use crate::segment_scan::{scan_headers, ScanResult, KIND_CONTINUATION, KIND_FREEING};
 use crate::tier::ident::{self, TierSettings};
@@ -121,21 +123,49 @@ impl Pool {
             create_pool_file(path, opts)?;
         }
         let file = open_exclusive(path)?;
+        let durability = match opts.domain {
+            Domain::Detect => pmem::detect_durability(&file, opts.flush_mode == FlushMode::Eadr),
+            Domain::Disk => Durability::Disk,
+        };
+        let replayed = replay_log(&file, path, opts)?;
         let meta = file
             .metadata()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
         let file_len = meta.len();
-        let (sb, staged) = read_superblock(&file, path, file_len)?;
+        let (mut sb, staged) = read_superblock(&file, path, file_len)?;
         let seg = sb.segment_bytes;
         check_geometry(path, file_len, seg)?;
         check_flags_allow(path, &sb, opts)?;
         let pool_bytes_max = opts.pool_bytes_max.max(file_len);
-        let pm = PmemFile::map(
-            file,
-            pool_bytes_max,
-            opts.flush_mode == FlushMode::Eadr,
-            observer,
-        )?;
+        let wal = if durability == Durability::Disk {
+            // Raised before the log holds anything: a build that cannot
+            // replay the log refuses the pool instead of opening a state
+            // older than what it acknowledged.
+            if !staged && sb.format_version < layout::FORMAT_VERSION_DISK_LOG {
+                sb.format_version = layout::FORMAT_VERSION_DISK_LOG;
+                write_superblock_to_file(&file, path, &sb, opts.disk_observer.as_ref())?;
+            }
+            let for_applier = file
+                .try_clone()
+                .map_err(|e| Error::io("duplicate pool descriptor", e))?;
+            Some(Wal::open(
+                path,
+                for_applier,
+                sb.pool_id,
+                opts.disk_log_bytes,
+                (opts.disk_checkpoint_bytes, opts.disk_checkpoint_interval),
+                (layout::SUPERBLOCK_BYTES, seg),
+                replayed,
+                opts.disk_observer.clone(),
+            )?)
+        } else {
+            if replayed != Replay::default() || wal::log_path(path).exists() {
+                // Replayed into the pool, which no longer needs its log.
+                let _ = std::fs::remove_file(wal::log_path(path));
+            }
+            None
+        };
+        let pm = PmemFile::map(file, pool_bytes_max, durability, wal, observer)?;
         let max_segments = ((pool_bytes_max - layout::SUPERBLOCK_BYTES) / seg) as usize;
         let segments = (0..max_segments)
             .map(|_| SegmentInfo {
@@ -642,6 +672,13 @@ fn validate_options(opts: &Options) -> Result<()> {
             crate::tier::EXTENT_ALIGN
         )));
     }
+    // Checked in every domain: a setting that cannot work is refused before
+    // anything is created, wherever the pool lives.
+    wal::CheckpointPolicy::for_ring(
+        wal::ring_capacity(opts.disk_log_bytes),
+        opts.disk_checkpoint_bytes,
+        opts.disk_checkpoint_interval,
+    )?;
     if opts.pool_bytes_max > Slot_MAX_POOL {
         return Err(Error::InvalidOptions(format!(
             "pool_bytes_max {} exceeds what a slot can address ({Slot_MAX_POOL})",
@@ -827,6 +864,61 @@ fn link_into_place(tmp: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Replays the write-ahead log beside the pool at `path` into the pool file
+/// and empties the log, without opening the pool: the pool file then holds
+/// what an open in the disk domain would start from (for tools and the
+/// crash harness, which inspect pool files). Refused while the pool is open.
+pub fn replay_log_file(path: &Path) -> Result<Replay> {
+    let file = open_exclusive(path)?;
+    replay_log(&file, path, &Options::default())
+}
+
+/// Replays the write-ahead log beside the pool, if there is one, into the
+/// pool file (before anything of the pool is read): the pool file then
+/// holds every line a synced record of the log held.
+fn replay_log(file: &File, path: &Path, opts: &Options) -> Result<Replay> {
+    if !wal::log_path(path).exists() {
+        return Ok(Replay::default());
+    }
+    let file_len = file
+        .metadata()
+        .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
+        .len();
+    let (sb, _) = read_superblock(file, path, file_len)?;
+    let grain = (layout::SUPERBLOCK_BYTES, sb.segment_bytes);
+    wal::replay(path, file, &sb.pool_id, grain, opts.disk_observer.as_ref())
+}
+
+/// Writes `sb` as the pool's fixed superblock straight into the file,
+/// before it is mapped, with the stage protocol of
+/// [`Pool::raise_version`]: the stage durable first, then the fixed bytes,
+/// then the stage cleared.
+fn write_superblock_to_file(
+    file: &File,
+    path: &Path,
+    sb: &Superblock,
+    observer: Option<&Arc<dyn wal::DiskObserver>>,
+) -> Result<()> {
+    let io = |e| Error::io(format!("raise the format version of {}", path.display()), e);
+    let bytes = sb.encode();
+    let zeros = [0u8; layout::SB_FIXED_BYTES];
+    for (at, data) in [
+        (layout::SB_STAGED, &bytes[..]),
+        (0, &bytes[..]),
+        (layout::SB_STAGED, &zeros[..]),
+    ] {
+        if let Some(o) = observer {
+            o.wrote(wal::DiskFile::Pool, at, data);
+        }
+        file.write_all_at(data, at).map_err(io)?;
+        file.sync_data().map_err(io)?;
+        if let Some(o) = observer {
+            o.synced(wal::DiskFile::Pool);
+        }
+    }
+    Ok(())
+}
+
 /// Opens the pool file for reading and writing and takes its exclusive
 /// lock: a second opener (another process) is refused with `Locked`.
 fn open_exclusive(path: &Path) -> Result<File> {
@@ -918,11 +1010,14 @@ fn create_pool_file(path: &Path, opts: &Options) -> Result<()> {
     let result = (|| {
         pmem::allocate_file(&file, len)
             .map_err(|e| Error::io(format!("allocate {len} bytes for {}", tmp.display()), e))?;
+        // Written through a plain shared mapping and synced whole below,
+        // whatever domain the pool will open in.
         let pm = PmemFile::map(
             file.try_clone()
                 .map_err(|e| Error::io("duplicate pool descriptor", e))?,
             len,
-            opts.flush_mode == FlushMode::Eadr,
+            Durability::ProcessCrash,
+            None,
             None,
         )?;
         let mut sb = new_superblock(opts);

@@ -122,9 +122,9 @@ fn a_fixture_is_raised_to_4_by_a_batch_and_a_deadline(version: u32) {
     assert_eq!(db.stats().format_version, 4);
     drop(db);
     assert_eq!(common::format_version_on_file(&copy), 4);
-    // Batches and deadlines need 4, not the newest version (7: three-choice
-    // buckets).
-    assert_eq!(persimmon::format::FORMAT_VERSION, 7);
+    // Batches and deadlines need 4, not the newest version (8: a pool kept
+    // in the disk domain).
+    assert_eq!(persimmon::format::FORMAT_VERSION, 8);
     assert_eq!(
         fixed_bytes(&copy, SB_STAGED),
         [0; SB_FIXED_BYTES],

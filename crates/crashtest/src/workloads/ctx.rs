@@ -37,7 +37,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use persimmon::tier::SsdObserver;
-use persimmon::{Clock, Db, Options, OrderedLayout, PersistObserver, PointIndex};
+use persimmon::{Clock, Db, DiskObserver, Options, OrderedLayout, PersistObserver, PointIndex};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -165,6 +165,9 @@ impl Ctx {
         let mut options = self.cfg.options.clone();
         if self.cfg.data_dir.is_some() {
             options.ssd_observer = Some(self.sim.clone() as Arc<dyn SsdObserver>);
+        }
+        if self.cfg.disk {
+            options.disk_observer = Some(self.sim.clone() as Arc<dyn DiskObserver>);
         }
         let db = Db::open_observed(
             &self.pool,

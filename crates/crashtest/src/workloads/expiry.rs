@@ -174,7 +174,7 @@ fn expired_keys(c: &Ctx) -> BTreeMap<Key, State> {
 /// of theirs with its value, absent when it has none (a crash, or the
 /// cleaner, took it). Returns how many are absent.
 fn expired_as_on_media(c: &mut Ctx, candidates: BTreeMap<Key, State>) -> usize {
-    let bytes = std::fs::read(&c.pool).unwrap_or_default();
+    let bytes = c.sim.live_pool().unwrap_or_default();
     let Some(p) = poolfile::parse(&bytes) else {
         c.stop("expiry: the live pool file does not parse".into());
         return 0;

@@ -95,7 +95,7 @@ fn child(anchor: &[u8], tag: &str, n: u64) -> Key {
 
 /// The leaves of the live pool file (the engine's mapping).
 fn live_leaves(c: &Ctx) -> Option<poolfile::Leaves> {
-    let b = std::fs::read(&c.pool).ok()?;
+    let b = c.sim.live_pool()?;
     let p = poolfile::parse(&b)?;
     poolfile::read_leaves(&b, &p).ok()
 }

@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 use super::ctx::Ctx;
 use crate::poolfile;
 
-/// The segments of the live pool file (the engine's mapping), by index.
+/// The segments of the live pool (as the engine holds it), by index.
 pub(super) fn segment_kinds(c: &Ctx) -> Vec<poolfile::SegKind> {
-    std::fs::read(&c.pool)
-        .ok()
+    c.sim
+        .live_pool()
         .and_then(|b| poolfile::parse(&b))
         .map(|p| p.segments)
         .unwrap_or_default()

@@ -138,8 +138,8 @@ fn hinted(cfg: &SimConfig, key: &[u8]) -> bool {
 /// The ordered index of the live pool file: (node offset, key) in list
 /// order (leaves: (entry, key) by key).
 pub(super) fn nodes(c: &Ctx) -> Vec<(u64, Key)> {
-    std::fs::read(&c.pool)
-        .ok()
+    c.sim
+        .live_pool()
         .and_then(|b| {
             let p = poolfile::parse(&b)?;
             poolfile::ordered_list(&b, &p).ok()

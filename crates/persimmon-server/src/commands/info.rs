@@ -410,7 +410,19 @@ fn persistence_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
         "module_fork_last_cow_size",
     ]);
     out.line("durability", &stats.durability.name());
+    out.line("durability_survives", &stats.durability.survives());
     out.line("every_write_durable_on_reply", &1);
+    if let Some(log) = &stats.log {
+        // The disk domain's write-ahead log: syncs per write =
+        // log_syncs delta / writes, bytes per write likewise.
+        out.line("log_capacity_bytes", &log.capacity);
+        out.line("log_used_bytes", &log.used);
+        out.line("log_appended_bytes", &log.appended);
+        out.line("log_syncs", &log.syncs);
+        out.line("log_checkpoints", &log.checkpoints);
+        out.line("log_replayed_bytes", &log.replayed.bytes);
+        out.line("log_replay_micros", &(log.replayed.nanos / 1000));
+    }
     out.line("pool", &shared.config.pool.display());
     out.line("pool_rebuild_done", &(stats.rebuild_done as u8));
     out.line("ordered_index", &(stats.ordered_index as u8));

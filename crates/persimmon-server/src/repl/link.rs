@@ -238,6 +238,19 @@ async fn follow(shared: &Arc<Shared>, epoch: u64, s: &mut Session) -> Result<(),
     stream_loop(shared, epoch, s, &mut c).await
 }
 
+/// `REPLCONF ACK <offset>`: the offset of everything applied so far, sent
+/// once all of it is durable here (the disk domain's log synced past it).
+async fn ack(shared: &Shared, c: &mut Conn) -> Result<(), String> {
+    let offset = shared.repl.lock_stream().offset.to_string();
+    shared
+        .keyspace
+        .db
+        .durable()
+        .await
+        .map_err(|e| format!("the applied stream is not durable: {e}"))?;
+    c.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+}
+
 async fn handshake(shared: &Shared, c: &mut Conn) -> Result<(), String> {
     c.send(&[b"PING"]).await?;
     let pong = c.line().await?;
@@ -339,8 +352,7 @@ async fn stream_loop(
                 if last_read.elapsed() > TIMEOUT {
                     return Err("the master sent nothing for 60 s".into());
                 }
-                let offset = shared.repl.lock_stream().offset.to_string();
-                c.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await?;
+                ack(shared, c).await?;
             }
             read = c.socket.read_buf(&mut c.input) => {
                 match read {
@@ -419,8 +431,7 @@ async fn apply_all(
         }
         parser.reset();
         if getack {
-            let offset = shared.repl.lock_stream().offset.to_string();
-            c.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await?;
+            ack(shared, c).await?;
         }
         shared.repl.lock_stream().relay(&c.input[raw]);
         consumed += len;

@@ -690,14 +690,11 @@ impl Engine {
                 None,
             ));
         }
+        // Persist point (fence A; G1 of a grouped write), issued by
+        // `append_parts` with the lane held: every record (and the undo
+        // record) is durable; no word names any of them yet. (A grouped
+        // write of deletes only has no record to wait for.)
         let placed = self.append_parts(w.lane, &parts, guard)?;
-        if !parts.is_empty() {
-            // Persist point (fence A; G1 of a grouped write): every record
-            // (and the undo record) is durable; no word names any of them
-            // yet. (A grouped write of deletes only has no record to wait
-            // for.)
-            self.pool.pm.fence();
-        }
         let records = part_of.iter().map(|i| i.map(|i| placed[i])).collect();
         Ok(Written {
             records,
@@ -706,39 +703,49 @@ impl Engine {
         })
     }
 
-    /// Appends `parts` without a fence: small ones to the lane under one
-    /// hold, large ones to runs of their own. Returns `(offset, total)` of
-    /// each; on failure takes back what it appended.
+    /// Appends `parts` and fences once (fence A): large ones to runs of
+    /// their own first, then the small ones to the lane under one hold,
+    /// whose fence (issued before the lane is released, so no record
+    /// another thread appends to the lane can be durable before these)
+    /// covers the large ones too. Nothing, not even the fence, when `parts`
+    /// is empty. Returns `(offset, total)` of each; on failure takes back
+    /// what it appended.
     fn append_parts(
         &self,
         lane: &Lane,
         parts: &[RecordParts],
         guard: &Guard,
     ) -> Result<Vec<(u64, u64)>> {
+        let mut placed = vec![(0, 0); parts.len()];
+        if parts.is_empty() {
+            return Ok(placed);
+        }
         let half = self.pool.segment_bytes / 2;
         let totals: Vec<u64> = parts.iter().map(RecordParts::total).collect();
+        let mut result = Ok(());
+        for i in (0..parts.len()).filter(|&i| totals[i] > half) {
+            result = self
+                .write_large(lane, &parts[i])
+                .map(|at| placed[i] = (at, totals[i]));
+            if result.is_err() {
+                break;
+            }
+        }
         let small: Vec<usize> = (0..parts.len()).filter(|&i| totals[i] <= half).collect();
         let small_totals: Vec<u64> = small.iter().map(|&i| totals[i]).collect();
         let (mut offsets, mut sealed) = (Vec::new(), Vec::new());
         let pm = &self.pool.pm;
-        let mut result = lane.append_unfenced(
-            &self.pool,
-            &small_totals,
-            &mut offsets,
-            &mut sealed,
-            |j, at| parts[small[j]].store(pm, at),
-        );
-        let mut placed = vec![(0, 0); parts.len()];
+        if result.is_ok() {
+            result = lane.append_many(
+                &self.pool,
+                &small_totals,
+                &mut offsets,
+                &mut sealed,
+                |j, at| parts[small[j]].store(pm, at),
+            );
+        }
         for (j, &off) in offsets.iter().enumerate() {
             placed[small[j]] = (off, small_totals[j]);
-        }
-        for i in (0..parts.len()).filter(|&i| totals[i] > half) {
-            if result.is_err() {
-                break;
-            }
-            result = self
-                .write_large(lane, &parts[i])
-                .map(|at| placed[i] = (at, totals[i]));
         }
         for s in sealed {
             self.maybe_free(s, guard);

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use super::engine::{Engine, CHECK_SEQ};
 use crate::error::Result;
 use crate::index::{self, Index, SegRef};
-use crate::layout::{self, RecordHeader, SegmentKind, Slot};
+use crate::layout::{self, HeaderState, RecordHeader, SegmentHeader, SegmentKind, Slot};
 use crate::log::walk_segment;
 use crate::ordered::Ordered;
 use crate::segment_scan::{KIND_DAMAGED, KIND_FREEING};
@@ -143,6 +143,18 @@ impl Engine {
         w.report
     }
 
+    /// Whose log segment `s` is, for a report: `lane N` from its header.
+    fn segment_lane(&self, s: u32) -> String {
+        let header = self.pool.pm.slice(
+            self.pool.segment_offset(s),
+            layout::SEGMENT_HEADER_BYTES as usize,
+        );
+        match header.map(SegmentHeader::decode) {
+            Ok(HeaderState::Valid(h)) => format!("lane {}", h.lane_or_depth),
+            _ => "header unreadable".to_string(),
+        }
+    }
+
     /// Counts log segments and large runs; reports damaged headers.
     fn check_segment_kinds(&self, r: &mut CheckReport) {
         for s in 0..self.pool.segment_count() {
@@ -196,8 +208,9 @@ impl Engine {
                 .or_insert_with(|| walk_segment(&self.pool, at.segment, |_| {}));
             if off + h.total_bytes() > end {
                 w.report.errors.push(format!(
-                    "record {off:#x} lies past the valid record prefix of segment {} (ends {end:#x})",
-                    at.segment
+                    "record {off:#x} lies past the valid record prefix of segment {} ({}, ends {end:#x})",
+                    at.segment,
+                    self.segment_lane(at.segment)
                 ));
             }
         }

@@ -248,7 +248,8 @@ impl Engine {
     }
 
     /// Appends copies of the chunk's records to the cleaner's lane, under
-    /// one fence; returns their offsets (each counted live).
+    /// one fence issued while the lane is held (the tier's thread appends to
+    /// the same lane); returns their offsets (each counted live).
     fn copy_chunk(&self, live: &[Candidate], guard: &Guard) -> Result<Vec<u64>> {
         let pm = &self.pool.pm;
         let totals: Vec<u64> = live.iter().map(|c| c.header.total_bytes()).collect();
@@ -260,16 +261,16 @@ impl Engine {
         }
         let mut offsets = Vec::with_capacity(live.len());
         let mut sealed = Vec::new();
-        let appended = self.cleaner_lane.append_unfenced(
+        // Persist point (`append_many` fences before it releases the lane):
+        // the copies are durable (and byte for byte the originals) before any
+        // word names one, and before any later record of the lane is.
+        let appended = self.cleaner_lane.append_many(
             &self.pool,
             &totals,
             &mut offsets,
             &mut sealed,
             |i, at| pm.write_persistent(at, sources[i]),
         );
-        // Persist point: the copies are durable (and byte for byte the
-        // originals) before any word names one.
-        pm.fence();
         for s in sealed {
             self.maybe_free(s, guard);
         }

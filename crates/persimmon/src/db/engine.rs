@@ -155,6 +155,19 @@ pub(super) fn check_value(value: &[u8]) -> Result<()> {
 }
 
 impl Engine {
+    /// `done`, once everything it made or read is durable (in the disk
+    /// domain: the write-ahead log synced past everything appended so far;
+    /// at once elsewhere, and on a thread that defers its waits). Every
+    /// call of the public API returns through here, so a write is durable
+    /// when its call returns, and a read returns nothing a crash could take
+    /// back — as in persistent memory, and as Redis's `appendfsync always`
+    /// replies only after its `fsync`.
+    pub(crate) fn settle<T>(&self, done: Result<T>) -> Result<T> {
+        let value = done?;
+        self.pool.pm.durable_point()?;
+        Ok(value)
+    }
+
     #[inline]
     pub(super) fn hash(&self, key: &[u8]) -> u64 {
         xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)

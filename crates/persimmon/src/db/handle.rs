@@ -29,6 +29,7 @@ use super::txn::{Transaction, Versioned, DEFAULT_TRANSACTION_ATTEMPTS};
 use super::write::Update;
 use crate::error::Result;
 use crate::options::PointIndex;
+use crate::pmem::wal::Durable;
 use crate::pmem::Durability;
 
 /// A Persimmon key-value store on one pool file.
@@ -54,7 +55,7 @@ impl Db {
     /// result. `f` runs while the value is protected from reclamation; keep
     /// it short and do not call back into the `Db` from it.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.engine.get_with(key, f)
+        self.durable_on_return(self.engine.get_with(key, f))
     }
 
     /// Reads many keys at once, overlapping their cache misses; calls
@@ -67,25 +68,30 @@ impl Db {
     /// back into the `Db` from it. On an error the read stops: `f` has been
     /// called for exactly the keys before the failing one.
     pub fn get_many_with(&self, keys: &[&[u8]], f: impl FnMut(usize, Option<&[u8]>)) -> Result<()> {
-        self.engine.get_many_with(keys, f)
+        self.durable_on_return(self.engine.get_many_with(keys, f))
     }
 
     /// The values of `keys`, copied out, in order ([`Db::get_many_with`]).
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut out = vec![None; keys.len()];
-        self.engine
-            .get_many_with(keys, |i, v| out[i] = v.map(<[u8]>::to_vec))?;
+        self.get_many_with(keys, |i, v| out[i] = v.map(<[u8]>::to_vec))?;
         Ok(out)
+    }
+
+    /// `done`, once every write it made, and every write it may have
+    /// read, is durable (`Engine::settle`).
+    fn durable_on_return<T>(&self, done: Result<T>) -> Result<T> {
+        self.engine.settle(done)
     }
 
     /// Whether `key` is present.
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.engine.get_with(key, |_| ())?.is_some())
+        Ok(self.get_with(key, |_| ())?.is_some())
     }
 
     /// Stores `value` under `key`. Durable when this returns.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.engine.put(key, value, None)
+        self.durable_on_return(self.engine.put(key, value, None))
     }
 
     /// Stores `value` under `key`, to expire at `deadline_ms` (milliseconds
@@ -96,24 +102,24 @@ impl Db {
     ///
     /// [`MAX_DEADLINE_MS`]: super::expiry::MAX_DEADLINE_MS
     pub fn put_with_deadline(&self, key: &[u8], value: &[u8], deadline_ms: u64) -> Result<()> {
-        self.engine.put(key, value, Some(deadline_ms))
+        self.durable_on_return(self.engine.put(key, value, Some(deadline_ms)))
     }
 
     /// Sets the deadline of `key` (ms of Unix time; one already passed
     /// deletes it). Returns whether the key was present. Rewrites the
     /// key's record with the same value. Durable when this returns.
     pub fn expire_at(&self, key: &[u8], deadline_ms: u64) -> Result<bool> {
-        self.engine.set_deadline(key, Some(deadline_ms), false)
+        self.durable_on_return(self.engine.set_deadline(key, Some(deadline_ms), false))
     }
 
     /// Removes the deadline of `key`; returns whether it had one.
     pub fn persist(&self, key: &[u8]) -> Result<bool> {
-        self.engine.set_deadline(key, None, true)
+        self.durable_on_return(self.engine.set_deadline(key, None, true))
     }
 
     /// The time to live of `key`.
     pub fn ttl(&self, key: &[u8]) -> Result<Ttl> {
-        self.engine.ttl(key)
+        self.durable_on_return(self.engine.ttl(key))
     }
 
     /// Now, in milliseconds of Unix time, by the clock deadlines are
@@ -133,9 +139,8 @@ impl Db {
     /// [`MAX_BATCH_OPS`]: super::batch::MAX_BATCH_OPS
     /// [`MAX_BATCH_BYTES`]: super::batch::MAX_BATCH_BYTES
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.engine
-            .commit_batch(batch.ops(), &[], false)
-            .map(|_| ())
+        let written = self.engine.commit_batch(batch.ops(), &[], false);
+        self.durable_on_return(written.map(|_| ()))
     }
 
     /// Applies every operation of `batch` as independent writes that share
@@ -162,7 +167,7 @@ impl Db {
     /// [`MAX_BATCH_OPS`]: super::batch::MAX_BATCH_OPS
     /// [`MAX_BATCH_BYTES`]: super::batch::MAX_BATCH_BYTES
     pub fn write_grouped(&self, batch: &WriteBatch) -> Result<()> {
-        self.engine.write_grouped(batch.ops())
+        self.durable_on_return(self.engine.write_grouped(batch.ops()))
     }
 
     /// Runs `f` as an optimistic transaction: its reads (`tx.get`) see the
@@ -175,7 +180,7 @@ impl Db {
     ///
     /// [`Error::TransactionConflict`]: crate::error::Error::TransactionConflict
     pub fn transaction<R>(&self, f: impl FnMut(&mut Transaction) -> Result<R>) -> Result<R> {
-        self.engine.transaction(DEFAULT_TRANSACTION_ATTEMPTS, f)
+        self.durable_on_return(self.engine.transaction(DEFAULT_TRANSACTION_ATTEMPTS, f))
     }
 
     /// [`transaction`](Self::transaction) with its own bound on attempts.
@@ -184,7 +189,7 @@ impl Db {
         attempts: u32,
         f: impl FnMut(&mut Transaction) -> Result<R>,
     ) -> Result<R> {
-        self.engine.transaction(attempts, f)
+        self.durable_on_return(self.engine.transaction(attempts, f))
     }
 
     /// The value of `key` with its deadline and [`Version`], read together
@@ -193,12 +198,12 @@ impl Db {
     /// reads and writes the caller holds itself (a server's MULTI/EXEC and
     /// WATCH).
     pub fn get_versioned(&self, key: &[u8]) -> Result<Option<Versioned>> {
-        self.engine.get_versioned(key)
+        self.durable_on_return(self.engine.get_versioned(key))
     }
 
     /// The [`Version`] of `key` (absent or expired: `None`).
     pub fn version(&self, key: &[u8]) -> Result<Option<Version>> {
-        self.engine.version(key)
+        self.durable_on_return(self.engine.version(key))
     }
 
     /// Applies `batch` as [`write`](Self::write) does, but only if every key
@@ -211,7 +216,7 @@ impl Db {
         batch: &WriteBatch,
         expected: &[(&[u8], Option<Version>)],
     ) -> Result<bool> {
-        self.engine.write_if(batch, expected)
+        self.durable_on_return(self.engine.write_if(batch, expected))
     }
 
     /// Runs one pass of active expiry on the calling thread: deletes every
@@ -220,7 +225,7 @@ impl Db {
     #[doc(hidden)]
     pub fn expire_now(&self) -> Result<u64> {
         self.engine.wait_tally();
-        self.engine.expire_due(0)
+        self.durable_on_return(self.engine.expire_due(0))
     }
 
     /// Writes `bytes` at byte offset `at` of the value of `key` (Redis's
@@ -230,9 +235,12 @@ impl Db {
     /// value's extent later in the background (MixStore's delayed merge);
     /// reads see it at once.
     pub fn write_range(&self, key: &[u8], at: u64, bytes: &[u8]) -> Result<u64> {
-        let len = self
-            .engine
-            .range_write(key, &[], patch::At::Offset(at), bytes)?;
+        let len = self.durable_on_return(self.engine.range_write(
+            key,
+            &[],
+            patch::At::Offset(at),
+            bytes,
+        ))?;
         Ok(len.expect("every value starts with the empty head"))
     }
 
@@ -240,7 +248,8 @@ impl Db {
     /// returns the new length. Like [`write_range`](Self::write_range) at
     /// the value's end.
     pub fn append(&self, key: &[u8], bytes: &[u8]) -> Result<u64> {
-        let len = self.engine.range_write(key, &[], patch::At::End, bytes)?;
+        let len =
+            self.durable_on_return(self.engine.range_write(key, &[], patch::At::End, bytes))?;
         Ok(len.expect("every value starts with the empty head"))
     }
 
@@ -257,12 +266,12 @@ impl Db {
         bytes: &[u8],
     ) -> Result<Option<u64>> {
         let at = at.map_or(patch::At::End, patch::At::Offset);
-        self.engine.range_write(key, head, at, bytes)
+        self.durable_on_return(self.engine.range_write(key, head, at, bytes))
     }
 
     /// Deletes `key`; returns whether it existed. Durable when this returns.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.engine.delete(key)
+        self.durable_on_return(self.engine.delete(key))
     }
 
     /// [`update`](Self::update) whose closure also sees the key's deadline
@@ -272,14 +281,24 @@ impl Db {
         key: &[u8],
         f: impl FnOnce(Option<&[u8]>, Option<u64>) -> (Update, R),
     ) -> Result<R> {
-        self.engine.update_with_deadline(key, f)
+        self.durable_on_return(self.engine.update_with_deadline(key, f))
     }
 
     /// Atomic read-modify-write: `f` sees the current value (or `None`) while
     /// the key is locked and decides what to store; its second result is
     /// returned. Durable when this returns. `f` must not call into the `Db`.
     pub fn update<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> (Update, R)) -> Result<R> {
-        self.engine.update(key, f)
+        self.durable_on_return(self.engine.update(key, f))
+    }
+
+    /// Everything written so far, by any thread, as something to wait for:
+    /// ready at once outside the disk domain; in it, once the write-ahead
+    /// log is synced past it. A thread that defers its durability waits
+    /// ([`defer_durability_waits`](crate::pmem::defer_durability_waits), as the
+    /// RESP server's workers do) awaits this before it acknowledges a write
+    /// (or a read that saw one); no other caller needs it.
+    pub fn durable(&self) -> Durable {
+        Durable::now(self.engine.pool.pm.wal())
     }
 
     /// Number of keys, in O(1). Right after an open that followed a crash it
@@ -347,7 +366,7 @@ impl Db {
     /// space grows; this is for tests and tools.)
     #[doc(hidden)]
     pub fn clean_tier_now(&self) -> Result<u64> {
-        self.engine.clean_tier_now()
+        self.durable_on_return(self.engine.clean_tier_now())
     }
 
     /// Runs the log cleaner once over every sealed log segment that has dead
@@ -356,7 +375,7 @@ impl Db {
     /// this is for tests and tools.)
     #[doc(hidden)]
     pub fn clean_now(&self) -> Result<usize> {
-        self.engine.clean_now()
+        self.durable_on_return(self.engine.clean_now())
     }
 
     /// Blocks until the background rebuild after open has finished: live
@@ -400,7 +419,10 @@ impl Drop for Db {
         let Some(mut engine) = self.engine.0.take() else {
             return;
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        // Bounded, as a guard against a reference that never goes; a
+        // deferred free can take a while (a data file's unlink and its
+        // directory's sync on a loaded disk took over 2 s here).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             match Arc::try_unwrap(engine) {
                 Ok(last) => return drop(last),

@@ -144,7 +144,7 @@ impl Iterator for Iter<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(item) = self.buffer.pop_front() {
-                return Some(item);
+                return Some(self.engine.settle(item));
             }
             if self.done {
                 return None;

@@ -326,17 +326,25 @@ impl Iterator for Range<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.cursor
-            .next_front()
-            .map(|r| r.map(|(k, v)| (k, v.unwrap_or_default())))
+        let item = self.cursor.next_front()?;
+        Some(
+            self.cursor
+                .engine
+                .settle(item)
+                .map(|(k, v)| (k, v.unwrap_or_default())),
+        )
     }
 }
 
 impl DoubleEndedIterator for Range<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.cursor
-            .next_back()
-            .map(|r| r.map(|(k, v)| (k, v.unwrap_or_default())))
+        let item = self.cursor.next_back()?;
+        Some(
+            self.cursor
+                .engine
+                .settle(item)
+                .map(|(k, v)| (k, v.unwrap_or_default())),
+        )
     }
 }
 
@@ -350,13 +358,15 @@ impl Iterator for RangeKeys<'_> {
     type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.cursor.next_front().map(|r| r.map(|(k, _)| k))
+        let item = self.cursor.next_front()?;
+        Some(self.cursor.engine.settle(item).map(|(k, _)| k))
     }
 }
 
 impl DoubleEndedIterator for RangeKeys<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.cursor.next_back().map(|r| r.map(|(k, _)| k))
+        let item = self.cursor.next_back()?;
+        Some(self.cursor.engine.settle(item).map(|(k, _)| k))
     }
 }
 
@@ -449,7 +459,7 @@ impl Db {
                 Ok(go.unwrap_or(true))
             },
         )?;
-        Ok(n)
+        engine.settle(Ok(n))
     }
 
     /// Key-value pairs with keys in `range`, in ascending byte order (or

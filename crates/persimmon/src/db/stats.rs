@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use super::engine::Engine;
 use crate::layout::{self, SegmentKind};
 use crate::options::PointIndex;
+use crate::pmem::wal::LogFigures;
 use crate::pmem::{self, Durability};
 use crate::segment_scan::{KIND_CONTINUATION, KIND_DAMAGED};
 
@@ -37,6 +38,10 @@ pub struct Stats {
     pub index_depth: u8,
     pub lanes: usize,
     pub durability: Durability,
+    /// The disk domain's write-ahead log: its ring, what is in it, syncs
+    /// and checkpoints since open, and what the open replayed (`None`
+    /// outside the disk domain).
+    pub log: Option<LogFigures>,
     pub flush_instruction: &'static str,
     pub nt_copy: &'static str,
     /// Puts that returned without writing because an overlapping put of the
@@ -131,8 +136,28 @@ impl Stats {
     /// bindings and reports build their views from this one list.
     pub fn fields(&self) -> Vec<(&'static str, StatValue)> {
         let mut f = self.pool_fields();
+        f.extend(self.log_fields());
         f.extend(self.tier_fields());
         f
+    }
+
+    /// The disk domain's log (absent outside it).
+    fn log_fields(&self) -> Vec<(&'static str, StatValue)> {
+        let count = |get: fn(&LogFigures) -> u64| {
+            self.log
+                .as_ref()
+                .map_or(StatValue::Absent, |l| StatValue::Count(get(l)))
+        };
+        vec![
+            ("log_capacity_bytes", count(|l| l.capacity)),
+            ("log_used_bytes", count(|l| l.used)),
+            ("log_appended_bytes", count(|l| l.appended)),
+            ("log_syncs", count(|l| l.syncs)),
+            ("log_checkpoints", count(|l| l.checkpoints)),
+            ("log_replayed_bytes", count(|l| l.replayed.bytes)),
+            ("log_replayed_records", count(|l| l.replayed.records)),
+            ("log_replay_micros", count(|l| l.replayed.nanos / 1000)),
+        ]
     }
 
     fn pool_fields(&self) -> Vec<(&'static str, StatValue)> {
@@ -259,6 +284,7 @@ impl Engine {
             index_depth: self.index.dir.load().depth,
             lanes: self.lanes.len(),
             durability: self.pool.pm.durability(),
+            log: self.pool.pm.wal().map(|w| w.figures()),
             flush_instruction: self.pool.pm.flush_instruction().name(),
             nt_copy: self.pool.pm.nt_copy().name(),
             eliminated_puts: self.eliminated_puts.load(Ordering::Relaxed),

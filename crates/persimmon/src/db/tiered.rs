@@ -20,16 +20,21 @@
 //!   the DRAM rebuild count the extents of the records they count. So a
 //!   file's live bytes are the extent bytes live records name.
 //! - Data files are deleted only after the tally, through the epoch, when
-//!   `Tier::delete_file` finds them still reclaimable.
+//!   `Tier::delete_file` finds them still reclaimable, and only once every
+//!   fence made before is durable (`defer_delete`: in the disk domain the
+//!   records that stopped naming the file may still be in the log's
+//!   unsynced tail).
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
+use std::sync::Weak;
 
 use crossbeam_epoch::Guard;
 
 use super::engine::Engine;
 use crate::error::{Error, Result};
 use crate::layout::REC_FLAG_EXTERNAL;
+use crate::pmem::wal::Durable;
 use crate::tier::extent::{self, Extent, ExternalValue};
 use crate::tier::{Tier, Written, EXTENT_ALIGN};
 
@@ -158,21 +163,15 @@ impl Engine {
         }
     }
 
-    /// Deletes data file `no` once every reader pinned now has moved on.
+    /// Deletes data file `no` once every reader pinned now has moved on
+    /// and every fence made so far is durable.
     pub(super) fn delete_file_later(&self, no: u32, guard: &Guard) {
         if !self.tally_done.load(Ordering::Acquire) || self.reclaim_blocked.load(Ordering::Acquire)
         {
             return;
         }
-        let me = self.me.clone();
-        guard.defer(move || {
-            if let Some(engine) = me.upgrade() {
-                if let Some(t) = engine.tier() {
-                    t.delete_file(no);
-                }
-            }
-        });
-        guard.flush();
+        let fenced = Durable::now(self.pool.pm.wal());
+        defer_delete(self.me.clone(), no, fenced, guard);
     }
 
     /// After the tally: deletes the data files nothing names (left by a
@@ -184,4 +183,29 @@ impl Engine {
             self.delete_file_later(f.no, &guard);
         }
     }
+}
+
+/// Through the epoch, deletes data file `no` once `fenced` is durable:
+/// in the disk domain the records that stopped naming the file may still
+/// be in the log's unsynced tail. Until then it goes round the epoch again
+/// (the log syncs its tail on its own soon); it never waits, since
+/// deferred work runs on whatever thread collects garbage, which may be
+/// one the log's syncer waits for.
+fn defer_delete(me: Weak<Engine>, no: u32, fenced: Durable, guard: &Guard) {
+    guard.defer(move || {
+        let Some(engine) = me.upgrade() else { return };
+        if engine.stop.load(Ordering::Acquire) {
+            // The Db is closing and waits for this reference to go; the
+            // next open's tally deletes the file (nothing names it).
+            return;
+        }
+        if !fenced.is_done() {
+            defer_delete(me, no, fenced, &crossbeam_epoch::pin());
+            return;
+        }
+        if let Some(t) = engine.tier() {
+            t.delete_file(no);
+        }
+    });
+    guard.flush();
 }

@@ -20,12 +20,19 @@
 //!   protocols (append-only records, epoch-protected reuse) guarantee no one
 //!   writes it while the view is alive.
 //! - Durability: after `write*` + `flush` of a range and a later `fence` on
-//!   the same thread, the range is in the persistence domain (for
-//!   [`Durability::Msync`], `fence` runs `msync` on the ranges flushed since
-//!   the last fence).
+//!   the same thread, the range is in the persistence domain — at once on
+//!   persistent memory and tmpfs; in [`Durability::Disk`] once the
+//!   write-ahead log is synced past the fence's record ([`wal`]), which
+//!   [`PmemFile::durable_point`] waits for; for [`Durability::Msync`] (a
+//!   mapped file without a log), `fence` runs `msync` on the ranges flushed
+//!   since the last fence.
+//! - In the disk domain the mapping is private: no store reaches the pool
+//!   file except through the log's applier (the write-ahead rule).
 
+mod close_sweep;
 pub mod counters;
 pub(crate) mod cpu;
+pub mod wal;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -46,10 +53,15 @@ pub(crate) const NT_THRESHOLD_BYTES: usize = 256;
 pub enum Durability {
     /// DAX mapping with `MAP_SYNC` (or eADR): flushed data survives power loss.
     PowerFail,
+    /// A pool on an ordinary file system: fences go to a write-ahead log
+    /// ([`wal`]), and a write is durable (it survives power loss) once its
+    /// call returns, which waits for a sync of the log shared with every
+    /// concurrent writer.
+    Disk,
     /// tmpfs or page cache: data survives a process crash, not power loss.
     ProcessCrash,
-    /// Regular file: every fence runs `msync`, so data survives power loss
-    /// (slowly).
+    /// A mapped file without a log on an ordinary file system (a PDV file):
+    /// every fence runs `msync`, so data survives power loss (slowly).
     Msync,
 }
 
@@ -57,8 +69,19 @@ impl Durability {
     pub fn name(self) -> &'static str {
         match self {
             Durability::PowerFail => "power-fail",
+            Durability::Disk => "disk",
             Durability::ProcessCrash => "process-crash",
             Durability::Msync => "msync",
+        }
+    }
+
+    /// What a write acknowledged in this domain survives, in a few words.
+    pub fn survives(self) -> &'static str {
+        match self {
+            Durability::PowerFail | Durability::Disk | Durability::Msync => {
+                "a process crash and power loss"
+            }
+            Durability::ProcessCrash => "a process crash, not power loss or a reboot",
         }
     }
 }
@@ -93,6 +116,8 @@ pub(crate) struct PmemFile {
     /// DRAM, not a pool: flushes and fences do nothing and nothing is
     /// counted as persistent-memory traffic (see [`PmemFile::volatile`]).
     volatile: bool,
+    /// The disk domain's log: fences append the flushed lines to it.
+    wal: Option<Arc<wal::Wal>>,
 }
 
 // SAFETY: the raw base pointer refers to a shared file mapping that lives as
@@ -108,15 +133,47 @@ const PAGE_BYTES: u64 = 4096;
 thread_local! {
     /// Page ranges flushed since this thread's last fence (msync durability).
     static MSYNC_PENDING: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    /// Disk domain: (log, line offset) of the lines this thread flushed
+    /// since its last fence on that log.
+    static LINES_PENDING: RefCell<Vec<(usize, u64)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's writes return before they are durable: whoever
+    /// acknowledges them waits (see [`defer_durability_waits`]).
+    static DEFER_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the engine calls of this thread return without waiting for their
+/// writes to be durable (in the disk domain; elsewhere they are durable
+/// when stored). A thread that calls this takes the duty over: before it
+/// acknowledges a write to anyone, it waits for the log (`Db::durable`).
+/// The RESP server's worker threads do, so that one connection's wait does
+/// not stall the others on its thread.
+pub fn defer_durability_waits(defer: bool) {
+    DEFER_WAITS.with(|d| d.set(defer));
+}
+
+/// How a pool file is to be kept durable, from where it lives: `MAP_SYNC`
+/// (DAX) or eADR is persistent memory, tmpfs is process-crash, any other
+/// file system is the disk domain.
+pub(crate) fn detect_durability(file: &File, eadr: bool) -> Durability {
+    let fd = file.as_raw_fd();
+    if probe_map_sync(fd) || eadr {
+        Durability::PowerFail
+    } else if is_tmpfs(fd) {
+        Durability::ProcessCrash
+    } else {
+        Durability::Disk
+    }
 }
 
 impl PmemFile {
     /// Maps `file` (already locked and validated by the caller) with address
-    /// space reserved for `reserve_bytes`.
+    /// space reserved for `reserve_bytes`, kept durable as `durability` says
+    /// (a `Disk` file with `wal`, its log; without one, `Disk` means msync).
     pub fn map(
         file: File,
         reserve_bytes: u64,
-        eadr: bool,
+        durability: Durability,
+        wal: Option<Arc<wal::Wal>>,
         observer: Option<Arc<dyn PersistObserver>>,
     ) -> Result<PmemFile> {
         let file_len = file
@@ -143,14 +200,13 @@ impl PmemFile {
             ));
         }
         let base = NonNull::new(base as *mut u8).expect("mmap returned null");
-        let map_sync = probe_map_sync(fd);
-        let durability = if map_sync || eadr {
-            Durability::PowerFail
-        } else if is_tmpfs(fd) {
-            Durability::ProcessCrash
-        } else {
-            Durability::Msync
+        let map_sync = durability == Durability::PowerFail && probe_map_sync(fd);
+        let durability = match (durability, &wal) {
+            (Durability::Disk, None) => Durability::Msync,
+            (d, _) => d,
         };
+        debug_assert!(wal.is_none() || durability == Durability::Disk);
+        let eadr = durability == Durability::PowerFail && !map_sync;
         let pm = PmemFile {
             file,
             base,
@@ -167,6 +223,7 @@ impl PmemFile {
             nt: cpu::detect_nt(),
             observer,
             volatile: false,
+            wal,
         };
         pm.map_range(0, file_len)?;
         pm.mapped_bytes.store(file_len, Ordering::Release);
@@ -190,7 +247,7 @@ impl PmemFile {
         }
         // SAFETY: `fd` is a fresh descriptor nobody else owns.
         let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-        let mut pm = PmemFile::map(file, reserve_bytes, true, None)?;
+        let mut pm = PmemFile::map(file, reserve_bytes, Durability::PowerFail, None, None)?;
         pm.volatile = true;
         pm.flush = FlushInstruction::None;
         Ok(pm)
@@ -202,6 +259,9 @@ impl PmemFile {
         }
         let flags = if self.map_sync {
             libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC | libc::MAP_FIXED
+        } else if self.wal.is_some() {
+            // The write-ahead rule: only the log's applier writes the file.
+            libc::MAP_PRIVATE | libc::MAP_FIXED
         } else {
             libc::MAP_SHARED | libc::MAP_FIXED
         };
@@ -257,6 +317,9 @@ impl PmemFile {
                 format!("extend pool file from {old} to {new_len} bytes"),
                 std::io::Error::from_raw_os_error(rc),
             ));
+        }
+        if let Some(wal) = &self.wal {
+            wal.pool_resized(new_len);
         }
         self.map_range(old, new_len)?;
         self.mapped_bytes.store(new_len, Ordering::Release);
@@ -410,7 +473,13 @@ impl PmemFile {
     /// more, regular stores plus flushes below that.
     #[inline]
     pub fn write_persistent(&self, offset: u64, data: &[u8]) {
-        if data.len() < NT_THRESHOLD_BYTES || self.nt == NtCopy::Plain || self.volatile {
+        // (The disk domain copies flushed lines into its log at the fence:
+        // cached stores serve that copy better than non-temporal ones.)
+        if data.len() < NT_THRESHOLD_BYTES
+            || self.nt == NtCopy::Plain
+            || self.volatile
+            || self.wal.is_some()
+        {
             self.write(offset, data);
             self.flush(offset, data.len());
             return;
@@ -466,10 +535,25 @@ impl PmemFile {
             counters::add_flushes(n);
         }
         self.note_msync(offset, len);
+        if let Some(wal) = &self.wal {
+            let id = Arc::as_ptr(wal) as usize;
+            LINES_PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                let mut line = first;
+                while line < end {
+                    if p.last() != Some(&(id, line)) {
+                        p.push((id, line));
+                    }
+                    line += CACHE_LINE_BYTES as u64;
+                }
+            });
+        }
     }
 
     /// Store fence: everything flushed or stored non-temporally before it on
-    /// this thread is durable after it.
+    /// this thread is durable after it (in the disk domain: once the log is
+    /// synced past the record this fence appends; see
+    /// [`durable_point`](Self::durable_point)).
     #[inline]
     pub fn fence(&self) {
         if self.volatile {
@@ -480,9 +564,92 @@ impl PmemFile {
         if self.durability == Durability::Msync {
             self.run_msync();
         }
+        if let Some(wal) = &self.wal {
+            self.log_fence(wal);
+        }
         if let Some(o) = &self.observer {
             o.fence();
         }
+    }
+
+    /// Disk domain: appends the lines this thread flushed since its last
+    /// fence, as memory holds them now, to the log.
+    fn log_fence(&self, wal: &Arc<wal::Wal>) {
+        let id = Arc::as_ptr(wal) as usize;
+        let mut lines: Vec<u64> = LINES_PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            let mut mine = Vec::new();
+            p.retain(|&(w, line)| {
+                if w == id {
+                    mine.push(line);
+                }
+                w != id
+            });
+            mine
+        });
+        if lines.is_empty() {
+            return;
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        // An append that fails poisons the log: the wait at the end of the
+        // call reports it.
+        let _ = wal.append(&lines, |off, dst| {
+            // SAFETY: `off` is a line start inside the mapping (it was
+            // flushed, which bounds-checked it) and lines never shrink; the
+            // copy may race other threads' stores to the line, which is the
+            // early eviction the model allows (see `wal`'s invariants).
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.ptr(off), dst.as_mut_ptr(), wal::LINE_BYTES)
+            }
+        });
+    }
+
+    /// Disk domain, at a clean close: appends the lines whose memory
+    /// differs from the pool file once everything fenced is applied — the
+    /// stores left unflushed on purpose (see `close_sweep`).
+    fn log_unfenced_stores(&self, wal: &Arc<wal::Wal>) -> Result<()> {
+        wal.settle()?;
+        let len = self.len();
+        let runs = close_sweep::written_pages(self.base.as_ptr(), len);
+        // SAFETY: the first `len` bytes are mapped; no operation is in
+        // flight at close, so nothing writes them while they are read.
+        let memory = unsafe { std::slice::from_raw_parts(self.base.as_ptr(), len as usize) };
+        let lines = close_sweep::changed_lines(&self.file, memory, &runs)
+            .map_err(|e| Error::io("compare the mapping with the pool file", e))?;
+        if lines.is_empty() {
+            return Ok(());
+        }
+        wal.append(&lines, |off, dst| {
+            dst.copy_from_slice(&memory[off as usize..off as usize + wal::LINE_BYTES])
+        })?;
+        Ok(())
+    }
+
+    /// Returns once every fence made on this file before the call is
+    /// durable: at once outside the disk domain, and on a thread that
+    /// defers its waits (`defer_durability_waits`); else once the log is
+    /// synced past everything appended so far — by any thread, since a
+    /// write may be completed by another (write combining). The end of
+    /// every engine call that writes.
+    pub fn durable_point(&self) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        if DEFER_WAITS.with(|d| d.get()) {
+            return Ok(());
+        }
+        let (appended, synced) = wal.positions();
+        if appended > synced {
+            wal.wait_synced(appended)
+        } else {
+            wal.check_healthy()
+        }
+    }
+
+    /// The log of the disk domain, if this file has one.
+    pub fn wal(&self) -> Option<&Arc<wal::Wal>> {
+        self.wal.as_ref()
     }
 
     /// `flush` then `fence`.
@@ -528,6 +695,17 @@ impl PmemFile {
 
 impl Drop for PmemFile {
     fn drop(&mut self) {
+        if let Some(wal) = &self.wal {
+            // A clean close: every fenced line, then every store no fence
+            // carried, reaches the pool file. A failure leaves the log to
+            // replay at the next open.
+            if let Err(e) = self.log_unfenced_stores(wal) {
+                eprintln!("persimmon: logging the stores no fence carried: {e}");
+            }
+            if let Err(e) = wal.close() {
+                eprintln!("persimmon: closing the write-ahead log: {e}");
+            }
+        }
         // SAFETY: unmaps exactly the reservation made in `map`; no references
         // into it outlive `self` (they borrow from it).
         unsafe {

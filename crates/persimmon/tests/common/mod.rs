@@ -5,8 +5,9 @@
 use persimmon::Options;
 
 /// A fresh directory for pool files, on tmpfs (`/dev/shm`) when available:
-/// on a regular disk the pool falls back to msync durability and every
-/// fence becomes a system call, which makes the tests very slow.
+/// on a regular disk the pool is in the disk domain and every call waits
+/// for a sync of its log, which makes single-threaded tests slow (the disk
+/// domain has tests of its own, `disk_domain.rs`).
 pub fn pool_dir() -> tempfile::TempDir {
     tempfile::tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
