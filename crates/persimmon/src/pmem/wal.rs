@@ -59,7 +59,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -279,6 +279,14 @@ struct ReadRecord<'a> {
     entries: Vec<Entry<'a>>,
 }
 
+/// The bytes left before the ring's end at `lsn` when they are fewer than a
+/// record header: no record starts there (appends skip them as zeros), so
+/// readers skip them too.
+fn end_gap(lsn: u64, capacity: u64) -> Option<u64> {
+    let room = capacity - lsn % capacity;
+    (room < RECORD_HEADER_BYTES as u64).then_some(room)
+}
+
 /// The record at `lsn` at the start of `buf` (a slice of the ring that
 /// reaches at most to the ring's end), if it is whole and of this lap.
 fn parse_record(buf: &[u8], lsn: u64) -> Option<ReadRecord<'_>> {
@@ -360,8 +368,13 @@ fn encode_fence(
         let bytes = (RECORD_HEADER_BYTES + entries.len()) as u64;
         let room_to_end = capacity - *lsn % capacity;
         if room_to_end < bytes {
-            out.extend_from_slice(&record_header(KIND_PAD, *lsn, room_to_end, 0, &[]));
-            out.resize(out.len() + (room_to_end as usize - RECORD_HEADER_BYTES), 0);
+            // The rest of the ring: a pad record, or, when less than a
+            // header is left, bare zeros that readers skip (`end_gap`).
+            let start = out.len();
+            if end_gap(*lsn, capacity).is_none() {
+                out.extend_from_slice(&record_header(KIND_PAD, *lsn, room_to_end, 0, &[]));
+            }
+            out.resize(start + room_to_end as usize, 0);
             *lsn += room_to_end;
         }
         out.extend_from_slice(&record_header(KIND_LINES, *lsn, bytes, *count, entries));
@@ -545,6 +558,10 @@ pub fn replay(
     let mut lsn = header.start;
     let mut records = 0;
     while lsn - header.start < capacity {
+        if let Some(gap) = end_gap(lsn, capacity) {
+            lsn += gap;
+            continue;
+        }
         let at = (lsn % capacity) as usize;
         let end = (capacity as usize).min(ring.len());
         let Some(rec) = ring.get(at..end).and_then(|b| parse_record(b, lsn)) else {
@@ -690,6 +707,8 @@ pub struct Wal {
     /// `pos.next` and `pos.synced`, readable without the lock.
     next: AtomicU64,
     synced: Arc<AtomicU64>,
+    /// Set with `poisoned` (for `Durable`, which outlives the log).
+    failed: Arc<AtomicBool>,
     checkpointing: Mutex<()>,
     /// Notified when `synced` or `start` move, when a sync is wanted, and
     /// when the log closes.
@@ -793,6 +812,7 @@ impl Wal {
             }),
             next: AtomicU64::new(start),
             synced: Arc::new(AtomicU64::new(start)),
+            failed: Arc::new(AtomicBool::new(false)),
             checkpointing: Mutex::new(()),
             moved: Condvar::new(),
             wakers: Mutex::new(Vec::new()),
@@ -886,6 +906,11 @@ impl Wal {
     /// Waits until the log is synced at least to `lsn`.
     pub fn wait_synced(&self, lsn: u64) -> Result<()> {
         let mut pos = self.pos.lock();
+        if let Some(e) = &pos.poisoned {
+            // Even if synced this far: a write the failure refused
+            // appended nothing, and waits for no more than this.
+            return Err(poisoned(e));
+        }
         if pos.synced >= lsn {
             return Ok(());
         }
@@ -1009,6 +1034,7 @@ impl Wal {
     fn poison(&self, why: String) {
         let mut pos = self.pos.lock();
         pos.poisoned.get_or_insert(why);
+        self.failed.store(true, Ordering::Release);
         self.moved.notify_all();
         drop(pos);
         self.wake_all();
@@ -1115,6 +1141,11 @@ impl Wal {
             let mut lsn = *from;
             let mut at = 0usize;
             while at < buf.len() {
+                if let Some(gap) = end_gap(lsn, self.capacity) {
+                    at += gap as usize;
+                    lsn += gap;
+                    continue;
+                }
                 let rec = parse_record(&buf[at..], lsn).ok_or_else(|| {
                     std::io::Error::other(format!("record at {lsn} does not parse back"))
                 })?;
@@ -1180,6 +1211,9 @@ pub struct Durable {
     wal: Option<Weak<Wal>>,
     /// The log's synced position, which outlives it.
     synced: Option<Arc<AtomicU64>>,
+    /// Set when the log failed: nothing is done any more (a write whose
+    /// append the failure refused left the appended position where it was).
+    failed: Option<Arc<AtomicBool>>,
     lsn: u64,
 }
 
@@ -1190,15 +1224,22 @@ impl Durable {
             lsn: wal.map_or(0, |w| w.positions().0),
             wal: wal.map(Arc::downgrade),
             synced: wal.map(|w| w.synced.clone()),
+            failed: wal.map(|w| w.failed.clone()),
         }
     }
 
     /// Whether it is durable already (a sync may still be under way: then
     /// await it or [`wait`](Self::wait)).
     pub fn is_done(&self) -> bool {
-        self.synced
+        let failed = self
+            .failed
             .as_ref()
-            .is_none_or(|s| s.load(Ordering::Acquire) >= self.lsn)
+            .is_some_and(|f| f.load(Ordering::Acquire));
+        !failed
+            && self
+                .synced
+                .as_ref()
+                .is_none_or(|s| s.load(Ordering::Acquire) >= self.lsn)
     }
 
     /// The log to wait on, while the pool is open; else the outcome: done
@@ -1331,6 +1372,42 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_log_leaves_nothing_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool_path = dir.path().join("p.pool");
+        let pool = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&pool_path)
+            .unwrap();
+        pool.set_len(1 << 20).unwrap();
+        let wal = Wal::open(
+            &pool_path,
+            pool,
+            [1; 16],
+            MIN_CAPACITY,
+            (None, Duration::from_millis(500)),
+            (4096, 64 << 10),
+            Replay::default(),
+            None,
+        )
+        .unwrap();
+        let before = Durable::now(Some(&wal));
+        assert!(before.is_done(), "nothing appended yet");
+        wal.poison("a test's failure".into());
+        // A write the failure refused appended nothing, so the position it
+        // would wait for is already synced: it must still not be done.
+        let after = Durable::now(Some(&wal));
+        assert!(!after.is_done());
+        assert!(after.wait().is_err());
+        assert!(!before.is_done(), "the failure reaches older points too");
+        assert!(wal.append(&[0], |_, dst| dst.fill(7)).is_err());
+        wal.close().unwrap_err();
+    }
+
+    #[test]
     fn checkpoint_policy_defaults_clamps_and_refuses() {
         let ring = ring_capacity(64 << 20);
         assert_eq!(ring, 64 << 20);
@@ -1403,5 +1480,16 @@ mod tests {
         assert_eq!(pad.bytes, 40);
         let rec = parse_record(&out[40..], capacity).expect("the record after the pad");
         assert_eq!(rec.entries.len(), 1);
+        // Less than a header left (8, 16, 24 bytes): bare zeros, no pad,
+        // and readers skip them (the 1st version wrote a cut pad header
+        // there, which the applier refused, poisoning the log).
+        for left in [8u64, 16, 24] {
+            let out = fence_of(&[64], |_| false, capacity - left, capacity);
+            assert_eq!(&out[..left as usize], &vec![0u8; left as usize][..]);
+            assert_eq!(end_gap(capacity - left, capacity), Some(left));
+            let rec = parse_record(&out[left as usize..], capacity).expect("the record");
+            assert_eq!(rec.entries.len(), 1);
+        }
+        assert_eq!(end_gap(capacity - 32, capacity), None);
     }
 }
