@@ -639,12 +639,8 @@ impl PmemFile {
         if DEFER_WAITS.with(|d| d.get()) {
             return Ok(());
         }
-        let (appended, synced) = wal.positions();
-        if appended > synced {
-            wal.wait_synced(appended)
-        } else {
-            wal.check_healthy()
-        }
+        // Also reports a failed log when nothing is left to sync.
+        wal.wait_synced(wal.appended())
     }
 
     /// The log of the disk domain, if this file has one.

@@ -704,11 +704,11 @@ pub struct Wal {
     grain: (u64, u64),
     pending: Mutex<Pending>,
     pos: Mutex<Positions>,
-    /// `pos.next` and `pos.synced`, readable without the lock.
+    /// `pos.next`, readable without the lock.
     next: AtomicU64,
-    synced: Arc<AtomicU64>,
-    /// Set with `poisoned` (for `Durable`, which outlives the log).
-    failed: Arc<AtomicBool>,
+    /// `pos.synced` and whether `pos.poisoned` is set, readable without the
+    /// lock, and by a `Durable` after the log closed.
+    outcome: Arc<Outcome>,
     checkpointing: Mutex<()>,
     /// Notified when `synced` or `start` move, when a sync is wanted, and
     /// when the log closes.
@@ -811,8 +811,10 @@ impl Wal {
                 ..Positions::default()
             }),
             next: AtomicU64::new(start),
-            synced: Arc::new(AtomicU64::new(start)),
-            failed: Arc::new(AtomicBool::new(false)),
+            outcome: Arc::new(Outcome {
+                synced: AtomicU64::new(start),
+                failed: AtomicBool::new(false),
+            }),
             checkpointing: Mutex::new(()),
             moved: Condvar::new(),
             wakers: Mutex::new(Vec::new()),
@@ -928,14 +930,6 @@ impl Wal {
         Ok(())
     }
 
-    /// The log's failure, if a sync or checkpoint failed.
-    pub fn check_healthy(&self) -> Result<()> {
-        match &self.pos.lock().poisoned {
-            Some(e) => Err(poisoned(e)),
-            None => Ok(()),
-        }
-    }
-
     /// Whether the log is synced to `lsn`; if not, `waker` is woken once it
     /// is (or the log fails), and a sync is asked for.
     pub fn poll_synced(&self, lsn: u64, waker: &Waker) -> Option<Result<()>> {
@@ -957,13 +951,10 @@ impl Wal {
         None
     }
 
-    /// LSNs: appended and synced (read without the lock: each may be a
-    /// moment old).
-    pub fn positions(&self) -> (u64, u64) {
-        (
-            self.next.load(Ordering::Acquire),
-            self.synced.load(Ordering::Acquire),
-        )
+    /// The LSN the next record gets: everything appended so far ends there
+    /// (read without the lock: it may be a moment old).
+    pub fn appended(&self) -> u64 {
+        self.next.load(Ordering::Acquire)
     }
 
     pub fn figures(&self) -> LogFigures {
@@ -1034,7 +1025,7 @@ impl Wal {
     fn poison(&self, why: String) {
         let mut pos = self.pos.lock();
         pos.poisoned.get_or_insert(why);
-        self.failed.store(true, Ordering::Release);
+        self.outcome.failed.store(true, Ordering::Release);
         self.moved.notify_all();
         drop(pos);
         self.wake_all();
@@ -1081,7 +1072,7 @@ impl Wal {
             let mut pos = self.pos.lock();
             debug_assert!(end >= pos.synced, "the synced position only grows");
             pos.synced = end;
-            self.synced.store(end, Ordering::Release);
+            self.outcome.synced.store(end, Ordering::Release);
             self.moved.notify_all();
         }
         self.wake_all();
@@ -1209,37 +1200,35 @@ pub struct Durable {
     /// Weak: a `Durable` kept after the pool closed must not keep the log
     /// (and its descriptor of the locked pool file) open.
     wal: Option<Weak<Wal>>,
-    /// The log's synced position, which outlives it.
-    synced: Option<Arc<AtomicU64>>,
-    /// Set when the log failed: nothing is done any more (a write whose
-    /// append the failure refused left the appended position where it was).
-    failed: Option<Arc<AtomicBool>>,
+    /// The log's synced position and failure, which outlive it.
+    outcome: Option<Arc<Outcome>>,
     lsn: u64,
+}
+
+/// What a `Durable` reads of its log without a lock.
+struct Outcome {
+    synced: AtomicU64,
+    /// Set with the log's failure: nothing is done any more (a write whose
+    /// append the failure refused left the appended position where it was).
+    failed: AtomicBool,
 }
 
 impl Durable {
     /// Everything `wal` appended so far (nothing to wait for without a log).
     pub fn now(wal: Option<&Arc<Wal>>) -> Durable {
         Durable {
-            lsn: wal.map_or(0, |w| w.positions().0),
+            lsn: wal.map_or(0, |w| w.appended()),
             wal: wal.map(Arc::downgrade),
-            synced: wal.map(|w| w.synced.clone()),
-            failed: wal.map(|w| w.failed.clone()),
+            outcome: wal.map(|w| w.outcome.clone()),
         }
     }
 
     /// Whether it is durable already (a sync may still be under way: then
     /// await it or [`wait`](Self::wait)).
     pub fn is_done(&self) -> bool {
-        let failed = self
-            .failed
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Acquire));
-        !failed
-            && self
-                .synced
-                .as_ref()
-                .is_none_or(|s| s.load(Ordering::Acquire) >= self.lsn)
+        self.outcome.as_ref().is_none_or(|o| {
+            !o.failed.load(Ordering::Acquire) && o.synced.load(Ordering::Acquire) >= self.lsn
+        })
     }
 
     /// The log to wait on, while the pool is open; else the outcome: done
