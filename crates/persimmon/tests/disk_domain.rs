@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use persimmon::pmem::wal::log_path;
 use persimmon::{Db, Domain, Durability, Options};
 
 fn disk_options() -> Options {
@@ -25,12 +25,6 @@ fn pool_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("disk.pool")
 }
 
-fn log_of(pool: &Path) -> PathBuf {
-    let mut name = pool.file_name().unwrap().to_os_string();
-    name.push(".wal");
-    pool.with_file_name(name)
-}
-
 #[test]
 fn writes_survive_a_clean_close_and_the_pool_says_disk() {
     let dir = common::pool_dir();
@@ -43,7 +37,7 @@ fn writes_survive_a_clean_close_and_the_pool_says_disk() {
         }
         db.delete(&7u32.to_le_bytes()).unwrap();
     }
-    assert!(log_of(&path).exists(), "the log stays beside the pool");
+    assert!(log_path(&path).exists(), "the log stays beside the pool");
     let db = Db::open(&path, disk_options()).unwrap();
     assert_eq!(db.len(), 1999);
     assert_eq!(db.get(&8u32.to_le_bytes()).unwrap(), Some(vec![8u8; 100]));
@@ -65,7 +59,7 @@ fn after_a_clean_close_the_pool_file_alone_holds_everything() {
     }
     // The log is checkpointed at a clean close: without it, the pool opens
     // with every key (in a domain that has no log).
-    std::fs::remove_file(log_of(&path)).unwrap();
+    std::fs::remove_file(log_path(&path)).unwrap();
     let db = Db::open(&path, Options::default()).unwrap();
     assert_eq!(db.len(), 500);
     assert!(db.check().unwrap().is_ok());
@@ -107,7 +101,7 @@ fn a_log_of_another_pool_is_refused() {
     let b = dir.path().join("b.pool");
     drop(Db::open(&a, disk_options()).unwrap());
     drop(Db::open(&b, disk_options()).unwrap());
-    std::fs::copy(log_of(&a), log_of(&b)).unwrap();
+    std::fs::copy(log_path(&a), log_path(&b)).unwrap();
     let e = Db::open(&b, disk_options()).unwrap_err();
     assert!(e.to_string().contains("belongs to another pool"), "{e}");
 }
@@ -136,17 +130,11 @@ fn acknowledged_writes_survive_kill_9() {
     let path = pool_in(&dir);
     let mut replayed_records = 0;
     for round in 0..3 {
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "child_writes_until_killed",
-                "--nocapture",
-            ])
-            .env("PERSIMMON_DISK_CHILD_POOL", &path)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = common::spawn_child_test(
+            "child_writes_until_killed",
+            "PERSIMMON_DISK_CHILD_POOL",
+            &path,
+        );
         std::thread::sleep(std::time::Duration::from_millis(300 + 200 * round));
         // SAFETY: plain syscall on the child's pid.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };

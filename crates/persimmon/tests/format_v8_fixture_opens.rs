@@ -15,8 +15,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use persimmon::pmem::wal::log_path;
 use persimmon::{Db, Domain, Options, WriteBatch};
 
 const KEYS: u32 = 3_000;
@@ -51,12 +51,6 @@ fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
         .filter(|i| i % 7 != 3)
         .map(|i| (key(i), value(i)))
         .collect()
-}
-
-fn log_of(pool: &Path) -> PathBuf {
-    let mut name = pool.file_name().unwrap().to_os_string();
-    name.push(".wal");
-    pool.with_file_name(name)
 }
 
 /// The child half of `write_fixture`: writes the fixture's keys in three
@@ -101,17 +95,11 @@ fn write_fixture() {
     for _attempt in 0..10 {
         let dir = tempfile::tempdir().unwrap();
         let pool = dir.path().join("v8.pool");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "child_writes_the_fixture_then_waits",
-                "--nocapture",
-            ])
-            .env("PERSIMMON_V8_CHILD_POOL", &pool)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = common::spawn_child_test(
+            "child_writes_the_fixture_then_waits",
+            "PERSIMMON_V8_CHILD_POOL",
+            &pool,
+        );
         let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         while !line.contains("written") {
@@ -127,10 +115,10 @@ fn write_fixture() {
             continue;
         }
         std::fs::copy(&pool, common::fixture(8)).unwrap();
-        let log = std::fs::read(log_of(&pool)).unwrap();
+        let log = std::fs::read(log_path(&pool)).unwrap();
         assert_eq!(log.len() as u64, LOG_FILE_BYTES);
         let written = log.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-        std::fs::write(log_of(&common::fixture(8)), &log[..written]).unwrap();
+        std::fs::write(log_path(&common::fixture(8)), &log[..written]).unwrap();
         return;
     }
     panic!("every child's log was checkpointed before it was killed");
@@ -142,7 +130,7 @@ fn unapplied_records(pool: &Path) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("probe.pool");
     std::fs::copy(pool, &copy).unwrap();
-    std::fs::copy(log_of(pool), log_of(&copy)).unwrap();
+    std::fs::copy(log_path(pool), log_path(&copy)).unwrap();
     let db = Db::open(&copy, options()).unwrap();
     db.stats().log.unwrap().replayed.records
 }
@@ -151,10 +139,10 @@ fn unapplied_records(pool: &Path) -> u64 {
 /// length.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
     let (dir, copy) = common::fixture_copy(8);
-    std::fs::copy(log_of(&common::fixture(8)), log_of(&copy)).expect("log fixture present");
+    std::fs::copy(log_path(&common::fixture(8)), log_path(&copy)).expect("log fixture present");
     let log = std::fs::OpenOptions::new()
         .write(true)
-        .open(log_of(&copy))
+        .open(log_path(&copy))
         .unwrap();
     log.set_len(LOG_FILE_BYTES).unwrap();
     (dir, copy)

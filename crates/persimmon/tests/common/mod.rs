@@ -100,3 +100,15 @@ pub fn fixture_geometry(segments: u64, ordered_index: bool) -> Options {
         ..Options::default()
     }
 }
+
+/// Runs the `#[ignore]`d test `name` of this test binary in a child process
+/// with the environment variable `env` set to `pool` and its standard
+/// output piped: the half of a kill -9 test that writes until killed.
+pub fn spawn_child_test(name: &str, env: &str, pool: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", name, "--nocapture"])
+        .env(env, pool)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
