@@ -731,19 +731,7 @@ impl Sim {
             Ok(image) => image,
             Err(e) => return self.fail(format!("capture: {e}")),
         };
-        let mut c = lock(&self.capture);
-        let Some(req) = c.as_mut() else { return };
-        let dir_pick = match (req.torn, dir_units.is_empty()) {
-            (true, _) => ssd::torn_pick(dir_units),
-            (false, true) => Vec::new(),
-            (false, false) => dir_picks[rng.gen_range(0..dir_picks.len())].clone(),
-        };
-        req.got = Some(Captured {
-            image,
-            ssd: snap.ssd.as_ref().map(|m| m.build(&dir_pick)),
-            ssd_torn: ssd::describe(dir_units, &dir_pick).torn,
-            expect: snap.expect.clone(),
-        });
+        self.answer_capture(snap, image, dir_units, dir_picks, rng);
     }
 
     /// Fills the pending capture request with one image of this crash
@@ -759,6 +747,20 @@ impl Sim {
     ) {
         let pick = &plan.picks[rng.gen_range(0..plan.picks.len())];
         let image = images::build(&snap.durable, &snap.choices, pick);
+        self.answer_capture(snap, image, units, ssd_picks, rng);
+    }
+
+    /// Answers the pending capture request (if it is still there) with
+    /// `image` of the pool and a random directory image of this crash
+    /// point (or one with every pending write torn, when asked for).
+    fn answer_capture(
+        &self,
+        snap: &Snapshot,
+        image: Vec<u8>,
+        units: &[ssd::Unit],
+        ssd_picks: &[Vec<u16>],
+        rng: &mut StdRng,
+    ) {
         let mut c = lock(&self.capture);
         let Some(req) = c.as_mut() else { return };
         let ssd_pick = match (req.torn, units.is_empty()) {
