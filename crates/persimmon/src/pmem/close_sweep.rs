@@ -24,9 +24,8 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 
-use super::wal::LINE_BYTES;
+use super::wal::{read_up_to, LINE_BYTES};
 
 const PAGE: u64 = 4096;
 
@@ -103,17 +102,6 @@ pub fn changed_lines(file: &File, memory: &[u8], runs: &[(u64, u64)]) -> std::io
         }
     }
     Ok(out)
-}
-
-fn read_up_to(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], at + got as u64)? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]

@@ -200,7 +200,7 @@ fn read_header(file: &File) -> Result<Option<Header>> {
 }
 
 /// Reads as many bytes as the file has, up to `buf.len()`.
-fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+pub(super) fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64)? {
