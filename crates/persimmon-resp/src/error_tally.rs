@@ -7,7 +7,7 @@
 //! word when that ends within its first 32 bytes, else `ERR` (Redis's rule).
 
 /// Error replies written on one connection.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct ErrorTally {
     seen: u64,
     unpublished: u64,

@@ -322,22 +322,40 @@ fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
     let spec = s.commands.row(index);
     let errors = s.out.errors.seen();
     let started = s.tally.times(index).then(Instant::now);
-    // A handler may queue part of its reply before it fails (an engine
-    // error after the update closure ran): the error replaces all of it.
-    let mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
     s.repl.rewritten = false;
-    let result = (spec.handler)(s, args);
-    let failed = result.is_err();
-    if let Err(e) = result {
-        s.out.buf.truncate(mark);
-        s.out.error(&e.0);
-    }
+    let failed = call_handler(s, index, args);
     collect_propagation(s, spec, &args, failed, repl_mark);
     let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
     s.counters.commands += 1;
     s.tally.called(index, nanos, s.out.errors.seen() != errors);
     failed
+}
+
+/// Calls row `index`'s handler; returns whether it failed. A handler may
+/// queue part of its reply before it fails (an engine error after the
+/// update closure ran): the error replaces all of it.
+fn call_handler(s: &mut Session, index: usize, args: Args<'_>) -> bool {
+    let mark = s.out.len();
+    let result = (s.commands.row(index).handler)(s, args);
+    if let Err(e) = &result {
+        s.out.buf.truncate(mark);
+        s.out.error(&e.0);
+    }
+    result.is_err()
+}
+
+/// Runs request `args` of row `index` (checked by `runnable_as`) in the
+/// running unit without counting it: `unit_run` counts a run once it
+/// committed. A request that fails leaves nothing in the unit. Returns
+/// whether it replied an error.
+pub fn run_in_unit(s: &mut Session, index: usize, args: Args<'_>) -> bool {
+    let errors = s.out.errors.seen();
+    s.store.mark();
+    if call_handler(s, index, args) {
+        s.store.roll_back();
+    }
+    s.out.errors.seen() != errors
 }
 
 /// After a handler: keeps what it propagates — its rewrites, or its

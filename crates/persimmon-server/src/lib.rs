@@ -70,6 +70,7 @@ mod server;
 mod session;
 mod settings;
 mod shared;
+mod unit_run;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};
 pub use persimmon_types::value::{MAX_STRING_BYTES, TAG_HASH, TAG_STRING};

@@ -14,6 +14,10 @@
 //! and counted (keyspace hits and misses, WRONGTYPE for another type) as
 //! `strings::get` answers it.
 //!
+//! Consecutive writes of the commands `unit_run.rs` names (a collection's
+//! pushes, pops, adds, removes, field sets: any keys, the same key or not)
+//! collect in a run executed there as one atomic unit of the store.
+//!
 //! Invariants:
 //! - Replies are queued only after the engine call returned, and the
 //!   grouped write is durable on return: every `+OK` a client receives
@@ -66,6 +70,7 @@ use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 use crate::commands::blocking::serve_ready;
 use crate::dispatch::{execute, runnable_as};
 use crate::session::Session;
+use crate::unit_run;
 
 /// Most requests in one run of SETs.
 pub const MAX_RUN: usize = 128;
@@ -75,6 +80,8 @@ pub const MAX_RUN_BYTES: usize = 1 << 20;
 /// connection next checks its output limits (one by one, after each GET),
 /// so the run is kept to one chunk of the engine's batched read.
 pub const MAX_GET_RUN: usize = 16;
+/// Most requests in one run of combined writes (`unit_run.rs`).
+pub const MAX_UNIT_RUN: usize = 64;
 
 /// What a run is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,15 +90,18 @@ enum Kind {
     Set,
     /// `GET key`: one batched engine read (`Db::get_many_with`).
     Get,
+    /// Writes `unit_run` combines: one atomic unit of the store.
+    Unit,
 }
 
-/// The requests of the run being collected: each one's arguments
-/// (command, key and for a SET the value; a GET's third range is empty)
-/// as ranges of the connection's input buffer.
+/// The requests of the run being collected: each one's arguments as
+/// ranges of the connection's input buffer.
 #[derive(Default)]
 pub struct Pipeline {
     kind: Option<Kind>,
-    reqs: Vec<[Range<usize>; 3]>,
+    /// Each request: where its arguments' ranges are in `args`.
+    reqs: Vec<Range<usize>>,
+    args: Vec<Range<usize>>,
     /// A hash of each SET's key: a key already in the run ends the run.
     keys: Vec<u64>,
     bytes: usize,
@@ -132,12 +142,14 @@ impl Pipeline {
             Kind::Set
         } else if runnable_as(s, args, "get", 2).is_some() {
             Kind::Get
+        } else if unit_run::joins(s, args).is_some() {
+            Kind::Unit
         } else {
             return false;
         };
         let hash = match kind {
             Kind::Set => fnv(args.get(1)),
-            Kind::Get => 0,
+            Kind::Get | Kind::Unit => 0,
         };
         if self.kind != Some(kind) || (kind == Kind::Set && self.keys.contains(&hash)) {
             self.run(s, input);
@@ -146,15 +158,13 @@ impl Pipeline {
         if kind == Kind::Set {
             self.keys.push(hash);
         }
-        let at = |i: usize| match i < kind.argc() {
-            true => {
-                let r = args.range(i);
-                base + r.start..base + r.end
-            }
-            false => 0..0,
-        };
+        let first = self.args.len();
+        self.args.extend((0..args.len()).map(|i| {
+            let r = args.range(i);
+            base + r.start..base + r.end
+        }));
         self.bytes += args.iter().skip(1).map(<[u8]>::len).sum::<usize>();
-        self.reqs.push([at(0), at(1), at(2)]);
+        self.reqs.push(first..self.args.len());
         true
     }
 
@@ -162,6 +172,7 @@ impl Pipeline {
     pub fn is_full(&self) -> bool {
         match self.kind {
             Some(Kind::Get) => self.reqs.len() >= MAX_GET_RUN,
+            Some(Kind::Unit) => self.reqs.len() >= MAX_UNIT_RUN || self.bytes >= MAX_RUN_BYTES,
             _ => self.reqs.len() >= MAX_RUN || self.bytes >= MAX_RUN_BYTES,
         }
     }
@@ -170,36 +181,48 @@ impl Pipeline {
     /// the buffer its ranges point into, and empties it.
     pub fn run(&mut self, s: &mut Session, input: &[u8]) {
         let reqs = std::mem::take(&mut self.reqs);
+        let args = std::mem::take(&mut self.args);
         self.bytes = 0;
         self.keys.clear();
+        let run = Run {
+            input,
+            args: &args,
+            reqs: &reqs,
+        };
         match (reqs.len(), self.kind) {
             (0, _) | (_, None) => {}
-            (1, Some(kind)) => one_by_one(s, input, &reqs, kind),
+            (1, Some(_)) => run.one_by_one(s),
             (_, Some(Kind::Set)) => {
-                if !self.run_grouped(s, input, &reqs) {
-                    one_by_one(s, input, &reqs, Kind::Set);
+                if !self.run_grouped(s, &run) {
+                    run.one_by_one(s);
                 }
             }
-            (_, Some(Kind::Get)) => run_gets(s, input, &reqs),
+            (_, Some(Kind::Get)) => run_gets(s, &run),
+            (_, Some(Kind::Unit)) => {
+                if !unit_run::run(s, &run) {
+                    run.one_by_one(s);
+                }
+            }
         }
-        // Keep the buffer's allocation for the next run.
-        self.reqs = reqs;
+        // Keep the buffers' allocations for the next run.
+        (self.reqs, self.args) = (reqs, args);
         self.reqs.clear();
+        self.args.clear();
     }
 
     /// The run as one grouped engine write; `false` (nothing written,
     /// nothing replied) when it cannot go as one.
-    fn run_grouped(&mut self, s: &mut Session, input: &[u8], sets: &[[Range<usize>; 3]]) -> bool {
+    fn run_grouped(&mut self, s: &mut Session, run: &Run<'_>) -> bool {
         if s.shared.blocked.any() {
             return false;
         }
-        let Some(row) = runnable_as(s, &args_of(input, &sets[0], Kind::Set), "set", 3) else {
+        let Some(row) = runnable_as(s, &run.args(0), "set", 3) else {
             return false;
         };
         let started = Instant::now();
         self.batch.clear();
-        for [_, key, body] in sets {
-            let (key, body) = (&input[key.clone()], &input[body.clone()]);
+        for i in 0..run.len() {
+            let (key, body) = (run.arg(i, 1), run.arg(i, 2));
             let ek = s.store.engine_key(key);
             if check_key(key).is_err() || body.len() > MAX_STRING_BYTES || !may_exist(&ek) {
                 return false;
@@ -215,7 +238,7 @@ impl Pipeline {
             if s.shared.repl.is_active() {
                 false
             } else {
-                let keys = sets.iter().map(|[_, key, _]| &input[key.clone()]);
+                let keys = (0..run.len()).map(|i| run.arg(i, 1));
                 let written = s.store.write_grouped(&self.batch, keys);
                 if written.is_ok() {
                     serve_ready(s);
@@ -228,9 +251,9 @@ impl Pipeline {
             return false;
         }
         s.counters.group_runs += 1;
-        s.counters.group_commands += sets.len() as u64;
-        let share = started.elapsed().as_nanos() as u64 / sets.len() as u64;
-        for _ in sets {
+        s.counters.group_commands += run.len() as u64;
+        let share = started.elapsed().as_nanos() as u64 / run.len() as u64;
+        for _ in 0..run.len() {
             let timed = s.tally.times(row).then_some(share);
             s.out.ok();
             s.counters.commands += 1;
@@ -248,12 +271,12 @@ impl Pipeline {
 /// WRONGTYPE for another type), counted alike. When the read fails part
 /// way, the requests it answered keep their replies and the rest are
 /// executed one by one (the failing one gets its own error).
-fn run_gets(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]]) {
-    let Some(row) = runnable_as(s, &args_of(input, &reqs[0], Kind::Get), "get", 2) else {
-        return one_by_one(s, input, reqs, Kind::Get);
+fn run_gets(s: &mut Session, run: &Run<'_>) {
+    let Some(row) = runnable_as(s, &run.args(0), "get", 2) else {
+        return run.one_by_one(s);
     };
     let started = Instant::now();
-    let keys: Vec<&[u8]> = reqs.iter().map(|r| &input[r[1].clone()]).collect();
+    let keys: Vec<&[u8]> = (0..run.len()).map(|i| run.arg(i, 1)).collect();
     let mut failed = [false; MAX_GET_RUN];
     let (mut done, mut hits) = (0, 0);
     let map = s.map.take().expect("the map is back between commands");
@@ -276,7 +299,7 @@ fn run_gets(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]]) {
     s.map = Some(map);
     s.counters.hits += hits;
     s.counters.misses += done as u64 - hits;
-    let share = started.elapsed().as_nanos() as u64 / reqs.len() as u64;
+    let share = started.elapsed().as_nanos() as u64 / run.len() as u64;
     for &failed in &failed[..done] {
         let timed = s.tally.times(row).then_some(share);
         s.counters.commands += 1;
@@ -286,7 +309,7 @@ fn run_gets(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]]) {
         .last_command
         .store(row + 1, std::sync::atomic::Ordering::Relaxed);
     if result.is_err() {
-        one_by_one(s, input, &reqs[done..], Kind::Get);
+        run.from(done).one_by_one(s);
     }
 }
 
@@ -297,24 +320,40 @@ fn fnv(key: &[u8]) -> u64 {
     })
 }
 
-impl Kind {
-    /// Arguments of its requests, the command's name included.
-    fn argc(self) -> usize {
-        match self {
-            Kind::Set => 3,
-            Kind::Get => 2,
+/// A run about to execute: its requests' arguments in the input buffer.
+pub struct Run<'a> {
+    input: &'a [u8],
+    args: &'a [Range<usize>],
+    reqs: &'a [Range<usize>],
+}
+
+impl<'a> Run<'a> {
+    pub fn len(&self) -> usize {
+        self.reqs.len()
+    }
+
+    /// Request `i`'s arguments, the command's name first.
+    pub fn args(&self, i: usize) -> Args<'a> {
+        Args::new(self.input, &self.args[self.reqs[i].clone()])
+    }
+
+    /// Argument `n` of request `i`.
+    fn arg(&self, i: usize, n: usize) -> &'a [u8] {
+        &self.input[self.args[self.reqs[i].start + n].clone()]
+    }
+
+    /// The requests from the `first`.
+    fn from(&self, first: usize) -> Run<'a> {
+        Run {
+            reqs: &self.reqs[first..],
+            ..*self
         }
     }
-}
 
-/// The arguments of a run's request of `kind`.
-fn args_of<'a>(input: &'a [u8], ranges: &'a [Range<usize>; 3], kind: Kind) -> Args<'a> {
-    Args::new(input, &ranges[..kind.argc()])
-}
-
-/// Executes the run's requests one by one, as if no run had been made.
-fn one_by_one(s: &mut Session, input: &[u8], reqs: &[[Range<usize>; 3]], kind: Kind) {
-    for ranges in reqs {
-        execute(s, args_of(input, ranges, kind));
+    /// Executes the requests one by one, as if no run had been made.
+    pub fn one_by_one(&self, s: &mut Session) {
+        for i in 0..self.len() {
+            execute(s, self.args(i));
+        }
     }
 }

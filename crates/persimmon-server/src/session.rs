@@ -75,6 +75,10 @@ pub struct Counters {
     /// Pipeline runs executed as one grouped write, and their commands.
     pub group_runs: u64,
     pub group_commands: u64,
+    /// Pipeline runs of writes executed as one atomic unit, and their
+    /// commands (`unit_run.rs`).
+    pub unit_runs: u64,
+    pub unit_commands: u64,
 }
 
 /// A client's state as the commands see it.
@@ -196,6 +200,8 @@ impl Session {
             (&st.writes_processed, c.writes),
             (&st.group_commit_runs, c.group_runs),
             (&st.group_commit_commands, c.group_commands),
+            (&st.unit_runs, c.unit_runs),
+            (&st.unit_run_commands, c.unit_commands),
         ] {
             if n > 0 {
                 counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);

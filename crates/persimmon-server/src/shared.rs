@@ -88,6 +88,8 @@ pub struct ServerStats {
     /// commands they held (`pipeline.rs`).
     pub group_commit_runs: AtomicU64,
     pub group_commit_commands: AtomicU64,
+    pub unit_runs: AtomicU64,
+    pub unit_run_commands: AtomicU64,
     /// Unix time in seconds of the last SAVE or BGSAVE (the start before
     /// any), for `LASTSAVE`; and how many there were.
     pub last_save: AtomicU64,
@@ -104,7 +106,7 @@ pub struct ServerStats {
 impl ServerStats {
     /// The counters `CONFIG RESETSTAT` zeroes (as Redis: not the time of
     /// the last save, nor the memory peak).
-    pub fn resettable(&self) -> [&AtomicU64; 15] {
+    pub fn resettable(&self) -> [&AtomicU64; 17] {
         [
             &self.total_connections_received,
             &self.rejected_connections,
@@ -121,6 +123,8 @@ impl ServerStats {
             &self.writes_processed,
             &self.group_commit_runs,
             &self.group_commit_commands,
+            &self.unit_runs,
+            &self.unit_run_commands,
         ]
     }
 }

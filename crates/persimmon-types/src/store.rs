@@ -25,7 +25,18 @@
 //!   ([`Waiters`](crate::Waiters)) it records the key, and the server serves
 //!   the key's waiters after the command. While nobody waits it costs one
 //!   atomic load.
+//! - *Parking* (only when the caller allowed it for the running unit: the
+//!   server's runs of combined writes): a collection a command changed may
+//!   stay decoded in the store ([`Parked`]) instead of being written into
+//!   the overlay, so the next command of the unit that changes it takes it
+//!   as it is. Every other access to one of its records writes it into the
+//!   overlay first (as the earlier commands' change, which a later
+//!   command's roll-back does not undo), and so does `commit`: what a unit
+//!   reads and commits is what it would be without parking. A parked
+//!   collection taken and then dropped unsaved (its command failed) poisons
+//!   the unit: its caller must not commit it.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -84,6 +95,20 @@ pub struct Store {
     changes: u64,
     /// Engine keys written while some client was waiting, not yet taken.
     ready: Vec<Vec<u8>>,
+    /// Whether the running unit may park collections, those it parked, and
+    /// whether one was lost (see the module header).
+    parking: bool,
+    parked: Vec<Box<dyn Parked>>,
+    poisoned: bool,
+}
+
+/// A value a unit keeps decoded between its commands (a collection).
+pub trait Parked: Any + Send + Sync {
+    /// Whether engine key `ek` is one of its records.
+    fn covers(&self, ek: &[u8]) -> bool;
+    /// Writes it into the running unit.
+    fn write_back(self: Box<Self>, st: &mut Store) -> Result<(), Error>;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
 /// One committed unit's writes: engine key and what it was set to (value
@@ -101,6 +126,9 @@ impl Store {
             capture: None,
             changes: 0,
             ready: Vec::new(),
+            parking: false,
+            parked: Vec::new(),
+            poisoned: false,
         }
     }
 
@@ -456,6 +484,7 @@ impl Store {
     /// How the keys a running unit changed in namespace `ns` change its
     /// key count (+1 created, -1 deleted).
     pub fn unit_count_delta(&self, ns: u32) -> i64 {
+        debug_assert!(self.parked.is_empty(), "not called in a run that parks");
         let now = self.now_ms();
         self.overlay.as_ref().map_or(0, |o| {
             o.iter()
@@ -533,6 +562,60 @@ impl Store {
     pub fn abort(&mut self) {
         self.overlay = None;
         self.undo.clear();
+        self.end_parking();
+    }
+
+    /// Lets the running unit park collections until it ends.
+    pub fn allow_parking(&mut self) {
+        debug_assert!(self.overlay.is_some(), "parking is for a running unit");
+        self.parking = true;
+    }
+
+    pub fn parking(&self) -> bool {
+        self.parking
+    }
+
+    /// Keeps `value` decoded for the unit's next command (parking allowed).
+    pub fn park(&mut self, value: Box<dyn Parked>) {
+        debug_assert!(self.parking, "parking was allowed");
+        self.parked.push(value);
+    }
+
+    /// Takes the parked value whose records include `ek`, if any.
+    pub fn unpark(&mut self, ek: &[u8]) -> Option<Box<dyn Any>> {
+        let at = self.parked.iter().position(|p| p.covers(ek))?;
+        Some(self.parked.swap_remove(at).into_any())
+    }
+
+    /// A value taken from the park was dropped unsaved: the unit must not
+    /// commit.
+    pub fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
+    pub fn poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Writes every parked value covering `ek` (`None`: all) into the
+    /// overlay, as the change of the commands before the running one.
+    fn write_parked(&mut self, ek: Option<&[u8]>) -> Result<(), Error> {
+        let undo = self.undo.len();
+        while let Some(at) = self
+            .parked
+            .iter()
+            .position(|p| ek.is_none_or(|ek| p.covers(ek)))
+        {
+            self.parked.swap_remove(at).write_back(self)?;
+        }
+        self.undo.truncate(undo);
+        Ok(())
+    }
+
+    fn end_parking(&mut self) {
+        self.parking = false;
+        self.parked.clear();
+        self.poisoned = false;
     }
 
     /// Inside a unit: from here on, remember how to undo each change (one
@@ -572,6 +655,7 @@ impl Store {
     /// The Redis keys of namespace `ns` that the running unit holds live
     /// (written or read by it), which a walk of the pool may not show.
     pub fn unit_keys(&self, ns: u32) -> Vec<Vec<u8>> {
+        debug_assert!(self.parked.is_empty(), "not called in a run that parks");
         let now = self.now_ms();
         self.overlay.as_ref().map_or(Vec::new(), |o| {
             o.iter()
@@ -593,6 +677,9 @@ impl Store {
         depend: bool,
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> Result<R, Error> {
+        if !self.parked.is_empty() {
+            self.write_parked(Some(ek))?;
+        }
         let overlay = self.overlay.as_ref().expect("a unit is running");
         if !depend && !overlay.contains_key(ek) {
             let mut f = Some(f);
@@ -625,7 +712,14 @@ impl Store {
     /// it read, and every key of `expected`, still has its version. Returns
     /// whether it did; the unit has ended either way.
     pub fn commit(&mut self, expected: &[(Vec<u8>, Option<Version>)]) -> Result<bool, Error> {
+        debug_assert!(!self.poisoned, "a poisoned unit is aborted, not committed");
+        let parked = self.write_parked(None);
+        self.end_parking();
         let touched = self.overlay.take().expect("a unit is running");
+        if let Err(e) = parked {
+            self.undo.clear();
+            return Err(e);
+        }
         self.undo.clear();
         let mut batch = WriteBatch::new();
         let mut checks: Vec<(&[u8], Option<Version>)> =
@@ -707,6 +801,9 @@ impl Store {
     /// The unit's entry for engine key `ek`, read from the pool on first
     /// touch. `read`: the unit depends on the value.
     fn touch(&mut self, ek: &[u8], read: bool) -> Result<&mut Touched, Error> {
+        if !self.parked.is_empty() {
+            self.write_parked(Some(ek))?;
+        }
         let overlay = self.overlay.as_mut().expect("a unit is running");
         if !overlay.contains_key(ek) {
             let seen = self.keyspace.db.get_versioned(ek)?;

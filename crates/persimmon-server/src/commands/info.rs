@@ -546,6 +546,8 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     // grouped engine write (group commit), and the commands they held.
     out.line("group_commit_runs", &n(&st.group_commit_runs));
     out.line("group_commit_commands", &n(&st.group_commit_commands));
+    out.line("unit_runs", &n(&st.unit_runs));
+    out.line("unit_run_commands", &n(&st.unit_run_commands));
     out.zeros(&[
         "io_threaded_reads_processed",
         "io_threaded_writes_processed",

@@ -17,7 +17,7 @@ use super::score::{decode_score, norm, score_key, split_score_key};
 use super::tree::{PageIo, Tree};
 use super::whole::{self, Whole};
 use crate::error::{wrongtype, Error};
-use crate::store::Store;
+use crate::store::{Parked, Store};
 use crate::value::{Kind, Stored, MAX_STRING_BYTES};
 
 /// The prefix of every page key and the registry's key.
@@ -375,6 +375,19 @@ impl Coll {
         st.unit_write(&self.ek, Some(meta))
     }
 
+    /// Parks the collection when the running unit allows it (`Store`'s
+    /// parking), else saves it. An emptied one is saved (its key deleted):
+    /// the unit's next command must find the key missing.
+    fn park_or_save(self, st: &mut Store) -> Result<(), Error> {
+        match st.parking() && self.dirty && !self.is_empty() && !self.is_registry() {
+            true => {
+                st.park(Box::new(self));
+                Ok(())
+            }
+            false => self.save(st),
+        }
+    }
+
     fn is_registry(&self) -> bool {
         self.ek == PREFIX
     }
@@ -546,11 +559,14 @@ pub fn with<R>(
         return Ok(None);
     }
     st.atomic(|st| {
-        let Some(mut c) = Coll::open(st, key, kind)? else {
-            return Ok(None);
+        let ek = st.engine_key(key).into_owned();
+        let (c, parked) = match unpark(st, &ek, kind) {
+            Some(c) => (Some(c), true),
+            None => (Coll::open_engine_key(st, ek, kind)?, false),
         };
-        let r = f(st, &mut c)?;
-        c.save(st)?;
+        let Some(mut c) = c else { return Ok(None) };
+        let r = run_parked(st, &mut c, parked, &mut f)?;
+        c.park_or_save(st)?;
         Ok(Some(r))
     })
 }
@@ -564,11 +580,60 @@ pub fn with_new<R>(
     mut f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<R, Error> {
     st.atomic(|st| {
-        let mut c = Coll::open_or_new(st, key, kind)?;
-        let r = f(st, &mut c)?;
-        c.save(st)?;
+        let ek = st.engine_key(key).into_owned();
+        let (mut c, parked) = match unpark(st, &ek, kind) {
+            Some(c) => (c, true),
+            None => (Coll::open_or_new(st, key, kind)?, false),
+        };
+        let r = run_parked(st, &mut c, parked, &mut f)?;
+        c.park_or_save(st)?;
         Ok(r)
     })
+}
+
+/// The collection of `kind` parked at engine key `ek` (see `Store`'s
+/// parking). One of another kind is written back instead: the caller's
+/// open then finds the type it has.
+fn unpark(st: &mut Store, ek: &[u8], kind: Kind) -> Option<Coll> {
+    if !st.parking() {
+        return None;
+    }
+    let c = st.unpark(ek)?.downcast::<Coll>().ok()?;
+    if c.kind == kind && c.ek == ek {
+        return Some(*c);
+    }
+    st.park(c);
+    None
+}
+
+/// `f` on `c`; when `c` came from the park and `f` fails, the changes of
+/// the unit's earlier commands it held are gone: the unit is poisoned.
+fn run_parked<R>(
+    st: &mut Store,
+    c: &mut Coll,
+    parked: bool,
+    f: &mut impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let r = f(st, c);
+    if r.is_err() && parked {
+        st.poison();
+    }
+    r
+}
+
+impl Parked for Coll {
+    fn covers(&self, ek: &[u8]) -> bool {
+        ek == self.ek
+            || (ek.len() == 19 && ek[..3] == PREFIX && ek[3..11] == self.tree_id.to_be_bytes())
+    }
+
+    fn write_back(self: Box<Self>, st: &mut Store) -> Result<(), Error> {
+        self.save(st)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
 }
 
 /// Invariant of the three below: `write_whole` always creates a new tree

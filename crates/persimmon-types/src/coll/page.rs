@@ -22,7 +22,8 @@
 //!
 //! Invariants: decoding never trusts a length inside the bytes (a page that
 //! does not parse exactly is `damaged`); `encoded_len` is the exact length
-//! of `encode`'s output; every item's spans lie inside the arena.
+//! of `encode`'s output, and O(1): every change keeps the items' encoded
+//! size (`body`) up to date; every item's spans lie inside the arena.
 
 use crate::error::Error;
 
@@ -45,6 +46,9 @@ pub struct Page {
     level: u8,
     arena: Vec<u8>,
     items: Vec<Item>,
+    /// Bytes the items take encoded (`encoded_len` less the head), kept
+    /// up to date by every change.
+    body: usize,
 }
 
 /// A page's bytes did not parse.
@@ -126,7 +130,9 @@ impl Page {
     }
 
     pub fn set_child_count(&mut self, i: usize, count: u64) {
+        self.body -= self.entry_len(i);
         self.items[i].count = count;
+        self.body += self.entry_len(i);
     }
 
     /// The key a parent keeps as this page's separator.
@@ -172,18 +178,22 @@ impl Page {
                 count: 1,
             },
         );
+        self.body += self.entry_len(i);
     }
 
     /// Replaces a leaf entry's value; returns the old one.
     pub fn set_value(&mut self, i: usize, value: &[u8]) -> Vec<u8> {
         let old = self.value(i).to_vec();
+        self.body -= self.entry_len(i);
         self.items[i].value = self.append(value);
+        self.body += self.entry_len(i);
         old
     }
 
     /// Removes entry `i`; returns its key and value.
     pub fn remove(&mut self, i: usize) -> Entry {
         let e = (self.key(i).to_vec(), self.value(i).to_vec());
+        self.body -= self.entry_len(i);
         self.items.remove(i);
         e
     }
@@ -201,6 +211,7 @@ impl Page {
                 count,
             },
         );
+        self.body += self.entry_len(i);
     }
 
     /// The leaf's entries, in order.
@@ -209,8 +220,12 @@ impl Page {
     }
 
     pub fn encoded_len(&self) -> usize {
-        let head = 1 + varint_len(self.width() as u64);
-        head + (0..self.width()).map(|i| self.entry_len(i)).sum::<usize>()
+        debug_assert_eq!(
+            self.body,
+            (0..self.width()).map(|i| self.entry_len(i)).sum::<usize>(),
+            "the kept size is the items' encoded size"
+        );
+        1 + varint_len(self.width() as u64) + self.body
     }
 
     /// Bytes entry `i` takes encoded.
@@ -281,6 +296,7 @@ impl Page {
             level,
             arena: bytes.to_vec(),
             items,
+            body: bytes.len() - 1 - varint_len(n),
         })
     }
 
@@ -309,6 +325,7 @@ impl Page {
             level: self.level,
             arena: Vec::new(),
             items: Vec::with_capacity(to - from),
+            body: 0,
         };
         for i in from..to {
             let key = p.append(self.key(i));
@@ -318,6 +335,7 @@ impl Page {
                 value,
                 ..self.items[i]
             });
+            p.body += self.entry_len(i);
         }
         p
     }
@@ -334,6 +352,7 @@ impl Page {
                 ..right.items[i]
             });
         }
+        self.body += right.body;
     }
 }
 
