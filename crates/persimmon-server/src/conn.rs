@@ -305,7 +305,7 @@ impl Connection {
             let progress = self.parser.parse(&self.input[consumed..], &parse_limits);
             if !matches!(progress, Ok(Progress::Complete { .. })) {
                 // The run before a protocol error or the end of the input.
-                self.pipeline.run(&mut self.session, &self.input);
+                run_pipeline(&mut self.pipeline, &mut self.session, &self.input).await;
             }
             match progress {
                 Err(e) => {
@@ -346,7 +346,7 @@ impl Connection {
                             from_input,
                         );
                     if !joined || self.pipeline.is_full() {
-                        self.pipeline.run(&mut self.session, &self.input);
+                        run_pipeline(&mut self.pipeline, &mut self.session, &self.input).await;
                     }
                     if !joined && !args.is_empty() {
                         execute(&mut self.session, args);
@@ -443,4 +443,16 @@ impl Connection {
         }
         Ok(())
     }
+}
+
+/// Executes the pending run of `pipeline` (its ranges point into `input`):
+/// a run of collection writes through the combiner (`combiner.rs`) when
+/// one serves, any other here.
+async fn run_pipeline(pipeline: &mut Pipeline, session: &mut Session, input: &[u8]) {
+    if session.shared.combiner.is_running() {
+        if let Some(run) = pipeline.take_unit(input) {
+            return crate::combiner::submit(session, run).await;
+        }
+    }
+    pipeline.run(session, input);
 }

@@ -69,6 +69,7 @@ use persimmon_types::value::{self, Stored, MAX_STRING_BYTES};
 
 use crate::commands::blocking::serve_ready;
 use crate::dispatch::{execute, runnable_as};
+use crate::runs::{OwnedRun, Run};
 use crate::session::Session;
 use crate::unit_run;
 
@@ -168,6 +169,19 @@ impl Pipeline {
         true
     }
 
+    /// The pending run, copied out of `input`, when it is a run of
+    /// combined writes (`unit_run.rs`) the connection hands to the
+    /// combiner (`combiner.rs`); `None` (and nothing taken) otherwise.
+    pub fn take_unit(&mut self, input: &[u8]) -> Option<OwnedRun> {
+        if self.kind != Some(Kind::Unit) || self.reqs.is_empty() {
+            return None;
+        }
+        let owned = OwnedRun::copy(input, &self.args, std::mem::take(&mut self.reqs));
+        self.args.clear();
+        self.bytes = 0;
+        Some(owned)
+    }
+
     /// Whether the run must execute before another request may join it.
     pub fn is_full(&self) -> bool {
         match self.kind {
@@ -184,23 +198,19 @@ impl Pipeline {
         let args = std::mem::take(&mut self.args);
         self.bytes = 0;
         self.keys.clear();
-        let run = Run {
-            input,
-            args: &args,
-            reqs: &reqs,
-        };
+        let run = Run::new(input, &args, &reqs);
         match (reqs.len(), self.kind) {
             (0, _) | (_, None) => {}
-            (1, Some(_)) => run.one_by_one(s),
+            (1, Some(_)) => one_by_one(s, &run),
             (_, Some(Kind::Set)) => {
                 if !self.run_grouped(s, &run) {
-                    run.one_by_one(s);
+                    one_by_one(s, &run);
                 }
             }
             (_, Some(Kind::Get)) => run_gets(s, &run),
             (_, Some(Kind::Unit)) => {
                 if !unit_run::run(s, &run) {
-                    run.one_by_one(s);
+                    one_by_one(s, &run);
                 }
             }
         }
@@ -273,7 +283,7 @@ impl Pipeline {
 /// executed one by one (the failing one gets its own error).
 fn run_gets(s: &mut Session, run: &Run<'_>) {
     let Some(row) = runnable_as(s, &run.args(0), "get", 2) else {
-        return run.one_by_one(s);
+        return one_by_one(s, run);
     };
     let started = Instant::now();
     let keys: Vec<&[u8]> = (0..run.len()).map(|i| run.arg(i, 1)).collect();
@@ -309,7 +319,7 @@ fn run_gets(s: &mut Session, run: &Run<'_>) {
         .last_command
         .store(row + 1, std::sync::atomic::Ordering::Relaxed);
     if result.is_err() {
-        run.from(done).one_by_one(s);
+        one_by_one(s, &run.from(done));
     }
 }
 
@@ -320,40 +330,9 @@ fn fnv(key: &[u8]) -> u64 {
     })
 }
 
-/// A run about to execute: its requests' arguments in the input buffer.
-pub struct Run<'a> {
-    input: &'a [u8],
-    args: &'a [Range<usize>],
-    reqs: &'a [Range<usize>],
-}
-
-impl<'a> Run<'a> {
-    pub fn len(&self) -> usize {
-        self.reqs.len()
-    }
-
-    /// Request `i`'s arguments, the command's name first.
-    pub fn args(&self, i: usize) -> Args<'a> {
-        Args::new(self.input, &self.args[self.reqs[i].clone()])
-    }
-
-    /// Argument `n` of request `i`.
-    fn arg(&self, i: usize, n: usize) -> &'a [u8] {
-        &self.input[self.args[self.reqs[i].start + n].clone()]
-    }
-
-    /// The requests from the `first`.
-    fn from(&self, first: usize) -> Run<'a> {
-        Run {
-            reqs: &self.reqs[first..],
-            ..*self
-        }
-    }
-
-    /// Executes the requests one by one, as if no run had been made.
-    pub fn one_by_one(&self, s: &mut Session) {
-        for i in 0..self.len() {
-            execute(s, self.args(i));
-        }
+/// Executes the requests of `run` one by one, as if no run had been made.
+pub fn one_by_one(s: &mut Session, run: &Run<'_>) {
+    for i in 0..run.len() {
+        execute(s, run.args(i));
     }
 }

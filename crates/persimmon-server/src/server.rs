@@ -126,6 +126,7 @@ pub(crate) fn run_with(
         ready(&info, &shared);
         crate::repl::link::supervise(&shared);
         crate::repl::upkeep::spawn(&shared);
+        crate::combiner::spawn(&shared);
         accept_loop(&shared, listener, signals).await;
         Ok(())
     });

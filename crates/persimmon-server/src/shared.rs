@@ -59,6 +59,9 @@ pub struct Shared {
     pub scan: ScanCache,
     /// Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...).
     pub blocked: Blocked,
+    /// The queue of runs of collection writes combined across
+    /// connections (`combiner.rs`).
+    pub combiner: crate::combiner::queue::Combiner,
     /// Channel and pattern subscriptions (`pubsub.rs`).
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Replication: the write stream, replicas, the link to a master.
@@ -90,6 +93,9 @@ pub struct ServerStats {
     pub group_commit_commands: AtomicU64,
     pub unit_runs: AtomicU64,
     pub unit_run_commands: AtomicU64,
+    /// Units the combiner committed, and the runs they held.
+    pub combined_units: AtomicU64,
+    pub combined_runs: AtomicU64,
     /// Unix time in seconds of the last SAVE or BGSAVE (the start before
     /// any), for `LASTSAVE`; and how many there were.
     pub last_save: AtomicU64,
@@ -106,7 +112,7 @@ pub struct ServerStats {
 impl ServerStats {
     /// The counters `CONFIG RESETSTAT` zeroes (as Redis: not the time of
     /// the last save, nor the memory peak).
-    pub fn resettable(&self) -> [&AtomicU64; 17] {
+    pub fn resettable(&self) -> [&AtomicU64; 19] {
         [
             &self.total_connections_received,
             &self.rejected_connections,
@@ -125,6 +131,8 @@ impl ServerStats {
             &self.group_commit_commands,
             &self.unit_runs,
             &self.unit_run_commands,
+            &self.combined_units,
+            &self.combined_runs,
         ]
     }
 }
@@ -156,6 +164,7 @@ impl Shared {
         stats.last_save.store(started_unix, Ordering::Relaxed);
         Shared {
             blocked: Blocked::new(keyspace.waiters.clone()),
+            combiner: Default::default(),
             keyspace,
             config,
             settings,

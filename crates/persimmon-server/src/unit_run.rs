@@ -30,13 +30,14 @@
 //!   with replies on, every request checked as `execute` checks it
 //!   (`dispatch::runnable_as`) and none refused on a read-only replica.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use persimmon_resp::Args;
 
 use crate::commands::blocking::serve_ready;
 use crate::dispatch::{run_in_unit, runnable_as};
-use crate::pipeline::Run;
+use crate::runs::Run;
 use crate::session::Session;
 
 /// Commands a run may hold, with the argument counts (the name included)
@@ -79,44 +80,74 @@ pub fn joins(s: &Session, args: &Args<'_>) -> Option<usize> {
     (!crate::repl::role::refuses_writes(&s.shared)).then_some(row)
 }
 
-/// Executes `run` as one unit; `false` when it could not (nothing written,
-/// replied or counted): the caller executes it one by one.
+/// One client's share of a unit: its requests, their rows (checked by
+/// [`joins`] on its own session), its database and protocol.
+pub struct Part<'a> {
+    pub db: usize,
+    pub resp3: bool,
+    pub run: Run<'a>,
+    pub rows: &'a [usize],
+}
+
+/// Executes `run` as one unit in the session's own task; `false` when it
+/// could not (nothing written, replied or counted): the caller executes
+/// it one by one.
 pub fn run(s: &mut Session, run: &Run<'_>) -> bool {
-    if s.shared.blocked.any() {
-        return false;
-    }
-    let Some(rows) = (0..run.len())
-        .map(|i| joins(s, &run.args(i)))
-        .collect::<Option<Vec<usize>>>()
-    else {
+    let Some(rows) = rows_of(s, run) else {
         return false;
     };
-    let map = s.map.take().expect("the map is back between commands");
     let started = Instant::now();
-    let failed = {
-        let _held = map.shared();
-        // Replication turned on since the run was offered: the requests
-        // go one by one through `execute`, which propagates them.
-        let failed = match s.shared.repl.is_active() {
-            true => None,
-            false => attempts(s, run, &rows),
-        };
-        if failed.is_some() {
-            // A client may have blocked on a key since the check above.
-            serve_ready(s);
-        }
-        failed
+    let part = Part {
+        db: s.store.db,
+        resp3: s.out.resp3,
+        run: run.clone(),
+        rows: &rows,
     };
-    s.map = Some(map);
-    let Some(failed) = failed else { return false };
-    count(s, &rows, &failed, started);
+    let Some(replies) = execute(s, &[part]) else {
+        return false;
+    };
+    debug_assert_eq!(replies[0].end, s.out.len(), "the replies stay queued");
+    let share = started.elapsed().as_nanos() as u64 / rows.len() as u64;
+    count(s, &rows, share);
     true
 }
 
-/// The run's attempts; `Some(which requests failed)` once one committed.
-fn attempts(s: &mut Session, run: &Run<'_>, rows: &[usize]) -> Option<Vec<bool>> {
+/// The rows of every request of `run`, if all may join a run.
+pub fn rows_of(s: &Session, run: &Run<'_>) -> Option<Vec<usize>> {
+    (0..run.len()).map(|i| joins(s, &run.args(i))).collect()
+}
+
+/// Executes `parts` as one unit in session `s` (each part with its
+/// database selected and in its protocol), their replies queued in
+/// `s.out`: `Some(where each part's replies are)` once it committed,
+/// `None` when it could not (nothing written, nothing left queued).
+pub fn execute(s: &mut Session, parts: &[Part<'_>]) -> Option<Vec<Range<usize>>> {
+    if s.shared.blocked.any() {
+        return None;
+    }
+    let map = s.map.take().expect("the map is back between commands");
+    let replies = {
+        let _held = map.shared();
+        // Replication turned on since the requests were checked: they go
+        // one by one through `execute`, which propagates them.
+        let replies = match s.shared.repl.is_active() {
+            true => None,
+            false => attempts(s, parts),
+        };
+        if replies.is_some() {
+            // A client may have blocked on a key since the check above.
+            serve_ready(s);
+        }
+        replies
+    };
+    s.map = Some(map);
+    replies
+}
+
+/// The unit's attempts; `Some(each part's replies)` once one committed.
+fn attempts(s: &mut Session, parts: &[Part<'_>]) -> Option<Vec<Range<usize>>> {
     let keyspace = s.store.keyspace().clone();
-    let mark = s.out.len();
+    let (mark, db, resp3) = (s.out.len(), s.store.db, s.out.resp3);
     let errors = s.out.errors.clone();
     for attempt in 0..ATTEMPTS {
         let _turn = (attempt > 0).then(|| keyspace.turns.take());
@@ -125,10 +156,9 @@ fn attempts(s: &mut Session, run: &Run<'_>, rows: &[usize]) -> Option<Vec<bool>>
         }
         s.store.begin();
         s.store.allow_parking();
-        let failed: Vec<bool> = (0..run.len())
-            .map(|i| run_in_unit(s, rows[i], run.args(i)))
-            .collect();
-        if failed.contains(&true) || s.store.poisoned() {
+        let (replies, failed) = run_parts(s, parts);
+        (s.store.db, s.out.resp3) = (db, resp3);
+        if failed || s.store.poisoned() {
             // A failed request may have changed a parked collection that
             // its roll-back does not reach: one by one instead.
             s.store.abort();
@@ -138,7 +168,7 @@ fn attempts(s: &mut Session, run: &Run<'_>, rows: &[usize]) -> Option<Vec<bool>>
         }
         let committed = s.store.commit(&[]);
         if let Ok(true) = committed {
-            return Some(failed);
+            return Some(replies);
         }
         // No reply of this attempt stands.
         s.out.buf.truncate(mark);
@@ -152,13 +182,31 @@ fn attempts(s: &mut Session, run: &Run<'_>, rows: &[usize]) -> Option<Vec<bool>>
     None
 }
 
-/// Counts each request of a committed run as `execute` would have.
-fn count(s: &mut Session, rows: &[usize], failed: &[bool], started: Instant) {
-    let share = started.elapsed().as_nanos() as u64 / rows.len() as u64;
-    for (&row, &failed) in rows.iter().zip(failed) {
+/// Runs every part's requests in the running unit; returns where each
+/// part's replies are and whether any request failed (the run stops at
+/// the first).
+fn run_parts(s: &mut Session, parts: &[Part<'_>]) -> (Vec<Range<usize>>, bool) {
+    let mut replies = Vec::with_capacity(parts.len());
+    for part in parts {
+        (s.store.db, s.out.resp3) = (part.db, part.resp3);
+        let start = s.out.len();
+        for (i, &row) in part.rows.iter().enumerate() {
+            if run_in_unit(s, row, part.run.args(i)) {
+                return (replies, true);
+            }
+        }
+        replies.push(start..s.out.len());
+    }
+    (replies, false)
+}
+
+/// Counts each request of a committed run as `execute` would have, each
+/// charged `share` nanoseconds when timed.
+pub fn count(s: &mut Session, rows: &[usize], share: u64) {
+    for &row in rows {
         let timed = s.tally.times(row).then_some(share);
         s.counters.commands += 1;
-        s.tally.called(row, timed, failed);
+        s.tally.called(row, timed, false);
     }
     s.counters.unit_runs += 1;
     s.counters.unit_commands += rows.len() as u64;

@@ -548,6 +548,8 @@ fn stats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("group_commit_commands", &n(&st.group_commit_commands));
     out.line("unit_runs", &n(&st.unit_runs));
     out.line("unit_run_commands", &n(&st.unit_run_commands));
+    out.line("combined_units", &n(&st.combined_units));
+    out.line("combined_runs", &n(&st.combined_runs));
     out.zeros(&[
         "io_threaded_reads_processed",
         "io_threaded_writes_processed",
