@@ -3,13 +3,18 @@
 //! as one atomic unit — one set of fences, each collection encoded once —
 //! instead of one unit per client, each conflicting with the others.
 //!
-//! A connection with a run copies it out of its input and queues it here
-//! with its database and protocol, then awaits the answer. One task, the
-//! *combiner*, takes every queued run, executes them in order as one unit
-//! in a session of its own (`unit_run::execute`), and answers each
-//! connection with its replies; the connection queues them and counts its
-//! requests as it would have. Between units the combiner yields, so the
-//! runs that arrive meanwhile make up the next unit.
+//! A connection with a run copies it out of its input. When nobody is
+//! executing runs, it *leads*: it executes the run at once in its own task
+//! (`unit_run::run`), so a lone client pays nothing for combining.
+//! Otherwise it queues the run with its database and protocol
+//! (`queue.rs`) and awaits the answer. A leader that finds runs queued
+//! when it is done hands them to one task, the *combiner*, which takes
+//! them in order, executes them as one unit in a session of its own
+//! (`unit_run::execute`), and answers each connection with its replies;
+//! the connection queues them and counts its requests as it would have.
+//! Between units the combiner yields, so the runs that arrive meanwhile
+//! make up the next unit; once the queue is empty nobody owns it and the
+//! next run is led again.
 //!
 //! Invariants:
 //! - The outcome is that of executing the queued runs one after another in
@@ -24,7 +29,7 @@
 //! - Each run's requests were checked by its own connection (`joins`:
 //!   authentication, settings, read-only replica) before it was queued; the
 //!   combiner's session is only where they run.
-//! - A unit holds at most [`MAX_UNIT_REQUESTS`] requests (the rest wait
+//! - A unit holds at most [`queue::MAX_UNIT_REQUESTS`] requests (the rest wait
 //!   for the next), so no reply waits on an unbounded unit.
 //! - If the combiner ever fails while running a unit (a panic: nothing was
 //!   committed), each connection of that unit replies an error to each of
@@ -50,27 +55,41 @@ use queue::{Answer, Job};
 
 /// Executes `run` (a run of combined writes of session `s`'s connection)
 /// through the combiner, or one by one when it may not join a unit.
-pub async fn submit(s: &mut Session, run: OwnedRun) {
+pub async fn submit(s: &mut Session, mut run: OwnedRun) {
     let Some(rows) = unit_run::rows_of(s, &run.view()) else {
         return one_by_one(s, &run.view());
     };
-    let (answer, receive) = oneshot::channel();
-    let counted = rows.clone();
-    s.shared.combiner.push(Job {
-        db: s.store.db,
-        resp3: s.out.resp3,
-        run,
-        rows,
-        answer,
-    });
+    let shared = s.shared.clone();
+    let receive = loop {
+        if let Some(_leading) = shared.combiner.lead() {
+            // Nobody else executes runs: this one at once, here.
+            if !unit_run::run(s, &run.view()) {
+                one_by_one(s, &run.view());
+            }
+            return;
+        }
+        let (answer, receive) = oneshot::channel();
+        let job = Job {
+            db: s.store.db,
+            resp3: s.out.resp3,
+            run,
+            rows: rows.clone(),
+            answer,
+        };
+        match shared.combiner.queue(job) {
+            Ok(()) => break receive,
+            // The owner let go meanwhile: lead.
+            Err(job) => run = job.run,
+        }
+    };
     match receive.await {
         Ok(Answer::Done { replies, share }) => {
             s.out.buf.extend_from_slice(&replies);
-            unit_run::count(s, &counted, share);
+            unit_run::count(s, &rows, share);
         }
         Ok(Answer::OneByOne(run)) => one_by_one(s, &run.view()),
         Err(_) => {
-            for _ in &counted {
+            for _ in &rows {
                 s.out.error(
                     "ERR the server failed while running this command in a combined unit; \
                      nothing of that unit was written",
