@@ -34,7 +34,9 @@
 //!   command's roll-back does not undo), and so does `commit`: what a unit
 //!   reads and commits is what it would be without parking. A parked
 //!   collection taken and then dropped unsaved (its command failed) poisons
-//!   the unit: its caller must not commit it.
+//!   the unit: its caller must not commit it. A parking unit keeps no undo
+//!   log ([`roll_back`](Store::roll_back) does nothing): a command that
+//!   fails in it ends it, and its caller aborts it.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -644,7 +646,9 @@ impl Store {
         let overlay = self.overlay.as_mut().expect("a unit is running");
         let t = overlay.get_mut(ek).expect("touched before it changes");
         let before = std::mem::replace(&mut t.now, next);
-        self.undo.push((ek.to_vec(), before, t.dirty));
+        if !self.parking {
+            self.undo.push((ek.to_vec(), before, t.dirty));
+        }
         t.dirty = true;
         if t.first_change == u64::MAX {
             t.first_change = self.changes;
@@ -695,6 +699,36 @@ impl Store {
         let now = self.now_ms();
         let t = self.touch(ek, depend)?;
         Ok(f(live(&t.now, now).map(|(v, _)| v.as_slice())))
+    }
+
+    /// Inside a unit: sets engine key `ek`, which has no deadline and whose
+    /// value the unit does not depend on (a collection's page), to `value`
+    /// or deletes it, without reading what it holds now.
+    pub fn unit_write_blind(&mut self, ek: &[u8], value: Option<Vec<u8>>) -> Result<(), Error> {
+        check_key(ek)?;
+        if !self.parked.is_empty() {
+            self.write_parked(Some(ek))?;
+        }
+        let overlay = self.overlay.as_mut().expect("a unit is running");
+        if !overlay.contains_key(ek) {
+            // As if touched: no version to check (it is not read), and the
+            // state before is what roll-back would restore, so read it then.
+            if !self.parking {
+                return self.unit_write(ek, value);
+            }
+            overlay.insert(
+                ek.to_vec(),
+                Touched {
+                    base: None,
+                    read: false,
+                    now: None,
+                    dirty: false,
+                    first_change: u64::MAX,
+                },
+            );
+        }
+        self.change(ek, value.map(|v| (v, None)));
+        Ok(())
     }
 
     /// Inside a unit: sets engine key `ek` to `value` (keeping its

@@ -121,7 +121,7 @@ impl Io<'_> {
             if std::mem::take(dirty) {
                 let key = page_key(self.tree_id, *no);
                 self.store
-                    .unit_write(&key, page.as_ref().map(Page::encode))?;
+                    .unit_write_blind(&key, page.as_ref().map(Page::encode))?;
             }
         }
         Ok(())
