@@ -87,6 +87,9 @@ struct Pages {
     next_page: u64,
     /// Page number → the page (`None`: freed) and whether it changed.
     cache: HashMap<u64, (Option<Page>, bool)>,
+    /// Pages taken out of `cache` to be changed, and whether they had
+    /// changed before (`PageIo::take`).
+    taken: HashMap<u64, bool>,
 }
 
 impl PageIo for Io<'_> {
@@ -99,11 +102,35 @@ impl PageIo for Io<'_> {
         self.pages.cache.insert(no, (page.clone(), false));
         Ok(page)
     }
-    fn save(&mut self, no: u64, page: &Page) -> Result<(), Error> {
-        self.pages.cache.insert(no, (Some(page.clone()), true));
+    fn take(&mut self, no: u64) -> Result<Option<Page>, Error> {
+        let page = match self.pages.cache.remove(&no) {
+            Some((Some(page), dirty)) => {
+                self.pages.taken.insert(no, dirty);
+                return Ok(Some(page));
+            }
+            // Freed: stays freed.
+            Some(freed) => {
+                self.pages.cache.insert(no, freed);
+                return Ok(None);
+            }
+            None => read_page(self.store, &page_key(self.tree_id, no))?,
+        };
+        if page.is_some() {
+            self.pages.taken.insert(no, false);
+        }
+        Ok(page)
+    }
+    fn put_back(&mut self, no: u64, page: Page) {
+        let dirty = self.pages.taken.remove(&no).unwrap_or(false);
+        self.pages.cache.insert(no, (Some(page), dirty));
+    }
+    fn save(&mut self, no: u64, page: Page) -> Result<(), Error> {
+        self.pages.taken.remove(&no);
+        self.pages.cache.insert(no, (Some(page), true));
         Ok(())
     }
     fn free(&mut self, no: u64) -> Result<(), Error> {
+        self.pages.taken.remove(&no);
         self.pages.cache.insert(no, (None, true));
         Ok(())
     }
@@ -117,6 +144,7 @@ impl PageIo for Io<'_> {
 impl Io<'_> {
     /// Writes every changed page into the store's unit.
     fn flush(&mut self) -> Result<(), Error> {
+        debug_assert!(self.pages.taken.is_empty(), "every taken page came back");
         for (no, (page, dirty)) in self.pages.cache.iter_mut() {
             if std::mem::take(dirty) {
                 let key = page_key(self.tree_id, *no);
@@ -145,6 +173,7 @@ impl Coll {
             pages: Pages {
                 next_page: FIRST_FREE_PAGE,
                 cache: HashMap::new(),
+                taken: HashMap::new(),
             },
             external: false,
             trees: (0..trees_of(kind))
@@ -216,6 +245,7 @@ impl Coll {
             pages: Pages {
                 next_page,
                 cache: HashMap::new(),
+                taken: HashMap::new(),
             },
             external,
             trees: Vec::new(),
@@ -366,7 +396,7 @@ impl Coll {
             for t in 0..self.trees.len() {
                 if self.trees[t].root_dirty {
                     let root = self.trees[t].root.clone();
-                    self.io(st).save(t as u64 + 1, &root)?;
+                    self.io(st).save(t as u64 + 1, root)?;
                 }
             }
         }

@@ -196,7 +196,7 @@ impl super::tree::PageIo for Pages<'_> {
     fn load(&mut self, no: u64) -> Result<Option<super::page::Page>, Error> {
         read_page(self.st, &page_key(self.id, no))
     }
-    fn save(&mut self, _: u64, _: &super::page::Page) -> Result<(), Error> {
+    fn save(&mut self, _: u64, _: super::page::Page) -> Result<(), Error> {
         unreachable!("the reclaimer only reads and deletes pages")
     }
     fn free(&mut self, _: u64) -> Result<(), Error> {

@@ -33,7 +33,14 @@ const PAGE_MIN: usize = PAGE_MAX / 4;
 pub trait PageIo {
     /// The page numbered `no`; `None` if there is no such page.
     fn load(&mut self, no: u64) -> Result<Option<Page>, Error>;
-    fn save(&mut self, no: u64, page: &Page) -> Result<(), Error>;
+    /// The page numbered `no` to change: the caller then saves or frees
+    /// it, or gives it back unchanged ([`put_back`](Self::put_back)).
+    fn take(&mut self, no: u64) -> Result<Option<Page>, Error> {
+        self.load(no)
+    }
+    /// A page [`take`](Self::take)n and not changed.
+    fn put_back(&mut self, _no: u64, _page: Page) {}
+    fn save(&mut self, no: u64, page: Page) -> Result<(), Error>;
     fn free(&mut self, no: u64) -> Result<(), Error>;
     /// A page number not in use.
     fn alloc(&mut self) -> u64;
@@ -268,8 +275,8 @@ impl Tree {
         let mut root = Page::node(level);
         for (i, piece) in std::iter::once(first).chain(rest).enumerate() {
             let page = io.alloc();
-            io.save(page, &piece)?;
             root.insert_child(i, &piece.first_key(), page, piece.count());
+            io.save(page, piece)?;
         }
         debug_assert!(root.width() >= 2, "a grown root has two children");
         self.root = root;
@@ -315,11 +322,15 @@ fn change(
             (i, Target::Rank(r))
         }
     };
-    let mut child = must_load(io, page.child(i))?;
-    let done = change(io, &mut child, local, op, key)?;
-    if done.unchanged() {
-        return Ok(done);
-    }
+    let no = page.child(i);
+    let mut child = io.take(no)?.ok_or_else(damaged)?;
+    let done = match change(io, &mut child, local, op, key) {
+        Ok(done) if !done.unchanged() => done,
+        other => {
+            io.put_back(no, child);
+            return other;
+        }
+    };
     let count = page.child_count(i) as i64 + done.delta;
     if count < 0 {
         return Err(damaged());
@@ -395,13 +406,13 @@ fn fit_child(io: &mut impl PageIo, node: &mut Page, i: usize, child: Page) -> Re
             };
             a.absorb(b);
             node.set_child_count(left, node.child_count(left) + node.child_count(right));
-            io.save(node.child(left), &a)?;
+            io.save(node.child(left), a)?;
             io.free(node.child(right))?;
             node.remove(right);
             return Ok(());
         }
     }
-    io.save(node.child(i), &child)
+    io.save(node.child(i), child)
 }
 
 fn split_child(
@@ -412,11 +423,11 @@ fn split_child(
 ) -> Result<(), Error> {
     let rest = child.split(PAGE_TARGET);
     node.set_child_count(i, child.count());
-    io.save(node.child(i), &child)?;
+    io.save(node.child(i), child)?;
     for (j, piece) in rest.into_iter().enumerate() {
         let page = io.alloc();
-        io.save(page, &piece)?;
         node.insert_child(i + 1 + j, &piece.first_key(), page, piece.count());
+        io.save(page, piece)?;
     }
     Ok(())
 }
@@ -487,7 +498,7 @@ pub mod tests {
         fn load(&mut self, no: u64) -> Result<Option<Page>, Error> {
             self.pages.get(&no).map(|b| Page::decode(b)).transpose()
         }
-        fn save(&mut self, no: u64, page: &Page) -> Result<(), Error> {
+        fn save(&mut self, no: u64, page: Page) -> Result<(), Error> {
             self.pages.insert(no, page.encode());
             Ok(())
         }
