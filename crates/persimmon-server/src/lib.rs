@@ -18,7 +18,10 @@
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
 //!   output buffer limits. `pipeline`: a read's consecutive plain SETs run
-//!   as one grouped engine write (group commit).
+//!   as one grouped engine write (group commit), its collection writes as
+//!   one atomic unit (`unit_run`); `combiner`: the units of many
+//!   connections' collection writes combined into one (flat combining);
+//!   `runs`: a pipeline's run of requests.
 //! - `commands`: the command table (one row per command) and dispatch;
 //!   `commands/*`: the handlers, one module per group of commands.
 //! - `session`: what a handler works with: the client's session, the error
