@@ -17,7 +17,9 @@
 # TESTS (redis-benchmark -t, default set,get,incr,mset), MULTI_SECONDS (MULTI/EXEC
 # run length, default 5; 0 skips it),
 # KEYSPACE (redis-benchmark -r: random keys out of this many; default none,
-# i.e. redis-benchmark's single key).
+# i.e. redis-benchmark's single key), PERSIMMON_BEFORE (a second persimmon
+# binary, e.g. a build of an earlier commit: a fourth contender taking its
+# turn with the others). Ratio rows give persimmon ÷ redis (no persistence).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,6 +33,9 @@ random_keys=${KEYSPACE:+-r $KEYSPACE}
 P_PERSIMMON=6479
 P_REDIS=6380
 P_REDIS_AOF=6381
+P_BEFORE=6482
+BEFORE=${PERSIMMON_BEFORE:-}
+ports="$P_PERSIMMON${BEFORE:+ $P_BEFORE} $P_REDIS $P_REDIS_AOF"
 
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
   apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
@@ -53,6 +58,10 @@ trap cleanup EXIT
 
 "$BIN" serve --pool "$dir/bench.pool" --port $P_PERSIMMON >"$dir/persimmon.log" 2>&1 &
 pids+=($!)
+if [ -n "$BEFORE" ]; then
+  "$BEFORE" serve --pool "$dir/before.pool" --port $P_BEFORE >"$dir/before.log" 2>&1 &
+  pids+=($!)
+fi
 mkdir -p "$dir/redis" "$dir/redis-aof"
 redis-server --port $P_REDIS --save '' --appendonly no --dir "$dir/redis" \
   --daemonize no --logfile "$dir/redis.log" &
@@ -60,7 +69,7 @@ pids+=($!)
 redis-server --port $P_REDIS_AOF --save '' --appendonly yes --appendfsync always \
   --dir "$dir/redis-aof" --daemonize no --logfile "$dir/redis-aof.log" &
 pids+=($!)
-for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+for port in $ports; do
   for _ in $(seq 100); do redis-cli -p $port PING >/dev/null 2>&1 && break; sleep 0.1; done
   redis-cli -p $port PING >/dev/null || { echo "server on $port did not start"; exit 1; }
 done
@@ -69,6 +78,7 @@ cat "$dir/persimmon.log"
 name_of() {
   case $1 in
     $P_PERSIMMON) echo "persimmon serve (durable per write)" ;;
+    $P_BEFORE) echo "persimmon serve, before ($BEFORE)" ;;
     $P_REDIS) echo "redis-server, no persistence" ;;
     $P_REDIS_AOF) echo "redis-server, appendfsync always" ;;
   esac
@@ -80,7 +90,7 @@ results="$dir/results.tsv"
 : >"$results"
 for round in $(seq "$REPEAT"); do
   for P in 1 16; do
-    for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+    for port in $ports; do
       cmd="redis-benchmark -p $port -t $TESTS -n $N -c 50 -P $P $random_keys -q"
       echo "# round $round: $(name_of $port): $cmd"
       $cmd 2>&1 | tr '\r' '\n' | grep "requests per second" | while read -r line; do
@@ -93,7 +103,7 @@ for round in $(seq "$REPEAT"); do
     done
   done
   if [ "$SECONDS_MULTI" != 0 ]; then
-    for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+    for port in $ports; do
       echo "# round $round: $(name_of $port): multi_exec_rate $port 50 $SECONDS_MULTI"
       line=$("$MULTI_BIN" "$port" 50 "$SECONDS_MULTI")
       echo "$line"
@@ -113,10 +123,17 @@ header="| server | -P |"; rule="|---|---|"
 for t in $tests_upper; do header="$header $t req/s |"; rule="$rule---|"; done
 echo "$header"; echo "$rule"
 for P in 1 16; do
-  for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+  for port in $ports; do
     row="| $(name_of $port) | $P |"
     for t in $tests_upper; do
       row="$row $(printf "%.0f" "$(rate $port $P "$t")") |"
+    done
+    echo "$row"
+  done
+  for port in $P_PERSIMMON${BEFORE:+ $P_BEFORE}; do
+    row="| $(name_of $port) ÷ redis-server, no persistence | $P |"
+    for t in $tests_upper; do
+      row="$row $(awk -v a="$(rate $port $P "$t")" -v b="$(rate $P_REDIS $P "$t")" 'BEGIN {printf "%.2f", a / b}') |"
     done
     echo "$row"
   done
@@ -125,8 +142,9 @@ if [ "$SECONDS_MULTI" != 0 ]; then
   echo
   echo "| server | MULTI/EXEC transactions/s (MULTI, INCR, SET, EXEC per round trip, 50 clients) |"
   echo "|---|---|"
-  for port in $P_PERSIMMON $P_REDIS $P_REDIS_AOF; do
+  for port in $ports; do
     printf '| %s | %.0f |\n' "$(name_of $port)" "$(rate $port 1 MULTI/EXEC)"
   done
 fi
 redis-cli -p $P_PERSIMMON SHUTDOWN >/dev/null 2>&1 || true
+[ -z "$BEFORE" ] || redis-cli -p $P_BEFORE SHUTDOWN >/dev/null 2>&1 || true
