@@ -179,6 +179,23 @@ impl Session {
         }
     }
 
+    /// A session no client connection owns (the replication link's, the
+    /// combiner's): authenticated, under a fresh client id, at the server's
+    /// own address.
+    pub fn internal(shared: &Arc<Shared>, commands: &'static CommandTable) -> Session {
+        let addr = shared.local_addr;
+        let info = Arc::new(ClientInfo::new(
+            shared.next_client_id(),
+            addr,
+            addr,
+            -1,
+            shared.now_ms(),
+        ));
+        let mut s = Session::new(shared.clone(), info, commands);
+        s.authenticated = true;
+        s
+    }
+
     /// Adds this connection's counts to the server's (or drops them, when
     /// `CONFIG RESETSTAT` ran since they were gathered).
     pub fn publish_counters(&mut self) {

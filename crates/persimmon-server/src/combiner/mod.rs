@@ -44,7 +44,6 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use crate::client::ClientInfo;
 use crate::commands::table::COMMANDS;
 use crate::pipeline::one_by_one;
 use crate::runs::OwnedRun;
@@ -104,7 +103,7 @@ pub fn spawn(shared: &Arc<Shared>) {
     shared.combiner.started();
     let shared = shared.clone();
     tokio::spawn(async move {
-        let mut s = combiner_session(&shared);
+        let mut s = Session::internal(&shared, &COMMANDS);
         loop {
             shared.combiner.woken().await;
             loop {
@@ -114,28 +113,13 @@ pub fn spawn(shared: &Arc<Shared>) {
                 }
                 let ran = std::panic::catch_unwind(AssertUnwindSafe(|| combine(&mut s, jobs)));
                 if ran.is_err() {
-                    s = combiner_session(&shared);
+                    s = Session::internal(&shared, &COMMANDS);
                 }
                 // The runs that arrive meanwhile make up the next unit.
                 tokio::task::yield_now().await;
             }
         }
     });
-}
-
-/// The session the combiner runs units in.
-fn combiner_session(shared: &Arc<Shared>) -> Session {
-    let addr = shared.local_addr;
-    let info = Arc::new(ClientInfo::new(
-        shared.next_client_id(),
-        addr,
-        addr,
-        -1,
-        shared.now_ms(),
-    ));
-    let mut s = Session::new(shared.clone(), info, &COMMANDS);
-    s.authenticated = true;
-    s
 }
 
 /// Runs `jobs` as one unit and answers each.

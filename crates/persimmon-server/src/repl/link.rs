@@ -28,7 +28,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::state::LinkStatus;
-use crate::client::ClientInfo;
 use crate::commands::table::COMMANDS;
 use crate::dispatch::execute;
 use crate::session::Session;
@@ -94,16 +93,7 @@ async fn run(shared: Arc<Shared>, epoch: u64) {
 
 /// The session the master's stream runs in.
 fn master_session(shared: &Arc<Shared>) -> Session {
-    let addr = shared.local_addr;
-    let info = Arc::new(ClientInfo::new(
-        shared.next_client_id(),
-        addr,
-        addr,
-        -1,
-        shared.now_ms(),
-    ));
-    let mut s = Session::new(shared.clone(), info, &COMMANDS);
-    s.authenticated = true;
+    let mut s = Session::internal(shared, &COMMANDS);
     s.repl.from_master = true;
     s
 }
