@@ -446,13 +446,11 @@ impl Connection {
 }
 
 /// Executes the pending run of `pipeline` (its ranges point into `input`):
-/// a run of collection writes through the combiner (`combiner.rs`) when
-/// one serves, any other here.
+/// a run of collection writes through the combiner (`combiner/`), any
+/// other here.
 async fn run_pipeline(pipeline: &mut Pipeline, session: &mut Session, input: &[u8]) {
-    if session.shared.combiner.is_running() {
-        if let Some(run) = pipeline.take_unit(input) {
-            return crate::combiner::submit(session, run).await;
-        }
+    match pipeline.take_unit(input) {
+        Some(run) => crate::combiner::submit(session, run).await,
+        None => pipeline.run(session, input),
     }
-    pipeline.run(session, input);
 }

@@ -171,7 +171,7 @@ impl Pipeline {
 
     /// The pending run, copied out of `input`, when it is a run of
     /// combined writes (`unit_run.rs`) the connection hands to the
-    /// combiner (`combiner.rs`); `None` (and nothing taken) otherwise.
+    /// combiner (`combiner/`); `None` (and nothing taken) otherwise.
     pub fn take_unit(&mut self, input: &[u8]) -> Option<OwnedRun> {
         if self.kind != Some(Kind::Unit) || self.reqs.is_empty() {
             return None;
@@ -208,11 +208,10 @@ impl Pipeline {
                 }
             }
             (_, Some(Kind::Get)) => run_gets(s, &run),
-            (_, Some(Kind::Unit)) => {
-                if !unit_run::run(s, &run) {
-                    one_by_one(s, &run);
-                }
-            }
+            (_, Some(Kind::Unit)) => match unit_run::rows_of(s, &run) {
+                Some(rows) if unit_run::run(s, &run, &rows) => {}
+                _ => one_by_one(s, &run),
+            },
         }
         // Keep the buffers' allocations for the next run.
         (self.reqs, self.args) = (reqs, args);

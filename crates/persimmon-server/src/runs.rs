@@ -10,7 +10,7 @@ use std::ops::Range;
 use persimmon_resp::Args;
 
 /// A run of requests copied out of the input buffer (to go to another
-/// task: `combiner.rs`).
+/// task: `combiner/`).
 pub struct OwnedRun {
     input: Vec<u8>,
     args: Vec<Range<usize>>,

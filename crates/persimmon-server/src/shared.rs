@@ -60,7 +60,7 @@ pub struct Shared {
     /// Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...).
     pub blocked: Blocked,
     /// The queue of runs of collection writes combined across
-    /// connections (`combiner.rs`).
+    /// connections (`combiner/`).
     pub combiner: crate::combiner::queue::Combiner,
     /// Channel and pattern subscriptions (`pubsub.rs`).
     pub pubsub: Arc<crate::pubsub::PubSub>,

@@ -89,26 +89,23 @@ pub struct Part<'a> {
     pub rows: &'a [usize],
 }
 
-/// Executes `run` as one unit in the session's own task; `false` when it
-/// could not (nothing written, replied or counted): the caller executes
-/// it one by one.
-pub fn run(s: &mut Session, run: &Run<'_>) -> bool {
-    let Some(rows) = rows_of(s, run) else {
-        return false;
-    };
+/// Executes `run`, whose requests are of `rows` ([`rows_of`]), as one
+/// unit in the session's own task; `false` when it could not (nothing
+/// written, replied or counted): the caller executes it one by one.
+pub fn run(s: &mut Session, run: &Run<'_>, rows: &[usize]) -> bool {
     let started = Instant::now();
     let part = Part {
         db: s.store.db,
         resp3: s.out.resp3,
         run: run.clone(),
-        rows: &rows,
+        rows,
     };
     let Some(replies) = execute(s, &[part]) else {
         return false;
     };
     debug_assert_eq!(replies[0].end, s.out.len(), "the replies stay queued");
     let share = started.elapsed().as_nanos() as u64 / rows.len() as u64;
-    count(s, &rows, share);
+    count(s, rows, share);
     true
 }
 

@@ -62,7 +62,7 @@ pub async fn submit(s: &mut Session, mut run: OwnedRun) {
     let receive = loop {
         if let Some(_leading) = shared.combiner.lead() {
             // Nobody else executes runs: this one at once, here.
-            if !unit_run::run(s, &run.view()) {
+            if !unit_run::run(s, &run.view(), &rows) {
                 one_by_one(s, &run.view());
             }
             return;
@@ -100,7 +100,6 @@ pub async fn submit(s: &mut Session, mut run: OwnedRun) {
 
 /// Starts the combiner task of `shared` (on the current runtime).
 pub fn spawn(shared: &Arc<Shared>) {
-    shared.combiner.started();
     let shared = shared.clone();
     tokio::spawn(async move {
         let mut s = Session::internal(&shared, &COMMANDS);

@@ -19,7 +19,6 @@
 //! - A leader lets go when its [`Leading`] is dropped, also when its run
 //!   panicked.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use tokio::sync::{oneshot, Notify};
@@ -49,7 +48,6 @@ struct State {
 pub struct Combiner {
     state: Mutex<State>,
     wake: Notify,
-    running: AtomicBool,
 }
 
 /// A connection's run, queued.
@@ -89,16 +87,6 @@ impl Drop for Leading<'_> {
 }
 
 impl Combiner {
-    /// Whether a combiner task serves the queue.
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
-    }
-
-    /// A combiner task serves the queue from now on.
-    pub fn started(&self) {
-        self.running.store(true, Ordering::Release);
-    }
-
     /// Waits until runs were handed to the combiner.
     pub async fn woken(&self) {
         self.wake.notified().await;
