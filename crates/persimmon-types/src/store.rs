@@ -600,9 +600,13 @@ impl Store {
     }
 
     /// Writes every parked value covering `ek` (`None`: all) into the
-    /// overlay, as the change of the commands before the running one.
+    /// overlay, as the change of the commands before the running one (a
+    /// parking unit keeps no undo log, so no roll-back reaches it).
     fn write_parked(&mut self, ek: Option<&[u8]>) -> Result<(), Error> {
-        let undo = self.undo.len();
+        debug_assert!(
+            self.parked.is_empty() || self.undo.is_empty(),
+            "a parking unit keeps no undo log"
+        );
         while let Some(at) = self
             .parked
             .iter()
@@ -610,7 +614,6 @@ impl Store {
         {
             self.parked.swap_remove(at).write_back(self)?;
         }
-        self.undo.truncate(undo);
         Ok(())
     }
 
@@ -711,8 +714,9 @@ impl Store {
         }
         let overlay = self.overlay.as_mut().expect("a unit is running");
         if !overlay.contains_key(ek) {
-            // As if touched: no version to check (it is not read), and the
-            // state before is what roll-back would restore, so read it then.
+            // Outside parking a roll-back needs the state before: read it.
+            // A parking unit keeps no undo log, and no version is checked
+            // (the unit does not depend on the page's value).
             if !self.parking {
                 return self.unit_write(ek, value);
             }
@@ -750,11 +754,8 @@ impl Store {
         let parked = self.write_parked(None);
         self.end_parking();
         let touched = self.overlay.take().expect("a unit is running");
-        if let Err(e) = parked {
-            self.undo.clear();
-            return Err(e);
-        }
         self.undo.clear();
+        parked?;
         let mut batch = WriteBatch::new();
         let mut checks: Vec<(&[u8], Option<Version>)> =
             expected.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
