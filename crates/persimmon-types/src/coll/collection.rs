@@ -588,16 +588,9 @@ pub fn with<R>(
     if !crate::error::may_exist(&st.engine_key(key)) {
         return Ok(None);
     }
-    st.atomic(|st| {
-        let ek = st.engine_key(key).into_owned();
-        let (c, parked) = match unpark(st, &ek, kind) {
-            Some(c) => (Some(c), true),
-            None => (Coll::open_engine_key(st, ek, kind)?, false),
-        };
-        let Some(mut c) = c else { return Ok(None) };
-        let r = run_parked(st, &mut c, parked, &mut f)?;
-        c.park_or_save(st)?;
-        Ok(Some(r))
+    st.atomic(|st| match take_or_open(st, key, kind, false)? {
+        Some((c, parked)) => change(st, c, parked, &mut f).map(Some),
+        None => Ok(None),
     })
 }
 
@@ -610,15 +603,29 @@ pub fn with_new<R>(
     mut f: impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<R, Error> {
     st.atomic(|st| {
-        let ek = st.engine_key(key).into_owned();
-        let (mut c, parked) = match unpark(st, &ek, kind) {
-            Some(c) => (c, true),
-            None => (Coll::open_or_new(st, key, kind)?, false),
-        };
-        let r = run_parked(st, &mut c, parked, &mut f)?;
-        c.park_or_save(st)?;
-        Ok(r)
+        let (c, parked) = take_or_open(st, key, kind, true)?.expect("created when missing");
+        change(st, c, parked, &mut f)
     })
+}
+
+/// The collection of `kind` at Redis key `key` inside the running unit,
+/// and whether it came from the park (`Store`'s parking): parked, else
+/// opened (`create`: a new empty one for a missing key; else `None`).
+fn take_or_open(
+    st: &mut Store,
+    key: &[u8],
+    kind: Kind,
+    create: bool,
+) -> Result<Option<(Coll, bool)>, Error> {
+    let ek = st.engine_key(key).into_owned();
+    if let Some(c) = unpark(st, &ek, kind) {
+        return Ok(Some((c, true)));
+    }
+    let c = match create {
+        true => Some(Coll::open_or_new(st, key, kind)?),
+        false => Coll::open_engine_key(st, ek, kind)?,
+    };
+    Ok(c.map(|c| (c, false)))
 }
 
 /// The collection of `kind` parked at engine key `ek` (see `Store`'s
@@ -636,19 +643,22 @@ fn unpark(st: &mut Store, ek: &[u8], kind: Kind) -> Option<Coll> {
     None
 }
 
-/// `f` on `c`; when `c` came from the park and `f` fails, the changes of
-/// the unit's earlier commands it held are gone: the unit is poisoned.
-fn run_parked<R>(
+/// `f` on `c`, which is then parked or saved. When `c` came from the park
+/// and `f` fails, the changes of the unit's earlier commands it held are
+/// gone: the unit is poisoned.
+fn change<R>(
     st: &mut Store,
-    c: &mut Coll,
+    mut c: Coll,
     parked: bool,
     f: &mut impl FnMut(&mut Store, &mut Coll) -> Result<R, Error>,
 ) -> Result<R, Error> {
-    let r = f(st, c);
+    let r = f(st, &mut c);
     if r.is_err() && parked {
         st.poison();
     }
-    r
+    let r = r?;
+    c.park_or_save(st)?;
+    Ok(r)
 }
 
 impl Parked for Coll {
