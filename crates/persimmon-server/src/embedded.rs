@@ -22,11 +22,11 @@ use crate::client::ClientInfo;
 use crate::commands::table::COMMANDS;
 use crate::config::Config;
 use crate::dispatch::{execute, run_in_unit};
-use crate::runs::Run;
+use crate::runs::{OwnedRun, Run};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::unit_run::{self, Part};
-use persimmon_resp::Args;
+use persimmon_resp::Request;
 pub use persimmon_types::store::Captured;
 use persimmon_types::Keyspace;
 
@@ -59,16 +59,11 @@ impl Embedded {
     /// bytes) and the writes of the batch it committed (empty if it wrote
     /// nothing).
     pub fn call(&mut self, args: &[&[u8]]) -> Result<(Vec<u8>, Captured), String> {
-        let mut data = Vec::new();
-        let mut ranges = Vec::new();
-        for a in args {
-            ranges.push(data.len()..data.len() + a.len());
-            data.extend_from_slice(a);
-        }
+        let request = Request::from_words(args);
         let s = &mut self.session;
         s.out.buf.clear();
         s.store.begin();
-        execute(s, Args::new(&data, &ranges));
+        execute(s, request.args());
         if !s.store.commit(&[]).map_err(|e| e.0.to_string())? {
             return Err("the unit conflicted (no other client runs: a bug)".into());
         }
@@ -90,19 +85,9 @@ impl Embedded {
         if commands.is_empty() {
             return Err("no commands to combine".into());
         }
-        let mut data = Vec::new();
-        let mut ranges = Vec::new();
-        let mut reqs = Vec::new();
-        for args in commands {
-            let first = ranges.len();
-            for a in *args {
-                ranges.push(data.len()..data.len() + a.len());
-                data.extend_from_slice(a);
-            }
-            reqs.push(first..ranges.len());
-        }
+        let owned = OwnedRun::from_words(commands);
         let s = &mut self.session;
-        let run = Run::new(&data, &ranges, &reqs);
+        let run = owned.view();
         let mut rows = Vec::with_capacity(commands.len());
         for (i, command) in commands.iter().enumerate() {
             match unit_run::joins(s, &run.args(i)) {
@@ -115,7 +100,7 @@ impl Embedded {
             .map(|i| Part {
                 db: s.store.db,
                 resp3: s.out.resp3,
-                run: Run::new(&data, &ranges, &reqs[i..i + 1]),
+                run: run.request(i),
                 rows: &rows[i..i + 1],
             })
             .collect();

@@ -32,6 +32,22 @@ impl OwnedRun {
         }
     }
 
+    /// The requests made of `commands`, each its words (the command's name
+    /// first): [`Request::from_words`](persimmon_resp::Request::from_words)
+    /// for several requests.
+    pub fn from_words(commands: &[&[&[u8]]]) -> OwnedRun {
+        let (mut input, mut args, mut reqs) = (Vec::new(), Vec::new(), Vec::new());
+        for words in commands {
+            let first = args.len();
+            for word in *words {
+                args.push(input.len()..input.len() + word.len());
+                input.extend_from_slice(word);
+            }
+            reqs.push(first..args.len());
+        }
+        OwnedRun { input, args, reqs }
+    }
+
     pub fn view(&self) -> Run<'_> {
         Run {
             input: &self.input,
@@ -67,6 +83,14 @@ impl<'a> Run<'a> {
     /// Argument `n` of request `i`.
     pub fn arg(&self, i: usize, n: usize) -> &'a [u8] {
         &self.input[self.args[self.reqs[i].start + n].clone()]
+    }
+
+    /// Request `i` alone.
+    pub fn request(&self, i: usize) -> Run<'a> {
+        Run {
+            reqs: &self.reqs[i..i + 1],
+            ..*self
+        }
     }
 
     /// The requests from the `first`.
