@@ -263,14 +263,9 @@ impl Pipeline {
         s.counters.group_commands += run.len() as u64;
         let share = started.elapsed().as_nanos() as u64 / run.len() as u64;
         for _ in 0..run.len() {
-            let timed = s.tally.times(row).then_some(share);
             s.out.ok();
-            s.counters.commands += 1;
-            s.tally.called(row, timed, false);
+            s.count_call(row, share, false);
         }
-        s.info
-            .last_command
-            .store(row + 1, std::sync::atomic::Ordering::Relaxed);
         true
     }
 }
@@ -310,13 +305,8 @@ fn run_gets(s: &mut Session, run: &Run<'_>) {
     s.counters.misses += done as u64 - hits;
     let share = started.elapsed().as_nanos() as u64 / run.len() as u64;
     for &failed in &failed[..done] {
-        let timed = s.tally.times(row).then_some(share);
-        s.counters.commands += 1;
-        s.tally.called(row, timed, failed);
+        s.count_call(row, share, failed);
     }
-    s.info
-        .last_command
-        .store(row + 1, std::sync::atomic::Ordering::Relaxed);
     if result.is_err() {
         one_by_one(s, &run.from(done));
     }

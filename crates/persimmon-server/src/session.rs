@@ -196,6 +196,20 @@ impl Session {
         s
     }
 
+    /// Counts one call of row `row` run outside `dispatch::execute` (a
+    /// pipeline's run) as `execute` counts a command: the command count,
+    /// `INFO commandstats` (charged `share` ns when the tally times this
+    /// call; `failed`: it replied an error), and `CLIENT LIST`'s last
+    /// command.
+    pub fn count_call(&mut self, row: usize, share: u64, failed: bool) {
+        let timed = self.tally.times(row).then_some(share);
+        self.counters.commands += 1;
+        self.tally.called(row, timed, failed);
+        self.info
+            .last_command
+            .store(row + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Adds this connection's counts to the server's (or drops them, when
     /// `CONFIG RESETSTAT` ran since they were gathered).
     pub fn publish_counters(&mut self) {

@@ -201,14 +201,8 @@ fn run_parts(s: &mut Session, parts: &[Part<'_>]) -> (Vec<Range<usize>>, bool) {
 /// charged `share` nanoseconds when timed.
 pub fn count(s: &mut Session, rows: &[usize], share: u64) {
     for &row in rows {
-        let timed = s.tally.times(row).then_some(share);
-        s.counters.commands += 1;
-        s.tally.called(row, timed, false);
+        s.count_call(row, share, false);
     }
     s.counters.unit_runs += 1;
     s.counters.unit_commands += rows.len() as u64;
-    let last = *rows.last().expect("a run has requests");
-    s.info
-        .last_command
-        .store(last + 1, std::sync::atomic::Ordering::Relaxed);
 }
