@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{encode, Raw, Resp, TestServer};
+use common::{info_counts, info_field, one_by_one, pipelined, req, Raw, Resp, TestServer};
 
 /// xorshift64*: a reproducible script.
 struct Rng(u64);
@@ -31,12 +31,6 @@ const KEYS: u64 = 24;
 
 fn key(i: u64) -> String {
     format!("k{i}")
-}
-
-/// One request, as the bytes sent.
-fn req(args: &[&str]) -> Vec<u8> {
-    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    encode(&args)
 }
 
 fn script(seed: u64, len: usize) -> Vec<Vec<u8>> {
@@ -110,26 +104,6 @@ fn script(seed: u64, len: usize) -> Vec<Vec<u8>> {
     out
 }
 
-/// Sends every request in one write, then reads every reply.
-fn pipelined(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
-    let all: Vec<u8> = script.concat();
-    raw.send(&all).unwrap();
-    (0..script.len())
-        .map(|i| raw.read().unwrap_or_else(|| panic!("reply {i}")))
-        .collect()
-}
-
-/// Sends each request after the previous reply.
-fn one_by_one(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
-    script
-        .iter()
-        .map(|r| {
-            raw.send(r).unwrap();
-            raw.read().expect("reply")
-        })
-        .collect()
-}
-
 /// Every key's type and value, in databases 0 and 1, and their sizes.
 fn state(raw: &mut Raw) -> Vec<Resp> {
     let mut out = Vec::new();
@@ -150,40 +124,6 @@ fn state(raw: &mut Raw) -> Vec<Resp> {
         }
     }
     out
-}
-
-/// The fields of `INFO section` named by `names`, from the lines whose
-/// name starts with `prefix` (usec and its kin differ between runs).
-fn info_counts(raw: &mut Raw, section: &str, prefix: &str) -> Vec<String> {
-    let Resp::Bulk(text) = raw.command(&[b"INFO", section.as_bytes()]) else {
-        panic!("INFO is a bulk string");
-    };
-    let text = String::from_utf8(text).unwrap();
-    let mut lines: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with(prefix))
-        .map(|l| {
-            l.split([',', ':'])
-                .filter(|f| !f.starts_with("usec"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
-    lines.sort();
-    lines
-}
-
-fn info_field(raw: &mut Raw, section: &str, name: &str) -> u64 {
-    let Resp::Bulk(text) = raw.command(&[b"INFO", section.as_bytes()]) else {
-        panic!("INFO is a bulk string");
-    };
-    let text = String::from_utf8(text).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} in INFO {section}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 #[test]

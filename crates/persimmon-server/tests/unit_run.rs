@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::VecDeque;
 
-use common::{encode, Raw, Resp, TestServer};
+use common::{encode, info_counts, info_field, one_by_one, pipelined, req, Raw, Resp, TestServer};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
@@ -29,39 +29,9 @@ impl Rng {
     }
 }
 
-/// One request, as the bytes sent.
-fn req(args: &[&str]) -> Vec<u8> {
-    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    encode(&args)
-}
-
 fn reqs(args: &[String]) -> Vec<u8> {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
     encode(&args)
-}
-
-/// Sends every request in one write (so it arrives in one read), then
-/// reads every reply.
-fn pipelined(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
-    let all: Vec<u8> = script.concat();
-    raw.send(&all).unwrap();
-    (0..script.len())
-        .map(|i| {
-            raw.read()
-                .unwrap_or_else(|| panic!("reply {i}: the server closed the connection"))
-        })
-        .collect()
-}
-
-/// Sends each request after the previous reply.
-fn one_by_one(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
-    script
-        .iter()
-        .map(|r| {
-            raw.send(r).unwrap();
-            raw.read().expect("reply")
-        })
-        .collect()
 }
 
 fn cmd(raw: &mut Raw, args: &[&str]) -> Resp {
@@ -83,40 +53,6 @@ fn error(text: &str) -> Resp {
 
 fn bulks(items: &[&str]) -> Resp {
     Resp::Array(items.iter().map(|s| Resp::bulk(s)).collect())
-}
-
-fn info_field(raw: &mut Raw, section: &str, name: &str) -> u64 {
-    let Resp::Bulk(text) = cmd(raw, &["INFO", section]) else {
-        panic!("INFO is a bulk string");
-    };
-    let text = String::from_utf8(text).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} in INFO {section}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-/// The fields of `INFO section` on the lines whose name starts with
-/// `prefix`, without the timings (which differ between servers).
-fn info_counts(raw: &mut Raw, section: &str, prefix: &str) -> Vec<String> {
-    let Resp::Bulk(text) = cmd(raw, &["INFO", section]) else {
-        panic!("INFO is a bulk string");
-    };
-    let text = String::from_utf8(text).unwrap();
-    let mut lines: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with(prefix))
-        .map(|l| {
-            l.split([',', ':'])
-                .filter(|f| !f.starts_with("usec"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
-    lines.sort();
-    lines
 }
 
 fn bytes_of(items: Resp) -> Vec<Vec<u8>> {

@@ -240,6 +240,72 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// One request (the command name first), as the bytes sent.
+pub fn req(args: &[&str]) -> Vec<u8> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    encode(&args)
+}
+
+/// Sends every request in one write (so it arrives in one read), then
+/// reads every reply.
+pub fn pipelined(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
+    let all: Vec<u8> = script.concat();
+    raw.send(&all).unwrap();
+    (0..script.len())
+        .map(|i| {
+            raw.read()
+                .unwrap_or_else(|| panic!("reply {i}: the server closed the connection"))
+        })
+        .collect()
+}
+
+/// Sends each request after the previous reply.
+pub fn one_by_one(raw: &mut Raw, script: &[Vec<u8>]) -> Vec<Resp> {
+    script
+        .iter()
+        .map(|r| {
+            raw.send(r).unwrap();
+            raw.read().expect("reply")
+        })
+        .collect()
+}
+
+/// Field `name` of `INFO section`, a number.
+pub fn info_field(raw: &mut Raw, section: &str, name: &str) -> u64 {
+    let Resp::Bulk(text) = raw.command(&[b"INFO", section.as_bytes()]) else {
+        panic!("INFO is a bulk string");
+    };
+    let text = String::from_utf8(text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("{name} in INFO {section}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The fields of `INFO section` on the lines whose name starts with
+/// `prefix`, sorted, without the timings (`usec...`, which differ between
+/// runs and servers).
+pub fn info_counts(raw: &mut Raw, section: &str, prefix: &str) -> Vec<String> {
+    let Resp::Bulk(text) = raw.command(&[b"INFO", section.as_bytes()]) else {
+        panic!("INFO is a bulk string");
+    };
+    let text = String::from_utf8(text).unwrap();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| {
+            l.split([',', ':'])
+                .filter(|f| !f.starts_with("usec"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
 /// Sends `args` (the command name first) through the `redis` crate.
 pub fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<redis::Value> {
     let mut c = redis::cmd(args[0]);
