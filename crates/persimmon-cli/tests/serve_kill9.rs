@@ -8,71 +8,16 @@
 //! write sent but not answered may or may not have happened (but if it did,
 //! it happened whole).
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// xorshift64*: reproducible randomness without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Starts `persimmon serve` on a free port; returns it with its address,
-/// read from the "listening on" line.
-fn start_server(pool: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_persimmon"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--pool-size",
-            "16M",
-            "--pool-max",
-            "4G",
-            "--pool",
-        ])
-        .arg(pool)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn persimmon serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("read the listening line");
-    let rest = line
-        .strip_prefix("persimmon: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
-    assert!(line.contains("durability"), "{line}");
-    (child, addr)
-}
-
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use common::{check_pool, encode, pool_dir, start_server, Rng};
 
 /// Reads one simple reply line (`+OK`, `:n`, `-ERR`) or a bulk string.
 fn read_reply(r: &mut BufReader<TcpStream>) -> std::io::Result<Reply> {
@@ -337,9 +282,7 @@ impl Expected {
 
 #[test]
 fn every_acknowledged_write_survives_kill_9() {
-    let dir = tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
+    let dir = pool_dir();
     let pool = dir.path().join("serve-kill9.pool");
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -395,14 +338,5 @@ fn every_acknowledged_write_survives_kill_9() {
     );
     let status = child.wait().unwrap();
     assert!(status.success(), "serve exits 0 after SHUTDOWN: {status}");
-    let check = Command::new(env!("CARGO_BIN_EXE_persimmon"))
-        .args(["check", "--pool"])
-        .arg(&pool)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "check after the rounds: {}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    check_pool(&pool);
 }

@@ -15,14 +15,16 @@
 //!
 //! Reproduce a run with `KILL9_SEED=<seed printed on stderr>`.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::{check_pool, encode, pool_dir, start_server, Rng};
 
 /// The two shared lists only ever pushed to.
 const LISTS: [&str; 2] = ["hot:list0", "hot:list1"];
@@ -33,63 +35,6 @@ const ZSET: &str = "hot:zset";
 const SET: &str = "hot:set";
 /// Requests per pipelined batch.
 const BATCH: usize = 16;
-
-/// xorshift64*: reproducible randomness without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Starts `persimmon serve` on a free port; returns it with its address,
-/// read from the "listening on" line.
-fn start_server(pool: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_persimmon"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--pool-size",
-            "16M",
-            "--pool-max",
-            "4G",
-            "--pool",
-        ])
-        .arg(pool)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn persimmon serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("read the listening line");
-    let rest = line
-        .strip_prefix("persimmon: listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
-    assert!(line.contains("durability"), "{line}");
-    (child, addr)
-}
-
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
 
 /// Reads one RESP2 reply: a simple line (`+OK`, `:n`, `-ERR`), a bulk
 /// string or an array of them.
@@ -742,9 +687,7 @@ impl State {
 /// whole and in each client's order, across rounds, and the pool checks.
 #[test]
 fn combined_collection_writes_survive_kill_9() {
-    let dir = tempfile::tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap();
+    let dir = pool_dir();
     let pool = dir.path().join("serve-kill9-combined.pool");
     let seed = std::env::var("KILL9_SEED")
         .ok()
@@ -837,14 +780,5 @@ fn combined_collection_writes_survive_kill_9() {
     );
     let status = child.wait().unwrap();
     assert!(status.success(), "serve exits 0 after SHUTDOWN: {status}");
-    let check = Command::new(env!("CARGO_BIN_EXE_persimmon"))
-        .args(["check", "--pool"])
-        .arg(&pool)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "check after the rounds: {}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    check_pool(&pool);
 }
