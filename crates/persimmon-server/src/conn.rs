@@ -49,7 +49,7 @@ use crate::commands::blocking::{recheck_blocked, reply_blocked};
 use crate::commands::pubsub::DRAIN_BYTES;
 use crate::commands::table::COMMANDS;
 use crate::dispatch::execute;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Offer, Pipeline};
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
 use crate::shared::Shared;
@@ -337,14 +337,22 @@ impl Connection {
                 Ok(Progress::Complete { len }) => {
                     let args = self.parser.args(&self.input[consumed..]);
                     let from_input = self.parser.from_input();
-                    let joined = !args.is_empty()
-                        && self.pipeline.offer(
-                            &mut self.session,
-                            &self.input,
-                            &args,
-                            consumed,
-                            from_input,
-                        );
+                    let joined = loop {
+                        if args.is_empty() {
+                            break false;
+                        }
+                        let session = &mut self.session;
+                        match self.pipeline.offer(session, &args, consumed, from_input) {
+                            Offer::Joined => break true,
+                            Offer::Refused => break false,
+                            // The pending run goes (through the combiner
+                            // when it is one of collection writes) before
+                            // this request starts the next.
+                            Offer::RunFirst => {
+                                run_pipeline(&mut self.pipeline, session, &self.input).await
+                            }
+                        }
+                    };
                     if !joined || self.pipeline.is_full() {
                         run_pipeline(&mut self.pipeline, &mut self.session, &self.input).await;
                     }

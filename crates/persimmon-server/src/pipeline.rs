@@ -16,7 +16,9 @@
 //!
 //! Consecutive writes of the commands `unit_run.rs` names (a collection's
 //! pushes, pops, adds, removes, field sets: any keys, the same key or not)
-//! collect in a run executed there as one atomic unit of the store.
+//! collect in a run the connection hands to the combiner (`combiner/`),
+//! which executes it as one atomic unit of the store, alone or with other
+//! connections' runs.
 //!
 //! Invariants:
 //! - Replies are queued only after the engine call returned, and the
@@ -84,6 +86,16 @@ pub const MAX_GET_RUN: usize = 16;
 /// Most requests in one run of combined writes (`unit_run.rs`).
 pub const MAX_UNIT_RUN: usize = 64;
 
+/// What [`Pipeline::offer`] did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    Joined,
+    /// It may not join a run.
+    Refused,
+    /// It starts a new run: the pending one must run first.
+    RunFirst,
+}
+
 /// What a run is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -119,25 +131,25 @@ impl Pipeline {
         self.reqs.is_empty()
     }
 
-    /// Takes request `args` into the run if it is a plain `SET` or `GET`
-    /// that may join a run (a pending run of the other kind is executed
-    /// first, against `input`); `base`: where the buffer `args` was parsed
-    /// from starts in `input`. Returns `false` (and takes nothing)
-    /// otherwise: the caller runs the pending run, then executes the
-    /// request itself. `from_input`: the request was a multibulk one, whose
-    /// arguments stay in the input (an inline request's do not).
+    /// Takes request `args` into the run if it may join one (a plain `SET`
+    /// or `GET`, or a write `unit_run.rs` combines); `base`: where the
+    /// buffer `args` was parsed from starts in `input`. `from_input`: the
+    /// request was a multibulk one, whose arguments stay in the input (an
+    /// inline request's do not). Takes nothing when the answer is
+    /// [`Offer::Refused`] (the caller runs the pending run, then executes
+    /// the request itself) or [`Offer::RunFirst`] (the request starts a
+    /// new run: the caller runs the pending one, then offers it again).
     pub fn offer(
         &mut self,
         s: &mut Session,
-        input: &[u8],
         args: &Args<'_>,
         base: usize,
         from_input: bool,
-    ) -> bool {
+    ) -> Offer {
         // While replication is on, every write runs through `execute`,
         // which propagates it in order (`repl/`).
         if !from_input || s.shared.repl.is_active() {
-            return false;
+            return Offer::Refused;
         }
         let kind = if runnable_as(s, args, "set", 3).is_some() {
             Kind::Set
@@ -146,14 +158,16 @@ impl Pipeline {
         } else if unit_run::joins(s, args).is_some() {
             Kind::Unit
         } else {
-            return false;
+            return Offer::Refused;
         };
         let hash = match kind {
             Kind::Set => fnv(args.get(1)),
             Kind::Get | Kind::Unit => 0,
         };
         if self.kind != Some(kind) || (kind == Kind::Set && self.keys.contains(&hash)) {
-            self.run(s, input);
+            if !self.reqs.is_empty() {
+                return Offer::RunFirst;
+            }
             self.kind = Some(kind);
         }
         if kind == Kind::Set {
@@ -166,7 +180,7 @@ impl Pipeline {
         }));
         self.bytes += args.iter().skip(1).map(<[u8]>::len).sum::<usize>();
         self.reqs.push(first..self.args.len());
-        true
+        Offer::Joined
     }
 
     /// The pending run, copied out of `input`, when it is a run of
@@ -191,8 +205,10 @@ impl Pipeline {
         }
     }
 
-    /// Executes the pending run (see the module header) against `input`,
-    /// the buffer its ranges point into, and empties it.
+    /// Executes the pending run of SETs or GETs (see the module header)
+    /// against `input`, the buffer its ranges point into, and empties it. A
+    /// run of combined writes is not run here: the connection takes it
+    /// ([`take_unit`](Self::take_unit)) to the combiner.
     pub fn run(&mut self, s: &mut Session, input: &[u8]) {
         let reqs = std::mem::take(&mut self.reqs);
         let args = std::mem::take(&mut self.args);
@@ -208,10 +224,10 @@ impl Pipeline {
                 }
             }
             (_, Some(Kind::Get)) => run_gets(s, &run),
-            (_, Some(Kind::Unit)) => match unit_run::rows_of(s, &run) {
-                Some(rows) if unit_run::run(s, &run, &rows) => {}
-                _ => one_by_one(s, &run),
-            },
+            (_, Some(Kind::Unit)) => {
+                debug_assert!(false, "a run of combined writes goes to the combiner");
+                one_by_one(s, &run);
+            }
         }
         // Keep the buffers' allocations for the next run.
         (self.reqs, self.args) = (reqs, args);
