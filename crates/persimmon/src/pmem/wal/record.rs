@@ -18,7 +18,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::observer::{DiskFile, DiskObserver};
+use crate::pmem::wal::observer::{DiskFile, DiskObserver};
 
 const REC_MAGIC: u32 = 0x5257_4C41; // "ALWR" little-endian
 const KIND_LINES: u16 = 1;
