@@ -10,7 +10,7 @@
 //! changing one collection conflict; a meta names a tree id no other meta
 //! names; an empty collection has no meta.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::page::{self, put_varint, Entry, Page, Reader};
 use super::score::{decode_score, norm, score_key, split_score_key};
@@ -86,10 +86,11 @@ pub(super) struct Io<'a> {
 struct Pages {
     next_page: u64,
     /// Page number → the page (`None`: freed) and whether it changed.
-    cache: HashMap<u64, (Option<Page>, bool)>,
+    /// Page numbers are ours, not a client's: a fast unkeyed hash is safe.
+    cache: FxHashMap<u64, (Option<Page>, bool)>,
     /// Pages taken out of `cache` to be changed, and whether they had
     /// changed before (`PageIo::take`).
-    taken: HashMap<u64, bool>,
+    taken: FxHashMap<u64, bool>,
 }
 
 impl PageIo for Io<'_> {
@@ -172,8 +173,8 @@ impl Coll {
             tree_id,
             pages: Pages {
                 next_page: FIRST_FREE_PAGE,
-                cache: HashMap::new(),
-                taken: HashMap::new(),
+                cache: FxHashMap::default(),
+                taken: FxHashMap::default(),
             },
             external: false,
             trees: (0..trees_of(kind))
@@ -244,8 +245,8 @@ impl Coll {
             tree_id,
             pages: Pages {
                 next_page,
-                cache: HashMap::new(),
-                taken: HashMap::new(),
+                cache: FxHashMap::default(),
+                taken: FxHashMap::default(),
             },
             external,
             trees: Vec::new(),

@@ -75,11 +75,21 @@ struct Done {
     old: Option<Entry>,
     /// Entries added (+1) or removed (-1).
     delta: i64,
+    /// The page the operation was applied to changed (and its caller must
+    /// save it). A value replaced in a leaf changes the leaf only: its
+    /// ancestors keep their counts and children, so they are not written.
+    changed: bool,
 }
 
 impl Done {
-    fn unchanged(&self) -> bool {
-        self.old.is_none() && self.delta == 0
+    /// Nothing changed: no key added or removed, no value replaced by a
+    /// different one.
+    fn nothing(old: Option<Entry>) -> Done {
+        Done {
+            old,
+            delta: 0,
+            changed: false,
+        }
     }
 }
 
@@ -91,24 +101,42 @@ pub struct Tree {
     pub root_dirty: bool,
 }
 
-/// The leaf `key` belongs in, and the number of entries before that leaf.
-fn leaf_for<'p>(
+/// Calls `f` with the leaf `key` belongs in and the number of entries
+/// before that leaf. Pages are taken and given back, never copied.
+fn with_leaf<R>(
     io: &mut impl PageIo,
-    root: &'p Page,
+    root: &Page,
     key: &[u8],
-) -> Result<(std::borrow::Cow<'p, Page>, u64), Error> {
-    let mut before = 0;
-    let mut page = std::borrow::Cow::Borrowed(root);
-    while !page.is_leaf() {
-        if page.width() == 0 {
-            return Err(damaged());
-        }
-        let i = page.child_for_key(key);
-        before += (0..i).map(|j| page.child_count(j)).sum::<u64>();
-        let next = must_load(io, page.child(i))?;
-        page = std::borrow::Cow::Owned(next);
+    f: impl FnOnce(&Page, u64) -> R,
+) -> Result<R, Error> {
+    if root.is_leaf() {
+        return Ok(f(root, 0));
     }
-    Ok((page, before))
+    let (mut no, mut before) = step_down(root, key)?;
+    loop {
+        let page = io.take(no)?.ok_or_else(damaged)?;
+        if page.is_leaf() {
+            let out = f(&page, before);
+            io.put_back(no, page);
+            return Ok(out);
+        }
+        let step = step_down(&page, key);
+        io.put_back(no, page);
+        let (next, skipped) = step?;
+        no = next;
+        before += skipped;
+    }
+}
+
+/// The child of node `page` that `key` belongs under, and the number of
+/// entries under the children before it.
+fn step_down(page: &Page, key: &[u8]) -> Result<(u64, u64), Error> {
+    if page.width() == 0 {
+        return Err(damaged());
+    }
+    let i = page.child_for_key(key);
+    let before = (0..i).map(|j| page.child_count(j)).sum::<u64>();
+    Ok((page.child(i), before))
 }
 
 impl Tree {
@@ -129,14 +157,14 @@ impl Tree {
 
     /// The value of `key`.
     pub fn get(&self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let (leaf, _) = leaf_for(io, &self.root, key)?;
-        Ok(leaf.search(key).ok().map(|i| leaf.value(i).to_vec()))
+        with_leaf(io, &self.root, key, |leaf, _| {
+            leaf.search(key).ok().map(|i| leaf.value(i).to_vec())
+        })
     }
 
     /// The number of keys smaller than `key`, and whether `key` is there.
     pub fn rank(&self, io: &mut impl PageIo, key: &[u8]) -> Result<(u64, bool), Error> {
-        let (leaf, before) = leaf_for(io, &self.root, key)?;
-        Ok(match leaf.search(key) {
+        with_leaf(io, &self.root, key, |leaf, before| match leaf.search(key) {
             Ok(i) => (before + i as u64, true),
             Err(i) => (before + i as u64, false),
         })
@@ -245,7 +273,7 @@ impl Tree {
         key: &[u8],
     ) -> Result<Done, Error> {
         let done = change(io, &mut self.root, target, op, key)?;
-        if done.unchanged() {
+        if !done.changed {
             return Ok(done);
         }
         self.root_dirty = true;
@@ -324,8 +352,8 @@ fn change(
     };
     let no = page.child(i);
     let mut child = io.take(no)?.ok_or_else(damaged)?;
-    let done = match change(io, &mut child, local, op, key) {
-        Ok(done) if !done.unchanged() => done,
+    let mut done = match change(io, &mut child, local, op, key) {
+        Ok(done) if done.changed => done,
         other => {
             io.put_back(no, child);
             return other;
@@ -336,7 +364,8 @@ fn change(
         return Err(damaged());
     }
     page.set_child_count(i, count as u64);
-    fit_child(io, page, i, child)?;
+    let reshaped = fit_child(io, page, i, child)?;
+    done.changed = done.delta != 0 || reshaped;
     Ok(done)
 }
 
@@ -349,11 +378,15 @@ fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> R
         Target::Rank(r) => (r as usize, (r as usize) < leaf.width()),
     };
     Ok(match op {
+        Op::Upsert(v) | Op::SetAt(v) if found && leaf.value(i) == v => {
+            Done::nothing(Some((leaf.key(i).to_vec(), v.to_vec())))
+        }
         Op::Upsert(v) | Op::SetAt(v) if found => {
             let old = leaf.set_value(i, v);
             Done {
                 old: Some((leaf.key(i).to_vec(), old)),
                 delta: 0,
+                changed: true,
             }
         }
         Op::Upsert(v) | Op::InsertAt(v) => {
@@ -366,30 +399,31 @@ fn change_leaf(leaf: &mut Page, target: Target<'_>, op: Op<'_>, key: &[u8]) -> R
             Done {
                 old: None,
                 delta: 1,
+                changed: true,
             }
         }
         Op::Remove if found => Done {
             old: Some(leaf.remove(i)),
             delta: -1,
+            changed: true,
         },
-        Op::SetAt(_) | Op::Remove => Done {
-            old: None,
-            delta: 0,
-        },
+        Op::SetAt(_) | Op::Remove => Done::nothing(None),
     })
 }
 
 /// Stores child `i` of a node after it changed: frees it when empty, splits
-/// it when too large, merges it with a neighbour when small.
-fn fit_child(io: &mut impl PageIo, node: &mut Page, i: usize, child: Page) -> Result<(), Error> {
+/// it when too large, merges it with a neighbour when small. Returns
+/// whether the node's entries changed (a child freed, split or merged).
+fn fit_child(io: &mut impl PageIo, node: &mut Page, i: usize, child: Page) -> Result<bool, Error> {
     if child.width() == 0 {
         io.free(node.child(i))?;
         node.remove(i);
-        return Ok(());
+        return Ok(true);
     }
     let len = child.encoded_len();
     if len > PAGE_MAX && child.width() > 1 {
-        return split_child(io, node, i, child);
+        split_child(io, node, i, child)?;
+        return Ok(true);
     }
     if len < PAGE_MIN && node.width() > 1 {
         let (left, right) = if i + 1 < node.width() {
@@ -409,10 +443,11 @@ fn fit_child(io: &mut impl PageIo, node: &mut Page, i: usize, child: Page) -> Re
             io.save(node.child(left), a)?;
             io.free(node.child(right))?;
             node.remove(right);
-            return Ok(());
+            return Ok(true);
         }
     }
-    io.save(node.child(i), child)
+    io.save(node.child(i), child)?;
+    Ok(false)
 }
 
 fn split_child(
@@ -471,8 +506,11 @@ fn walk_page(
         } else {
             0
         };
-        let child = must_load(io, page.child(i))?;
-        if !walk_page(io, &child, from, rev, f)? {
+        let no = page.child(i);
+        let child = io.take(no)?.ok_or_else(damaged)?;
+        let more = walk_page(io, &child, from, rev, f);
+        io.put_back(no, child);
+        if !more? {
             return Ok(false);
         }
     }
@@ -492,6 +530,8 @@ pub mod tests {
     pub struct MemPages {
         pub pages: HashMap<u64, Vec<u8>>,
         next: u64,
+        /// Pages saved so far.
+        pub saves: usize,
     }
 
     impl PageIo for MemPages {
@@ -499,6 +539,7 @@ pub mod tests {
             self.pages.get(&no).map(|b| Page::decode(b)).transpose()
         }
         fn save(&mut self, no: u64, page: Page) -> Result<(), Error> {
+            self.saves += 1;
             self.pages.insert(no, page.encode());
             Ok(())
         }
@@ -691,5 +732,39 @@ pub mod tests {
         }
         assert_eq!(tree.len(), 0);
         assert!(io.pages.is_empty(), "{} pages left", io.pages.len());
+    }
+
+    #[test]
+    fn a_replaced_value_writes_its_leaf_only_and_an_equal_one_writes_nothing() {
+        let mut io = MemPages::default();
+        let mut tree = Tree::new(Page::empty());
+        for i in 0..50_000u32 {
+            tree.insert(&mut io, &i.to_be_bytes(), b"value-1").unwrap();
+        }
+        assert!(tree.root.level() >= 2, "level {}", tree.root.level());
+        tree.root_dirty = false;
+        let key = 31_337u32.to_be_bytes();
+
+        io.saves = 0;
+        let old = tree.insert(&mut io, &key, b"value-1").unwrap();
+        assert_eq!(old.as_deref(), Some(&b"value-1"[..]));
+        assert_eq!((io.saves, tree.root_dirty), (0, false), "an equal value");
+
+        let old = tree.insert(&mut io, &key, b"value-2").unwrap();
+        assert_eq!(old.as_deref(), Some(&b"value-1"[..]));
+        assert_eq!((io.saves, tree.root_dirty), (1, false), "a same-size value");
+        assert_eq!(
+            tree.get(&mut io, &key).unwrap().as_deref(),
+            Some(&b"value-2"[..])
+        );
+
+        io.saves = 0;
+        tree.insert(&mut io, b"\xff new", b"v").unwrap();
+        assert!(
+            io.saves >= 2 && tree.root_dirty,
+            "a new key changes the counts up the path"
+        );
+        let entries = check(&mut io, &tree, true);
+        assert_eq!(entries.len(), 50_001);
     }
 }
