@@ -26,7 +26,7 @@ pub fn add(st: &mut Store, key: &[u8], members: &[&[u8]]) -> Result<u64, Error> 
     with_new(st, key, Kind::Set, |st, c| {
         let mut added = 0;
         for m in members {
-            added += c.insert(st, 0, m, b"")?.is_none() as u64;
+            added += c.add(st, 0, m)? as u64;
         }
         Ok(added)
     })

@@ -212,7 +212,7 @@ pub fn smove(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             return Ok(false);
         }
         from.save(st)?;
-        to.insert(st, 0, member, b"")?;
+        to.add(st, 0, member)?;
         to.save(st)?;
         Ok(true)
     })?;

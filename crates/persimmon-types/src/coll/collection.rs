@@ -125,6 +125,25 @@ impl PageIo for Io<'_> {
         let dirty = self.pages.taken.remove(&no).unwrap_or(false);
         self.pages.cache.insert(no, (Some(page), dirty));
     }
+    fn probe<R>(
+        &mut self,
+        no: u64,
+        key: &[u8],
+        f: impl FnOnce(page::Probe<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
+        debug_assert!(
+            !self.pages.taken.contains_key(&no),
+            "a taken page is not probed"
+        );
+        if let Some((page, _)) = self.pages.cache.get(&no) {
+            return page.as_ref().map(|p| p.probe(key).map(f)).transpose();
+        }
+        // Read in place from the unit or the engine: not decoded, not kept.
+        let pk = page_key(self.tree_id, no);
+        self.store
+            .unit_read(&pk, false, |v| v.map(|b| page::probe(b, key).map(f)))?
+            .transpose()
+    }
     fn save(&mut self, no: u64, page: Page) -> Result<(), Error> {
         self.pages.taken.remove(&no);
         self.pages.cache.insert(no, (Some(page), true));
@@ -337,6 +356,15 @@ impl Coll {
         let old = tree.insert(&mut io, key, value)?;
         self.dirty |= old.as_deref() != Some(value);
         Ok(old)
+    }
+
+    /// Adds `key` with an empty value to tree `t` (a set's member);
+    /// returns whether it is new. A member already there is not written.
+    pub fn add(&mut self, st: &mut Store, t: usize, key: &[u8]) -> Result<bool, Error> {
+        let (tree, mut io) = self.parts(st, t);
+        let new = tree.add(&mut io, key)?;
+        self.dirty |= new;
+        Ok(new)
     }
 
     pub fn remove(

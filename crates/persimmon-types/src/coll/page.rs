@@ -52,6 +52,8 @@ pub struct Page {
 }
 
 /// A page's bytes did not parse.
+#[cold]
+#[inline(never)]
 pub fn damaged() -> Error {
     Error::new("ERR a page of the collection stored at this key is damaged (it does not decode)")
 }
@@ -151,6 +153,27 @@ impl Page {
             .binary_search_by(|it| self.arena[it.key.0 as usize..it.key.1 as usize].cmp(key))
     }
 
+    /// Where `key` leads in this page (as [`probe`] reads it from bytes).
+    pub fn probe(&self, key: &[u8]) -> Result<Probe<'_>, Error> {
+        if self.is_leaf() {
+            return Ok(match self.search(key) {
+                Ok(i) => Probe::Leaf {
+                    at: i,
+                    found: Some(self.value(i)),
+                },
+                Err(i) => Probe::Leaf { at: i, found: None },
+            });
+        }
+        if self.width() == 0 {
+            return Err(damaged());
+        }
+        let i = self.child_for_key(key);
+        Ok(Probe::Child {
+            no: self.child(i),
+            before: (0..i).map(|j| self.child_count(j)).sum(),
+        })
+    }
+
     /// The child of a node a key belongs under.
     pub fn child_for_key(&self, key: &[u8]) -> usize {
         // Separators 1.. that are ≤ key.
@@ -217,6 +240,13 @@ impl Page {
     /// The leaf's entries, in order.
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         (0..self.width()).map(|i| (self.key(i), self.value(i)))
+    }
+
+    /// [`encoded_len`](Self::encoded_len) once leaf entry `i`'s value is
+    /// replaced by one of `len` bytes.
+    pub fn encoded_len_with_value(&self, i: usize, len: usize) -> usize {
+        let old = self.value(i).len();
+        self.encoded_len() - old - varint_len(old as u64) + len + varint_len(len as u64)
     }
 
     pub fn encoded_len(&self) -> usize {
@@ -404,6 +434,59 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// Where a key leads in one page.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Probe<'a> {
+    /// A node: the child the key belongs under, and the number of entries
+    /// under the children before it.
+    Child { no: u64, before: u64 },
+    /// A leaf: the number of entries before the key, and its value if the
+    /// key is there.
+    Leaf { at: usize, found: Option<&'a [u8]> },
+}
+
+/// Where `key` leads in the page encoded as `bytes`, read in place: no
+/// copy, no allocation, and only as far as the key's position (a keyed
+/// tree's entries are in order). Every length is checked before it is
+/// used, as in [`Page::decode`]; damage past the key's position is left
+/// for a full decode to find.
+pub fn probe<'a>(bytes: &'a [u8], key: &[u8]) -> Result<Probe<'a>, Error> {
+    let mut r = Reader::new(bytes);
+    let level = r.byte()?;
+    let n = r.varint()?;
+    if level == 0 {
+        for at in 0..n as usize {
+            let k = r.bytes()?;
+            let v = r.bytes()?;
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Ok(Probe::Leaf { at, found: Some(v) }),
+                std::cmp::Ordering::Greater => return Ok(Probe::Leaf { at, found: None }),
+            }
+        }
+        return Ok(Probe::Leaf {
+            at: n as usize,
+            found: None,
+        });
+    }
+    // Child `i` is the last whose separator is ≤ key; the first separator
+    // is never compared.
+    let (mut no, mut before, mut below) = (None, 0u64, 0u64);
+    for i in 0..n {
+        let sep = r.bytes()?;
+        let child = r.u64()?;
+        let count = r.varint()?;
+        if i > 0 && sep > key {
+            break;
+        }
+        no = Some(child);
+        before = below;
+        below = below.checked_add(count).ok_or_else(damaged)?;
+    }
+    let no = no.ok_or_else(damaged)?;
+    Ok(Probe::Child { no, before })
+}
+
 /// Reads varints, bytes and spans, never past the end.
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -420,10 +503,12 @@ impl<'a> Reader<'a> {
         self.bytes.len() - self.at
     }
 
+    #[inline]
     pub fn byte(&mut self) -> Result<u8, Error> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, Error> {
         // Most lengths fit one byte.
         if let Some(&b) = self.bytes.get(self.at) {
@@ -443,6 +528,7 @@ impl<'a> Reader<'a> {
         Err(damaged())
     }
 
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         if n > self.left() {
             return Err(damaged());
@@ -459,6 +545,7 @@ impl<'a> Reader<'a> {
     }
 
     /// [`bytes`](Self::bytes) as a span of the input.
+    #[inline]
     fn span(&mut self) -> Result<(u32, u32), Error> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| damaged())?;
@@ -476,6 +563,59 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probing_bytes_agrees_with_the_decoded_page() {
+        let mut l = Page::empty();
+        for (i, k) in [&b"b"[..], b"d", b"f", b"h"].iter().enumerate() {
+            l.insert_entry(i, k, &[i as u8; 3]);
+        }
+        let mut n = Page::node(1);
+        for (i, k) in [&b"a"[..], b"m", b"t"].iter().enumerate() {
+            n.insert_child(i, k, 100 + i as u64, 10 * (i as u64 + 1));
+        }
+        for page in [&l, &n] {
+            let bytes = page.encode();
+            for key in [
+                &b""[..],
+                b"a",
+                b"b",
+                b"c",
+                b"h",
+                b"i",
+                b"m",
+                b"s",
+                b"t",
+                b"zz",
+            ] {
+                assert_eq!(
+                    probe(&bytes, key).unwrap(),
+                    page.probe(key).unwrap(),
+                    "{key:?}"
+                );
+            }
+        }
+        assert_eq!(
+            probe(&n.encode(), b"q").unwrap(),
+            Probe::Child {
+                no: 101,
+                before: 10
+            }
+        );
+        assert_eq!(
+            probe(&l.encode(), b"f").unwrap(),
+            Probe::Leaf {
+                at: 2,
+                found: Some(&[2, 2, 2][..])
+            }
+        );
+        // Cut short, or an empty node: damaged, never a panic.
+        let bytes = n.encode();
+        for cut in 0..bytes.len() {
+            assert!(probe(&bytes[..cut], b"zz").is_err(), "cut at {cut}");
+        }
+        assert!(probe(&Page::node(1).encode(), b"a").is_err());
+    }
 
     fn leaf(entries: &[(&[u8], &[u8])]) -> Page {
         let mut p = Page::empty();

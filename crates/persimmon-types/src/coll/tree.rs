@@ -18,7 +18,7 @@
 //! - a root that is a node has at least two children (a single child is
 //!   pulled up into the root).
 
-use super::page::{damaged, Entry, Page};
+use super::page::{damaged, Entry, Page, Probe};
 use crate::error::Error;
 
 /// A page is split once its encoding is longer than this.
@@ -40,6 +40,20 @@ pub trait PageIo {
     }
     /// A page [`take`](Self::take)n and not changed.
     fn put_back(&mut self, _no: u64, _page: Page) {}
+    /// Where `key` leads in page `no`, given to `f` (`None`: no such
+    /// page). An implementation may read the page's bytes in place
+    /// ([`page::probe`](super::page::probe)) rather than decode it.
+    fn probe<R>(
+        &mut self,
+        no: u64,
+        key: &[u8],
+        f: impl FnOnce(Probe<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
+        match self.load(no)? {
+            Some(page) => Ok(Some(f(page.probe(key)?))),
+            None => Ok(None),
+        }
+    }
     fn save(&mut self, no: u64, page: Page) -> Result<(), Error>;
     fn free(&mut self, no: u64) -> Result<(), Error>;
     /// A page number not in use.
@@ -101,42 +115,41 @@ pub struct Tree {
     pub root_dirty: bool,
 }
 
-/// Calls `f` with the leaf `key` belongs in and the number of entries
-/// before that leaf. Pages are taken and given back, never copied.
-fn with_leaf<R>(
+/// Calls `f` with `key`'s value (if it is there), its rank (the number of
+/// keys before it) and the page number of its leaf (`None`: the root),
+/// found by probing the pages on its path: nothing is decoded or copied
+/// but the pages the unit already holds decoded.
+fn locate<R>(
     io: &mut impl PageIo,
     root: &Page,
     key: &[u8],
-    f: impl FnOnce(&Page, u64) -> R,
+    f: impl FnOnce(Option<&[u8]>, u64, Option<u64>) -> R,
 ) -> Result<R, Error> {
-    if root.is_leaf() {
-        return Ok(f(root, 0));
+    /// One level down, or the answer.
+    enum Step<R> {
+        Down(u64, u64),
+        Done(R),
     }
-    let (mut no, mut before) = step_down(root, key)?;
+    let mut f = Some(f);
+    let mut answer = |probe: Probe<'_>, before: u64, leaf: Option<u64>| match probe {
+        Probe::Child { no, before: b } => Step::Down(no, before + b),
+        Probe::Leaf { at, found } => Step::Done((f.take().expect("one leaf"))(
+            found,
+            before + at as u64,
+            leaf,
+        )),
+    };
+    let mut step = answer(root.probe(key)?, 0, None);
     loop {
-        let page = io.take(no)?.ok_or_else(damaged)?;
-        if page.is_leaf() {
-            let out = f(&page, before);
-            io.put_back(no, page);
-            return Ok(out);
+        match step {
+            Step::Done(out) => return Ok(out),
+            Step::Down(no, before) => {
+                step = io
+                    .probe(no, key, |p| answer(p, before, Some(no)))?
+                    .ok_or_else(damaged)?;
+            }
         }
-        let step = step_down(&page, key);
-        io.put_back(no, page);
-        let (next, skipped) = step?;
-        no = next;
-        before += skipped;
     }
-}
-
-/// The child of node `page` that `key` belongs under, and the number of
-/// entries under the children before it.
-fn step_down(page: &Page, key: &[u8]) -> Result<(u64, u64), Error> {
-    if page.width() == 0 {
-        return Err(damaged());
-    }
-    let i = page.child_for_key(key);
-    let before = (0..i).map(|j| page.child_count(j)).sum::<u64>();
-    Ok((page.child(i), before))
 }
 
 impl Tree {
@@ -157,16 +170,13 @@ impl Tree {
 
     /// The value of `key`.
     pub fn get(&self, io: &mut impl PageIo, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        with_leaf(io, &self.root, key, |leaf, _| {
-            leaf.search(key).ok().map(|i| leaf.value(i).to_vec())
-        })
+        locate(io, &self.root, key, |found, _, _| found.map(<[u8]>::to_vec))
     }
 
     /// The number of keys smaller than `key`, and whether `key` is there.
     pub fn rank(&self, io: &mut impl PageIo, key: &[u8]) -> Result<(u64, bool), Error> {
-        with_leaf(io, &self.root, key, |leaf, before| match leaf.search(key) {
-            Ok(i) => (before + i as u64, true),
-            Err(i) => (before + i as u64, false),
+        locate(io, &self.root, key, |found, rank, _| {
+            (rank, found.is_some())
         })
     }
 
@@ -197,14 +207,43 @@ impl Tree {
     }
 
     /// Sets `key` to `value`; returns the value it had.
+    ///
+    /// Below a root node the key is probed for first: a value equal to the
+    /// one there changes nothing, and a value replaced in a leaf that keeps
+    /// its size within bounds rewrites that leaf alone, without decoding
+    /// the nodes above it (HSET of a field, ZADD of a member's score).
     pub fn insert(
         &mut self,
         io: &mut impl PageIo,
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>, Error> {
+        if !self.root.is_leaf() {
+            let (same, leaf) = locate(io, &self.root, key, |found, _, leaf| {
+                (found.map(|v| v == value), leaf)
+            })?;
+            match (same, leaf) {
+                (Some(true), _) => return Ok(Some(value.to_vec())),
+                (Some(false), Some(no)) => {
+                    if let Some(old) = replace_in_leaf(io, no, key, value)? {
+                        return Ok(Some(old));
+                    }
+                }
+                _ => {}
+            }
+        }
         let done = self.apply(io, Target::Key(key), Op::Upsert(value), key)?;
         Ok(done.old.map(|(_, v)| v))
+    }
+
+    /// Adds `key` with an empty value (a set's member); returns whether it
+    /// is new. A member already there is found by probing, without
+    /// decoding a page (a set's adds are mostly of members it has).
+    pub fn add(&mut self, io: &mut impl PageIo, key: &[u8]) -> Result<bool, Error> {
+        if locate(io, &self.root, key, |found, _, _| found.is_some())? {
+            return Ok(false);
+        }
+        Ok(self.insert(io, key, b"")?.is_none())
     }
 
     /// Removes `key`; returns its value.
@@ -325,6 +364,35 @@ fn child_for_rank(page: &Page, mut rank: u64, append: bool) -> (usize, u64) {
         rank -= c;
     }
     (n.saturating_sub(1), rank)
+}
+
+/// Replaces `key`'s value in leaf `no`, which holds it, when the leaf's
+/// size stays within [`PAGE_MIN`]..=[`PAGE_MAX`]: then the leaf is the only
+/// page that changes (no split, no merge, no count above it), as
+/// [`change`] would have found. Returns the old value, or `None` (nothing
+/// changed) when the leaf must be reshaped.
+fn replace_in_leaf(
+    io: &mut impl PageIo,
+    no: u64,
+    key: &[u8],
+    value: &[u8],
+) -> Result<Option<Vec<u8>>, Error> {
+    let mut leaf = io.take(no)?.ok_or_else(damaged)?;
+    let Ok(i) = leaf.search(key) else {
+        io.put_back(no, leaf);
+        return Err(damaged());
+    };
+    if !(PAGE_MIN..=PAGE_MAX).contains(&leaf.encoded_len_with_value(i, value.len())) {
+        io.put_back(no, leaf);
+        return Ok(None);
+    }
+    let old = leaf.set_value(i, value);
+    debug_assert!(
+        leaf.encoded_len() <= PAGE_MAX,
+        "a replaced value keeps the leaf in bounds"
+    );
+    io.save(no, leaf)?;
+    Ok(Some(old))
 }
 
 /// Applies `op` below `page` (which the caller saves).
@@ -749,6 +817,15 @@ pub mod tests {
         let old = tree.insert(&mut io, &key, b"value-1").unwrap();
         assert_eq!(old.as_deref(), Some(&b"value-1"[..]));
         assert_eq!((io.saves, tree.root_dirty), (0, false), "an equal value");
+        assert!(
+            !tree.add(&mut io, &key).unwrap(),
+            "a key there is not added"
+        );
+        assert_eq!(
+            (io.saves, tree.root_dirty),
+            (0, false),
+            "adding a key there"
+        );
 
         let old = tree.insert(&mut io, &key, b"value-2").unwrap();
         assert_eq!(old.as_deref(), Some(&b"value-1"[..]));
