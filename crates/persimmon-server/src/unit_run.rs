@@ -1,7 +1,8 @@
 //! A pipeline's run of writes as one atomic unit of the store (issue 33):
 //! consecutive requests of the commands [`COMBINED`] names — pushes, pops,
-//! adds, removes, field sets of lists, sets, hashes and sorted sets — on
-//! any keys, the same key or not. The run's handlers all write into one overlay, which commits as one
+//! adds, removes, field sets of lists, sets, hashes and sorted sets (GEOADD
+//! among them: a ZADD of geohash scores) — on any keys, the same key or
+//! not. The run's handlers all write into one overlay, which commits as one
 //! engine batch: one set of fences for the run, and a collection the run
 //! changes many times is written once per run, not once per request.
 //!
@@ -62,6 +63,7 @@ const COMBINED: &[(&str, usize, usize)] = &[
     ("zincrby", 4, 4),
     ("zpopmin", 2, 2),
     ("zpopmax", 2, 2),
+    ("geoadd", 5, usize::MAX),
 ];
 
 /// Attempts a run makes before its requests go one by one.

@@ -55,6 +55,7 @@ fn categories(spec: &Spec) -> Vec<&'static str> {
         "connection" => Some("@connection"),
         "transactions" => Some("@transaction"),
         "scripting" => Some("@scripting"),
+        "geo" => Some("@geo"),
         _ => None,
     };
     out.extend(group);

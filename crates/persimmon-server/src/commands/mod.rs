@@ -1,5 +1,5 @@
 //! The command handlers, one module per family of commands (`strings`,
-//! `hashes`, `lists`, `sets`, `zsets`, `keys`, `expire`, `multi`,
+//! `hashes`, `lists`, `sets`, `zsets`, `geo`, `keys`, `expire`, `multi`,
 //! `replication`, ...), and the table that names them all (`table`).
 //!
 //! A handler reads its arguments, runs its command against the session's
@@ -16,6 +16,8 @@ pub mod config;
 pub mod connection;
 pub mod dump;
 pub mod expire;
+pub mod geo;
+pub mod geohash;
 pub mod hash_walk;
 pub mod hashes;
 pub mod hll;

@@ -236,8 +236,8 @@ fn in_range(x: f64, nonzero_digits: bool, infinite_word: bool) -> Option<f64> {
 }
 
 /// The value of hex digits (after `0x`): `h.hhh` and an optional binary
-/// exponent `p[+-]d`, correctly rounded.
-fn hex_float(body: &[u8]) -> Option<f64> {
+/// exponent `p[+-]d`, correctly rounded (GEO's coordinates read them too).
+pub(super) fn hex_float(body: &[u8]) -> Option<f64> {
     let (mut mantissa, mut sticky, mut exp, mut digits) = (0u64, false, 0i64, 0);
     let mut fraction = false;
     let mut i = 0;

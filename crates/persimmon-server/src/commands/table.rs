@@ -27,9 +27,9 @@
 //!   the other clients on the same worker.
 
 use super::{
-    bitfield, bits, blocking, command, config, connection, dump, expire, hash_walk, hashes, hll,
-    info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename, replication,
-    server, sets, sort, strings, zset_ops, zset_range, zsets,
+    bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
+    hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
+    replication, server, sets, sort, strings, zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -212,6 +212,17 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "2.0.0", "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
     spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "6.2.0", "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
     spec!("zintercard",    -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "7.0.0", "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
+    // Geo (issue 34: positions are sorted-set members scored by their 52-bit geohash).
+    spec!("geoadd",        -5, ["write", "denyoom"],         [1,  1, 1], "3.2.0", "geo",        geo::geoadd,          "Adds members at longitude, latitude positions to a sorted set, or moves them (NX, XX, CH)."),
+    spec!("geodist",       -4, ["readonly"],                 [1,  1, 1], "3.2.0", "geo",        geo::geodist,         "Returns the distance between two members of a geospatial index (m, km, ft, mi)."),
+    spec!("geohash",       -2, ["readonly"],                 [1,  1, 1], "3.2.0", "geo",        geo::geohash,         "Returns members' positions as standard 11-character geohash strings."),
+    spec!("geopos",        -2, ["readonly"],                 [1,  1, 1], "3.2.0", "geo",        geo::geopos,          "Returns the longitude and latitude of members of a geospatial index."),
+    spec!("georadius",     -6, ["write", "denyoom", "movablekeys"], [1, 1, 1; geo::radius_keys], "3.2.0", "geo", geo::georadius, "Returns or stores the members within a radius of a point (WITHDIST, WITHHASH, WITHCOORD, COUNT, ANY, ASC, DESC, STORE, STOREDIST)."),
+    spec!("georadius_ro",  -6, ["readonly"],                 [1,  1, 1], "3.2.10", "geo",       geo::georadius_ro,    "GEORADIUS without STORE and STOREDIST."),
+    spec!("georadiusbymember", -5, ["write", "denyoom", "movablekeys"], [1, 1, 1; geo::radius_keys], "3.2.0", "geo", geo::georadiusbymember, "Returns or stores the members within a radius of a member (GEORADIUS's options)."),
+    spec!("georadiusbymember_ro", -5, ["readonly"],          [1,  1, 1], "3.2.10", "geo",       geo::georadiusbymember_ro, "GEORADIUSBYMEMBER without STORE and STOREDIST."),
+    spec!("geosearch",     -7, ["readonly"],                 [1,  1, 1], "6.2.0", "geo",        geo::geosearch,       "Returns the members within a radius or a box around a member or a point (FROMMEMBER, FROMLONLAT, BYRADIUS, BYBOX, ASC, DESC, COUNT, ANY, WITH...)."),
+    spec!("geosearchstore", -8, ["write", "denyoom"],        [1,  2, 1], "6.2.0", "geo",        geo::geosearchstore,  "Stores the members GEOSEARCH finds in a sorted set, with their geohash scores or distances (STOREDIST); atomically."),
     // Lists and sets (collections, issue 17).
     spec!("lpush",         -3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "list",       lists::lpush,         "Prepends elements to a list (the last given ends up first)."),
     spec!("rpush",         -3, ["write", "denyoom", "fast"], [1,  1, 1], "1.0.0", "list",       lists::rpush,         "Appends elements to a list."),

@@ -88,11 +88,11 @@ pub(super) fn range_reply(s: &mut Session, entries: &[(f64, Vec<u8>)], with_scor
 }
 
 /// ZADD's options: how members are added (`zset::AddOptions`) and CH,
-/// which only changes the reply.
+/// which only changes the reply (GEOADD builds them too).
 #[derive(Default, Clone, Copy)]
-struct ZaddOptions {
-    add: AddOptions,
-    ch: bool,
+pub(super) struct ZaddOptions {
+    pub add: AddOptions,
+    pub ch: bool,
 }
 
 impl ZaddOptions {
@@ -164,8 +164,9 @@ pub fn zincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     zadd_apply(s, a.get(1), &[change], o)
 }
 
-/// Applies ZADD's `changes` in one unit and replies.
-fn zadd_apply(
+/// Applies ZADD's `changes` in one unit and replies (ZADD, ZINCRBY,
+/// GEOADD).
+pub(super) fn zadd_apply(
     s: &mut Session,
     key: &[u8],
     changes: &[(f64, &[u8])],
@@ -211,14 +212,20 @@ pub fn zscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// ZMSCORE key member [member ...]: a score or nil for each.
-pub fn zmscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let scores = with_zset(&mut s.store, a.get(1), |st, c| {
+/// The scores of `a[2..]` in the sorted set at `a[1]`, read in one unit
+/// (`None`: no such member, or no such key); WRONGTYPE for another type.
+pub(super) fn member_scores(s: &mut Session, a: &Args<'_>) -> Result<Vec<Option<f64>>, Error> {
+    Ok(with_zset(&mut s.store, a.get(1), |st, c| {
         a.from(2)
             .map(|m| score_of(st, c, m))
             .collect::<Result<Vec<_>, _>>()
     })?
-    .unwrap_or_else(|| vec![None; a.len() - 2]);
+    .unwrap_or_else(|| vec![None; a.len() - 2]))
+}
+
+/// ZMSCORE key member [member ...]: a score or nil for each.
+pub fn zmscore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let scores = member_scores(s, &a)?;
     s.out.array(scores.len());
     for score in scores {
         score_or_null(s, score);
