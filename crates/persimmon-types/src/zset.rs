@@ -60,7 +60,7 @@ pub fn score_of(st: &mut Store, c: &mut Coll, member: &[u8]) -> Result<Option<f6
 pub type Scored = Vec<(Vec<u8>, f64)>;
 
 /// How [`add_with`] treats each member (ZADD's NX, XX, GT, LT, INCR).
-#[derive(Default, Clone, Copy, Debug)]
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddOptions {
     /// Only add new members.
     pub nx: bool,
@@ -91,6 +91,17 @@ fn add_one(
     o: AddOptions,
     out: &mut AddOutcome,
 ) -> Result<(), Error> {
+    if o == AddOptions::default() {
+        // A plain ZADD needs no score before it writes: the member's old
+        // score comes back from the write (one path down the tree, not two).
+        match zset_put(st, c, member, score)? {
+            None => out.added += 1,
+            Some(old) if old != score => out.changed += 1,
+            Some(_) => {}
+        }
+        out.score = Some(score);
+        return Ok(());
+    }
     let current = score_of(st, c, member)?;
     if (o.nx && current.is_some()) || (o.xx && current.is_none()) {
         return Ok(());
