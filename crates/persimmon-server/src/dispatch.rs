@@ -163,7 +163,8 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     }
     if let Some(stream) = turn.as_mut() {
         let replica = s.shared.repl.is_replica();
-        crate::repl::client::flush(stream, &mut s.repl, spec.name == "exec", replica);
+        let transaction = matches!(spec.name, "exec" | "eval" | "evalsha" | "fcall");
+        crate::repl::client::flush(stream, &mut s.repl, transaction, replica);
     }
     s.repl.active = false;
 }
@@ -265,6 +266,15 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
 /// `OOM` for a command that may grow the data while the memory in use is
 /// above `maxmemory`.
 pub fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
+    if let Some(e) = s.shared.scripts.refusal(spec.name) {
+        return Some(e);
+    }
+    settings_refusal(s, spec)
+}
+
+/// [`refused_by_settings`] but for a running script's `BUSY` (a script's
+/// own commands are checked with this).
+pub fn settings_refusal(s: &Session, spec: &Spec) -> Option<Error> {
     // The settings first: two relaxed loads, where the flags are string
     // compares (this runs for every command).
     if s.shared.settings.needs_replicas()
