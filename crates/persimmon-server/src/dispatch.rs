@@ -277,13 +277,24 @@ pub fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
 pub fn settings_refusal(s: &Session, spec: &Spec) -> Option<Error> {
     // The settings first: two relaxed loads, where the flags are string
     // compares (this runs for every command).
-    if s.shared.settings.needs_replicas()
-        && spec.flags.contains(&"write")
+    write_refusal(
+        s,
+        s.shared.settings.needs_replicas() && spec.flags.contains(&"write"),
+        s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom"),
+    )
+}
+
+/// `NOREPLICAS` (when `writes`) or `OOM` (when `grows`) if the settings
+/// refuse such a command now: for a command's row, or for a script that
+/// declared it may write (its shebang flags) before it starts.
+pub fn write_refusal(s: &Session, writes: bool, grows: bool) -> Option<Error> {
+    if writes
+        && s.shared.settings.needs_replicas()
         && !crate::repl::role::enough_replicas(&s.shared)
     {
         return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
     }
-    if s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom") && over_maxmemory(s) {
+    if grows && s.shared.settings.maxmemory() > 0 && over_maxmemory(s) {
         return Some(Error::new(
             "OOM command not allowed when used memory > 'maxmemory'.",
         ));

@@ -618,3 +618,111 @@ fn scripts_propagate_their_effects_in_a_transaction() {
         run(&mut m, &["LRANGE", "y", "0", "-1"])
     );
 }
+
+#[test]
+fn cmsgpack_packs_as_lua_cmsgpack() {
+    let server = TestServer::start();
+    let mut r = server.raw();
+    let hex = "local e = cmsgpack.pack(ARGV[1] == 'f' and 0.1 or -1099511627776) \
+               local h = '' for i = 1, #e do h = h .. string.format('%02x', e:byte(i)) end return h";
+    assert_eq!(
+        run(&mut r, &["EVAL", hex, "0", "f"]),
+        bulk("cb3fb999999999999a")
+    );
+    assert_eq!(
+        run(&mut r, &["EVAL", hex, "0", "i"]),
+        bulk("d3ffffff0000000000")
+    );
+    // A map of 100,000 string keys packs, unpacks and encodes as JSON.
+    assert_eq!(
+        run(
+            &mut r,
+            &[
+                "EVAL",
+                "local m = {} for i = 1, 100000 do m[tostring(i)] = i end \
+                       local d = cmsgpack.unpack(cmsgpack.pack(m)) \
+                       return {d['77777'], #cjson.encode(m)}",
+                "0"
+            ]
+        ),
+        Resp::Array(vec![Resp::Int(77777), Resp::Int(1377791)])
+    );
+}
+
+#[test]
+fn functions_load_call_list_and_restore() {
+    let server = TestServer::start();
+    let mut r = server.raw();
+    let lib = "#!lua name=mylib\n\
+               redis.register_function('getk', function(keys, args) return redis.call('get', keys[1]) end)\n\
+               redis.register_function{function_name='setk', callback=function(keys, args) \
+               return redis.call('set', keys[1], args[1]) end, description='sets'}\n\
+               redis.register_function{function_name='rok', callback=function(keys, args) \
+               return redis.call('set', keys[1], 'x') end, flags={'no-writes'}}";
+    assert_eq!(run(&mut r, &["FUNCTION", "LOAD", lib]), bulk("mylib"));
+    assert_eq!(
+        error_of(run(&mut r, &["FUNCTION", "LOAD", lib])),
+        "ERR Library 'mylib' already exists"
+    );
+    assert_eq!(
+        run(&mut r, &["FUNCTION", "LOAD", "REPLACE", lib]),
+        bulk("mylib")
+    );
+    assert_eq!(
+        run(&mut r, &["FCALL", "setk", "1", "k", "v"]),
+        Resp::Simple("OK".into())
+    );
+    // getk has no no-writes flag: FCALL_RO refuses it.
+    assert_eq!(
+        run(&mut r, &["FCALL_RO", "getk", "1", "k"]),
+        Resp::Error("ERR Can not execute a script with write flag using *_ro command.".into())
+    );
+    assert_eq!(run(&mut r, &["FCALL", "getk", "1", "k"]), bulk("v"));
+    let e = error_of(run(&mut r, &["FCALL_RO", "rok", "1", "k"]));
+    assert!(
+        e.starts_with("ERR Write commands are not allowed from read-only scripts."),
+        "{e}"
+    );
+    assert_eq!(
+        error_of(run(&mut r, &["FCALL", "nosuch", "0"])),
+        "ERR Function not found"
+    );
+    let listed = run(&mut r, &["FUNCTION", "LIST"]);
+    let Resp::Array(libs) = listed else {
+        panic!("{listed:?}")
+    };
+    assert_eq!(libs.len(), 1);
+    let dump = run(&mut r, &["FUNCTION", "DUMP"]);
+    let Resp::Bulk(payload) = dump else {
+        panic!("{dump:?}")
+    };
+    assert_eq!(
+        run(&mut r, &["FUNCTION", "DELETE", "mylib"]),
+        Resp::Simple("OK".into())
+    );
+    assert_eq!(
+        error_of(run(&mut r, &["FCALL", "getk", "1", "k"])),
+        "ERR Function not found"
+    );
+    let restore: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &payload];
+    assert_eq!(r.command(&restore), Resp::Simple("OK".into()));
+    assert_eq!(run(&mut r, &["FCALL", "getk", "1", "k"]), bulk("v"));
+    for (code, want) in [
+        ("return 1", "ERR Missing library metadata"),
+        ("#!lua\nreturn 1", "ERR Library name was not given"),
+        ("#!nosuch name=x\nreturn 1", "ERR Engine 'nosuch' not found"),
+        ("#!lua name=x\nreturn 1", "ERR No functions registered"),
+        (
+            "#!lua name=x\nredis.call('ping')",
+            "ERR Error registering functions: ",
+        ),
+    ] {
+        let e = error_of(run(&mut r, &["FUNCTION", "LOAD", code]));
+        assert!(e.starts_with(want), "{code}: {e}");
+    }
+    assert_eq!(
+        run(&mut r, &["FUNCTION", "FLUSH"]),
+        Resp::Simple("OK".into())
+    );
+    assert_eq!(run(&mut r, &["FUNCTION", "LIST"]), Resp::Array(vec![]));
+}

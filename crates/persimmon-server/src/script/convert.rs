@@ -242,37 +242,41 @@ fn write_table(t: &Table, out: &mut Reply, depth: usize) {
             return;
         }
     }
+    // Maps and sets are walked twice (count, then write), one pair held at
+    // a time.
+    let count = |m: &Table| {
+        let mut n = 0usize;
+        let _ = m.for_each(|_: Value, _: Value| {
+            n += 1;
+            Ok(())
+        });
+        n
+    };
     if let Value::Table(m) = raw(t, "map") {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(|p| p.ok()).collect();
-        out.map(pairs.len());
-        for (k, v) in &pairs {
-            write(k, out, depth + 1);
-            write(v, out, depth + 1);
-        }
+        out.map(count(&m));
+        let _ = m.for_each(|k: Value, v: Value| {
+            write(&k, out, depth + 1);
+            write(&v, out, depth + 1);
+            Ok(())
+        });
         return;
     }
     if let Value::Table(m) = raw(t, "set") {
-        let keys: Vec<Value> = m
-            .pairs::<Value, Value>()
-            .filter_map(|p| p.ok())
-            .map(|(k, _)| k)
-            .collect();
-        out.set(keys.len());
-        for k in &keys {
-            write(k, out, depth + 1);
-        }
+        out.set(count(&m));
+        let _ = m.for_each(|k: Value, _: Value| {
+            write(&k, out, depth + 1);
+            Ok(())
+        });
         return;
     }
-    let mut items = Vec::new();
-    for i in 1.. {
-        let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
-        if v.is_nil() {
-            break;
-        }
-        items.push(v);
+    // The array's length first (up to the first nil), then its elements.
+    let mut len = 0usize;
+    while !t.raw_get::<Value>(len + 1).unwrap_or(Value::Nil).is_nil() {
+        len += 1;
     }
-    out.array(items.len());
-    for v in &items {
-        write(v, out, depth + 1);
+    out.array(len);
+    for i in 1..=len {
+        let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
+        write(&v, out, depth + 1);
     }
 }

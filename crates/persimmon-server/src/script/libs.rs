@@ -1,13 +1,14 @@
 //! The libraries Redis gives scripts beyond Lua's own, written here in
 //! Rust (no maintained crate provides them for mlua): `cjson` (encode,
-//! decode, `null`, the depth and invalid-number settings) and `bit`
-//! (LuaBitOp's functions on 32-bit integers). `cmsgpack` and `struct` are
-//! not provided.
+//! decode, `null`, the depth and invalid-number settings), `cmsgpack`
+//! (pack, unpack, unpack_one, unpack_limit) and `bit` (LuaBitOp's
+//! functions on 32-bit integers). `struct` is not provided.
 //!
 //! Invariants:
 //! - Encoding and decoding are bounded in depth (`encode_max_depth`,
-//!   `decode_max_depth`, 1000 by default, as lua-cjson): deeper input is a
-//!   Lua error, never a native stack overflow.
+//!   `decode_max_depth`, 1000 by default, as lua-cjson; cmsgpack packs
+//!   tables deeper than 16 as nil and refuses input nested deeper than
+//!   1000): deeper input is a Lua error, never a native stack overflow.
 //! - Every failure is a Lua error with lua-cjson's wording where the suite
 //!   or clients look at it; nothing here panics on any input.
 
@@ -166,28 +167,10 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize, cfg: &JsonSettings) -> mlu
                     "Cannot serialise, excessive nesting ({depth})"
                 )));
             }
-            let mut pairs = Vec::new();
-            for p in t.clone().pairs::<Value, Value>() {
-                pairs.push(p?);
-            }
-            // An array: keys 1..n, all of them.
-            let mut max = 0usize;
-            let mut array = true;
-            for (k, _) in &pairs {
-                let idx = match k {
-                    Value::Integer(i) if *i >= 1 => Some(*i as usize),
-                    Value::Number(x) if *x >= 1.0 && x.fract() == 0.0 => Some(*x as usize),
-                    _ => None,
-                };
-                match idx {
-                    Some(i) => max = max.max(i),
-                    None => {
-                        array = false;
-                        break;
-                    }
-                }
-            }
-            if array && !pairs.is_empty() && max <= pairs.len() * 2 + 10 {
+            // An array: keys 1..n, all of them (read in two passes, one pair
+            // held at a time).
+            let (count, max) = table_shape(t)?;
+            if let Some(max) = max.filter(|&m| count > 0 && m <= count * 2 + 10) {
                 out.push(b'[');
                 for i in 1..=max {
                     if i > 1 {
@@ -199,15 +182,17 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize, cfg: &JsonSettings) -> mlu
                 out.push(b']');
                 return Ok(());
             }
-            if array && !pairs.is_empty() {
+            if max.is_some() && count > 0 {
                 return Err(err("Cannot serialise table: excessively sparse array"));
             }
             out.push(b'{');
-            for (n, (k, v)) in pairs.iter().enumerate() {
+            let mut n = 0;
+            t.for_each(|k: Value, v: Value| {
                 if n > 0 {
                     out.push(b',');
                 }
-                match k {
+                n += 1;
+                match &k {
                     Value::String(s) => json_string(&s.as_bytes(), out),
                     Value::Integer(i) => json_string(i.to_string().as_bytes(), out),
                     Value::Number(x) => {
@@ -223,8 +208,8 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize, cfg: &JsonSettings) -> mlu
                     }
                 }
                 out.push(b':');
-                encode(v, out, depth + 1, cfg)?;
-            }
+                encode(&v, out, depth + 1, cfg)
+            })?;
             out.push(b'}');
         }
         other => {
@@ -510,4 +495,283 @@ pub fn bit(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     Ok(t)
+}
+
+/// Tables nested deeper than this are packed as nil (lua-cmsgpack's
+/// limit, which is what makes a table that contains itself packable).
+const MSGPACK_MAX_NESTING: usize = 16;
+
+/// The `cmsgpack` table: `pack(...)`, `unpack(s)`, `unpack_one(s, offset)`
+/// and `unpack_limit(s, limit, offset)`, as lua-cmsgpack encodes and
+/// decodes.
+pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "pack",
+        lua.create_function(|_, a: MultiValue| {
+            if a.is_empty() {
+                return Err(err("MessagePack pack needs input."));
+            }
+            let mut out = Vec::new();
+            for v in a.iter() {
+                mp_encode(v, &mut out, 0)?;
+            }
+            Ok(mlua::BString::from(out))
+        })?,
+    )?;
+    t.set(
+        "unpack",
+        lua.create_function(|lua, s: mlua::String| {
+            let bytes = s.as_bytes().to_vec();
+            let mut at = 0;
+            let mut values = Vec::new();
+            while at < bytes.len() {
+                values.push(mp_decode(lua, &bytes, &mut at, 0)?);
+            }
+            Ok(MultiValue::from_iter(values))
+        })?,
+    )?;
+    let limited = |lua: &Lua, s: mlua::String, limit: usize, offset: usize| {
+        let bytes = s.as_bytes().to_vec();
+        let mut at = offset;
+        let mut values = Vec::new();
+        while at < bytes.len() && (limit == 0 || values.len() < limit) {
+            values.push(mp_decode(lua, &bytes, &mut at, 0)?);
+        }
+        let next = if at >= bytes.len() { -1 } else { at as i64 };
+        let mut out = vec![Value::Number(next as f64)];
+        out.extend(values);
+        Ok(MultiValue::from_iter(out))
+    };
+    t.set(
+        "unpack_one",
+        lua.create_function(move |lua, (s, offset): (mlua::String, Option<usize>)| {
+            limited(lua, s, 1, offset.unwrap_or(0))
+        })?,
+    )?;
+    t.set(
+        "unpack_limit",
+        lua.create_function(
+            move |lua, (s, limit, offset): (mlua::String, Option<usize>, Option<usize>)| {
+                limited(lua, s, limit.unwrap_or(0), offset.unwrap_or(0))
+            },
+        )?,
+    )?;
+    t.set("_NAME", "cmsgpack")?;
+    t.set("_VERSION", "lua-cmsgpack 0.4.0")?;
+    Ok(t)
+}
+
+fn mp_int(n: i64, out: &mut Vec<u8>) {
+    if n >= 0 {
+        let u = n as u64;
+        if u < 128 {
+            out.push(u as u8);
+        } else if u <= 0xff {
+            out.extend_from_slice(&[0xcc, u as u8]);
+        } else if u <= 0xffff {
+            out.push(0xcd);
+            out.extend_from_slice(&(u as u16).to_be_bytes());
+        } else if u <= 0xffff_ffff {
+            out.push(0xce);
+            out.extend_from_slice(&(u as u32).to_be_bytes());
+        } else {
+            out.push(0xcf);
+            out.extend_from_slice(&u.to_be_bytes());
+        }
+    } else if n >= -32 {
+        out.push(n as i8 as u8);
+    } else if n >= -128 {
+        out.extend_from_slice(&[0xd0, n as i8 as u8]);
+    } else if n >= -32768 {
+        out.push(0xd1);
+        out.extend_from_slice(&(n as i16).to_be_bytes());
+    } else if n >= -2147483648 {
+        out.push(0xd2);
+        out.extend_from_slice(&(n as i32).to_be_bytes());
+    } else {
+        out.push(0xd3);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+fn mp_len(len: usize, small: (u8, usize), codes: [u8; 3], out: &mut Vec<u8>) {
+    if len < small.1 {
+        out.push(small.0 | len as u8);
+    } else if codes[0] != 0 && len <= 0xff {
+        out.extend_from_slice(&[codes[0], len as u8]);
+    } else if len <= 0xffff {
+        out.push(codes[1]);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(codes[2]);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    }
+}
+
+fn mp_encode(v: &Value, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
+    match v {
+        Value::Nil => out.push(0xc0),
+        Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
+        Value::Integer(i) => mp_int(*i, out),
+        Value::Number(x) => {
+            if x.fract() == 0.0 && *x >= -9.2e18 && *x <= 9.2e18 {
+                mp_int(*x as i64, out);
+            } else if (*x as f32) as f64 == *x || x.is_nan() {
+                out.push(0xca);
+                out.extend_from_slice(&(*x as f32).to_be_bytes());
+            } else {
+                out.push(0xcb);
+                out.extend_from_slice(&x.to_be_bytes());
+            }
+        }
+        Value::String(s) => {
+            let b = s.as_bytes();
+            mp_len(b.len(), (0xa0, 32), [0xd9, 0xda, 0xdb], out);
+            out.extend_from_slice(&b);
+        }
+        Value::Table(_) if level >= MSGPACK_MAX_NESTING => out.push(0xc0),
+        Value::Table(t) => {
+            // Two passes, holding no more than one pair at a time (a big
+            // table's keys would not fit mlua's reference stack at once).
+            let (count, max) = table_shape(t)?;
+            if max == Some(count) {
+                mp_len(count, (0x90, 16), [0, 0xdc, 0xdd], out);
+                for i in 1..=count {
+                    let v: Value = t.raw_get(i)?;
+                    mp_encode(&v, out, level + 1)?;
+                }
+            } else {
+                mp_len(count, (0x80, 16), [0, 0xde, 0xdf], out);
+                t.for_each(|k: Value, v: Value| {
+                    mp_encode(&k, out, level + 1)?;
+                    mp_encode(&v, out, level + 1)
+                })?;
+            }
+        }
+        _ => out.push(0xc0),
+    }
+    Ok(())
+}
+
+fn mp_take<'a>(b: &'a [u8], at: &mut usize, n: usize) -> mlua::Result<&'a [u8]> {
+    let s = b
+        .get(*at..at.saturating_add(n))
+        .ok_or_else(|| err("Missing bytes in input."))?;
+    *at += n;
+    Ok(s)
+}
+
+fn mp_uint(b: &[u8], at: &mut usize, n: usize) -> mlua::Result<u64> {
+    Ok(mp_take(b, at, n)?
+        .iter()
+        .fold(0u64, |acc, &x| (acc << 8) | x as u64))
+}
+
+fn mp_decode(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> mlua::Result<Value> {
+    if depth > 1000 {
+        return Err(err("Bad data format in input."));
+    }
+    let c = mp_take(b, at, 1)?[0];
+    let num = |x: f64| Ok(Value::Number(x));
+    match c {
+        0x00..=0x7f => num(c as f64),
+        0xe0..=0xff => num(c as i8 as f64),
+        0x80..=0x8f => mp_map(lua, b, at, (c & 0x0f) as usize, depth),
+        0x90..=0x9f => mp_array(lua, b, at, (c & 0x0f) as usize, depth),
+        0xa0..=0xbf => mp_str(lua, b, at, (c & 0x1f) as usize),
+        0xc0 => Ok(Value::Nil),
+        0xc2 => Ok(Value::Boolean(false)),
+        0xc3 => Ok(Value::Boolean(true)),
+        0xca => {
+            let x = f32::from_be_bytes(mp_take(b, at, 4)?.try_into().expect("4 bytes"));
+            num(x as f64)
+        }
+        0xcb => num(f64::from_be_bytes(
+            mp_take(b, at, 8)?.try_into().expect("8 bytes"),
+        )),
+        0xcc => num(mp_uint(b, at, 1)? as f64),
+        0xcd => num(mp_uint(b, at, 2)? as f64),
+        0xce => num(mp_uint(b, at, 4)? as f64),
+        0xcf => num(mp_uint(b, at, 8)? as f64),
+        0xd0 => num(mp_uint(b, at, 1)? as u8 as i8 as f64),
+        0xd1 => num(mp_uint(b, at, 2)? as u16 as i16 as f64),
+        0xd2 => num(mp_uint(b, at, 4)? as u32 as i32 as f64),
+        0xd3 => num(mp_uint(b, at, 8)? as i64 as f64),
+        0xc4 | 0xd9 => {
+            let n = mp_uint(b, at, 1)? as usize;
+            mp_str(lua, b, at, n)
+        }
+        0xc5 | 0xda => {
+            let n = mp_uint(b, at, 2)? as usize;
+            mp_str(lua, b, at, n)
+        }
+        0xc6 | 0xdb => {
+            let n = mp_uint(b, at, 4)? as usize;
+            mp_str(lua, b, at, n)
+        }
+        0xdc => {
+            let n = mp_uint(b, at, 2)? as usize;
+            mp_array(lua, b, at, n, depth)
+        }
+        0xdd => {
+            let n = mp_uint(b, at, 4)? as usize;
+            mp_array(lua, b, at, n, depth)
+        }
+        0xde => {
+            let n = mp_uint(b, at, 2)? as usize;
+            mp_map(lua, b, at, n, depth)
+        }
+        0xdf => {
+            let n = mp_uint(b, at, 4)? as usize;
+            mp_map(lua, b, at, n, depth)
+        }
+        _ => Err(err("Bad data format in input.")),
+    }
+}
+
+fn mp_str(lua: &Lua, b: &[u8], at: &mut usize, n: usize) -> mlua::Result<Value> {
+    Ok(Value::String(lua.create_string(mp_take(b, at, n)?)?))
+}
+
+fn mp_array(lua: &Lua, b: &[u8], at: &mut usize, n: usize, depth: usize) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    for i in 1..=n {
+        let v = mp_decode(lua, b, at, depth + 1)?;
+        t.raw_set(i, v)?;
+    }
+    Ok(Value::Table(t))
+}
+
+fn mp_map(lua: &Lua, b: &[u8], at: &mut usize, n: usize, depth: usize) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    for _ in 0..n {
+        let k = mp_decode(lua, b, at, depth + 1)?;
+        let v = mp_decode(lua, b, at, depth + 1)?;
+        if !k.is_nil() {
+            t.raw_set(k, v)?;
+        }
+    }
+    Ok(Value::Table(t))
+}
+
+/// A table's number of pairs, and its largest key when every key is a
+/// positive integer (`None` otherwise).
+fn table_shape(t: &Table) -> mlua::Result<(usize, Option<usize>)> {
+    let mut count = 0usize;
+    let mut max = Some(0usize);
+    t.for_each(|k: Value, _: Value| {
+        count += 1;
+        let idx = match k {
+            Value::Integer(i) if i >= 1 => Some(i as usize),
+            Value::Number(x) if x >= 1.0 && x.fract() == 0.0 => Some(x as usize),
+            _ => None,
+        };
+        max = match (max, idx) {
+            (Some(m), Some(i)) => Some(m.max(i)),
+            _ => None,
+        };
+        Ok(())
+    })?;
+    Ok((count, max))
 }

@@ -187,6 +187,8 @@ pub struct Func {
 #[derive(Clone, Copy)]
 struct Ctx {
     read_only: bool,
+    /// The script declared `allow-oom` (or `no-writes`).
+    allow_oom: bool,
     resp3: bool,
     /// `redis.set_repl` flags (bit 2: replicas).
     repl: u8,
@@ -471,6 +473,13 @@ fn raw_call(
             false => err_table(lua, text),
         }
     };
+    if NOSCRIPT.contains(
+        &String::from_utf8_lossy(&words[0])
+            .to_ascii_lowercase()
+            .as_str(),
+    ) {
+        return fail("ERR This Redis command is not allowed from script");
+    }
     let Some(index) = s.commands.resolve(a.iter()).map(|(Ok(i) | Err(i))| i) else {
         return fail("ERR Unknown Redis command called from script");
     };
@@ -486,7 +495,10 @@ fn raw_call(
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
     if let Some(e) = crate::dispatch::settings_refusal(s, spec) {
-        return fail(&e.0);
+        if !(ctx.allow_oom && e.0.starts_with("OOM")) {
+            s.tally.rejected(index);
+            return fail(&e.0);
+        }
     }
     if write && !s.repl.from_master && crate::repl::role::refuses_writes(&s.shared) {
         return fail("READONLY You can't write against a read only replica.");
@@ -662,6 +674,7 @@ impl Engine {
         let libs = lua.create_table()?;
         libs.set("cjson", libs::cjson(&lua)?)?;
         libs.set("bit", libs::bit(&lua)?)?;
+        libs.set("cmsgpack", libs::cmsgpack(&lua)?)?;
         let f = flags.clone();
         let killed = lua.create_function(move |_, ()| Ok(f.kill.load(Relaxed) != 0))?;
         let (env, runner, lib_env): (Table, Function, Function) = lua
@@ -894,6 +907,9 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
     let mut g = scripts.engine()?;
     let engine = scripts.ready(&mut g)?;
     let mut read_only = call.read_only;
+    // Declared flags (a shebang, a function's): `None` for a script
+    // without a shebang, which is checked command by command only.
+    let mut declared: Option<Vec<String>> = None;
     let (sha, f) = match call.body {
         _ if call.function => {
             let name = String::from_utf8_lossy(call.sha).into_owned();
@@ -907,11 +923,15 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
                 ));
             }
             read_only |= no_writes;
+            declared = Some(func.flags.clone());
             (name, func.callback)
         }
         Some(body) => {
             let sha = sha1_hex(body);
             let (flags, _) = shebang_flags(body)?;
+            if !flags.is_empty() {
+                declared = Some(flags.clone());
+            }
             if flags.iter().any(|f| f == "no-writes") {
                 read_only = true;
             } else if call.read_only && !flags.is_empty() {
@@ -930,6 +950,17 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
             }
         }
     };
+    let has = |flag: &str| {
+        declared
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|f| f == flag))
+    };
+    let allow_oom = has("allow-oom") || has("no-writes");
+    if declared.is_some() && !has("no-writes") {
+        if let Some(e) = crate::dispatch::write_refusal(s, true, !has("allow-oom")) {
+            return Err(e);
+        }
+    }
     let lua_err = |e: mlua::Error| Error::new(format!("ERR {}", lua_message(&e)));
     let keys = string_array(&engine.lua, &call.keys).map_err(lua_err)?;
     let argv = string_array(&engine.lua, &call.argv).map_err(lua_err)?;
@@ -966,6 +997,7 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         CTX.with(|c| {
             *c.borrow_mut() = Some(Ctx {
                 read_only,
+                allow_oom,
                 resp3: false,
                 repl: 3,
             })
@@ -1017,7 +1049,11 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         // Keep the interpreter's memory in check between scripts.
         let _ = engine.lua.gc_collect();
         match s.store.commit(&[]) {
-            Ok(true) => return Ok(()),
+            Ok(true) => {
+                // The script's commands propagate, not the script.
+                s.repl.rewritten = true;
+                return Ok(());
+            }
             Ok(false) => {}
             Err(e) => {
                 s.out.buf.truncate(out_mark);
@@ -1030,6 +1066,7 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
     s.repl.cmds.truncate(repl_mark);
     if !s.exec_exclusive {
         s.exec_escalate = true;
+        s.repl.rewritten = true;
         return Ok(());
     }
     Err(persimmon_types::store::conflict())
