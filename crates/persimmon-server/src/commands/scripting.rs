@@ -32,7 +32,10 @@ fn call_with<'a>(
     read_only: bool,
     function: bool,
 ) -> Result<Call<'a>, Error> {
-    let n = int_arg(a.get(2))?;
+    let n = match function {
+        true => int_arg(a.get(2)).map_err(|_| Error::new("ERR Bad number of keys provided"))?,
+        false => int_arg(a.get(2))?,
+    };
     if n < 0 {
         return Err(Error::new("ERR Number of keys can't be negative"));
     }
@@ -50,6 +53,7 @@ fn call_with<'a>(
         keys: words[3..3 + n].to_vec(),
         argv: words[3 + n..].to_vec(),
         read_only,
+        command: words,
     })
 }
 
@@ -127,7 +131,7 @@ pub fn script_flush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn script_kill(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
-    s.shared.scripts.kill()?;
+    s.shared.scripts.kill_kind(false)?;
     s.out.ok();
     Ok(())
 }
@@ -166,17 +170,18 @@ fn engine_call<R>(s: &Session, f: impl FnOnce(&script::Scripts) -> R) -> R {
 }
 
 pub fn function_load(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let (replace, code) = match a.len() {
-        3 => (false, a.get(2)),
-        4 if is(a.get(2), "REPLACE") => (true, a.get(3)),
-        4 => {
+    let mut replace = false;
+    for opt in a.iter().skip(2).take(a.len() - 3) {
+        if is(opt, "REPLACE") {
+            replace = true;
+        } else {
             return Err(Error::new(format!(
                 "ERR Unknown option given: {}",
-                String::from_utf8_lossy(a.get(2))
-            )))
+                String::from_utf8_lossy(opt)
+            )));
         }
-        _ => return Err(crate::session::arity("function|load")),
-    };
+    }
+    let code = a.get(a.len() - 1);
     let name = engine_call(s, |e| e.load_library(code, replace))?;
     s.out.bulk(name.as_bytes());
     Ok(())
@@ -203,7 +208,7 @@ pub fn function_flush(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 }
 
 pub fn function_kill(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
-    s.shared.scripts.kill_function()?;
+    s.shared.scripts.kill_kind(true)?;
     s.out.ok();
     Ok(())
 }
@@ -282,7 +287,7 @@ pub fn function_restore(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             4 => return Err(Error::new(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),
-            _ => return Err(crate::session::arity("function|restore")),
+            _ => return Err(subcommand_syntax("function", a.get(1))),
         };
     engine_call(s, |e| e.restore_libraries(a.get(2), policy))?;
     s.out.ok();
@@ -295,12 +300,15 @@ pub fn function_stats(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     s.out.bulk(b"running_script");
     match running {
         None => s.out.null(),
-        Some((name, ms)) => {
+        Some((name, command, ms)) => {
             s.out.map(3);
             s.out.bulk(b"name");
             s.out.bulk(name.as_bytes());
             s.out.bulk(b"command");
-            s.out.array(0);
+            s.out.array(command.len());
+            for w in &command {
+                s.out.bulk(w);
+            }
             s.out.bulk(b"duration_ms");
             s.out.int(ms as i64);
         }

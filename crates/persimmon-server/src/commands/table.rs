@@ -179,7 +179,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("function|delete",   3, ["noscript", "write"],            [0, 0, 0], "7.0.0", "scripting", scripting::function_delete,  "Deletes a library and its functions."),
       spec!("function|list",    -2, ["noscript"],                     [0, 0, 0], "7.0.0", "scripting", scripting::function_list,    "Lists the libraries (LIBRARYNAME pattern, WITHCODE)."),
       spec!("function|dump",     2, ["noscript"],                     [0, 0, 0], "7.0.0", "scripting", scripting::function_dump,    "Dumps every library into one payload (Persimmon's format)."),
-      spec!("function|restore", -3, ["noscript", "write", "denyoom"], [0, 0, 0], "7.0.0", "scripting", scripting::function_restore, "Restores libraries from a payload (FLUSH, APPEND, REPLACE)."),
+      spec!("function|restore", -2, ["noscript", "write", "denyoom"], [0, 0, 0], "7.0.0", "scripting", scripting::function_restore, "Restores libraries from a payload (FLUSH, APPEND, REPLACE)."),
       spec!("function|flush",   -2, ["noscript", "write"],            [0, 0, 0], "7.0.0", "scripting", scripting::function_flush,   "Deletes every library."),
       spec!("function|stats",    2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_stats,   "The running function and the number of libraries and functions."),
       spec!("function|kill",     2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_kill,    "Stops the running function if it has not written."),

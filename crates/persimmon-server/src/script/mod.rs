@@ -136,6 +136,12 @@ pub struct Scripts {
     flags: Arc<RunFlags>,
     epoch: Instant,
     cached: AtomicUsize,
+    /// The libraries and functions loaded (`FUNCTION STATS`, which runs
+    /// while a script holds the engine).
+    library_count: AtomicUsize,
+    function_count: AtomicUsize,
+    /// The running script's name (a function's) and command.
+    running: Mutex<(String, Vec<Vec<u8>>)>,
 }
 
 impl Default for Scripts {
@@ -145,6 +151,9 @@ impl Default for Scripts {
             flags: Arc::default(),
             epoch: Instant::now(),
             cached: AtomicUsize::new(0),
+            library_count: AtomicUsize::new(0),
+            function_count: AtomicUsize::new(0),
+            running: Mutex::default(),
         }
     }
 }
@@ -224,11 +233,21 @@ impl Scripts {
         )))
     }
 
-    /// `SCRIPT KILL`.
-    pub fn kill(&self) -> Result<(), Error> {
+    /// `SCRIPT KILL` (`function` false) or `FUNCTION KILL`: each stops
+    /// only its own kind of script.
+    pub fn kill_kind(&self, function: bool) -> Result<(), Error> {
         let f = &self.flags;
         if !f.running.load(Relaxed) {
             return Err(Error::new("NOTBUSY No scripts in execution right now."));
+        }
+        if f.function.load(Relaxed) != function {
+            let (what, kill) = match function {
+                true => ("script", "SCRIPT KILL"),
+                false => ("function", "FUNCTION KILL"),
+            };
+            return Err(Error::new(format!(
+                "BUSY Redis is busy running a {what}. You can only call {kill} or SHUTDOWN NOSAVE."
+            )));
         }
         if f.wrote.load(Relaxed) {
             return Err(Error::new(
@@ -340,10 +359,18 @@ pub fn sha1_hex(body: &[u8]) -> String {
 
 /// The text of a Lua error without mlua's decorations.
 fn lua_message(e: &mlua::Error) -> String {
+    let text = lua_message_full(e);
+    match text.find("\nstack traceback:") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn lua_message_full(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::RuntimeError(m) => m.clone(),
-        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        mlua::Error::CallbackError { cause, .. } => lua_message_full(cause),
         mlua::Error::MemoryError(m) => m.clone(),
         other => other.to_string(),
     }
@@ -487,7 +514,11 @@ fn raw_call(
     if !spec.arity_ok(a.len()) {
         return fail("ERR Wrong number of args calling Redis command from script");
     }
-    if NOSCRIPT.contains(&spec.command_name()) || spec.flags.contains(&"noscript") {
+    // `no_multi` rows (SWAPDB, SAVE...) cannot run inside a unit either.
+    if NOSCRIPT.contains(&spec.command_name())
+        || spec.flags.contains(&"noscript")
+        || spec.flags.contains(&"no_multi")
+    {
         return fail("ERR This Redis command is not allowed from script");
     }
     let write = spec.flags.contains(&"write");
@@ -641,14 +672,25 @@ local runner = function(f, handler, keys, argv)
   return xpcall_(function() return f(keys, argv) end, handler)
 end
 local redis_face = base.redis
-local function lib_env(register)
-  local r = setmetatable_({register_function = register},
-    {__index = redis_face, __newindex = deny, __metatable = locked})
-  protected[r] = true
+local function missing(_, k)
+  error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
+end
+local function lib_env(register, loading)
+  -- While the library loads, only redis.register_function, redis.log and
+  -- the constants are there; afterwards its functions see what scripts see.
+  local lr = setmetatable_({register_function = register, log = redis_face.log,
+      LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+      REDIS_VERSION = redis_face.REDIS_VERSION, REDIS_VERSION_NUM = redis_face.REDIS_VERSION_NUM},
+    {__index = missing, __newindex = deny, __metatable = locked})
+  protected[lr] = true
   local e = {}
   setmetatable_(e, {
     __index = function(_, k)
-      if k == 'redis' then return r end
+      if loading() then
+        if k == 'redis' then return lr end
+        error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
+      end
+      if k == 'redis' then return redis_face end
       local v = base[k]
       if v == nil then
         error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
@@ -883,6 +925,8 @@ pub struct Call<'a> {
     pub keys: Vec<&'a [u8]>,
     pub argv: Vec<&'a [u8]>,
     pub read_only: bool,
+    /// The whole request (`FUNCTION STATS` shows it).
+    pub command: Vec<&'a [u8]>,
 }
 
 fn string_array(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
@@ -993,6 +1037,12 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         flags.wrote.store(false, Relaxed);
         flags.kill.store(0, Relaxed);
         flags.function.store(call.function, Relaxed);
+        if call.function {
+            *scripts.running.lock().unwrap_or_else(|p| p.into_inner()) = (
+                sha.clone(),
+                call.command.iter().map(|w| w.to_vec()).collect(),
+            );
+        }
         flags.running.store(true, Relaxed);
         CTX.with(|c| {
             *c.borrow_mut() = Some(Ctx {
@@ -1136,7 +1186,7 @@ impl Engine {
         self.libraries
             .values()
             .flat_map(|l| l.functions.iter())
-            .find(|f| f.name == name)
+            .find(|f| f.name.eq_ignore_ascii_case(name))
             .cloned()
     }
 }
@@ -1167,7 +1217,9 @@ impl Scripts {
     pub fn load_library(&self, code: &[u8], replace: bool) -> Result<String, Error> {
         let mut g = self.engine()?;
         let engine = self.ready(&mut g)?;
-        load_into(engine, code, replace)
+        let name = load_into(engine, code, replace);
+        self.count_libraries(engine);
+        name
     }
 
     /// `FUNCTION DELETE name`.
@@ -1175,9 +1227,9 @@ impl Scripts {
         let mut g = self.engine()?;
         let engine = self.ready(&mut g)?;
         let name = String::from_utf8_lossy(name).into_owned();
-        engine
-            .libraries
-            .remove(&name)
+        let removed = engine.libraries.remove(&name);
+        self.count_libraries(engine);
+        removed
             .map(|_| ())
             .ok_or_else(|| Error::new("ERR Library not found"))
     }
@@ -1187,6 +1239,7 @@ impl Scripts {
         let mut g = self.engine()?;
         if let Some(e) = g.as_mut() {
             e.libraries.clear();
+            self.count_libraries(e);
         }
         Ok(())
     }
@@ -1254,36 +1307,42 @@ impl Scripts {
                 for (_, code) in &before {
                     let _ = load_into(engine, code, true);
                 }
+                self.count_libraries(engine);
                 return Err(e);
             }
         }
+        self.count_libraries(engine);
         Ok(())
     }
 
-    /// `FUNCTION STATS`: the running function (name, ms) and the counts.
-    pub fn stats(&self) -> (Option<(String, u64)>, usize, usize) {
+    /// `FUNCTION STATS`: the running function (name, command, ms) and
+    /// the counts of libraries and functions.
+    #[allow(clippy::type_complexity)]
+    pub fn stats(&self) -> (Option<(String, Vec<Vec<u8>>, u64)>, usize, usize) {
         let f = &self.flags;
         let running = (f.running.load(Relaxed) && f.function.load(Relaxed)).then(|| {
-            (
-                String::new(),
-                now_ms(self.epoch).saturating_sub(f.started_ms.load(Relaxed)),
-            )
+            let (name, command) = self
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let ms = now_ms(self.epoch).saturating_sub(f.started_ms.load(Relaxed));
+            (name, command, ms)
         });
-        let counts = match self.engine.try_lock() {
-            Ok(g) => g.as_ref().map_or((0, 0), |e| {
-                (
-                    e.libraries.len(),
-                    e.libraries.values().map(|l| l.functions.len()).sum(),
-                )
-            }),
-            Err(_) => (0, 0),
-        };
-        (running, counts.0, counts.1)
+        (
+            running,
+            self.library_count.load(Relaxed),
+            self.function_count.load(Relaxed),
+        )
     }
 
-    /// `FUNCTION KILL`.
-    pub fn kill_function(&self) -> Result<(), Error> {
-        self.kill()
+    /// Notes the libraries' and functions' counts after a change.
+    fn count_libraries(&self, engine: &Engine) {
+        self.library_count.store(engine.libraries.len(), Relaxed);
+        self.function_count.store(
+            engine.libraries.values().map(|l| l.functions.len()).sum(),
+            Relaxed,
+        );
     }
 }
 
@@ -1344,7 +1403,14 @@ fn load_into(engine: &mut Engine, code: &[u8], replace: bool) -> Result<String, 
             Ok(())
         })
         .map_err(lua_err)?;
-    let env: Table = engine.lib_env.call(register).map_err(lua_err)?;
+    let on = loading.clone();
+    let is_loading = lua
+        .create_function(move |_, ()| Ok(on.load(Relaxed)))
+        .map_err(lua_err)?;
+    let env: Table = engine
+        .lib_env
+        .call((register, is_loading))
+        .map_err(lua_err)?;
     let body = code[end.min(code.len())..].to_vec();
     let chunk = lua
         .load(&body[..])
@@ -1392,16 +1458,17 @@ fn registration(a: MultiValue) -> mlua::Result<Func> {
     let fail = |t: &str| mlua::Error::RuntimeError(t.to_string());
     let (name, callback, flags, description) = match a.len() {
         2 => {
-            let name =
-                match &a[0] {
-                    Value::String(s) => s.to_string_lossy(),
-                    _ => return Err(fail(
-                        "function_name argument given to redis.register_function must be a string",
-                    )),
-                };
+            let name = match &a[0] {
+                Value::String(s) => s.to_string_lossy(),
+                _ => {
+                    return Err(fail(
+                        "first argument to redis.register_function must be a string",
+                    ))
+                }
+            };
             let Value::Function(cb) = &a[1] else {
                 return Err(fail(
-                    "callback argument given to redis.register_function must be a function",
+                    "second argument to redis.register_function must be a function",
                 ));
             };
             (name, cb.clone(), Vec::new(), None)
@@ -1445,7 +1512,7 @@ fn registration(a: MultiValue) -> mlua::Result<Func> {
         _ => return Err(fail("wrong number of arguments to redis.register_function")),
     };
     if !valid_name(&name) {
-        return Err(fail("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
+        return Err(fail("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
     }
     Ok(Func {
         name,
