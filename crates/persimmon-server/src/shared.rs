@@ -67,7 +67,7 @@ pub struct Shared {
     /// Replication: the write stream, replicas, the link to a master.
     pub repl: crate::repl::state::Replication,
     /// Lua scripts: the interpreter, its cache, the running script.
-    pub scripts: crate::script::Scripts,
+    pub scripts: crate::script::state::Scripts,
     shutdown: watch::Sender<bool>,
 }
 

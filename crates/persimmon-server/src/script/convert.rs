@@ -153,7 +153,7 @@ pub fn lua_to_reply(v: &Value, out: &mut Reply) {
 fn text_of(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::String(s) => Some(s.as_bytes().to_vec()),
-        Value::Number(x) => Some(crate::script::number_text(*x).into_bytes()),
+        Value::Number(x) => Some(super::numbers::number_text(*x).into_bytes()),
         Value::Integer(i) => Some(i.to_string().into_bytes()),
         _ => None,
     }
@@ -206,7 +206,7 @@ fn write_table(t: &Table, out: &mut Reply, depth: usize) {
     }
     match raw(t, "double") {
         Value::Number(x) => {
-            out.double(x, &crate::script::double_text(x));
+            out.double(x, &super::numbers::double_text(x));
             return;
         }
         Value::Integer(i) => {

@@ -149,7 +149,7 @@ fn json_number(x: f64, out: &mut Vec<u8>, cfg: &JsonSettings) -> mlua::Result<()
         out.extend_from_slice(t.as_bytes());
         return Ok(());
     }
-    out.extend_from_slice(super::number_text(x).as_bytes());
+    out.extend_from_slice(super::numbers::number_text(x).as_bytes());
     Ok(())
 }
 
