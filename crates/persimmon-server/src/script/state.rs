@@ -54,6 +54,8 @@ const ALLOW_BUSY: &[&str] = &[
 /// What other clients see of the running script.
 #[derive(Default)]
 pub struct RunFlags {
+    /// While a library loads: when it started (ms since the epoch, + 1).
+    pub(super) loading_since_ms: AtomicU64,
     pub(super) running: AtomicBool,
     pub(super) busy: AtomicBool,
     /// 0: run on; 1: `SCRIPT KILL`; 2: `SHUTDOWN`.
@@ -93,6 +95,9 @@ impl Default for Scripts {
 }
 
 pub(super) struct Engine {
+    /// The run state (for a library's load time limit).
+    pub(super) flags: Arc<RunFlags>,
+    pub(super) epoch: Instant,
     pub(super) lua: Lua,
     /// The real globals, where KEYS and ARGV go.
     pub(super) base: Table,
@@ -450,10 +455,14 @@ impl Engine {
             .load(PRELUDE)
             .set_name("=prelude")
             .call((killed, redis.clone(), libs))?;
-        let f = flags;
+        let f = flags.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
+                let loading = f.loading_since_ms.load(Relaxed);
+                if loading != 0 && now_ms(epoch) + 1 > loading + LOAD_TIME_LIMIT_MS {
+                    return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
+                }
                 if !f.running.load(Relaxed) {
                     return Ok(VmState::Continue);
                 }
@@ -471,6 +480,8 @@ impl Engine {
         );
         let base = lua.globals();
         Ok(Engine {
+            flags,
+            epoch,
             lua,
             base,
             env,
@@ -677,6 +688,9 @@ pub(super) fn shebang_flags(
     }
     Ok((flags, std::borrow::Cow::Owned(body[end..].to_vec())))
 }
+
+/// How long a library's code may run while it loads (Redis's limit).
+const LOAD_TIME_LIMIT_MS: u64 = 500;
 
 /// The flags a script or function may declare.
 const SCRIPT_FLAGS: &[&str] = &[
@@ -924,7 +938,12 @@ fn load_into(engine: &mut Engine, code: &[u8], replace: bool) -> Result<String, 
         .set_environment(env)
         .into_function()
         .map_err(|e| Error::new(format!("ERR Error compiling function: {}", lua_message(&e))))?;
+    let flags = engine.flags.clone();
+    flags
+        .loading_since_ms
+        .store(now_ms(engine.epoch) + 1, Relaxed);
     let ran = chunk.call::<()>(());
+    flags.loading_since_ms.store(0, Relaxed);
     loading.store(false, Relaxed);
     ran.map_err(|e| {
         Error::new(format!(
