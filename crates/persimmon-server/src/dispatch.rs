@@ -163,7 +163,8 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     }
     if let Some(stream) = turn.as_mut() {
         let replica = s.shared.repl.is_replica();
-        crate::repl::client::flush(stream, &mut s.repl, spec.name == "exec", replica);
+        let transaction = matches!(spec.name, "exec" | "eval" | "evalsha" | "fcall");
+        crate::repl::client::flush(stream, &mut s.repl, transaction, replica);
     }
     s.repl.active = false;
 }
@@ -265,15 +266,35 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
 /// `OOM` for a command that may grow the data while the memory in use is
 /// above `maxmemory`.
 pub fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
+    if let Some(e) = s.shared.scripts.refusal(spec.name) {
+        return Some(e);
+    }
+    settings_refusal(s, spec)
+}
+
+/// [`refused_by_settings`] but for a running script's `BUSY` (a script's
+/// own commands are checked with this).
+pub fn settings_refusal(s: &Session, spec: &Spec) -> Option<Error> {
     // The settings first: two relaxed loads, where the flags are string
     // compares (this runs for every command).
-    if s.shared.settings.needs_replicas()
-        && spec.flags.contains(&"write")
+    write_refusal(
+        s,
+        s.shared.settings.needs_replicas() && spec.flags.contains(&"write"),
+        s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom"),
+    )
+}
+
+/// `NOREPLICAS` (when `writes`) or `OOM` (when `grows`) if the settings
+/// refuse such a command now: for a command's row, or for a script that
+/// declared it may write (its shebang flags) before it starts.
+pub fn write_refusal(s: &Session, writes: bool, grows: bool) -> Option<Error> {
+    if writes
+        && s.shared.settings.needs_replicas()
         && !crate::repl::role::enough_replicas(&s.shared)
     {
         return Some(Error::new("NOREPLICAS Not enough good replicas to write."));
     }
-    if s.shared.settings.maxmemory() > 0 && spec.flags.contains(&"denyoom") && over_maxmemory(s) {
+    if grows && s.shared.settings.maxmemory() > 0 && over_maxmemory(s) {
         return Some(Error::new(
             "OOM command not allowed when used memory > 'maxmemory'.",
         ));

@@ -71,6 +71,7 @@ mod pubsub;
 mod repl;
 mod runs;
 mod scan;
+mod script;
 mod server;
 mod session;
 mod settings;

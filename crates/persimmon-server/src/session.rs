@@ -270,16 +270,6 @@ pub fn arity(name: &str) -> Error {
     ))
 }
 
-/// The arity error for `name` unless `a` has exactly `n` arguments (for a
-/// subcommand without a row of its own; the dispatch checks each row's
-/// arity).
-pub fn exact_arity(a: &Args<'_>, n: usize, name: &str) -> Result<(), Error> {
-    if a.len() != n {
-        return Err(arity(name));
-    }
-    Ok(())
-}
-
 /// `ERR unknown subcommand 'x'. Try CMD HELP.`
 pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Error {
     Error::new(format!(

@@ -66,6 +66,8 @@ pub struct Shared {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Replication: the write stream, replicas, the link to a master.
     pub repl: crate::repl::state::Replication,
+    /// Lua scripts: the interpreter, its cache, the running script.
+    pub scripts: crate::script::state::Scripts,
     shutdown: watch::Sender<bool>,
 }
 
@@ -180,6 +182,7 @@ impl Shared {
             scan: ScanCache::default(),
             pubsub: Arc::default(),
             repl: crate::repl::state::Replication::new(),
+            scripts: Default::default(),
             shutdown,
         }
     }

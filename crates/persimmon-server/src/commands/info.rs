@@ -318,9 +318,9 @@ fn memory_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("used_memory_lua", &0);
     out.line("used_memory_vm_eval", &0);
     out.line("used_memory_lua_human", &"0B");
+    out.line("number_of_cached_scripts", &ctx.shared.scripts.cached());
     out.zeros(&[
         "used_memory_scripts_eval",
-        "number_of_cached_scripts",
         "number_of_functions",
         "number_of_libraries",
         "used_memory_vm_functions",

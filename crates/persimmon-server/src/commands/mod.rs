@@ -33,6 +33,7 @@ pub mod pubsub;
 pub mod randomkey;
 pub mod rename;
 pub mod replication;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;

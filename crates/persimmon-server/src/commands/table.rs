@@ -29,7 +29,7 @@
 use super::{
     bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
     hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
-    replication, server, sets, sort, strings, zset_ops, zset_range, zsets,
+    replication, scripting, server, sets, sort, strings, zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -163,6 +163,26 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("pexpireat",     -3, ["write", "fast"],            [1,  1, 1], "2.6.0", "generic",    expire::pexpireat,    "Sets the expiration time of a key as a Unix timestamp in milliseconds (NX, XX, GT, LT)."),
     spec!("persist",        2, ["write", "fast"],            [1,  1, 1], "2.2.0", "generic",    expire::persist,      "Removes the expiration time of a key."),
     // Transactions.
+    spec!("eval",          -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], [0, 0, 0; scripting::eval_keys], "2.6.0", "scripting", scripting::eval, "Runs a Lua script; its writes are one atomic, durable unit."),
+    spec!("evalsha",       -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], [0, 0, 0; scripting::eval_keys], "2.6.0", "scripting", scripting::evalsha, "Runs a cached Lua script by its SHA1."),
+    spec!("eval_ro",       -3, ["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly", "movablekeys"], [0, 0, 0; scripting::eval_keys], "7.0.0", "scripting", scripting::eval_ro, "Runs a read-only Lua script."),
+    spec!("evalsha_ro",    -3, ["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly", "movablekeys"], [0, 0, 0; scripting::eval_keys], "7.0.0", "scripting", scripting::evalsha_ro, "Runs a cached read-only Lua script by its SHA1."),
+    spec!("script",        -2, [],                           [0,  0, 0], "2.6.0", "scripting",  scripting::script,    "Manages the Lua script cache (LOAD, EXISTS, FLUSH, KILL)."),
+      spec!("script|load",    3, ["noscript", "stale"],      [0,  0, 0], "2.6.0", "scripting",  scripting::script_load,   "Compiles a script and caches it; replies its SHA1."),
+      spec!("script|exists", -3, ["noscript"],               [0,  0, 0], "2.6.0", "scripting",  scripting::script_exists, "Tells which SHA1s are cached."),
+      spec!("script|flush",  -2, ["noscript"],               [0,  0, 0], "2.6.0", "scripting",  scripting::script_flush,  "Empties the script cache (a fresh interpreter)."),
+      spec!("script|kill",    2, ["noscript", "allow_busy"], [0,  0, 0], "2.6.0", "scripting",  scripting::script_kill,   "Stops the running script if it has not written."),
+    spec!("fcall",         -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], [0, 0, 0; scripting::eval_keys], "7.0.0", "scripting", scripting::fcall, "Calls a function of a loaded library; its writes are one atomic, durable unit."),
+    spec!("fcall_ro",      -3, ["noscript", "skip_monitor", "no_mandatory_keys", "stale", "readonly", "movablekeys"], [0, 0, 0; scripting::eval_keys], "7.0.0", "scripting", scripting::fcall_ro, "Calls a no-writes function."),
+    spec!("function",      -2, [],                           [0,  0, 0], "7.0.0", "scripting",  scripting::function,  "Manages function libraries (LOAD, DELETE, LIST, DUMP, RESTORE, FLUSH, STATS, KILL)."),
+      spec!("function|load",    -3, ["noscript", "write", "denyoom"], [0, 0, 0], "7.0.0", "scripting", scripting::function_load,    "Loads a library of functions (REPLACE to replace it)."),
+      spec!("function|delete",   3, ["noscript", "write"],            [0, 0, 0], "7.0.0", "scripting", scripting::function_delete,  "Deletes a library and its functions."),
+      spec!("function|list",    -2, ["noscript"],                     [0, 0, 0], "7.0.0", "scripting", scripting::function_list,    "Lists the libraries (LIBRARYNAME pattern, WITHCODE)."),
+      spec!("function|dump",     2, ["noscript"],                     [0, 0, 0], "7.0.0", "scripting", scripting::function_dump,    "Dumps every library into one payload (Persimmon's format)."),
+      spec!("function|restore", -2, ["noscript", "write", "denyoom"], [0, 0, 0], "7.0.0", "scripting", scripting::function_restore, "Restores libraries from a payload (FLUSH, APPEND, REPLACE)."),
+      spec!("function|flush",   -2, ["noscript", "write"],            [0, 0, 0], "7.0.0", "scripting", scripting::function_flush,   "Deletes every library."),
+      spec!("function|stats",    2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_stats,   "The running function and the number of libraries and functions."),
+      spec!("function|kill",     2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_kill,    "Stops the running function if it has not written."),
     spec!("multi",          1, ["fast", "multi_control"],    [0,  0, 0], "1.2.0", "transactions", multi::multi,       "Starts a transaction."),
     spec!("exec",           1, ["multi_control"],            [0,  0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
     spec!("discard",        1, ["fast", "multi_control"],    [0,  0, 0], "2.0.0", "transactions", multi::discard,     "Discards the queued commands."),
@@ -271,15 +291,8 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("bzpopmax",      -3, ["write", "noscript", "fast", "blocking"], [1, -2, 1], "5.0.0", "sorted_set", blocking::bzpopmax, "Pops the highest-scored member of the first non-empty sorted set, or blocks until one is added or the timeout passes."),
     spec!("bzmpop",        -5, ["write", "blocking", "movablekeys"], [0, 0, 0; blocking::bmpop_keys], "7.0.0", "sorted_set", blocking::bzmpop, "ZMPOP, or blocks until one of the sorted sets gets a member or the timeout passes."),
     // Server (issue 16).
-    spec!("function",      -2, [],                           [0,  0, 0], "7.0.0", "scripting",  server::function,     "Function libraries: FLUSH and LIST (there are none; scripts are not supported)."),
-      spec!("function|flush",       -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_flush,        "Deletes every library: there are none, so replies OK (ASYNC, SYNC)."),
-      spec!("function|list",        -2, ["noscript"],                                [0,  0, 0], "7.0.0",  "scripting",  server::function_list,         "Returns the libraries: always none (LIBRARYNAME, WITHCODE)."),
-      spec!("function|help",         2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "scripting",  server::function_help,         "Describes the FUNCTION subcommands."),
-    spec!("script",        -2, [],                           [0,  0, 0], "2.6.0", "scripting",  server::script,       "Script cache: KILL (no script is ever running), FLUSH, EXISTS (there are none; scripts are not supported)."),
-      spec!("script|kill",           2, ["noscript", "allow_busy"],                  [0,  0, 0], "2.6.0",  "scripting",  server::script_kill,           "Replies NOTBUSY: no script is ever running."),
-      spec!("script|flush",         -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_flush,          "Empties the script cache: it is always empty, so replies OK (ASYNC, SYNC)."),
-      spec!("script|exists",        -2, ["noscript"],                                [0,  0, 0], "2.6.0",  "scripting",  server::script_exists,         "Replies 0 for each SHA1 given: the script cache is always empty."),
-      spec!("script|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "scripting",  server::script_help,           "Describes the SCRIPT subcommands."),
+      spec!("function|help",   2, ["loading", "stale"],            [0, 0, 0], "7.0.0", "scripting", scripting::function,         "Describes the FUNCTION subcommands."),
+      spec!("script|help",     2, ["loading", "stale"],  [0,  0, 0], "5.0.0", "scripting",  scripting::script,        "Describes the SCRIPT subcommands."),
     spec!("memory",        -2, [],                           [0,  0, 0], "4.0.0", "server",     session::not_a_subcommand, "Memory figures: USAGE of a key, STATS, DOCTOR."),
       spec!("memory|usage",         -3, ["readonly"],                                [2,  2, 1], "4.0.0",  "server",     memory::usage,                 "Returns the bytes a key's record takes in the pool (SAMPLES is accepted)."),
       spec!("memory|stats",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::stats,                 "Returns the memory figures of INFO memory, as a map."),
@@ -392,9 +405,10 @@ mod tests {
 
     #[test]
     fn containers_have_no_dispatch_flags_and_take_a_subcommand() {
-        // None of today's containers writes, refuses MULTI or runs before
-        // AUTH; their subcommands do not either (the dispatch reads the
-        // subcommand's row).
+        // No container writes, refuses MULTI or runs before AUTH; their
+        // subcommands do not either (the dispatch reads the subcommand's
+        // row), but FUNCTION's that change the libraries, which write and
+        // propagate like any write.
         let steering = [
             "write",
             "denyoom",
@@ -415,7 +429,16 @@ mod tests {
             assert!(spec.arity <= -2 || spec.name == "command", "{}", spec.name);
             for &i in std::iter::once(&c).chain(COMMANDS.subcommands(c)) {
                 let spec = COMMANDS.row(i);
+                let writes = [
+                    "function|load",
+                    "function|delete",
+                    "function|restore",
+                    "function|flush",
+                ];
                 for flag in steering {
+                    if writes.contains(&spec.name) && (flag == "write" || flag == "denyoom") {
+                        continue;
+                    }
                     assert!(!spec.flags.contains(&flag), "{}: {flag}", spec.name);
                 }
             }
