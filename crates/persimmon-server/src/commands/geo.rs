@@ -256,29 +256,12 @@ fn parse<'a>(
     store_ok: bool,
     mut lookup: Option<Lookup<'_>>,
 ) -> Result<Query<'a>, Error> {
-    let mut centre: Option<(f64, f64)> = None;
-    let mut extent: Option<(Extent, f64)> = None;
-    let mut store = None;
-    let base = match form {
-        Form::Radius => {
-            centre = Some(lon_lat_arg(a.get(2), a.get(3))?);
-            extent = Some(radius_arg(a.get(4), a.get(5))?);
-            6
-        }
-        Form::ByMember => {
-            if let Some(lookup) = lookup.as_mut() {
-                let score = lookup(a.get(2))?.ok_or_else(not_a_member)?;
-                centre = Some(geohash::position(score));
-                extent = Some(radius_arg(a.get(3), a.get(4))?);
-            }
-            5
-        }
-        Form::Search => 2,
-        Form::SearchStore => {
-            store = Some(a.get(1));
-            3
-        }
-    };
+    let Fixed {
+        mut centre,
+        mut extent,
+        store,
+        options_at: base,
+    } = fixed_args(a, form, &mut lookup)?;
     let searching = matches!(form, Form::Search | Form::SearchStore);
     let mut q = Query {
         shape: None,
@@ -346,16 +329,8 @@ fn parse<'a>(
         }
         j += 1;
     }
-    if q.store.is_some() && (q.with_dist || q.with_hash || q.with_coord) {
-        let what = match form {
-            Form::SearchStore => "GEOSEARCHSTORE",
-            _ => "STORE option in GEORADIUS",
-        };
-        return Err(Error::new(format!(
-            "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
-        )));
-    }
     let name = String::from_utf8_lossy(a.get(0));
+    check_combination(&q, form)?;
     if searching && !(from_member || from_lon_lat) {
         return Err(Error::new(format!(
             "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
@@ -382,6 +357,65 @@ fn parse<'a>(
         });
     }
     Ok(q)
+}
+
+/// What a search's fixed arguments give: the centre and extent (when the
+/// form names them and, for a member, the source holds it), the store
+/// target of GEOSEARCHSTORE, and where the options start.
+struct Fixed<'a> {
+    centre: Option<(f64, f64)>,
+    extent: Option<(Extent, f64)>,
+    store: Option<&'a [u8]>,
+    options_at: usize,
+}
+
+/// Reads the arguments before a search's options, each error as it is met.
+fn fixed_args<'a>(
+    a: &Args<'a>,
+    form: Form,
+    lookup: &mut Option<Lookup<'_>>,
+) -> Result<Fixed<'a>, Error> {
+    let mut f = Fixed {
+        centre: None,
+        extent: None,
+        store: None,
+        options_at: 0,
+    };
+    f.options_at = match form {
+        Form::Radius => {
+            f.centre = Some(lon_lat_arg(a.get(2), a.get(3))?);
+            f.extent = Some(radius_arg(a.get(4), a.get(5))?);
+            6
+        }
+        Form::ByMember => {
+            if let Some(lookup) = lookup.as_mut() {
+                let score = lookup(a.get(2))?.ok_or_else(not_a_member)?;
+                f.centre = Some(geohash::position(score));
+                f.extent = Some(radius_arg(a.get(3), a.get(4))?);
+            }
+            5
+        }
+        Form::Search => 2,
+        Form::SearchStore => {
+            f.store = Some(a.get(1));
+            3
+        }
+    };
+    Ok(f)
+}
+
+/// Refuses a store target with the options that only shape a reply.
+fn check_combination(q: &Query<'_>, form: Form) -> Result<(), Error> {
+    if q.store.is_some() && (q.with_dist || q.with_hash || q.with_coord) {
+        let what = match form {
+            Form::SearchStore => "GEOSEARCHSTORE",
+            _ => "STORE option in GEORADIUS",
+        };
+        return Err(Error::new(format!(
+            "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+        )));
+    }
+    Ok(())
 }
 
 /// A member found by a search.
