@@ -250,16 +250,22 @@ impl Parser<'_> {
         ))
     }
 
+    /// Refuses an object or array nested deeper than the decoder allows.
+    fn check_depth(&self, depth: usize) -> mlua::Result<()> {
+        if depth > self.max {
+            return Err(err(format!(
+                "Found too many nested data structures ({depth}) at character {}",
+                self.at + 1
+            )));
+        }
+        Ok(())
+    }
+
     fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
         self.ws();
         match self.s.get(self.at) {
             Some(b'{') => {
-                if depth > self.max {
-                    return Err(err(format!(
-                        "Found too many nested data structures ({depth}) at character {}",
-                        self.at + 1
-                    )));
-                }
+                self.check_depth(depth)?;
                 self.at += 1;
                 let t = lua.create_table()?;
                 self.ws();
@@ -292,12 +298,7 @@ impl Parser<'_> {
                 }
             }
             Some(b'[') => {
-                if depth > self.max {
-                    return Err(err(format!(
-                        "Found too many nested data structures ({depth}) at character {}",
-                        self.at + 1
-                    )));
-                }
+                self.check_depth(depth)?;
                 self.at += 1;
                 let t = lua.create_table()?;
                 self.ws();

@@ -585,16 +585,7 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     r.set(
         "setresp",
         lua.create_function(|_, a: MultiValue| {
-            if a.len() != 1 {
-                return Err(mlua::Error::RuntimeError(
-                    "redis.setresp() requires one argument.".into(),
-                ));
-            }
-            let v = match &a[0] {
-                Value::Integer(i) => *i,
-                Value::Number(x) => *x as i64,
-                _ => 0,
-            };
+            let v = one_int_arg(&a, "redis.setresp()", 0)?;
             if v != 2 && v != 3 {
                 return Err(mlua::Error::RuntimeError(
                     "RESP version must be 2 or 3.".into(),
@@ -607,16 +598,7 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     r.set(
         "set_repl",
         lua.create_function(|_, a: MultiValue| {
-            if a.len() != 1 {
-                return Err(mlua::Error::RuntimeError(
-                    "redis.set_repl() requires one argument.".into(),
-                ));
-            }
-            let v = match &a[0] {
-                Value::Integer(i) => *i,
-                Value::Number(x) => *x as i64,
-                _ => -1,
-            };
+            let v = one_int_arg(&a, "redis.set_repl()", -1)?;
             if !(0..=3).contains(&v) {
                 return Err(mlua::Error::RuntimeError(
                     "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."
@@ -1044,5 +1026,20 @@ fn registration(a: MultiValue) -> mlua::Result<Func> {
         callback,
         flags,
         description,
+    })
+}
+
+/// The one argument of `name` as an integer (a number truncated, any other
+/// value `other`); an error naming `name` unless there is exactly one.
+fn one_int_arg(a: &MultiValue, name: &str, other: i64) -> mlua::Result<i64> {
+    if a.len() != 1 {
+        return Err(mlua::Error::RuntimeError(format!(
+            "{name} requires one argument."
+        )));
+    }
+    Ok(match &a[0] {
+        Value::Integer(i) => *i,
+        Value::Number(x) => *x as i64,
+        _ => other,
     })
 }
