@@ -27,6 +27,8 @@
 //! | `expiry`     | expiry, dram-expiry                                        |
 //! | `tier`       | tier-put, tier-batch, tier-patch (the SSD tier)            |
 //! | `collections`| collections (the server's collection commands' batches)   |
+//! | `scripts`    | scripts (Lua scripts and functions: one batch per call,    |
+//! |              | several keys and types; uses `collections`' `Pair`)        |
 //! | `grouped`    | grouped, dram-grouped, leaves-grouped (group commit:      |
 //! |              | `Db::write_grouped`, per key old or new)                  |
 //!
@@ -108,6 +110,7 @@ mod point;
 mod pool;
 mod rebuild;
 mod recovery;
+mod scripts;
 mod segments;
 mod tier;
 mod txn;
@@ -155,6 +158,7 @@ pub const WORKLOADS: &[&str] = &[
     "tier-batch",
     "tier-patch",
     "collections",
+    "scripts",
     "grouped",
     "dram-grouped",
     "leaves-grouped",
@@ -170,7 +174,11 @@ pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
 /// which the probes do not handle.)
 fn writes_batches(workload: &str) -> bool {
     let family = family(workload);
-    family.starts_with("batch") || family == "txn" || family == "collections" || family == "grouped"
+    family.starts_with("batch")
+        || family == "txn"
+        || family == "collections"
+        || family == "scripts"
+        || family == "grouped"
 }
 
 /// `workload`'s name without the placement (`dram-`, `leaves-`) or tier
@@ -330,6 +338,7 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "tier-batch" => tier::batch,
         "tier-patch" => tier::patch,
         "collections" => collections::collections,
+        "scripts" => scripts::scripts,
         "grouped" | "dram-grouped" | "leaves-grouped" => grouped::grouped,
         _ => return None,
     };

@@ -453,6 +453,39 @@ fn a_script_that_fails_half_way_keeps_the_writes_before_the_error() {
     assert_eq!(after, None);
 }
 
+#[test]
+fn a_script_queued_in_multi_commits_with_the_transaction() {
+    let mut server = TestServer::start();
+    let mut r = server.raw();
+    let queued = Resp::Simple("QUEUED".into());
+    assert_eq!(run(&mut r, &["MULTI"]), Resp::Simple("OK".into()));
+    assert_eq!(run(&mut r, &["SET", "a", "1"]), queued);
+    let script = "redis.call('rpush', KEYS[1], 'x'); return redis.call('incr', KEYS[2])";
+    assert_eq!(run(&mut r, &["EVAL", script, "2", "l", "a"]), queued);
+    assert_eq!(run(&mut r, &["SET", "c", "3"]), queued);
+    assert_eq!(
+        run(&mut r, &["EXEC"]),
+        Resp::Array(vec![
+            Resp::Simple("OK".into()),
+            Resp::Int(2),
+            Resp::Simple("OK".into())
+        ])
+    );
+    // Every command of the transaction, the script's writes among them,
+    // survived together.
+    server.stop();
+    let mut c = server.restart();
+    let got: Vec<Option<String>> = redis::cmd("MGET").arg(&["a", "c"]).query(&mut c).unwrap();
+    assert_eq!(got, vec![Some("2".into()), Some("3".into())]);
+    let list: Vec<String> = redis::cmd("LRANGE")
+        .arg("l")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(list, vec!["x".to_string()]);
+}
+
 /// Waits until `PING` on `r` is refused with BUSY.
 fn wait_busy(r: &mut Raw) -> String {
     let started = Instant::now();

@@ -65,8 +65,9 @@ use super::ops::{Op, Write};
 use crate::sim::{mix, SimConfig};
 
 /// The mirror and the observed pool, driven together, and the shadow.
-struct Pair {
-    c: Ctx,
+/// (The `scripts` room drives its scripts through it too.)
+pub(super) struct Pair {
+    pub(super) c: Ctx,
     mirror: Embedded,
     /// The same commands, a group's one by one; never replayed.
     shadow: Embedded,
@@ -79,6 +80,20 @@ struct Pair {
 }
 
 impl Pair {
+    /// The observed pool, the mirror and the shadow of a run of `cfg`.
+    pub(super) fn open(cfg: &SimConfig) -> Pair {
+        let c = Ctx::start(cfg, 32, false);
+        Pair {
+            c,
+            mirror: side_pool(cfg, "mirror.pool"),
+            shadow: side_pool(cfg, "shadow.pool"),
+            seed: cfg.seed,
+            steps: 0,
+            groups: 0,
+            grouped: 0,
+        }
+    }
+
     /// Seeds the random draws of the next step, alike for both pools.
     fn next_seed(&mut self) -> u64 {
         self.steps += 1;
@@ -87,8 +102,18 @@ impl Pair {
 
     /// Runs one command on the mirror, replays its batch on the observed
     /// pool and checks the mirror's collections; then on the shadow, which
-    /// must reply alike. Returns the reply.
-    fn cmd(&mut self, args: &[&str]) -> Vec<u8> {
+    /// must reply alike. Returns the reply; an error reply stops the run.
+    pub(super) fn cmd(&mut self, args: &[&str]) -> Vec<u8> {
+        self.call(args, false)
+    }
+
+    /// [`cmd`](Self::cmd) of a command that must reply an error (a script
+    /// failing half-way): whatever it committed is replayed all the same.
+    pub(super) fn failing(&mut self, args: &[&str]) -> Vec<u8> {
+        self.call(args, true)
+    }
+
+    fn call(&mut self, args: &[&str], fails: bool) -> Vec<u8> {
         if self.c.broken {
             return Vec::new();
         }
@@ -97,8 +122,9 @@ impl Pair {
         self.mirror.seed(seed);
         match self.mirror.call(&bytes) {
             Ok((reply, writes)) => {
-                if reply.first() == Some(&b'-') {
-                    self.c.stop(format!("{args:?} replied {}", text(&reply)));
+                if (reply.first() == Some(&b'-')) != fails {
+                    self.c
+                        .stop(format!("{} replied {}", short_args(args), text(&reply)));
                     return reply;
                 }
                 self.replay(writes);
@@ -106,16 +132,20 @@ impl Pair {
                 match self.shadow.call(&bytes) {
                     Ok((r, _)) if r == reply => {}
                     Ok((r, _)) => self.c.stop(format!(
-                        "{args:?} replied {} on the mirror, {} on the shadow",
+                        "{} replied {} on the mirror, {} on the shadow",
+                        short_args(args),
                         text(&reply),
                         text(&r)
                     )),
-                    Err(e) => self.c.stop(format!("{args:?} on the shadow: {e}")),
+                    Err(e) => self
+                        .c
+                        .stop(format!("{} on the shadow: {e}", short_args(args))),
                 }
                 reply
             }
             Err(e) => {
-                self.c.stop(format!("{args:?} on the mirror: {e}"));
+                self.c
+                    .stop(format!("{} on the mirror: {e}", short_args(args)));
                 Vec::new()
             }
         }
@@ -197,7 +227,7 @@ impl Pair {
     }
 
     /// A reclaimer round on the mirror, its batches replayed one by one.
-    fn reclaim(&mut self) -> usize {
+    pub(super) fn reclaim(&mut self) -> usize {
         match self.mirror.reclaim() {
             Ok(batches) => {
                 let n = batches.len();
@@ -211,6 +241,21 @@ impl Pair {
                 0
             }
         }
+    }
+
+    /// Ends the run: its note counts the mirror's collections, then says
+    /// `more`.
+    pub(super) fn finish(self, more: &str) -> Finished {
+        let Pair { c, mut mirror, .. } = self;
+        let report = mirror.check();
+        let mut finished = c.finish();
+        if let Ok(r) = report {
+            finished.note = Some(format!(
+                "{} collections ({} external, {} pages); {more}",
+                r.collections, r.external, r.pages
+            ));
+        }
+        finished
     }
 
     /// Replays one captured batch on the observed pool, its writes in key
@@ -238,7 +283,7 @@ impl Pair {
 
     /// Runs `cmd` with `count` arguments of `prefix{i}` (from `from`) after
     /// `head`, in commands of at most 200.
-    fn fill(&mut self, head: &[&str], prefix: &str, from: u64, count: u64, pairs: bool) {
+    pub(super) fn fill(&mut self, head: &[&str], prefix: &str, from: u64, count: u64, pairs: bool) {
         let mut i = from;
         while i < from + count {
             let end = (i + 200).min(from + count);
@@ -262,28 +307,7 @@ impl Pair {
 
 /// Collection commands of every path, replayed batch by batch.
 pub fn collections(cfg: &SimConfig) -> Finished {
-    let c = Ctx::start(cfg, 32, false);
-    let mirror_path = cfg.dir.join("mirror.pool");
-    let _ = std::fs::remove_file(&mirror_path);
-    let mirror = match Embedded::open(Path::new(&mirror_path)) {
-        Ok(m) => m,
-        Err(e) => panic!("the mirror pool {}: {e}", mirror_path.display()),
-    };
-    let shadow_path = cfg.dir.join("shadow.pool");
-    let _ = std::fs::remove_file(&shadow_path);
-    let shadow = match Embedded::open(Path::new(&shadow_path)) {
-        Ok(m) => m,
-        Err(e) => panic!("the shadow pool {}: {e}", shadow_path.display()),
-    };
-    let mut p = Pair {
-        c,
-        mirror,
-        shadow,
-        seed: cfg.seed,
-        steps: 0,
-        groups: 0,
-        grouped: 0,
-    };
+    let mut p = Pair::open(cfg);
     // Unexplored: collections of several pages, and small ones.
     p.fill(&["RPUSH", "q"], "element-", 0, 1200, false);
     p.fill(&["HSET", "h"], "field-", 0, 400, true);
@@ -311,22 +335,8 @@ pub fn collections(cfg: &SimConfig) -> Finished {
     p.cmd(&["RENAME", "h", "h-renamed"]);
     p.reclaim();
     p.cmd(&["HSET", "h-renamed", "after", "rename"]);
-    let Pair {
-        c,
-        mut mirror,
-        groups,
-        grouped,
-        ..
-    } = p;
-    let report = mirror.check();
-    let mut finished = c.finish();
-    if let Ok(r) = report {
-        finished.note = Some(format!(
-            "{} collections ({} external, {} pages); {groups} combined groups, {grouped} commands",
-            r.collections, r.external, r.pages
-        ));
-    }
-    finished
+    let groups = format!("{} combined groups, {} commands", p.groups, p.grouped);
+    p.finish(&groups)
 }
 
 fn lists(p: &mut Pair) {
@@ -587,6 +597,22 @@ fn mixed(p: &mut Pair) {
         g.push(words("SPOP s"));
     }
     p.group("several keys", &g);
+}
+
+/// A fresh pool `name` in the run's directory, opened as the server opens
+/// one.
+fn side_pool(cfg: &SimConfig, name: &str) -> Embedded {
+    let path = cfg.dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    match Embedded::open(Path::new(&path)) {
+        Ok(e) => e,
+        Err(e) => panic!("the pool {}: {e}", path.display()),
+    }
+}
+
+/// A command for a message, from its words.
+fn short_args(args: &[&str]) -> String {
+    short(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
 }
 
 /// A command of `line`'s words.

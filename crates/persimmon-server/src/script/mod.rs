@@ -16,7 +16,8 @@
 //!   The unit's reads are checked at commit: if another client changed a
 //!   key the script read, the script runs again from the start (its reply
 //!   and propagation rebuilt), and after a few conflicts alone (the
-//!   dispatch's escalation, as EXEC).
+//!   dispatch's escalation, as EXEC). A script queued in MULTI runs
+//!   once inside EXEC's unit, which commits it with the other commands.
 //! - A script killed by `SHUTDOWN` writes nothing (its unit is dropped).
 //! - Tables are converted with raw accesses only (see `convert`).
 //! - The caller's selected database is restored after the script; the
@@ -374,9 +375,13 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         .unwrap_or(5000)
         .max(0) as u64;
     let flags = &scripts.flags;
-    let attempts = match s.exec_exclusive {
-        true => persimmon_types::store::ATOMIC_ATTEMPTS,
-        false => SHARED_ATTEMPTS,
+    // Inside a running unit (a script queued in MULTI, a harness's call):
+    // the script is part of that unit, run once; the unit's owner commits.
+    let nested = s.store.in_unit();
+    let attempts = match (nested, s.exec_exclusive) {
+        (true, _) => 1,
+        (false, true) => persimmon_types::store::ATOMIC_ATTEMPTS,
+        (false, false) => SHARED_ATTEMPTS,
     };
     let caller_db = s.store.db;
     let out_mark = s.out.len();
@@ -404,7 +409,9 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
                 repl: 3,
             })
         });
-        s.store.begin();
+        if !nested {
+            s.store.begin();
+        }
         let cell = RefCell::new(&mut *s);
         let result: mlua::Result<(bool, Value)> = engine
             .lua
@@ -431,7 +438,11 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         s.store.db = caller_db;
         match (killed, result) {
             (2, _) => {
-                s.store.abort();
+                // Nested, the error rolls the script back in its unit
+                // (`dispatch::run_queued`).
+                if !nested {
+                    s.store.abort();
+                }
                 s.repl.cmds.truncate(repl_mark);
                 return Err(Error::new("ERR Script killed by SHUTDOWN"));
             }
@@ -452,6 +463,10 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         // incremental step (a full collection after every script cost a
         // fifth of a short script's time); Lua's own pacing does the rest.
         let _ = engine.lua.gc_step();
+        if nested {
+            s.repl.rewritten = true;
+            return Ok(());
+        }
         match s.store.commit(&[]) {
             Ok(true) => {
                 // The script's commands propagate, not the script.
