@@ -572,6 +572,29 @@ fn a_busy_script_that_wrote_is_unkillable_and_shutdown_nosave_drops_its_writes()
 }
 
 #[test]
+fn a_100_mb_script_runs_and_others_are_served() {
+    let server = TestServer::start();
+    let mut r = server.raw();
+    let mut big = String::with_capacity(101 << 20);
+    big.push_str("redis.call('set', KEYS[1], 'ran')\n--");
+    big.extend(std::iter::repeat_n('c', 100 << 20));
+    big.push_str("\nreturn 7");
+    assert_eq!(run(&mut r, &["EVAL", &big, "1", "big"]), Resp::Int(7));
+    // Cached under its SHA1 like any other, and dropped by SCRIPT FLUSH.
+    let sha = match run(&mut r, &["SCRIPT", "LOAD", &big]) {
+        Resp::Bulk(s) => String::from_utf8(s).unwrap(),
+        other => panic!("SCRIPT LOAD replied {other:?}"),
+    };
+    assert_eq!(run(&mut r, &["EVALSHA", &sha, "1", "big"]), Resp::Int(7));
+    drop(big);
+    assert_eq!(run(&mut r, &["SCRIPT", "FLUSH"]), Resp::Simple("OK".into()));
+    let mut other = server.raw();
+    assert_eq!(run(&mut other, &["GET", "big"]), bulk("ran"));
+    let e = error_of(run(&mut other, &["EVALSHA", &sha, "1", "big"]));
+    assert!(e.starts_with("NOSCRIPT"), "{e}");
+}
+
+#[test]
 fn bad_input_gets_clear_errors() {
     let server = TestServer::start();
     let mut r = server.raw();
