@@ -116,6 +116,16 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
             if let Some(m) = &mut s.multi {
                 m.failed = true;
             }
+            if s.multi.is_some() && index.is_some_and(|i| s.commands.row(i).name == "exec") {
+                // A refused EXEC ends the transaction, as Redis's does.
+                s.multi = None;
+                s.store.watched.clear();
+                let text = e.0.trim_start_matches('-');
+                s.out.error(&format!(
+                    "EXECABORT Transaction discarded because of: {text}"
+                ));
+                return;
+            }
             s.out.error(&e.0);
             return;
         }
@@ -261,7 +271,9 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     Ok(index)
 }
 
-/// Redis's refusals that depend on settings: `NOREPLICAS` for a write
+/// Redis's refusals that depend on settings: `MASTERDOWN` for a command
+/// not flagged `stale` on a replica whose link is down while
+/// `replica-serve-stale-data` is `no`, `NOREPLICAS` for a write
 /// while fewer good replicas than `min-replicas-to-write` are attached,
 /// `OOM` for a command that may grow the data while the memory in use is
 /// above `maxmemory`.
@@ -275,6 +287,14 @@ pub fn refused_by_settings(s: &Session, spec: &Spec) -> Option<Error> {
 /// [`refused_by_settings`] but for a running script's `BUSY` (a script's
 /// own commands are checked with this).
 pub fn settings_refusal(s: &Session, spec: &Spec) -> Option<Error> {
+    if s.shared.repl.is_replica()
+        && !spec.flags.contains(&"stale")
+        && crate::repl::role::refuses_stale(&s.shared)
+    {
+        return Some(Error::new(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        ));
+    }
     // The settings first: two relaxed loads, where the flags are string
     // compares (this runs for every command).
     write_refusal(

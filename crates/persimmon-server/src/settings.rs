@@ -10,6 +10,8 @@
 //!   `min-replicas-to-write` and `min-replicas-max-lag` (with both above 0,
 //!   a master refuses write commands with `NOREPLICAS` while fewer replicas
 //!   than that acknowledged within the lag), `replica-read-only`,
+//!   `replica-serve-stale-data` (`no`: a replica whose link is down refuses
+//!   the commands not flagged `stale` with `MASTERDOWN`),
 //!   `repl-ping-replica-period`, `repl-backlog-size` (from the next replica
 //!   that attaches), `masterauth` (the next connection to the master;
 //!   `repl/` reads these four when it needs them),
@@ -35,8 +37,8 @@
 //!   `active-expire-effort`, `latency-tracking` and its percentiles,
 //!   `latency-monitor-threshold`, the `slowlog-*` settings,
 //!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the other
-//!   replication settings (`replica-serve-stale-data`, `repl-timeout`: the
-//!   links use Redis's default, 60 s).
+//!   replication settings (`repl-timeout`: the links use Redis's default,
+//!   60 s).
 //! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
 //!   own settings): `can't set immutable config`.
 //! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
@@ -222,7 +224,7 @@ static PARAMS: &[Param] = &[
     // Replication (`repl/`).
     aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), Live, "0"),
     aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), Live, "10"),
-    aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, NoEffect, "yes"),
+    aliased("replica-serve-stale-data", "slave-serve-stale-data", BOOL, Live, "yes"),
     aliased("replica-read-only",     "slave-read-only",     BOOL,                  Live,     "yes"),
     aliased("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), Live, "10"),
     param("masterauth",                        TEXT,                          Live,      ""),

@@ -663,6 +663,43 @@ fn maxmemory_and_min_replicas_refuse_writes_as_redis_does() {
 }
 
 #[test]
+fn a_stale_replica_refuses_what_is_not_flagged_stale_and_a_refused_exec_ends_the_transaction() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let mut admin = server.client();
+    cmd(&mut c, &["SET", "x", "1"]).unwrap();
+    cmd(
+        &mut admin,
+        &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+    )
+    .unwrap();
+    cmd(&mut c, &["MULTI"]).unwrap();
+    cmd(&mut c, &["GET", "x"]).unwrap();
+    // A master nobody listens on: the link stays down.
+    cmd(&mut admin, &["REPLICAOF", "127.0.0.1", "1"]).unwrap();
+    let down = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+    assert_eq!(
+        err(&mut c, &["EXEC"]),
+        format!("EXECABORT Transaction discarded because of: {down}")
+    );
+    // The refused EXEC ended the transaction: the next commands run, and
+    // those not flagged `stale` are refused while the link is down.
+    assert_eq!(err(&mut c, &["GET", "x"]), down);
+    assert_eq!(err(&mut c, &["PING"]), down);
+    assert!(matches!(
+        cmd(&mut c, &["INFO", "replication"]),
+        Ok(Value::BulkString(_))
+    ));
+    cmd(
+        &mut admin,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    )
+    .unwrap();
+    assert_eq!(cmd(&mut c, &["GET", "x"]).unwrap(), bulk("1"));
+    cmd(&mut admin, &["REPLICAOF", "NO", "ONE"]).unwrap();
+}
+
+#[test]
 fn save_and_shutdown_are_refused_inside_multi() {
     let server = TestServer::start();
     let mut c = server.client();

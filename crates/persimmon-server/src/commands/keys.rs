@@ -39,6 +39,10 @@ pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             Ok(deleted)
         })?
     };
+    if deleted == 0 {
+        // Nothing changed: nothing to propagate, as Redis.
+        s.repl.nothing();
+    }
     s.out.int(deleted);
     Ok(())
 }

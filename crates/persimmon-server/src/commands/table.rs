@@ -183,9 +183,9 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("function|flush",   -2, ["noscript", "write"],            [0, 0, 0], "7.0.0", "scripting", scripting::function_flush,   "Deletes every library."),
       spec!("function|stats",    2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_stats,   "The running function and the number of libraries and functions."),
       spec!("function|kill",     2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_kill,    "Stops the running function if it has not written."),
-    spec!("multi",          1, ["fast", "multi_control"],    [0,  0, 0], "1.2.0", "transactions", multi::multi,       "Starts a transaction."),
-    spec!("exec",           1, ["multi_control"],            [0,  0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
-    spec!("discard",        1, ["fast", "multi_control"],    [0,  0, 0], "2.0.0", "transactions", multi::discard,     "Discards the queued commands."),
+    spec!("multi",          1, ["noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "1.2.0", "transactions", multi::multi,       "Starts a transaction."),
+    spec!("exec",           1, ["noscript", "loading", "stale", "multi_control"], [0, 0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
+    spec!("discard",        1, ["noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "2.0.0", "transactions", multi::discard,     "Discards the queued commands."),
     spec!("watch",         -2, ["fast", "multi_control"],    [1, -1, 1], "2.2.0", "transactions", multi::watch,       "Makes the next EXEC conditional on the keys not changing."),
     spec!("unwatch",        1, ["fast"],                     [0,  0, 0], "2.2.0", "transactions", multi::unwatch,     "Forgets every watched key."),
     // Hashes.

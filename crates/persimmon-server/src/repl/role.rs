@@ -110,6 +110,22 @@ pub fn refuses_writes(shared: &Shared) -> bool {
             .is_none_or(|v| v.eq_ignore_ascii_case(b"yes"))
 }
 
+/// Whether a replica refuses the commands not flagged `stale`: its link
+/// to the master is not up and `replica-serve-stale-data` is `no`.
+pub fn refuses_stale(shared: &Shared) -> bool {
+    shared.repl.is_replica()
+        && shared
+            .settings
+            .value("replica-serve-stale-data")
+            .is_some_and(|v| v.eq_ignore_ascii_case(b"no"))
+        && shared
+            .repl
+            .lock_state()
+            .master
+            .as_ref()
+            .is_none_or(|m| m.status != LinkStatus::Connected)
+}
+
 /// Whether `min-replicas-to-write` replicas acknowledged within
 /// `min-replicas-max-lag` seconds (a replica never refuses its master's
 /// writes on that account).
