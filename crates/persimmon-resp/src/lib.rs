@@ -34,5 +34,6 @@ pub mod request;
 pub use error_tally::ErrorTally;
 pub use reply::Reply;
 pub use request::{
-    encode, parse_i64, Args, ParseLimits, Progress, ProtocolError, Request, RequestParser,
+    encode, parse_i64, split_args, Args, ParseLimits, Progress, ProtocolError, Request,
+    RequestParser,
 };

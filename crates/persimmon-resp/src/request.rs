@@ -406,6 +406,16 @@ pub fn encode<A: AsRef<[u8]>>(words: &[A]) -> Vec<u8> {
     out
 }
 
+/// Redis's `sdssplitargs` as words: `line` split on blanks, quotes and
+/// escapes decoded (a function library's `#!` line, an inline request).
+/// Unbalanced quotes, or a closing quote not followed by a blank, are
+/// errors.
+pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
+    let (mut out, mut ranges) = (Vec::new(), Vec::new());
+    split_inline(line, &mut out, &mut ranges)?;
+    Ok(ranges.into_iter().map(|r| out[r].to_vec()).collect())
+}
+
 /// Redis's `sdssplitargs`: splits `line` on blanks into `out` (decoded) and
 /// `ranges`. Unbalanced quotes, or a closing quote not followed by a blank,
 /// are errors.

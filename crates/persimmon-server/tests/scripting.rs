@@ -763,6 +763,14 @@ fn functions_load_call_list_and_restore() {
     let restore: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &payload];
     assert_eq!(r.command(&restore), Resp::Simple("OK".into()));
     assert_eq!(run(&mut r, &["FCALL", "getk", "1", "k"]), bulk("v"));
+    // Restoring a library that exists (APPEND): named without quotes.
+    assert_eq!(
+        error_of(r.command(&restore)),
+        "ERR Library mylib already exists"
+    );
+    // The `#!` line is split as Redis splits arguments: quotes decoded.
+    let quoted = "#!lua name=\"quoted\"\nredis.register_function('q', function() return 1 end)";
+    assert_eq!(run(&mut r, &["FUNCTION", "LOAD", quoted]), bulk("quoted"));
     for (code, want) in [
         ("return 1", "ERR Missing library metadata"),
         ("#!lua\nreturn 1", "ERR Library name was not given"),
@@ -770,6 +778,21 @@ fn functions_load_call_list_and_restore() {
         ("#!lua name=x\nreturn 1", "ERR No functions registered"),
         (
             "#!lua name=x\nredis.call('ping')",
+            "ERR Error registering functions: ",
+        ),
+        ("#! name=x\nreturn 1", "ERR Engine '' not found"),
+        (
+            "#!lua name=x name=y\nreturn 1",
+            "ERR Invalid metadata value, name argument was given multiple times",
+        ),
+        (
+            "#!lua nme=x\nreturn 1",
+            "ERR Invalid metadata value given: nme=x",
+        ),
+        ("#!lua name=\"x\nreturn 1", "ERR Invalid library metadata"),
+        (
+            "#!lua name=x\nredis.register_function{function_name='f', \
+             callback=function() return 1 end, flags={function() end}}",
             "ERR Error registering functions: ",
         ),
     ] {

@@ -810,7 +810,7 @@ impl Scripts {
                     let _ = load_into(engine, code, true);
                 }
                 self.count_libraries(engine);
-                return Err(e);
+                return Err(restore_wording(e));
             }
         }
         self.count_libraries(engine);
@@ -848,27 +848,53 @@ impl Scripts {
     }
 }
 
+/// A load's error as `FUNCTION RESTORE` words it: Redis names a library
+/// that already exists without quotes there (`FUNCTION LOAD` quotes it).
+fn restore_wording(e: Error) -> Error {
+    let name =
+        e.0.strip_prefix("ERR Library '")
+            .and_then(|rest| rest.strip_suffix("' already exists"));
+    match name {
+        Some(name) => Error::new(format!("ERR Library {name} already exists")),
+        None => e,
+    }
+}
+
+/// A library's `#!engine name=... ` line, split as Redis splits it
+/// (quotes decoded): the engine's name and the library's, if given.
+fn library_metadata(line: &[u8]) -> Result<(String, Option<String>), Error> {
+    if !line.starts_with(b"#!") {
+        return Err(Error::new("ERR Missing library metadata"));
+    }
+    let parts = persimmon_resp::split_args(line)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Error::new("ERR Invalid library metadata"))?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let engine_name = text(&parts[0][2..]);
+    let mut name = None;
+    for part in &parts[1..] {
+        let part = text(part);
+        let Some(n) = part.get(..5).filter(|p| p.eq_ignore_ascii_case("name=")) else {
+            return Err(Error::new(format!(
+                "ERR Invalid metadata value given: {part}"
+            )));
+        };
+        if name.is_some() {
+            return Err(Error::new(
+                "ERR Invalid metadata value, name argument was given multiple times",
+            ));
+        }
+        name = Some(part[n.len()..].to_string());
+    }
+    Ok((engine_name, name))
+}
+
 fn load_into(engine: &mut Engine, code: &[u8], replace: bool) -> Result<String, Error> {
     let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let first = String::from_utf8_lossy(&code[..end]).into_owned();
-    let Some(meta) = first.strip_prefix("#!") else {
-        return Err(Error::new("ERR Missing library metadata"));
-    };
-    let mut parts = meta.split(' ').filter(|p| !p.is_empty());
-    let engine_name = parts.next().unwrap_or("");
+    let (engine_name, name) = library_metadata(&code[..end])?;
     if !engine_name.eq_ignore_ascii_case("lua") {
         return Err(Error::new(format!("ERR Engine '{engine_name}' not found")));
-    }
-    let mut name = None;
-    for part in parts {
-        match part.strip_prefix("name=") {
-            Some(n) => name = Some(n.to_string()),
-            None => {
-                return Err(Error::new(format!(
-                    "ERR Invalid metadata value given: {part}"
-                )))
-            }
-        }
     }
     let Some(name) = name else {
         return Err(Error::new("ERR Library name was not given"));
@@ -995,8 +1021,11 @@ fn registration(a: MultiValue) -> mlua::Result<Func> {
                     ("callback", Value::Function(f)) => callback = Some(f),
                     ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
                     ("flags", Value::Table(fl)) => {
-                        for f in fl.sequence_values::<String>() {
-                            let f = f?;
+                        for f in fl.sequence_values::<Value>() {
+                            let f = match f? {
+                                Value::String(f) => f.to_string_lossy(),
+                                _ => return Err(fail("unknown flag given")),
+                            };
                             if !SCRIPT_FLAGS.contains(&f.as_str()) {
                                 return Err(fail("unknown flag given"));
                             }
