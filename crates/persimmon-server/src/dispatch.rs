@@ -83,6 +83,7 @@ pub fn execute(s: &mut Session, args: Args<'_>) {
     }
     let mark = s.out.len();
     execute_one(s, args);
+    crate::notify::flush(s);
     apply_reply_mode(s, mark);
 }
 
@@ -223,6 +224,7 @@ pub fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Opt
         && s.multi.is_none()
         && !s.pubsub.has_mailbox()
         && s.reply_mode == crate::session::ReplyMode::On
+        && !crate::notify::enabled(s)
         && refused_by_settings(s, spec).is_none())
     .then_some(index)
 }

@@ -32,7 +32,9 @@
 //!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
 //!   in the order they blocked, and how each learns its outcome;
 //!   `pubsub`: channel and pattern subscriptions and how a published
-//!   message reaches each subscriber's connection.
+//!   message reaches each subscriber's connection; `notify`: keyspace
+//!   notifications (`notify-keyspace-events`), noted by the handlers and
+//!   published once the command's writes are durable.
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`;
 //!   `config_rewrite` (CONFIG REWRITE into the TOML file).
 //! - `repl`: replication (Redis's protocol): the write stream, its backlog,
@@ -66,6 +68,7 @@ pub mod embedded;
 mod encoding;
 mod glob;
 mod longdouble;
+mod notify;
 mod pipeline;
 mod pubsub;
 mod repl;

@@ -112,6 +112,7 @@ pub(crate) fn run_with(
         local_addr,
     ));
     persimmon_types::coll::reclaim::spawn(&shared.keyspace);
+    crate::notify::listen_for_expiry(&shared);
     let result = runtime.block_on(async {
         let signals = if handle_signals {
             Some(Signals::install().map_err(ServerError::Signals)?)

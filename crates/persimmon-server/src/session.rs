@@ -101,6 +101,8 @@ pub struct Session {
     pub store: Store,
     /// What the running command propagates to replicas (`repl/`).
     pub repl: crate::repl::client::ClientRepl,
+    /// Keyspace events noted and not yet published (`notify.rs`).
+    pub notes: crate::notify::Notes,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
     /// EXEC kept conflicting with other clients: the dispatch runs it again
@@ -165,6 +167,7 @@ impl Session {
             multi: None,
             exec_escalate: false,
             exec_exclusive: false,
+            notes: Default::default(),
             repl_steps: Vec::new(),
             shared,
             info,

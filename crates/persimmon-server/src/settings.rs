@@ -12,6 +12,7 @@
 //!   than that acknowledged within the lag), `replica-read-only`,
 //!   `replica-serve-stale-data` (`no`: a replica whose link is down refuses
 //!   the commands not flagged `stale` with `MASTERDOWN`),
+//!   `notify-keyspace-events` (`notify.rs`),
 //!   `repl-ping-replica-period`, `repl-backlog-size` (from the next replica
 //!   that attaches), `masterauth` (the next connection to the master;
 //!   `repl/` reads these four when it needs them),
@@ -56,7 +57,7 @@
 //! - The live limits are relaxed atomics: connections read them once per
 //!   batch of requests (or per accepted connection), never under the lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -79,6 +80,8 @@ enum Kind {
     OutputLimit,
     /// `latency-tracking-info-percentiles`: numbers from 0 to 100.
     Percentiles,
+    /// `notify-keyspace-events`: class letters (`notify.rs`).
+    KeyspaceEvents,
 }
 
 /// How a parameter's value is written in the TOML config file.
@@ -221,6 +224,7 @@ static PARAMS: &[Param] = &[
     param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       NoEffect,  "10000"),
     param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
     param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
+    param("notify-keyspace-events",            Kind::KeyspaceEvents,          Live,      ""),
     // Replication (`repl/`).
     aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), Live, "0"),
     aliased("min-replicas-max-lag",  "min-slaves-max-lag",  Kind::Int(0, INT_MAX), Live, "10"),
@@ -256,6 +260,8 @@ pub struct Settings {
     protected_mode: AtomicBool,
     password_required: AtomicBool,
     maxmemory: AtomicU64,
+    /// `notify-keyspace-events` as `notify.rs`'s flags.
+    notify_flags: AtomicU32,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
     requirepass: Mutex<Option<Arc<[u8]>>>,
@@ -319,6 +325,7 @@ impl Settings {
             protected_mode: AtomicBool::new(false),
             password_required: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
+            notify_flags: AtomicU32::new(0),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
             requirepass: Mutex::new(None),
@@ -394,6 +401,11 @@ impl Settings {
             query_buffer_limit: self.query_buffer_limit.load(Ordering::Relaxed),
             output_buffer_limit: self.output_buffer_limit.load(Ordering::Relaxed),
         }
+    }
+
+    /// The classes of keyspace events to publish (`notify.rs`; 0: none).
+    pub fn notify_flags(&self) -> u32 {
+        self.notify_flags.load(Ordering::Relaxed)
     }
 
     /// The `maxmemory` cap in bytes (0: none).
@@ -514,6 +526,9 @@ impl Settings {
             }
             "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
             "maxmemory" => self.maxmemory.store(number(), Ordering::Relaxed),
+            "notify-keyspace-events" => self
+                .notify_flags
+                .store(crate::notify::parse(value).unwrap_or(0), Ordering::Relaxed),
             "min-replicas-to-write" => self
                 .min_replicas_to_write
                 .store(number(), Ordering::Relaxed),
@@ -621,6 +636,10 @@ fn normalize(kind: Kind, value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
         Kind::Save => normalize_save(value)?,
         Kind::OutputLimit => normalize_output_limit(value, old)?,
         Kind::Percentiles => normalize_percentiles(value)?,
+        Kind::KeyspaceEvents => match crate::notify::parse(value) {
+            Some(flags) => crate::notify::format(flags).into_bytes(),
+            None => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        },
     })
 }
 

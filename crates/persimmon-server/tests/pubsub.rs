@@ -465,3 +465,112 @@ fn publish_on_a_master_reaches_the_subscribers_of_its_replica() {
     assert_eq!(cmd(&mut r, &["PUBLISH", "news", "local"]), Resp::Int(1));
     assert_eq!(sub.read().unwrap(), message("news", "local"));
 }
+
+/// The next message `sub` receives.
+fn next(sub: &mut Raw) -> Resp {
+    sub.read().unwrap()
+}
+
+#[test]
+fn keyspace_notifications_follow_the_classes_and_commit() {
+    let server = TestServer::start();
+    let mut sub = server.raw();
+    let mut c = server.raw();
+    let ok = Resp::Simple("OK".into());
+    let ev = |kind: &str, key: &str| pmessage("*", &format!("__keyevent@0__:{kind}"), key);
+    let sp = |key: &str, kind: &str| pmessage("*", &format!("__keyspace@0__:{key}"), kind);
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+        ok
+    );
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "GET", "notify-keyspace-events"]),
+        arr(vec![b("notify-keyspace-events"), b("AKE")])
+    );
+    assert_eq!(
+        cmd(&mut sub, &["PSUBSCRIBE", "*"]),
+        confirm("psubscribe", "*", 1)
+    );
+    // Pipelined SETs (the grouped-write fast path is off while classes
+    // are on): each notifies, keyspace then keyevent.
+    send(&mut c, &["SET", "a", "1"]);
+    send(&mut c, &["SET", "b", "2", "EX", "100"]);
+    assert_eq!(
+        (c.read().unwrap(), c.read().unwrap()),
+        (ok.clone(), ok.clone())
+    );
+    for want in [
+        sp("a", "set"),
+        ev("set", "a"),
+        sp("b", "set"),
+        ev("set", "b"),
+        sp("b", "expire"),
+        ev("expire", "b"),
+    ] {
+        assert_eq!(next(&mut sub), want);
+    }
+    // A transaction's events leave after its commit, in order; a command
+    // that changed nothing sends none.
+    cmd(&mut c, &["MULTI"]);
+    cmd(&mut c, &["RPUSH", "l", "x"]);
+    cmd(&mut c, &["SREM", "nosuch", "m"]);
+    cmd(&mut c, &["RPOP", "l"]);
+    cmd(&mut c, &["DEL", "a", "missing"]);
+    cmd(&mut c, &["EXEC"]);
+    for want in [
+        sp("l", "rpush"),
+        ev("rpush", "l"),
+        sp("l", "rpop"),
+        ev("rpop", "l"),
+        sp("l", "del"),
+        ev("del", "l"),
+        sp("a", "del"),
+        ev("del", "a"),
+    ] {
+        assert_eq!(next(&mut sub), want);
+    }
+    // Only hash events and key events: SET sends nothing, HSET one.
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Eh"]),
+        ok
+    );
+    cmd(&mut c, &["SET", "quiet", "1"]);
+    cmd(&mut c, &["HSET", "h", "f", "v"]);
+    assert_eq!(next(&mut sub), ev("hset", "h"));
+    // New keys: the first SET of a key, not the second.
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "En"]),
+        ok
+    );
+    cmd(&mut c, &["SET", "fresh", "1"]);
+    cmd(&mut c, &["SET", "fresh", "2"]);
+    cmd(&mut c, &["SET", "other", "1"]);
+    assert_eq!(next(&mut sub), ev("new", "fresh"));
+    assert_eq!(next(&mut sub), ev("new", "other"));
+    let Resp::Error(e) = cmd(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KQ"]) else {
+        panic!("an unknown class was accepted")
+    };
+    assert!(e.contains("Invalid event class character"), "{e}");
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "GET", "notify-keyspace-events"]),
+        arr(vec![b("notify-keyspace-events"), b("En")])
+    );
+}
+
+#[test]
+fn the_background_expiry_announces_expired_keys() {
+    let server = TestServer::start();
+    let mut sub = server.raw();
+    let mut c = server.raw();
+    cmd(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ex"]);
+    assert_eq!(
+        cmd(&mut sub, &["PSUBSCRIBE", "*"]),
+        confirm("psubscribe", "*", 1)
+    );
+    cmd(&mut c, &["SET", "short", "1", "PX", "50"]);
+    cmd(&mut c, &["SET", "long", "1", "EX", "1000"]);
+    assert_eq!(
+        next(&mut sub),
+        pmessage("*", "__keyevent@0__:expired", "short")
+    );
+}

@@ -19,6 +19,7 @@ use persimmon::{Ttl, Update, MAX_DEADLINE_MS};
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
+use crate::notify;
 use crate::session::{int_arg, is, Session};
 
 /// How a SET/GETEX time argument counts.
@@ -198,6 +199,10 @@ fn expire_generic(
         Some(w) => s.repl.rewrite(s.store.db, w),
         None => s.repl.nothing(),
     }
+    if changed {
+        let event = if when <= now { "del" } else { "expire" };
+        notify::event(s, notify::GENERIC, event, key);
+    }
     s.out.int(changed as i64);
     Ok(())
 }
@@ -258,6 +263,9 @@ pub fn pexpiretime(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn persist(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let cleared = s.store.set_deadline(a.get(1), None)?;
+    if cleared {
+        notify::event(s, notify::GENERIC, "persist", a.get(1));
+    }
     s.out.int(cleared as i64);
     Ok(())
 }

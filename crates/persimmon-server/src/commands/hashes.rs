@@ -21,6 +21,7 @@ use persimmon_types::store::Store;
 use persimmon_types::Error;
 
 use crate::longdouble::LongDouble;
+use crate::notify;
 use crate::session::{arity, int_arg, overflow, Session};
 
 /// Replies what `build` writes from the collection at `key`, built inside
@@ -66,12 +67,14 @@ fn set_fields(s: &mut Session, a: &Args<'_>, name: &str) -> Result<i64, Error> {
 
 pub fn hset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let added = set_fields(s, &a, "hset")?;
+    notify::event(s, notify::HASH, "hset", a.get(1));
     s.out.int(added);
     Ok(())
 }
 
 pub fn hmset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     set_fields(s, &a, "hmset")?;
+    notify::event(s, notify::HASH, "hset", a.get(1));
     s.out.ok();
     Ok(())
 }
@@ -87,6 +90,9 @@ pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         c.insert(st, 0, field, value)?;
         Ok(true)
     })?;
+    if added {
+        notify::event(s, notify::HASH, "hset", key);
+    }
     s.out.int(added as i64);
     Ok(())
 }
@@ -94,6 +100,10 @@ pub fn hsetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn hdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let fields: Vec<&[u8]> = a.from(2).collect();
     let removed = hash::delete(&mut s.store, a.get(1), &fields)?;
+    if removed > 0 {
+        notify::event(s, notify::HASH, "hdel", a.get(1));
+        notify::if_emptied(s, a.get(1));
+    }
     s.out.int(removed as i64);
     Ok(())
 }
@@ -128,6 +138,7 @@ pub fn hincrby(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         let n = current.checked_add(delta).ok_or_else(overflow)?;
         Ok((n.to_string().into_bytes(), n))
     })?;
+    notify::event(s, notify::HASH, "hincrby", a.get(1));
     s.out.int(n);
     Ok(())
 }

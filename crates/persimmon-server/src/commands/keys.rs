@@ -17,33 +17,42 @@ use persimmon_types::dbs::{self, keys_of};
 use persimmon_types::Error;
 
 use crate::glob;
+use crate::notify;
 use crate::session::{blocking, int_arg, is, syntax, Flow, Session};
 
 pub fn del(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     // Several keys go as one atomic unit (all deleted, or none after a
     // crash), as Redis deletes them in one step.
-    let deleted = if a.len() == 2 || a.len() > persimmon::MAX_BATCH_OPS {
+    // The positions of the keys that were there.
+    let deleted: Vec<usize> = if a.len() == 2 || a.len() > persimmon::MAX_BATCH_OPS {
         // One key; or more than one engine batch holds: key by key, each
         // delete atomic, the whole not.
-        let mut deleted = 0;
-        for key in a.from(1) {
-            deleted += s.store.delete(key)? as i64;
+        let mut deleted = Vec::new();
+        for i in 1..a.len() {
+            if s.store.delete(a.get(i))? {
+                deleted.push(i);
+            }
         }
         deleted
     } else {
         s.store.atomic(|st| {
-            let mut deleted = 0;
-            for key in a.from(1) {
-                deleted += st.delete(key)? as i64;
+            let mut deleted = Vec::new();
+            for i in 1..a.len() {
+                if st.delete(a.get(i))? {
+                    deleted.push(i);
+                }
             }
             Ok(deleted)
         })?
     };
-    if deleted == 0 {
+    if deleted.is_empty() {
         // Nothing changed: nothing to propagate, as Redis.
         s.repl.nothing();
     }
-    s.out.int(deleted);
+    for &i in &deleted {
+        notify::event(s, notify::GENERIC, "del", a.get(i));
+    }
+    s.out.int(deleted.len() as i64);
     Ok(())
 }
 
@@ -284,6 +293,10 @@ pub fn move_(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         st.delete(key)?;
         Ok(true)
     })?;
+    if moved {
+        notify::event(s, notify::GENERIC, "move_from", key);
+        notify::event_in(s, to, notify::GENERIC, "move_to", key);
+    }
     s.out.int(moved as i64);
     Ok(())
 }

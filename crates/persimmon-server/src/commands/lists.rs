@@ -22,6 +22,7 @@ use persimmon_types::list::{self, check_element, damaged, with_list, End};
 use persimmon_types::store::Store;
 use persimmon_types::Error;
 
+use crate::notify;
 use crate::session::{arity, int_arg, int_arg_within, is, syntax, Session};
 
 /// A count that must not be negative (Redis gives one text for a negative
@@ -47,6 +48,10 @@ fn push(s: &mut Session, a: &Args<'_>, head: bool, existing_only: bool) -> Resul
     } else {
         list::push(&mut s.store, a.get(1), end, &new)?
     };
+    if n > 0 {
+        let event = if head { "lpush" } else { "rpush" };
+        notify::event(s, notify::LIST, event, a.get(1));
+    }
     s.out.int(n as i64);
     Ok(())
 }
@@ -81,6 +86,11 @@ fn pop(s: &mut Session, a: &Args<'_>, head: bool, name: &str) -> Result<(), Erro
     };
     let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
     let popped = list::pop(&mut s.store, a.get(1), End::head_if(head), n)?;
+    if popped.as_ref().is_some_and(|p| !p.is_empty()) {
+        let event = if head { "lpop" } else { "rpop" };
+        notify::event(s, notify::LIST, event, a.get(1));
+        notify::if_emptied(s, a.get(1));
+    }
     match (popped, count) {
         (None, None) => s.out.null(),
         (None, Some(_)) => s.out.null_array(),

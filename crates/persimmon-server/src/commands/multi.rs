@@ -95,9 +95,11 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         false => SHARED_ATTEMPTS,
     };
     let propagated = s.repl.cmds.len();
+    let noted = s.notes.len();
     for _ in 0..attempts {
-        // An attempt that did not commit propagates nothing.
+        // An attempt that did not commit propagates and notifies nothing.
         s.repl.cmds.truncate(propagated);
+        s.notes.truncate(noted);
         if watched_changed(s, &watched)? {
             s.out.null_array();
             return Ok(());
@@ -124,6 +126,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         }
     }
     s.repl.cmds.truncate(propagated);
+    s.notes.truncate(noted);
     if !s.exec_exclusive {
         // Run again with every other command held off (the dispatch sees
         // the flag); the transaction is as it was.

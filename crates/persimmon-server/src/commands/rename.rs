@@ -20,6 +20,7 @@ use persimmon_types::value::Stored;
 use persimmon_types::Error;
 
 use super::keys::db_index;
+use crate::notify;
 use crate::session::{int_arg_within, is, syntax, Session};
 
 fn no_such_key() -> Error {
@@ -28,7 +29,9 @@ fn no_such_key() -> Error {
 
 /// RENAME key newkey: OK, or `ERR no such key`.
 pub fn rename(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    rename_generic(s, &a, false)?;
+    if rename_generic(s, &a, false)? {
+        notify_renamed(s, &a);
+    }
     s.out.ok();
     Ok(())
 }
@@ -36,8 +39,20 @@ pub fn rename(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// RENAMENX key newkey: 1 when renamed, 0 when newkey exists.
 pub fn renamenx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let renamed = rename_generic(s, &a, true)?;
+    if renamed {
+        notify_renamed(s, &a);
+    }
     s.out.int(renamed as i64);
     Ok(())
+}
+
+/// The events of a rename that happened (none for a key renamed to
+/// itself, as Redis).
+fn notify_renamed(s: &mut Session, a: &Args<'_>) {
+    if a.get(1) != a.get(2) {
+        notify::event(s, notify::GENERIC, "rename_from", a.get(1));
+        notify::event(s, notify::GENERIC, "rename_to", a.get(2));
+    }
 }
 
 /// Moves `a[1]`'s value and deadline to `a[2]`; with `nx` only when `a[2]`
@@ -107,6 +122,9 @@ pub fn copy(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         ));
     }
     let copied = s.store.atomic(|st| copy_unit(st, from, to, &o))?;
+    if copied {
+        notify::event_in(s, o.db, notify::GENERIC, "copy_to", to);
+    }
     s.out.int(copied as i64);
     Ok(())
 }

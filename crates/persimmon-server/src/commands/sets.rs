@@ -29,11 +29,15 @@ use persimmon_types::{random, set};
 use super::hash_walk::{one_random, picks, scan, write_picks, Picks};
 use super::hashes::reply_from_collection;
 use super::lists::positive_arg;
+use crate::notify;
 use crate::session::{int_arg_within, is, keys_after_count, syntax, Session};
 
 pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let members: Vec<&[u8]> = a.from(2).collect();
     let added = set::add(&mut s.store, a.get(1), &members)?;
+    if added > 0 {
+        notify::event(s, notify::SET, "sadd", a.get(1));
+    }
     s.out.int(added as i64);
     Ok(())
 }
@@ -41,6 +45,10 @@ pub fn sadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn srem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let members: Vec<&[u8]> = a.from(2).collect();
     let removed = set::remove(&mut s.store, a.get(1), &members)?;
+    if removed > 0 {
+        notify::event(s, notify::SET, "srem", a.get(1));
+        notify::if_emptied(s, a.get(1));
+    }
     s.out.int(removed as i64);
     Ok(())
 }

@@ -18,6 +18,7 @@ use persimmon_types::Error;
 
 use super::expire;
 use crate::longdouble::LongDouble;
+use crate::notify;
 use crate::session::{arity, int_arg, is, not_integer, overflow, syntax, Session};
 
 fn check_len(len: usize) -> Result<(), Error> {
@@ -59,19 +60,23 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_key(key)?;
     check_len(body.len())?;
     if !(opts.nx || opts.xx || opts.get || opts.keep_ttl) {
+        let absent = notify::absent_if_watched(s, key);
         value::string_into(body, &mut s.scratch);
         s.store.put(key, &s.scratch, deadline)?;
         propagate_set(s, key, body, deadline);
+        notify_set(s, key, deadline, absent);
         s.out.ok();
         return Ok(());
     }
     let out = &mut s.out;
     let mut wrote = false;
+    let mut absent = false;
     let result = s.store.update(key, |old| {
         if opts.get && matches!(old, Some(v) if !matches!(v, Stored::String(_))) {
             return (Update::Keep, Err(wrongtype()));
         }
         let exists = old.is_some();
+        absent = !exists;
         // NX writes only a new key, XX only an existing one.
         let write = (!opts.nx || !exists) && (!opts.xx || exists);
         if opts.get {
@@ -95,10 +100,23 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
     })?;
     match wrote {
-        true => propagate_set(s, key, body, deadline),
+        true => {
+            propagate_set(s, key, body, deadline);
+            notify_set(s, key, deadline, absent);
+        }
         false => s.repl.nothing(),
     }
     result
+}
+
+/// The events of a SET that wrote: `new` when it created the key, `set`,
+/// and `expire` when it gave a deadline, as Redis sends them.
+fn notify_set(s: &mut Session, key: &[u8], deadline: Option<u64>, absent: bool) {
+    notify::created(s, absent, key);
+    notify::event(s, notify::STRING, "set", key);
+    if deadline.is_some() {
+        notify::event(s, notify::GENERIC, "expire", key);
+    }
 }
 
 /// What a SET that wrote propagates: with a deadline, `SET key value PXAT
@@ -169,9 +187,11 @@ fn set_expiring(
     let deadline = expire::deadline_of(a.get(2), unit, s.store.now_ms(), name)?;
     check_key(key)?;
     check_len(body.len())?;
+    let absent = notify::absent_if_watched(s, key);
     value::string_into(body, &mut s.scratch);
     s.store.put(key, &s.scratch, Some(deadline))?;
     propagate_set(s, key, body, Some(deadline));
+    notify_set(s, key, Some(deadline), absent);
     s.out.ok();
     Ok(())
 }
@@ -261,6 +281,9 @@ pub fn setnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         Some(_) => (Update::Keep, false),
         None => (Update::Put(value::string(body)), true),
     })?;
+    if created {
+        notify_set(s, key, None, true);
+    }
     s.out.int(created as i64);
     Ok(())
 }
@@ -369,6 +392,9 @@ fn put_pairs(s: &mut Session, a: &Args<'_>) -> Result<(), Error> {
 pub fn mset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     check_pairs(&a, "mset")?;
     put_pairs(s, &a)?;
+    for i in (1..a.len()).step_by(2) {
+        notify::event(s, notify::STRING, "set", a.get(i));
+    }
     s.out.ok();
     Ok(())
 }
@@ -387,6 +413,9 @@ pub fn msetnx(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
         Ok(true)
     })?;
+    for i in (1..a.len()).step_by(2).filter(|_| set) {
+        notify::event(s, notify::STRING, "set", a.get(i));
+    }
     s.out.int(set as i64);
     Ok(())
 }
@@ -403,6 +432,7 @@ fn incr_by(s: &mut Session, key: &[u8], delta: i64) -> Result<(), Error> {
         let n = current.checked_add(delta).ok_or_else(overflow)?;
         Ok((Update::Put(value::string(n.to_string().as_bytes())), n))
     })?;
+    notify::event(s, notify::STRING, "incrby", key);
     s.out.int(n);
     Ok(())
 }
@@ -458,6 +488,7 @@ pub fn incrbyfloat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         b"KEEPTTL".to_vec(),
     ];
     s.repl.rewrite(s.store.db, words);
+    notify::event(s, notify::STRING, "incrbyfloat", key);
     s.out.bulk(text.as_bytes());
     Ok(())
 }
@@ -476,6 +507,7 @@ pub fn append(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         // written outside the server, rewritten tagged.
         None => rewrite_string(&mut s.store, key, None, tail)?,
     };
+    notify::event(s, notify::STRING, "append", key);
     s.out.int(len as i64);
     Ok(())
 }
@@ -586,13 +618,15 @@ pub fn setrange(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             .unwrap_or(0)
     } else {
         let at = 1 + offset; // past the type tag
-        match s
+        let n = match s
             .store
             .write_range_after(key, &[value::TAG_STRING], Some(at), patch)?
         {
             Some(n) => n as usize - 1,
             None => rewrite_string(&mut s.store, key, Some(offset as usize), patch)?,
-        }
+        };
+        notify::event(s, notify::STRING, "setrange", key);
+        n
     };
     s.out.int(len as i64);
     Ok(())

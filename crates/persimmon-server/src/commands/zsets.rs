@@ -17,6 +17,7 @@ use persimmon_resp::Args;
 use persimmon_types::zset::{self, score_of, with_zset, AddOptions};
 use persimmon_types::Error;
 
+use crate::notify;
 use crate::session::{is, syntax, Session};
 
 pub(super) fn not_float() -> Error {
@@ -173,6 +174,10 @@ pub(super) fn zadd_apply(
     o: ZaddOptions,
 ) -> Result<(), Error> {
     let out = zset::add_with(&mut s.store, key, changes, o.add)?;
+    if out.added + out.changed > 0 {
+        let event = if o.add.incr { "zincr" } else { "zadd" };
+        notify::event(s, notify::ZSET, event, key);
+    }
     if o.add.incr {
         match out.score {
             Some(x) => s.out.double(x, &score_text(x)),
@@ -189,6 +194,10 @@ pub(super) fn zadd_apply(
 pub fn zrem(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let members: Vec<&[u8]> = a.from(2).collect();
     let removed = zset::remove(&mut s.store, a.get(1), &members)?;
+    if removed > 0 {
+        notify::event(s, notify::ZSET, "zrem", a.get(1));
+        notify::if_emptied(s, a.get(1));
+    }
     s.out.int(removed as i64);
     Ok(())
 }

@@ -386,9 +386,11 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
     let caller_db = s.store.db;
     let out_mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
+    let notes_mark = s.notes.len();
     for _ in 0..attempts {
         s.out.buf.truncate(out_mark);
         s.repl.cmds.truncate(repl_mark);
+        s.notes.truncate(notes_mark);
         flags.threshold_ms.store(threshold, Relaxed);
         flags.started_ms.store(now_ms(scripts.epoch), Relaxed);
         flags.wrote.store(false, Relaxed);
@@ -444,6 +446,7 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
                     s.store.abort();
                 }
                 s.repl.cmds.truncate(repl_mark);
+                s.notes.truncate(notes_mark);
                 return Err(Error::new("ERR Script killed by SHUTDOWN"));
             }
             (1, _) => s.out.error(&format!(
@@ -477,12 +480,14 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
             Err(e) => {
                 s.out.buf.truncate(out_mark);
                 s.repl.cmds.truncate(repl_mark);
+                s.notes.truncate(notes_mark);
                 return Err(e);
             }
         }
     }
     s.out.buf.truncate(out_mark);
     s.repl.cmds.truncate(repl_mark);
+    s.notes.truncate(notes_mark);
     if !s.exec_exclusive {
         s.exec_escalate = true;
         s.repl.rewritten = true;

@@ -73,12 +73,17 @@ impl Hasher for PairHasher {
     }
 }
 
+/// What the background expiry calls with each key it deleted.
+pub type ExpiredListener = Box<dyn Fn(&[u8]) + Send + Sync>;
+
 /// The heap of deadlines and the clock.
 pub(super) struct Expiry {
     clock: Clock,
     deadlines: parking_lot::Mutex<Deadlines>,
     /// Keys the background expiry deleted.
     pub(super) reclaimed: AtomicU64,
+    /// Set at most once ([`Db::on_expired`](super::Db::on_expired)).
+    pub(super) listener: std::sync::OnceLock<ExpiredListener>,
 }
 
 impl Expiry {
@@ -87,6 +92,7 @@ impl Expiry {
             clock,
             deadlines: parking_lot::Mutex::new(Deadlines::default()),
             reclaimed: AtomicU64::new(0),
+            listener: std::sync::OnceLock::new(),
         }
     }
 

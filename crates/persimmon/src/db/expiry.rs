@@ -26,6 +26,10 @@
 //!   pair's old mark back (`deadlines`).
 //! - A deadline already passed when written deletes the key at once; one
 //!   past `MAX_DEADLINE_MS` is refused.
+//! - The listener (`Db::on_expired`), if any, hears of each key the
+//!   background expiry deleted, after its delete returned (durable), on
+//!   the expiry thread; a key found expired by a read and deleted later is
+//!   heard of then.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -205,6 +209,9 @@ impl Engine {
         })?;
         if gone {
             self.expiry.reclaimed.fetch_add(1, Ordering::Relaxed);
+            if let Some(listener) = self.expiry.listener.get() {
+                listener(&key);
+            }
         }
         Ok(gone)
     }

@@ -330,6 +330,14 @@ impl Db {
         self.engine.point_index.kind()
     }
 
+    /// Calls `listener` with each key the background expiry deletes, on the
+    /// expiry thread, once the delete is durable (keep it short: the next
+    /// key waits). One listener per open `Db`: `false` (and `listener`
+    /// dropped) when one is set already.
+    pub fn on_expired(&self, listener: impl Fn(&[u8]) + Send + Sync + 'static) -> bool {
+        self.engine.expiry.listener.set(Box::new(listener)).is_ok()
+    }
+
     /// Figures about the pool.
     pub fn stats(&self) -> Stats {
         self.engine.stats()
