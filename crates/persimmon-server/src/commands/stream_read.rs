@@ -64,7 +64,7 @@ fn block_arg(arg: &[u8]) -> Result<Option<Instant>, Error> {
 }
 
 fn parse(a: &Args<'_>, grouped: bool) -> Result<ReadArgs, Error> {
-    let name = if grouped { "xreadgroup" } else { "xread" };
+    let name = if grouped { "XREADGROUP" } else { "XREAD" };
     let mut r = ReadArgs {
         count: 0,
         block: None,
@@ -88,7 +88,7 @@ fn parse(a: &Args<'_>, grouped: bool) -> Result<ReadArgs, Error> {
             let n = a.len() - i - 1;
             if !n.is_multiple_of(2) {
                 return Err(Error::new(format!(
-                    "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '$' must be specified."
+                    "ERR Unbalanced {name} list of streams: for each stream key an ID or '$' must be specified."
                 )));
             }
             streams = Some((i + 1, n / 2));

@@ -414,11 +414,6 @@ fn set_id(
     added: Option<u64>,
     max_deleted: Option<StreamId>,
 ) -> Result<(), Error> {
-    if id < m.max_deleted {
-        return Err(Error::new(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        ));
-    }
     let len = c.len();
     if len > 0 {
         let top = entries::at(st, c, len - 1)?.map_or(StreamId::ZERO, |e| e.id);

@@ -9,7 +9,7 @@
 //! The rooms: [`id`] (ids, their text and arithmetic), [`entries`] (XADD,
 //! ranges, XDEL, trims, the stream's record), [`groups`] (groups, PELs,
 //! consumers, entries-read and lag), [`consume`] (reading as a consumer,
-//! claiming).
+//! claiming), [`whole`] (a stream read or written whole: DUMP, RESTORE).
 //!
 //! Every call runs inside the caller's atomic unit (the server opens one
 //! per command with [`with_stream`] / [`with_new_stream`]): atomic,
@@ -23,6 +23,7 @@ pub mod consume;
 pub mod entries;
 pub mod groups;
 pub mod id;
+pub mod whole;
 
 use crate::coll::collection::{with, with_new};
 use crate::coll::Coll;
