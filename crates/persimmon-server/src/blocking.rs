@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use persimmon_types::stream::{Fields, StreamId};
 use persimmon_types::{Error, Waiters};
 use tokio::sync::Notify;
 
@@ -52,7 +53,32 @@ pub enum Op {
     },
     /// BZPOPMIN/BZPOPMAX (`count` `None`) and BZMPOP (`Some`).
     ZSetPop { max: bool, count: Option<usize> },
+    /// XREAD and XREADGROUP with BLOCK.
+    StreamRead(StreamWait),
 }
+
+/// What a blocked XREAD or XREADGROUP waits for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamWait {
+    /// Each key and the id its entries must follow (XREAD).
+    pub after: Vec<(Vec<u8>, StreamId)>,
+    /// COUNT (0: all).
+    pub count: usize,
+    /// XREADGROUP's group, consumer and NOACK (reading `>`).
+    pub group: Option<GroupRead>,
+}
+
+/// XREADGROUP's GROUP group consumer and NOACK.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupRead {
+    pub group: Vec<u8>,
+    pub consumer: Vec<u8>,
+    pub noack: bool,
+}
+
+/// Entries a stream read found (fields `None`: a pending id whose entry
+/// is gone).
+pub type StreamHits = Vec<(StreamId, Option<Fields>)>;
 
 /// What a pop for a waiter took.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +95,8 @@ pub enum Served {
         key: Vec<u8>,
         entries: Vec<(Vec<u8>, f64)>,
     },
+    /// Entries a blocked stream read got from the stream at `key`.
+    Stream { key: Vec<u8>, found: StreamHits },
 }
 
 /// How a blocked command ends.

@@ -106,6 +106,15 @@ impl Tally {
         }
     }
 
+    /// Row `row`, counted when it ran, ended with an error later (a
+    /// blocked command's wait failed).
+    pub fn failed_later(&mut self, row: usize) {
+        if let Some(c) = self.rows.get_mut(row) {
+            c.failed += 1;
+            self.dirty = true;
+        }
+    }
+
     /// Row `row` was refused before it ran.
     pub fn rejected(&mut self, row: usize) {
         if let Some(c) = self.rows.get_mut(row) {

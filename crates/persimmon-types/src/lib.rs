@@ -29,7 +29,7 @@
 //! The data types, each a room with its rules and its calls: [`string`],
 //! [`hash`] (get, set, delete, len, scan), [`list`] (push, pop, range,
 //! move), [`set`] (add, remove, members, contains), [`zset`] (add, range,
-//! rank, score, pop). The server's commands are built on the same calls.
+//! rank, score, pop), [`stream`] (entries, groups, consumers). The server's commands are built on the same calls.
 //!
 //! Rooms underneath:
 //! - [`keyspace`]: one pool as Redis's numbered databases ([`dbs`]: each a
@@ -73,6 +73,7 @@ pub mod random;
 pub mod rdb;
 pub mod set;
 pub mod store;
+pub mod stream;
 pub mod string;
 pub mod transfer;
 mod turns;

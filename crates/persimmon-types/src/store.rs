@@ -18,8 +18,10 @@
 //!   serializable and all-or-nothing, across a crash too.
 //! - A value whose deadline has passed reads as absent, in the pool (the
 //!   engine) and in the overlay alike.
-//! - Every write that leaves a value at a key (outside a unit: once the
-//!   engine call returned; inside one: once `commit` wrote the batch) goes
+//! - Every write that leaves a value at a key, and every delete (outside a
+//!   unit: once the engine call returned; inside one: once `commit` wrote
+//!   the batch; a blocked stream-group reader must learn its stream is
+//!   gone) goes
 //!   through [`signal_ready`](Store::signal_ready), the one hook of the
 //!   server's blocking commands: while any client waits for a key
 //!   ([`Waiters`](crate::Waiters)) it records the key, and the server serves
@@ -413,7 +415,12 @@ impl Store {
             return Ok(false);
         }
         if self.overlay.is_none() {
-            return Ok(self.keyspace.db.delete(&ek)?);
+            let deleted = self.keyspace.db.delete(&ek)?;
+            if deleted {
+                // A blocked stream-group reader learns its stream is gone.
+                self.signal_ready_engine(&ek);
+            }
+            return Ok(deleted);
         }
         let now = self.now_ms();
         let t = self.touch(&ek, true)?;
@@ -777,10 +784,8 @@ impl Store {
         }
         let written = self.keyspace.db.write_if(&batch, &checks)?;
         if written && self.keyspace.waiters.any() {
-            let mut ready: Vec<(&Vec<u8>, &Touched)> = touched
-                .iter()
-                .filter(|(_, t)| t.dirty && t.now.is_some())
-                .collect();
+            let mut ready: Vec<(&Vec<u8>, &Touched)> =
+                touched.iter().filter(|(_, t)| t.dirty).collect();
             ready.sort_by_key(|(_, t)| t.first_change);
             for (key, _) in ready {
                 self.signal_ready_engine(key);
@@ -799,7 +804,7 @@ impl Store {
     }
 
     /// The hook of the blocking commands (see the module header): `key` of
-    /// the selected database now holds a value, durably. Called by the
+    /// the selected database now holds a value, or was deleted, durably. Called by the
     /// store's own write paths; a command that changes keys another way
     /// (SWAPDB) calls it for them.
     pub fn signal_ready(&mut self, key: &[u8]) {

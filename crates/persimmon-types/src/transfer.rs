@@ -11,10 +11,15 @@ use crate::coll::{self, whole::Whole};
 use crate::error::Error;
 use crate::rdb::{RdbError, RdbValue};
 use crate::store::Store;
-use crate::value::{self, Stored};
+use crate::stream;
+use crate::value::{self, Kind, Stored};
 
 /// The value at `key` as the codec carries it (`None`: missing).
 pub fn read_value(st: &mut Store, key: &[u8]) -> Result<Option<RdbValue>, Error> {
+    if st.get(key, |v| matches!(v, Stored::Coll(Kind::Stream, _)))? == Some(true) {
+        let s = stream::with_stream(st, key, stream::whole::read)?;
+        return Ok(s.map(|s| RdbValue::Stream(Box::new(s))));
+    }
     if let Some(w) = coll::read_key(st, key)? {
         return Ok(Some(to_rdb(w)));
     }
@@ -47,6 +52,15 @@ pub fn write_value(
         RdbValue::ZSet(entries) => Whole::ZSet(entries.clone()),
         RdbValue::List(elements) => Whole::List(elements.clone()),
         RdbValue::Set(members) => Whole::Set(members.clone()),
+        RdbValue::Stream(s) => {
+            let mut c = coll::Coll::new(st.engine_key(key).into_owned(), Kind::Stream);
+            stream::whole::write(st, &mut c, s)?;
+            c.save(st)?;
+            if deadline.is_some() {
+                st.set_deadline(key, deadline)?;
+            }
+            return Ok(());
+        }
     };
     let ek = st.engine_key(key).into_owned();
     coll::write_whole(st, ek, &whole)?;

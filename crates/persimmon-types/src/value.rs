@@ -28,6 +28,7 @@
 //! | `0x07` | sorted set | collection meta |
 //! | `0x08` | list | collection meta |
 //! | `0x09` | set | collection meta |
+//! | `0x0A` | stream | collection meta (four trees, see `stream/`) |
 //!
 //! Invariants: the server writes a string only through [`string`] and a
 //! collection only through `coll`; a body is never longer than
@@ -44,8 +45,9 @@ pub const TAG_COLL_HASH: u8 = 0x06;
 pub const TAG_COLL_ZSET: u8 = 0x07;
 pub const TAG_COLL_LIST: u8 = 0x08;
 pub const TAG_COLL_SET: u8 = 0x09;
+pub const TAG_COLL_STREAM: u8 = 0x0A;
 
-/// The four collection types, stored as a meta record and pages
+/// The five collection types, stored as a meta record and pages
 /// (`coll`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -53,6 +55,7 @@ pub enum Kind {
     ZSet,
     List,
     Set,
+    Stream,
 }
 
 impl Kind {
@@ -62,6 +65,7 @@ impl Kind {
             Kind::ZSet => TAG_COLL_ZSET,
             Kind::List => TAG_COLL_LIST,
             Kind::Set => TAG_COLL_SET,
+            Kind::Stream => TAG_COLL_STREAM,
         }
     }
 
@@ -71,6 +75,7 @@ impl Kind {
             Kind::ZSet => "zset",
             Kind::List => "list",
             Kind::Set => "set",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -104,6 +109,7 @@ impl<'a> Stored<'a> {
             Some((&TAG_COLL_ZSET, body)) => Stored::Coll(Kind::ZSet, body),
             Some((&TAG_COLL_LIST, body)) => Stored::Coll(Kind::List, body),
             Some((&TAG_COLL_SET, body)) => Stored::Coll(Kind::Set, body),
+            Some((&TAG_COLL_STREAM, body)) => Stored::Coll(Kind::Stream, body),
             _ => Stored::String(value),
         }
     }

@@ -29,6 +29,7 @@ use persimmon_types::list::{self, End};
 use persimmon_types::store::Store;
 use persimmon_types::{zset, Error};
 
+use super::stream_read;
 use super::zsets::score_reply_text;
 use crate::blocking::{Attempt, Op, Outcome, Registration, Served};
 use crate::clock::unix_time;
@@ -215,6 +216,8 @@ fn plain_pop(key: &[u8], op: &Op, served: &Served) -> Option<Vec<Vec<u8>>> {
 
 fn pop_at_unpropagated(store: &mut Store, key: &[u8], op: &Op) -> Result<Option<Served>, Error> {
     Ok(match op {
+        // Served by `stream_read::attempt`, never popped.
+        Op::StreamRead(_) => None,
         Op::ListPop { head, count } => {
             list::pop(store, key, End::head_if(*head), count.unwrap_or(1))?.map(|elements| {
                 Served::List {
@@ -269,6 +272,7 @@ fn reply_served(out: &mut Reply, op: &Op, served: &Served) {
     );
     match served {
         Served::Moved(element) => out.bulk(element),
+        Served::Stream { key, found } => stream_read::reply_served(out, key, found),
         Served::List { key, elements } => {
             out.array(2);
             out.bulk(key);
@@ -305,7 +309,18 @@ fn reply_served(out: &mut Reply, op: &Op, served: &Served) {
 pub fn reply_blocked(s: &mut Session, reg: &Registration, outcome: Outcome) {
     match outcome {
         Outcome::Served(served) => reply_served(&mut s.out, &reg.waiter.op, &served),
-        Outcome::Failed(e) => s.out.error(&e.0),
+        Outcome::Failed(e) => {
+            // The blocked command is this connection's last one: its call
+            // counts as failed now, as in Redis.
+            let last = s
+                .info
+                .last_command
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if let Some(row) = last.checked_sub(1) {
+                s.tally.failed_later(row);
+            }
+            s.out.error(&e.0)
+        }
         // BLMOVE's too: Redis replies a nil array to every timed-out pop.
         Outcome::TimedOut => s.out.null_array(),
     }
@@ -350,6 +365,9 @@ fn pop_or_block(
 /// than the waiter pops passes it over (it keeps waiting); BLMOVE onto a
 /// destination of another type ends the wait with WRONGTYPE, as in Redis.
 fn attempt(store: &mut Store, repl: &mut ClientRepl, key: &[u8], op: &Op) -> Attempt {
+    if let Op::StreamRead(w) = op {
+        return stream_read::attempt(store, key, w);
+    }
     match pop_at(store, repl, key, op) {
         Ok(Some(served)) => Attempt::Done(Outcome::Served(served)),
         Ok(None) => Attempt::Empty,

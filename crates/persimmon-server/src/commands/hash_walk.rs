@@ -254,7 +254,8 @@ pub(super) fn scan(s: &mut Session, a: Args<'_>, kind: Kind) -> Result<(), Error
                         Kind::ZSet => {
                             items.push(super::zsets::score_text(coll::decode_score(v)).into_bytes())
                         }
-                        Kind::Set | Kind::List => {}
+                        // Only hashes, sets and sorted sets are scanned.
+                        Kind::Set | Kind::List | Kind::Stream => {}
                     }
                 }
                 Ok(examined < o.count && bytes <= limit)

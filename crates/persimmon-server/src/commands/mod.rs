@@ -1,5 +1,5 @@
 //! The command handlers, one module per family of commands (`strings`,
-//! `hashes`, `lists`, `sets`, `zsets`, `geo`, `keys`, `expire`, `multi`,
+//! `hashes`, `lists`, `sets`, `zsets`, `geo`, `streams`, `keys`, `expire`, `multi`,
 //! `replication`, ...), and the table that names them all (`table`).
 //!
 //! A handler reads its arguments, runs its command against the session's
@@ -37,6 +37,9 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
+pub mod stream_read;
+pub mod streams;
 pub mod strings;
 pub mod table;
 pub mod zset_ops;

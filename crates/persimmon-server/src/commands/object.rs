@@ -17,7 +17,7 @@
 //! Redis.
 
 use persimmon_resp::Args;
-use persimmon_types::value::Stored;
+use persimmon_types::value::{Kind, Stored};
 use persimmon_types::Error;
 
 use crate::encoding::{self, Thresholds};
@@ -82,6 +82,10 @@ fn describe(s: &mut Session, a: &Args<'_>, name: &str) -> Result<(), Error> {
     let thresholds = Thresholds::of(&s.shared.settings);
     let key = a.get(2);
     let about = s.store.atomic(|st| -> Result<Option<About>, Error> {
+        let stream = st.get(key, |v| matches!(v, Stored::Coll(Kind::Stream, _)))?;
+        if name == "encoding" && stream == Some(true) {
+            return Ok(Some(About::Text("stream")));
+        }
         if name == "encoding" {
             if let Some(w) = persimmon_types::coll::read_key(st, key)? {
                 return Ok(Some(About::Text(thresholds.collection(&w))));

@@ -108,7 +108,13 @@ enum Kind {
 /// The source's kind and elements: a list's from the head, a set's by
 /// member bytes, a sorted set's by (score, member).
 fn source(st: &mut Store, key: &[u8]) -> Result<(Kind, Vec<Vec<u8>>), Error> {
-    if st.get(key, |v| matches!(v, Stored::String(_)))? == Some(true) {
+    let sortable = |v: Stored<'_>| {
+        !matches!(
+            v,
+            Stored::String(_) | Stored::Coll(persimmon_types::Kind::Stream, _)
+        )
+    };
+    if st.get(key, sortable)? == Some(false) {
         return Err(wrongtype());
     }
     Ok(match coll::read_key(st, key)? {

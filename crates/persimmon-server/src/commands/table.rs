@@ -29,7 +29,8 @@
 use super::{
     bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
     hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
-    replication, scripting, server, sets, sort, strings, zset_ops, zset_range, zsets,
+    replication, scripting, server, sets, sort, stream_groups, stream_read, streams, strings,
+    zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -232,6 +233,32 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("zinterstore",   -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "2.0.0", "sorted_set", zset_ops::zinterstore, "Stores the intersection of sorted sets or sets in a key (WEIGHTS, AGGREGATE)."),
     spec!("zdiffstore",    -4, ["write", "denyoom", "movablekeys"], [1, 1, 1; zset_ops::store_keys], "6.2.0", "sorted_set", zset_ops::zdiffstore, "Stores the difference of sorted sets or sets in a key."),
     spec!("zintercard",    -3, ["readonly", "movablekeys"],  [0,  0, 0; zset_ops::numkeys_keys], "7.0.0", "sorted_set", zset_ops::zintercard, "Counts the members of the intersection of sorted sets or sets (LIMIT)."),
+    // Streams (four trees: entries by id, the stream's record and groups, pending entries, consumers).
+    spec!("xadd",          -5, ["write", "denyoom", "fast"], [1,  1, 1], "5.0.0", "stream",     streams::xadd,        "Appends an entry to a stream, creating it if needed (NOMKSTREAM, MAXLEN, MINID, LIMIT)."),
+    spec!("xrange",        -4, ["readonly"],                 [1,  1, 1], "5.0.0", "stream",     streams::xrange,      "Returns the entries with ids in a range (COUNT)."),
+    spec!("xrevrange",     -4, ["readonly"],                 [1,  1, 1], "5.0.0", "stream",     streams::xrevrange,   "Returns the entries with ids in a range, highest first (COUNT)."),
+    spec!("xlen",           2, ["readonly", "fast"],         [1,  1, 1], "5.0.0", "stream",     streams::xlen,        "Returns the number of entries of a stream."),
+    spec!("xdel",          -3, ["write", "fast"],            [1,  1, 1], "5.0.0", "stream",     streams::xdel,        "Deletes entries by id; returns how many were there."),
+    spec!("xtrim",         -4, ["write"],                    [1,  1, 1], "5.0.0", "stream",     streams::xtrim,       "Deletes entries from the head of a stream (MAXLEN, MINID, LIMIT)."),
+    spec!("xsetid",        -3, ["write", "denyoom", "fast"], [1,  1, 1], "5.0.0", "stream",     streams::xsetid,      "Sets a stream's last id (ENTRIESADDED, MAXDELETEDID)."),
+    spec!("xread",         -4, ["readonly", "blocking", "movablekeys"], [0, 0, 0; stream_read::read_keys], "5.0.0", "stream", stream_read::xread, "Returns entries after given ids from several streams, or blocks until one gets some (COUNT, BLOCK)."),
+    spec!("xreadgroup",    -7, ["write", "blocking", "movablekeys"], [0, 0, 0; stream_read::read_keys], "5.0.0", "stream", stream_read::xreadgroup, "Reads entries as a consumer of a group, new ones or its pending history, or blocks (COUNT, BLOCK, NOACK)."),
+    spec!("xack",          -4, ["write", "fast"],            [1,  1, 1], "5.0.0", "stream",     stream_groups::xack,  "Removes entries from a group's pending entries list."),
+    spec!("xpending",      -3, ["readonly"],                 [1,  1, 1], "5.0.0", "stream",     stream_groups::xpending, "Describes a group's pending entries: a summary, or a range (IDLE, consumer)."),
+    spec!("xclaim",        -6, ["write", "fast"],            [1,  1, 1], "5.0.0", "stream",     stream_groups::xclaim, "Takes pending entries for a consumer (IDLE, TIME, RETRYCOUNT, FORCE, JUSTID, LASTID)."),
+    spec!("xautoclaim",    -6, ["write", "fast"],            [1,  1, 1], "6.2.0", "stream",     stream_groups::xautoclaim, "Takes pending entries idle long enough, scanning from an id (COUNT, JUSTID)."),
+    spec!("xgroup",        -2, [],                           [0,  0, 0], "5.0.0", "stream",     session::not_a_subcommand, "Manages consumer groups (CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER)."),
+      spec!("xgroup|create",        -5, ["write", "denyoom"],                       [2,  2, 1], "5.0.0",  "stream",     stream_groups::xgroup_create,  "Creates a consumer group (MKSTREAM, ENTRIESREAD)."),
+      spec!("xgroup|setid",         -5, ["write"],                                  [2,  2, 1], "5.0.0",  "stream",     stream_groups::xgroup_setid,   "Sets a group's last delivered id (ENTRIESREAD)."),
+      spec!("xgroup|destroy",        4, ["write"],                                  [2,  2, 1], "5.0.0",  "stream",     stream_groups::xgroup_destroy, "Destroys a consumer group."),
+      spec!("xgroup|createconsumer", 5, ["write", "denyoom"],                       [2,  2, 1], "6.2.0",  "stream",     stream_groups::xgroup_createconsumer, "Creates a consumer in a group."),
+      spec!("xgroup|delconsumer",    5, ["write"],                                  [2,  2, 1], "5.0.0",  "stream",     stream_groups::xgroup_delconsumer, "Deletes a consumer from a group; returns its pending count."),
+      spec!("xgroup|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "stream",     stream_groups::xgroup_help,    "Describes the XGROUP subcommands."),
+    spec!("xinfo",         -2, [],                           [0,  0, 0], "5.0.0", "stream",     session::not_a_subcommand, "Describes streams, their groups and consumers (STREAM, GROUPS, CONSUMERS)."),
+      spec!("xinfo|stream",         -3, ["readonly"],                               [2,  2, 1], "5.0.0",  "stream",     streams::xinfo_stream,         "Describes a stream (FULL, COUNT)."),
+      spec!("xinfo|groups",          3, ["readonly"],                               [2,  2, 1], "5.0.0",  "stream",     stream_groups::xinfo_groups,   "Describes a stream's consumer groups."),
+      spec!("xinfo|consumers",       4, ["readonly"],                               [2,  2, 1], "5.0.0",  "stream",     stream_groups::xinfo_consumers, "Describes a group's consumers."),
+      spec!("xinfo|help",            2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "stream",     stream_groups::xinfo_help,     "Describes the XINFO subcommands."),
     // Geo (issue 34: positions are sorted-set members scored by their 52-bit geohash).
     spec!("geoadd",        -5, ["write", "denyoom"],         [1,  1, 1], "3.2.0", "geo",        geo::geoadd,          "Adds members at longitude, latitude positions to a sorted set, or moves them (NX, XX, CH)."),
     spec!("geodist",       -4, ["readonly"],                 [1,  1, 1], "3.2.0", "geo",        geo::geodist,         "Returns the distance between two members of a geospatial index (m, km, ft, mi)."),

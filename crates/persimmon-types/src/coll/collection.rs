@@ -54,6 +54,7 @@ pub fn page_key(tree_id: u64, page: u64) -> Vec<u8> {
 fn trees_of(kind: Kind) -> usize {
     match kind {
         Kind::ZSet => 2,
+        Kind::Stream => 4,
         _ => 1,
     }
 }
@@ -176,8 +177,12 @@ impl Io<'_> {
     }
 }
 
-/// Page numbers of the roots of an external collection: 1 and 2.
-const FIRST_FREE_PAGE: u64 = 3;
+/// The first page number after the roots of an external collection of
+/// `kind`: root `t` is page `t + 1` (1 and 2, or 1 to 4 for a stream), so
+/// pages are numbered from 3 (5 for a stream).
+fn first_free_page(kind: Kind) -> u64 {
+    (trees_of(kind) as u64 + 1).max(3)
+}
 
 impl Coll {
     /// A new, empty collection of `kind` at engine key `ek`.
@@ -191,7 +196,7 @@ impl Coll {
             ek,
             tree_id,
             pages: Pages {
-                next_page: FIRST_FREE_PAGE,
+                next_page: first_free_page(kind),
                 cache: FxHashMap::default(),
                 taken: FxHashMap::default(),
             },
@@ -308,8 +313,15 @@ impl Coll {
         self.trees[0].len()
     }
 
+    /// Entries of tree `t`.
+    pub fn len_of(&self, t: usize) -> u64 {
+        self.trees[t].len()
+    }
+
+    /// Whether every tree is empty (a stream's record keeps it alive
+    /// without entries).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.trees.iter().all(|t| t.len() == 0)
     }
 
     pub fn get(&mut self, st: &mut Store, t: usize, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
@@ -415,7 +427,10 @@ impl Coll {
             return st.unit_write(&self.ek, None);
         }
         let external = self.external || self.trees.iter().any(|t| t.root.level() > 0);
-        if external && !self.external {
+        // Turning external writes every root, changed or not (a stream's
+        // untouched trees too): each must be a page from now on.
+        let newly = external && !self.external;
+        if newly {
             self.external = true;
             if !self.is_registry() {
                 registry_set(st, self.tree_id, Some(&self.ek))?;
@@ -423,7 +438,7 @@ impl Coll {
         }
         if self.external {
             for t in 0..self.trees.len() {
-                if self.trees[t].root_dirty {
+                if self.trees[t].root_dirty || newly {
                     let root = self.trees[t].root.clone();
                     self.io(st).save(t as u64 + 1, root)?;
                 }
@@ -709,6 +724,11 @@ impl Parked for Coll {
 /// id (a copy never shares pages with its source).
 /// The elements of collection `c`.
 pub fn read_whole(st: &mut Store, c: &mut Coll) -> Result<Whole, Error> {
+    if c.kind == Kind::Stream {
+        return Err(Error::new(
+            "ERR this command does not support streams yet (persimmon keeps no whole-value form of a stream)",
+        ));
+    }
     let tree = if c.kind == Kind::ZSet { 1 } else { 0 };
     let mut entries = Vec::with_capacity(c.len() as usize);
     c.walk(st, tree, 0, false, |k, v| {
@@ -728,6 +748,7 @@ pub fn read_whole(st: &mut Store, c: &mut Coll) -> Result<Whole, Error> {
                 })
                 .collect(),
         ),
+        Kind::Stream => unreachable!("refused above"),
     })
 }
 

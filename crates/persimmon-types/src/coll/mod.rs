@@ -12,7 +12,8 @@
 //! Tags: `0x06` hash (one tree, field → value), `0x07` sorted set (two
 //! trees: member → score as f64 LE, and sortable score + member → empty),
 //! `0x08` list (one positional tree), `0x09` set (one tree, member →
-//! empty). `FF 80 00` is a non-canonical namespace varint, so no database
+//! empty), `0x0A` stream (four trees: entries, the stream's record and
+//! groups, pending entries, consumers; see `stream/`). `FF 80 00` is a non-canonical namespace varint, so no database
 //! key, walk or range ever reaches these records (`dbs::split`).
 //!
 //! A collection whose roots are leaves keeps them inside the meta record:
@@ -33,7 +34,8 @@
 //!   the registry in the same unit.
 //! - An external tree is in the registry from the unit that made it
 //!   external until the reclaimer deleted its last page.
-//! - An empty collection has no meta (its key is deleted, as in Redis).
+//! - An empty collection has no meta (its key is deleted, as in Redis);
+//!   a stream is never empty in this sense (its record is in tree 1).
 
 pub mod check;
 pub mod collection;

@@ -32,6 +32,7 @@ const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
 const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 const TYPE_SET_LISTPACK: u8 = 20;
+const TYPE_STREAM_LISTPACKS_3: u8 = 21;
 
 /// A quicklist node holding one element as plain bytes.
 const NODE_PLAIN: u64 = 1;
@@ -69,6 +70,10 @@ pub fn dump(value: &RdbValue) -> Vec<u8> {
             }
         }
         RdbValue::List(elements) => dump_list(&mut out, elements),
+        RdbValue::Stream(s) => {
+            out.push(TYPE_STREAM_LISTPACKS_2);
+            super::stream::encode(&mut out, s);
+        }
         RdbValue::Set(members) => {
             out.push(TYPE_SET);
             primitives::put_len(&mut out, members.len() as u64);
@@ -162,9 +167,9 @@ pub(super) fn decode(kind: u8, input: &mut Input<'_>) -> Result<RdbValue, RdbErr
             .map(|v| v.to_string().into_bytes())
             .collect()),
         TYPE_SET_LISTPACK => set(bytes_of(packed::listpack(&input.string()?)?)),
-        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
-            Err(RdbError::unsupported("a stream", "streams"))
-        }
+        TYPE_STREAM_LISTPACKS => super::stream::decode(input, 1),
+        TYPE_STREAM_LISTPACKS_2 => super::stream::decode(input, 2),
+        TYPE_STREAM_LISTPACKS_3 => super::stream::decode(input, 3),
         TYPE_MODULE | TYPE_MODULE_2 => {
             Err(RdbError::unsupported("a module value", "module values"))
         }

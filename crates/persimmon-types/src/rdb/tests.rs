@@ -396,8 +396,6 @@ fn older_rdb_versions_are_accepted() {
 #[test]
 fn unsupported_types_say_what_they_hold() {
     let cases = [
-        (15, "a stream", "streams"),
-        (19, "a stream", "streams"),
         (6, "a module value", "module values"),
         (7, "a module value", "module values"),
     ];
@@ -406,6 +404,17 @@ fn unsupported_types_say_what_they_hold() {
         assert_eq!(
             restore(&payload(&[kind, 1, b'x'])),
             error(&text),
+            "type {kind}"
+        );
+    }
+}
+
+#[test]
+fn a_malformed_stream_is_bad_data() {
+    for kind in [15u8, 19] {
+        assert_eq!(
+            restore(&payload(&[kind, 1, b'x'])),
+            error("ERR Bad data format"),
             "type {kind}"
         );
     }

@@ -14,6 +14,8 @@ pub enum RdbValue {
     ZSet(Vec<(f64, Vec<u8>)>),
     List(Vec<Vec<u8>>),
     Set(Vec<Vec<u8>>),
+    /// Entries in id order, the counters, the groups (`rdb/stream.rs`).
+    Stream(Box<super::stream::StreamDump>),
 }
 
 /// Why a payload was refused: the error text to reply, as Redis words it.
