@@ -27,8 +27,12 @@ pub struct ClientInfo {
     /// Index + 1 of the last command in the command table (0: none yet).
     pub last_command: AtomicUsize,
     pub resp: AtomicU8,
-    /// Bytes of received requests not yet executed.
+    /// Bytes of received requests not yet executed (the running one
+    /// included), and the free room of the buffer they are in.
     pub query_buffer_bytes: AtomicUsize,
+    pub query_buffer_free: AtomicUsize,
+    /// The connection is a monitor (`MONITOR`; `CLIENT LIST` flag `O`).
+    pub monitor: AtomicBool,
     /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
     pub sub: AtomicUsize,
     pub psub: AtomicUsize,
@@ -58,6 +62,8 @@ impl ClientInfo {
             last_command: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             query_buffer_bytes: AtomicUsize::new(0),
+            query_buffer_free: AtomicUsize::new(0),
+            monitor: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
             replica: AtomicBool::new(false),

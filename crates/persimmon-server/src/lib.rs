@@ -32,7 +32,11 @@
 //!   `blocking`: the clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...),
 //!   in the order they blocked, and how each learns its outcome;
 //!   `pubsub`: channel and pattern subscriptions and how a published
-//!   message reaches each subscriber's connection.
+//!   message reaches each subscriber's connection; the operators' views:
+//!   `slowlog` (the slow log), `latency` (latency events), `monitor`
+//!   (the `MONITOR` feed), `observe` (what they see of each command),
+//!   `redact` (the arguments they hide), `pause`
+//!   (`CLIENT PAUSE`).
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`;
 //!   `config_rewrite` (CONFIG REWRITE into the TOML file).
 //! - `repl`: replication (Redis's protocol): the write stream, its backlog,
@@ -65,9 +69,14 @@ mod dispatch;
 pub mod embedded;
 mod encoding;
 mod glob;
+mod latency;
 mod longdouble;
+mod monitor;
+mod observe;
+mod pause;
 mod pipeline;
 mod pubsub;
+mod redact;
 mod repl;
 mod runs;
 mod scan;
@@ -76,6 +85,7 @@ mod server;
 mod session;
 mod settings;
 mod shared;
+mod slowlog;
 mod unit_run;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};

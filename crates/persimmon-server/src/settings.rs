@@ -19,7 +19,9 @@
 //!   its `pubsub` class: hard, soft and soft seconds for the messages
 //!   waiting for a subscriber, see `pubsub.rs`; 0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
 //!   (new connections and AUTH; connections already in stay in, as in Redis),
-//!   `protected-mode` (new connections).
+//!   `protected-mode` (new connections), `slowlog-log-slower-than` and
+//!   `slowlog-max-len` (`slowlog.rs`), `latency-monitor-threshold`
+//!   (`latency.rs`).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
 //!   own test suite set, checked as Redis checks them and reported back by
 //!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
@@ -33,7 +35,6 @@
 //!   its reply anyway), `maxmemory-policy` and `maxmemory-samples`, `timeout`,
 //!   `tcp-keepalive`, `hz`, `dynamic-hz`, `activerehashing`,
 //!   `active-expire-effort`, `latency-tracking` and its percentiles,
-//!   `latency-monitor-threshold`, the `slowlog-*` settings,
 //!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the other
 //!   replication settings (`replica-serve-stale-data`, `repl-timeout`: the
 //!   links use Redis's default, 60 s).
@@ -54,7 +55,7 @@
 //! - The live limits are relaxed atomics: connections read them once per
 //!   batch of requests (or per accepted connection), never under the lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -215,9 +216,9 @@ static PARAMS: &[Param] = &[
     aliased("busy-reply-threshold", "lua-time-limit", Kind::Int(0, LONG_MAX), NoEffect, "5000"),
     param("latency-tracking",                  BOOL,                          NoEffect,  "yes"),
     param("latency-tracking-info-percentiles", Kind::Percentiles,             NoEffect,  "50 99 99.9"),
-    param("latency-monitor-threshold",         Kind::Int(0, LONG_MAX),        NoEffect,  "0"),
-    param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       NoEffect,  "10000"),
-    param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
+    param("latency-monitor-threshold",         Kind::Int(0, LONG_MAX),        Live,      "0"),
+    param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       Live,      "10000"),
+    param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        Live,      "128"),
     param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
     // Replication (`repl/`).
     aliased("min-replicas-to-write", "min-slaves-to-write", Kind::Int(0, INT_MAX), Live, "0"),
@@ -256,6 +257,11 @@ pub struct Settings {
     maxmemory: AtomicU64,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    /// `slowlog-log-slower-than` (µs; -1: off), `slowlog-max-len`,
+    /// `latency-monitor-threshold` (ms; 0: off), read after every command.
+    slowlog_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    latency_threshold: AtomicU64,
     requirepass: Mutex<Option<Arc<[u8]>>>,
     /// The `pubsub` class of `client-output-buffer-limit`: hard bytes,
     /// soft bytes, soft seconds (0: no limit), as `pubsub.rs` applies it.
@@ -319,6 +325,9 @@ impl Settings {
             maxmemory: AtomicU64::new(0),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
+            slowlog_slower_than: AtomicI64::new(-1),
+            slowlog_max_len: AtomicU64::new(0),
+            latency_threshold: AtomicU64::new(0),
             requirepass: Mutex::new(None),
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
@@ -406,6 +415,21 @@ impl Settings {
     pub fn needs_replicas(&self) -> bool {
         self.min_replicas_to_write.load(Ordering::Relaxed) > 0
             && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
+    }
+
+    /// `slowlog-log-slower-than` in microseconds (negative: no log).
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Ordering::Relaxed)
+    }
+
+    /// `slowlog-max-len`: entries the slow log keeps.
+    pub fn slowlog_max_len(&self) -> usize {
+        self.slowlog_max_len.load(Ordering::Relaxed) as usize
+    }
+
+    /// `latency-monitor-threshold` in milliseconds (0: no monitoring).
+    pub fn latency_threshold(&self) -> u64 {
+        self.latency_threshold.load(Ordering::Relaxed)
     }
 
     pub fn output_buffer_limit(&self) -> usize {
@@ -516,6 +540,15 @@ impl Settings {
                 .min_replicas_to_write
                 .store(number(), Ordering::Relaxed),
             "min-replicas-max-lag" => self.min_replicas_max_lag.store(number(), Ordering::Relaxed),
+            "slowlog-log-slower-than" => {
+                let n = std::str::from_utf8(value).ok().and_then(|t| t.parse().ok());
+                self.slowlog_slower_than
+                    .store(n.unwrap_or(-1), Ordering::Relaxed)
+            }
+            "slowlog-max-len" => self.slowlog_max_len.store(number(), Ordering::Relaxed),
+            "latency-monitor-threshold" => {
+                self.latency_threshold.store(number(), Ordering::Relaxed)
+            }
             "protected-mode" => self
                 .protected_mode
                 .store(value == b"yes", Ordering::Relaxed),

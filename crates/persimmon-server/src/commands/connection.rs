@@ -499,7 +499,9 @@ fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
     Ok(f)
 }
 
-/// One `CLIENT LIST` line (a subset of Redis's fields, same format).
+/// One `CLIENT LIST` line: Redis 7.0's fields in its order (the output
+/// buffer figures are 0: replies leave with each batch), then the client
+/// library's name and version.
 fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     use std::fmt::Write;
     let now = s.shared.now_ms();
@@ -509,11 +511,14 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         i => s.commands.row(i - 1).name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
+    let qbuf = c.query_buffer_bytes.load(Ordering::Relaxed);
+    let qbuf_free = c.query_buffer_free.load(Ordering::Relaxed);
     let _ = writeln!(
         text,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 \
-         multi=-1 qbuf={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 events=r cmd={} \
-         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 \
+         oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} \
+         lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -521,17 +526,26 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.name),
         c.created.elapsed().as_secs(),
         idle,
-        match c.client_type() {
-            "pubsub" => "P",
-            "slave" => "S",
-            _ => "N",
-        },
+        client_flags(c),
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
-        c.query_buffer_bytes.load(Ordering::Relaxed),
+        qbuf + qbuf_free,
+        qbuf + qbuf_free,
+        qbuf + qbuf_free + std::mem::size_of::<ClientInfo>(),
         cmd,
         c.resp.load(Ordering::Relaxed),
         text_of(&c.lib_name),
         text_of(&c.lib_ver),
     );
+}
+
+/// `CLIENT LIST`'s `flags=`: `S` a replica's feed, `O` a monitor, `P`
+/// subscribed, else `N`.
+fn client_flags(c: &ClientInfo) -> &'static str {
+    match c.client_type() {
+        "slave" => "S",
+        _ if c.monitor.load(Ordering::Relaxed) => "O",
+        "pubsub" => "P",
+        _ => "N",
+    }
 }

@@ -240,7 +240,10 @@ fn clients_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("maxclients", &shared.settings.maxclients());
     out.line("client_recent_max_input_buffer", &max_input);
     out.zeros(&["client_recent_max_output_buffer"]);
-    out.line("blocked_clients", &shared.blocked.count());
+    out.line(
+        "blocked_clients",
+        &(shared.blocked.count() + shared.pause.waiting()),
+    );
     out.zeros(&["tracking_clients", "clients_in_timeout_table"]);
 }
 

@@ -202,6 +202,7 @@ pub fn reset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.store.watched.clear();
     s.store.db = 0;
     s.pubsub.clear();
+    s.monitor = None;
     s.out.resp3 = false;
     s.info.resp.store(2, std::sync::atomic::Ordering::Relaxed);
     s.info
