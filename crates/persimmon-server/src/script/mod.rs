@@ -13,6 +13,8 @@
 //!   or none survive a crash, durable before the reply. A command that
 //!   fails inside the script is rolled back alone; the writes before a
 //!   script error are kept (as Redis keeps them) and commit with the unit.
+//!   Inside EXEC the script runs once in the transaction's unit, which
+//!   EXEC commits.
 //!   The unit's reads are checked at commit: if another client changed a
 //!   key the script read, the script runs again from the start (its reply
 //!   and propagation rebuilt), and after a few conflicts alone (the
@@ -382,6 +384,9 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         false => SHARED_ATTEMPTS,
     };
     let caller_db = s.store.db;
+    // Inside EXEC the transaction's unit is already running: the script
+    // runs once in it, and EXEC commits (or retries) the whole.
+    let nested = s.store.in_unit();
     let out_mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
     for _ in 0..attempts {
@@ -407,7 +412,9 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
                 repl: 3,
             })
         });
-        s.store.begin();
+        if !nested {
+            s.store.begin();
+        }
         let cell = RefCell::new(&mut *s);
         let result: mlua::Result<(bool, Value)> = engine
             .lua
@@ -434,7 +441,9 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         s.store.db = caller_db;
         match (killed, result) {
             (2, _) => {
-                s.store.abort();
+                if !nested {
+                    s.store.abort();
+                }
                 s.repl.cmds.truncate(repl_mark);
                 return Err(Error::new("ERR Script killed by SHUTDOWN"));
             }
@@ -455,6 +464,10 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
         // incremental step (a full collection after every script cost a
         // fifth of a short script's time); Lua's own pacing does the rest.
         let _ = engine.lua.gc_step();
+        if nested {
+            s.repl.rewritten = true;
+            return Ok(());
+        }
         match s.store.commit(&[]) {
             Ok(true) => {
                 // The script's commands propagate, not the script.
