@@ -27,10 +27,10 @@
 //!   the other clients on the same worker.
 
 use super::{
-    bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
-    hll, info, keys, latency, lcs, lists, memory, monitor, multi, object, ordered, pause, pubsub,
-    randomkey, rename, replication, scripting, server, sets, slowlog, sort, strings, zset_ops,
-    zset_range, zsets,
+    bitfield, bits, blocking, cluster, command, config, connection, dump, expire, geo, hash_walk,
+    hashes, hll, info, keys, latency, lcs, lists, memory, migrate, monitor, multi, object, ordered,
+    pause, pubsub, randomkey, rename, replication, scripting, server, sets, slowlog, sort, strings,
+    zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -112,6 +112,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("command|docs",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::docs,                 "Returns summary, version and group of commands (all without names)."),
       spec!("command|list",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::list,                 "Returns the names of the commands and subcommands (FILTERBY MODULE, ACLCAT, PATTERN)."),
       spec!("command|getkeys",      -4, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::getkeys,              "Returns the keys of a command and its arguments."),
+      spec!("command|getkeysandflags", -4, ["loading", "stale"],                      [0,  0, 0], "7.0.0",  "server",     command::getkeysandflags,      "Returns the keys of a command and its arguments, each with its key-spec flags (RW, access...)."),
       spec!("command|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     command::help,                 "Describes the COMMAND subcommands."),
     spec!("config",        -2, [],                           [0,  0, 0], "2.0.0", "server",     session::not_a_subcommand, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
       spec!("config|get",           -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::get,                   "Returns the parameters whose names match glob patterns, with their values."),
@@ -317,6 +318,14 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("memory|purge",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::purge,                 "Replies OK: the pool is not an allocator's heap, there is nothing to purge."),
       spec!("memory|malloc-stats",   2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::malloc_stats,          "Replies that the system allocator has no statistics to show."),
       spec!("memory|help",           2, ["loading", "stale"],                        [0,  0, 0], "4.0.0",  "server",     memory::help,                  "Describes the MEMORY subcommands."),
+    spec!("cluster",       -2, [],                           [0,  0, 0], "3.0.0", "cluster",    session::not_a_subcommand, "Cluster commands: this server has no cluster support (every subcommand says so)."),
+      spec!("cluster|info",          2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would describe the cluster's state."),
+      spec!("cluster|keyslot",       3, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the hash slot of a key."),
+      spec!("cluster|myid",          2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return this node's id."),
+      spec!("cluster|nodes",         2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the cluster's nodes."),
+      spec!("cluster|shards",        2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "cluster",    cluster::disabled,             "Would return the cluster's shards."),
+      spec!("cluster|slots",         2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the mapping of hash slots to nodes."),
+      spec!("cluster|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "cluster",    cluster::disabled,             "Would describe the CLUSTER subcommands."),
     spec!("lolwut",        -1, ["readonly", "fast"],         [0,  0, 0], "5.0.0", "server",     server::lolwut,       "Replies the server's version (no drawing)."),
     spec!("time",           1, ["loading", "stale", "fast"], [0,  0, 0], "2.6.0", "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], [0,  0, 0], "1.0.0", "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
@@ -354,6 +363,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("object|idletime",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::idletime,              "Returns 0: no access time is kept."),
       spec!("object|freq",           3, ["readonly"],                                [2,  2, 1], "4.0.0",  "generic",    object::freq,                  "Replies Redis's error for a server without an LFU eviction policy."),
       spec!("object|help",           2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "generic",    object::help,                  "Describes the OBJECT subcommands."),
+    spec!("migrate",       -6, ["write", "movablekeys"],     [3,  3, 1; migrate::migrate_keys], "2.6.0", "generic", migrate::migrate, "Moves keys to another server (DUMP payloads in RESTORE commands), deleting them here unless COPY (REPLACE, AUTH, AUTH2, KEYS)."),
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
