@@ -34,7 +34,7 @@ use crate::cmdstats::Tally;
 use crate::shared::Shared;
 
 /// The Redis version whose commands and replies the server follows.
-pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 
 /// What the connection does after a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

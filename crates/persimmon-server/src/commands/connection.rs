@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
 //! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
-//! NO-TOUCH, UNBLOCK, KILL, REPLY, HELP), one handler each.
+//! UNBLOCK, KILL, REPLY, HELP), one handler each.
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -238,11 +238,6 @@ pub fn client_info(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
 
 /// CLIENT NO-EVICT ON|OFF: nothing is ever evicted.
 pub fn client_no_evict(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    on_or_off(s, &a)
-}
-
-/// CLIENT NO-TOUCH ON|OFF: no access time is kept.
-pub fn client_no_touch(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     on_or_off(s, &a)
 }
 

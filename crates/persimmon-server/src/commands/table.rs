@@ -99,7 +99,6 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("client|list",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_list,       "Describes the connections, one line each (TYPE, ID)."),
       spec!("client|info",           2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.2.0",  "connection", connection::client_info,       "Describes the connection, as a CLIENT LIST line."),
       spec!("client|no-evict",       3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "connection", connection::client_no_evict,   "Replies OK to ON or OFF (nothing is evicted)."),
-      spec!("client|no-touch",       3, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_no_touch,   "Replies OK to ON or OFF (no access time is kept)."),
       spec!("client|unblock",       -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "5.0.0",  "connection", connection::client_unblock,    "Ends the wait of a client blocked on keys, as a timeout or with an error (TIMEOUT, ERROR)."),
       spec!("client|kill",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_kill,       "Closes connections, by address or by filters (ID, TYPE, USER, ADDR, LADDR, SKIPME)."),
       spec!("client|reply",          3, ["noscript", "loading", "stale"],            [0,  0, 0], "3.2.0",  "connection", connection::client_reply,      "Turns the replies to the connection ON, OFF, or off for the next command (SKIP)."),
@@ -449,7 +448,7 @@ mod tests {
             .commands()
             .filter(|&i| COMMANDS.is_container(i))
             .collect();
-        assert_eq!(containers.len(), 8);
+        assert_eq!(containers.len(), 11);
         for c in containers {
             let spec = COMMANDS.row(c);
             // Only COMMAND runs without a subcommand (it lists them all).

@@ -31,7 +31,7 @@ use super::numbers::number_text;
 /// The Redis version scripts see (`redis.REDIS_VERSION`): the one the
 /// server follows (`session::REDIS_COMPAT_VERSION`; a test in `script`
 /// keeps them equal, this module being below the session).
-pub(super) const REDIS_VERSION: &str = "7.2.0";
+pub(super) const REDIS_VERSION: &str = "7.0.15";
 
 /// The commands that run while a script is past its time limit (Redis's
 /// `allow_busy` flag).
