@@ -42,6 +42,9 @@ pub struct ClientInfo {
     /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
     /// to close: set once, then `kill_notify` wakes the connection's task.
     killed: AtomicBool,
+    /// The clients' cron (`idle.rs`) asks the idle connection to give its
+    /// input buffer back; `kill_notify` wakes it for this too.
+    release_input: AtomicBool,
     kill_notify: tokio::sync::Notify,
 }
 
@@ -68,6 +71,7 @@ impl ClientInfo {
             psub: AtomicUsize::new(0),
             replica: AtomicBool::new(false),
             killed: AtomicBool::new(false),
+            release_input: AtomicBool::new(false),
             kill_notify: tokio::sync::Notify::new(),
         }
     }
@@ -87,6 +91,25 @@ impl ClientInfo {
     /// was before). Only the connection's own task awaits this.
     pub async fn killed(&self) {
         while !self.is_killed() {
+            self.kill_notify.notified().await;
+        }
+    }
+
+    /// Asks the (idle) connection to give its input buffer back.
+    pub fn request_release(&self) {
+        self.release_input.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    /// Whether a release was asked for since the last call (clears it).
+    pub fn take_release(&self) -> bool {
+        self.release_input.swap(false, Ordering::AcqRel)
+    }
+
+    /// Resolves once the client is killed or asked to release its input
+    /// buffer. Only the connection's own task awaits this.
+    pub async fn attention(&self) {
+        while !self.is_killed() && !self.release_input.load(Ordering::Acquire) {
             self.kill_notify.notified().await;
         }
     }

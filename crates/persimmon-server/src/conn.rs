@@ -38,7 +38,8 @@
 //!   (one load); a held request waits for its end after the replies
 //!   before it are sent (`pause.rs`). A monitor's feed is written as it
 //!   comes, like pub/sub messages (`monitor.rs`).
-//! - The input buffer is given back after `IDLE_RELEASE` idle, and shrinks
+//! - The input buffer is given back when the clients' cron finds the
+//!   connection idle (`idle.rs`; no timer per read), and shrinks
 //!   once the requests no longer need its size, as Redis resizes its query
 //!   buffer (`CLIENT LIST` `qbuf-free` shows it).
 
@@ -70,8 +71,7 @@ const KEEP_BUFFER_BYTES: usize = 1 << 20;
 /// An input buffer past this shrinks when the requests no longer need it
 /// (Redis's `PROTO_RESIZE_THRESHOLD`).
 const SHRINK_FROM_BYTES: usize = 32 << 10;
-/// An idle connection's empty input buffer is given back after this.
-const IDLE_RELEASE: Duration = Duration::from_secs(2);
+
 /// A blocked client looks at its keys itself this often, in case a
 /// write's signal was missed (a fallback: writes wake waiters at once).
 const RECHECK: Duration = Duration::from_millis(100);
@@ -163,20 +163,24 @@ impl Connection {
     /// read (at least 1).
     async fn read_or_deliver(&mut self) -> Result<usize, Closed> {
         loop {
-            let idle_buffer = self.input.is_empty() && self.input.capacity() > 0;
             tokio::select! {
                 read = self.stream.read_buf(&mut self.input) => match read {
                     Ok(0) | Err(_) => return Err(Closed),
                     Ok(n) => return Ok(n),
                 },
-                _ = self.session.info.killed() => return Err(Closed),
-                _ = self.session.pubsub.mail() => {}
-                _ = monitor_ready(&self.session.monitor) => {}
-                _ = idle_release(idle_buffer) => {
-                    self.input = BytesMut::new();
-                    self.publish_query_buffer();
+                _ = self.session.info.attention() => {
+                    if self.session.info.is_killed() {
+                        return Err(Closed);
+                    }
+                    // The clients' cron found the connection idle (`idle.rs`).
+                    if self.session.info.take_release() && self.input.is_empty() {
+                        self.input = BytesMut::new();
+                        self.publish_query_buffer();
+                    }
                     continue;
                 }
+                _ = self.session.pubsub.mail() => {}
+                _ = monitor_ready(&self.session.monitor) => {}
             }
             self.deliver().await?;
         }
@@ -517,14 +521,6 @@ impl Connection {
             *buf = Vec::with_capacity(READ_BYTES);
         }
         Ok(())
-    }
-}
-
-/// Resolves after `IDLE_RELEASE` when `idle_buffer` (never otherwise).
-async fn idle_release(idle_buffer: bool) {
-    match idle_buffer {
-        true => tokio::time::sleep(IDLE_RELEASE).await,
-        false => std::future::pending().await,
     }
 }
 

@@ -17,7 +17,8 @@
 //! - `server`: opens the pool, listens, applies protected mode and
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
-//!   output buffer limits. `pipeline`: a read's consecutive plain SETs run
+//!   output buffer limits; `idle`: the clients' cron (idle buffers given
+//!   back). `pipeline`: a read's consecutive plain SETs run
 //!   as one grouped engine write (group commit), its collection writes as
 //!   one atomic unit (`unit_run`); `combiner`: the units of many
 //!   connections' collection writes combined into one (flat combining);
@@ -69,6 +70,7 @@ mod dispatch;
 pub mod embedded;
 mod encoding;
 mod glob;
+mod idle;
 mod latency;
 mod longdouble;
 mod monitor;
