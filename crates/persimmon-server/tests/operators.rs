@@ -314,6 +314,30 @@ fn client_pause_write_lets_read_only_scripts_and_transactions_run() {
 }
 
 #[test]
+fn client_pause_holds_the_expiry_until_it_ends() {
+    let server = TestServer::start();
+    let mut r = server.raw();
+    let before = info_field(&mut r, "stats", "expired_keys");
+    ok(&mut r, &["SET", "a", "1", "PX", "10"]);
+    ok(&mut r, &["SET", "b", "1", "PX", "10"]);
+    ok(&mut r, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+    thread::sleep(Duration::from_millis(300));
+    // Expired for every read, not reclaimed.
+    assert_eq!(run(&mut r, &["GET", "a"]), Resp::Null);
+    assert_eq!(info_field(&mut r, "stats", "expired_keys"), before);
+    ok(&mut r, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(info_field(&mut r, "stats", "expired_keys"), before + 2);
+    // A pause that ends by itself lets the expiry go on too.
+    ok(&mut r, &["SET", "c", "1", "PX", "10"]);
+    ok(&mut r, &["CLIENT", "PAUSE", "200", "WRITE"]);
+    let start = Instant::now();
+    while info_field(&mut r, "stats", "expired_keys") != before + 3 {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn client_list_has_redis_7_fields() {
     let server = TestServer::start();
     let mut r = server.raw();
