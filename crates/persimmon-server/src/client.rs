@@ -31,6 +31,8 @@ pub struct ClientInfo {
     /// included), and the free room of the buffer they are in.
     pub query_buffer_bytes: AtomicUsize,
     pub query_buffer_free: AtomicUsize,
+    /// The selected database (`CLIENT LIST` `db=`).
+    pub db: AtomicUsize,
     /// The connection is a monitor (`MONITOR`; `CLIENT LIST` flag `O`).
     pub monitor: AtomicBool,
     /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
@@ -66,6 +68,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             query_buffer_bytes: AtomicUsize::new(0),
             query_buffer_free: AtomicUsize::new(0),
+            db: AtomicUsize::new(0),
             monitor: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),

@@ -380,6 +380,9 @@ fn client_list_has_redis_7_fields() {
     // The running request is in the query buffer: *2 $6 client $4 info.
     assert!(line.contains(" qbuf=26 qbuf-free="), "{line}");
     assert!(line.contains(" cmd=client|info user=default "), "{line}");
+    ok(&mut r, &["SELECT", "3"]);
+    let line = text(&run(&mut r, &["CLIENT", "INFO"]));
+    assert!(line.contains(" db=3 "), "{line}");
 }
 
 #[test]

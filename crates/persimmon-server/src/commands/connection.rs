@@ -510,7 +510,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     let qbuf_free = c.query_buffer_free.load(Ordering::Relaxed);
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 \
          multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 \
          oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} \
          lib-ver={}",
@@ -522,6 +522,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         c.created.elapsed().as_secs(),
         idle,
         client_flags(c),
+        c.db.load(Ordering::Relaxed),
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
         qbuf + qbuf_free,
