@@ -1,6 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
 //! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
-//! UNBLOCK, KILL, REPLY, HELP), one handler each.
+//! UNBLOCK, KILL, REPLY, HELP), one handler each (PAUSE and UNPAUSE are in
+//! `pause.rs`).
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -175,7 +176,7 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-const CLIENT_HELP: [&str; 24] = [
+const CLIENT_HELP: [&str; 30] = [
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID",
     "    Return the ID of the current connection.",
@@ -189,6 +190,12 @@ const CLIENT_HELP: [&str; 24] = [
     "    Return information about client connections.",
     "INFO",
     "    Return information about the current client connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect the current client connection from eviction (nothing is evicted here).",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
     "REPLY (ON|OFF|SKIP)",
