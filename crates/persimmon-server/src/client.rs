@@ -27,8 +27,14 @@ pub struct ClientInfo {
     /// Index + 1 of the last command in the command table (0: none yet).
     pub last_command: AtomicUsize,
     pub resp: AtomicU8,
-    /// Bytes of received requests not yet executed.
+    /// Bytes of received requests not yet executed (the running one
+    /// included), and the free room of the buffer they are in.
     pub query_buffer_bytes: AtomicUsize,
+    pub query_buffer_free: AtomicUsize,
+    /// The selected database (`CLIENT LIST` `db=`).
+    pub db: AtomicUsize,
+    /// The connection is a monitor (`MONITOR`; `CLIENT LIST` flag `O`).
+    pub monitor: AtomicBool,
     /// Channels and patterns subscribed to (`CLIENT LIST` `sub=`, `psub=`).
     pub sub: AtomicUsize,
     pub psub: AtomicUsize,
@@ -38,6 +44,9 @@ pub struct ClientInfo {
     /// `CLIENT KILL` (or a pub/sub output limit) asked for the connection
     /// to close: set once, then `kill_notify` wakes the connection's task.
     killed: AtomicBool,
+    /// The clients' cron (`idle.rs`) asks the idle connection to give its
+    /// input buffer back; `kill_notify` wakes it for this too.
+    release_input: AtomicBool,
     kill_notify: tokio::sync::Notify,
 }
 
@@ -58,10 +67,14 @@ impl ClientInfo {
             last_command: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             query_buffer_bytes: AtomicUsize::new(0),
+            query_buffer_free: AtomicUsize::new(0),
+            db: AtomicUsize::new(0),
+            monitor: AtomicBool::new(false),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
             replica: AtomicBool::new(false),
             killed: AtomicBool::new(false),
+            release_input: AtomicBool::new(false),
             kill_notify: tokio::sync::Notify::new(),
         }
     }
@@ -81,6 +94,25 @@ impl ClientInfo {
     /// was before). Only the connection's own task awaits this.
     pub async fn killed(&self) {
         while !self.is_killed() {
+            self.kill_notify.notified().await;
+        }
+    }
+
+    /// Asks the (idle) connection to give its input buffer back.
+    pub fn request_release(&self) {
+        self.release_input.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    /// Whether a release was asked for since the last call (clears it).
+    pub fn take_release(&self) -> bool {
+        self.release_input.swap(false, Ordering::AcqRel)
+    }
+
+    /// Resolves once the client is killed or asked to release its input
+    /// buffer. Only the connection's own task awaits this.
+    pub async fn attention(&self) {
+        while !self.is_killed() && !self.release_input.load(Ordering::Acquire) {
             self.kill_notify.notified().await;
         }
     }

@@ -4,12 +4,12 @@
 //!
 //! What is counted is what Redis counts:
 //! - `calls` and `usec`: commands that ran (their handler was called),
-//!   whether they succeeded or not; `usec` is the time in the handler.
-//!   Reading the clock costs about as much as a cached GET's whole
-//!   handler, so a connection times one call in `TIME_EVERY` of each
-//!   command (always the first since it last published, so a rarely used
-//!   command is timed every time) and `usec` is the timed calls' time
-//!   scaled to all calls.
+//!   whether they succeeded or not; `usec` is the time in the handler
+//!   (every call is timed: the slow log and the latency monitor need each
+//!   call's time anyway; a pipeline's grouped run charges each of its
+//!   commands a share of the run's time).
+//! - `LATENCY HISTOGRAM`: per command, how many calls took up to 1, 2, 4,
+//!   ... microseconds (`HIST_BUCKETS` powers of two, the last one open).
 //! - `rejected_calls`: commands refused before they ran (wrong number of
 //!   arguments, `NOAUTH`); an unknown command has no row to count it in.
 //! - `failed_calls`: commands that ran and replied with an error.
@@ -37,8 +37,19 @@ use persimmon_resp::ErrorTally;
 /// Most distinct error codes the totals keep.
 const MAX_ERROR_CODES: usize = 128;
 
-/// One call in this many of each command is timed (a power of two).
-pub const TIME_EVERY: u64 = 8;
+/// Buckets of a latency histogram: calls up to 2^i microseconds.
+pub const HIST_BUCKETS: usize = 32;
+
+/// A command's latency histogram (see [`bucket`]).
+pub type Histogram = [u64; HIST_BUCKETS];
+
+/// The bucket of a call that took `nanos`: the smallest `i` with the
+/// time at most 2^i microseconds.
+pub fn bucket(nanos: u64) -> usize {
+    let micros = nanos.div_ceil(1000).max(1);
+    let i = (64 - (micros - 1).leading_zeros()) as usize;
+    i.min(HIST_BUCKETS - 1)
+}
 
 /// How often one command ran, failed, or was refused, and its time.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,19 +89,13 @@ impl CommandCounts {
 #[derive(Debug)]
 pub struct Tally {
     rows: Vec<CommandCounts>,
+    /// Latency histograms of the rows called (made at a row's first call).
+    hists: Vec<Option<Box<Histogram>>>,
     dirty: bool,
     epoch: u64,
 }
 
 impl Tally {
-    /// Whether the next call of row `row` is to be timed.
-    #[inline]
-    pub fn times(&self, row: usize) -> bool {
-        self.rows
-            .get(row)
-            .is_some_and(|c| c.calls % TIME_EVERY == 0)
-    }
-
     /// Row `row` ran (for `nanos`, if it was timed); `failed` if it
     /// replied with an error.
     #[inline]
@@ -100,6 +105,8 @@ impl Tally {
             if let Some(nanos) = nanos {
                 c.timed += 1;
                 c.timed_nanos += nanos;
+                let h = self.hists[row].get_or_insert_with(|| Box::new([0; HIST_BUCKETS]));
+                h[bucket(nanos)] += 1;
             }
             c.failed += failed as u64;
             self.dirty = true;
@@ -126,6 +133,9 @@ impl Tally {
     fn clear(&mut self) {
         if self.dirty {
             self.rows.fill(CommandCounts::default());
+            for h in self.hists.iter_mut().flatten() {
+                h.fill(0);
+            }
             self.dirty = false;
         }
     }
@@ -141,6 +151,7 @@ pub struct CommandStats {
 #[derive(Default)]
 struct Totals {
     rows: Vec<CommandCounts>,
+    hists: Vec<Histogram>,
     errors: BTreeMap<String, u64>,
 }
 
@@ -149,6 +160,7 @@ impl CommandStats {
     pub fn tally(&self, commands: usize) -> Tally {
         Tally {
             rows: vec![CommandCounts::default(); commands],
+            hists: vec![None; commands],
             dirty: false,
             epoch: self.epoch.load(Ordering::Acquire),
         }
@@ -180,6 +192,14 @@ impl CommandStats {
             for (total, mine) in totals.rows.iter_mut().zip(&tally.rows) {
                 total.add(mine);
             }
+            if totals.hists.len() < tally.hists.len() {
+                totals.hists.resize(tally.hists.len(), [0; HIST_BUCKETS]);
+            }
+            for (total, mine) in totals.hists.iter_mut().zip(&tally.hists) {
+                for (t, m) in total.iter_mut().zip(mine.iter().flat_map(|h| h.iter())) {
+                    *t += m;
+                }
+            }
         }
         for (code, n) in errors.take_codes() {
             if let Some(count) = totals.errors.get_mut(&*code) {
@@ -199,6 +219,7 @@ impl CommandStats {
     pub fn reset(&self, tally: &mut Tally, errors: &mut ErrorTally) {
         let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
         totals.rows.clear();
+        totals.hists.clear();
         totals.errors.clear();
         tally.epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
         tally.clear();
@@ -214,6 +235,16 @@ impl CommandStats {
             .clone()
     }
 
+    /// The latency histograms of every table row (rows never timed may be
+    /// missing).
+    pub fn histograms(&self) -> Vec<Histogram> {
+        self.totals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .hists
+            .clone()
+    }
+
     /// Error replies by code, in byte order of the codes.
     pub fn errors(&self) -> Vec<(String, u64)> {
         let totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,13 +257,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn buckets_are_powers_of_two_microseconds() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1000), 0);
+        assert_eq!(bucket(1001), 1);
+        assert_eq!(bucket(2000), 1);
+        assert_eq!(bucket(3000), 2);
+        assert_eq!(bucket(1024 * 1000), 10);
+        assert_eq!(bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+
+    #[test]
     fn publish_adds_and_reset_drops_what_was_pending() {
         let stats = CommandStats::default();
         let (mut a, mut ea) = (stats.tally(3), ErrorTally::default());
         let (mut b, mut eb) = (stats.tally(3), ErrorTally::default());
-        assert!(a.times(1));
         a.called(1, Some(1000), false);
-        assert!(!a.times(1));
         a.called(1, None, true);
         ea.count("ERR x");
         b.rejected(2);
@@ -251,6 +291,9 @@ mod tests {
             }
         );
         assert_eq!(rows[1].usec(), 2.0);
+        // The timed call took 1 µs: the first bucket.
+        assert_eq!(stats.histograms()[1][0], 1);
+        assert_eq!(stats.histograms()[1][1..].iter().sum::<u64>(), 0);
         assert_eq!(stats.errors(), vec![("ERR".to_string(), 1)]);
         // b's pending count predates the reset: dropped.
         stats.reset(&mut a, &mut ea);

@@ -34,6 +34,14 @@
 //!   kept for later, a closed socket ends the wait (dropping the waiter
 //!   takes it out of every queue). After the reply the rest of the input
 //!   runs as usual.
+//! - `CLIENT PAUSE`: before each request the connection checks the pause
+//!   (one load); a held request waits for its end after the replies
+//!   before it are sent (`pause.rs`). A monitor's feed is written as it
+//!   comes, like pub/sub messages (`monitor.rs`).
+//! - The input buffer is given back when the clients' cron finds the
+//!   connection idle (`idle.rs`; no timer per read), and shrinks
+//!   once the requests no longer need its size, as Redis resizes its query
+//!   buffer (`CLIENT LIST` `qbuf-free` shows it).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -60,6 +68,10 @@ const FLUSH_BYTES: usize = 64 << 10;
 const READ_BYTES: usize = 16 << 10;
 /// Buffers grown past this by a large request or reply are given back.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
+/// An input buffer past this shrinks when the requests no longer need it
+/// (Redis's `PROTO_RESIZE_THRESHOLD`).
+const SHRINK_FROM_BYTES: usize = 32 << 10;
+
 /// A blocked client looks at its keys itself this often, in case a
 /// write's signal was missed (a fallback: writes wake waiters at once).
 const RECHECK: Duration = Duration::from_millis(100);
@@ -156,8 +168,19 @@ impl Connection {
                     Ok(0) | Err(_) => return Err(Closed),
                     Ok(n) => return Ok(n),
                 },
-                _ = self.session.info.killed() => return Err(Closed),
+                _ = self.session.info.attention() => {
+                    if self.session.info.is_killed() {
+                        return Err(Closed);
+                    }
+                    // The clients' cron found the connection idle (`idle.rs`).
+                    if self.session.info.take_release() && self.input.is_empty() {
+                        self.input = BytesMut::new();
+                        self.publish_query_buffer();
+                    }
+                    continue;
+                }
                 _ = self.session.pubsub.mail() => {}
+                _ = monitor_ready(&self.session.monitor) => {}
             }
             self.deliver().await?;
         }
@@ -166,6 +189,9 @@ impl Connection {
     /// Writes the messages queued for this client, a bounded amount at a
     /// time.
     async fn deliver(&mut self) -> Result<(), Closed> {
+        if let Some(watch) = &self.session.monitor {
+            watch.drain(&mut self.session.out.buf);
+        }
         loop {
             let more = self
                 .session
@@ -196,6 +222,7 @@ impl Connection {
             }
             if let Some(outcome) = reg.outcome() {
                 reply_blocked(&mut self.session, &reg, outcome);
+                crate::observe::blocked_replied(&mut self.session);
                 return Ok(());
             }
             let now = Instant::now();
@@ -204,6 +231,7 @@ impl Connection {
                 if now >= deadline {
                     let outcome = reg.time_out();
                     reply_blocked(&mut self.session, &reg, outcome);
+                    crate::observe::blocked_replied(&mut self.session);
                     return Ok(());
                 }
                 wait = wait.min(deadline - now);
@@ -284,6 +312,17 @@ impl Connection {
         if self.input.capacity() - len < want {
             self.input.reserve(want);
         }
+        self.publish_query_buffer();
+    }
+
+    /// `CLIENT LIST`'s `qbuf` and `qbuf-free`: the input not executed yet
+    /// and the room left in its buffer.
+    fn publish_query_buffer(&self) {
+        let info = &self.session.info;
+        info.query_buffer_bytes
+            .store(self.input.len(), Ordering::Relaxed);
+        info.query_buffer_free
+            .store(self.input.capacity() - self.input.len(), Ordering::Relaxed);
     }
 
     fn parse_limits(&self, limits: &Limits) -> ParseLimits {
@@ -335,6 +374,13 @@ impl Connection {
                     break Flow::Continue;
                 }
                 Ok(Progress::Complete { len }) => {
+                    if self.session.shared.pause.active() {
+                        self.wait_unpaused(consumed).await?;
+                    }
+                    self.session
+                        .info
+                        .query_buffer_bytes
+                        .store(self.input.len() - consumed, Ordering::Relaxed);
                     let args = self.parser.args(&self.input[consumed..]);
                     let from_input = self.parser.from_input();
                     let joined = loop {
@@ -377,15 +423,40 @@ impl Connection {
         };
         debug_assert!(self.pipeline.is_empty(), "the run executed first");
         self.input.advance(consumed);
-        if self.input.is_empty() && self.input.capacity() > KEEP_BUFFER_BYTES {
+        // A buffer grown by a large request shrinks back once the requests
+        // are small again (more than twice what this batch needed).
+        let peak = consumed.max(READ_BYTES);
+        if self.input.is_empty() && self.input.capacity() > (2 * peak).max(SHRINK_FROM_BYTES) {
             self.input = BytesMut::with_capacity(READ_BYTES);
         }
+        self.publish_query_buffer();
         let info = &self.session.info;
-        info.query_buffer_bytes
-            .store(self.input.len(), Ordering::Relaxed);
         info.last_active_ms
             .store(self.session.shared.now_ms(), Ordering::Relaxed);
         Ok(flow)
+    }
+
+    /// `CLIENT PAUSE`: while a pause holds the request parsed at
+    /// `consumed`, runs the pending run, sends the replies before it and
+    /// waits (counted in `blocked_clients`).
+    async fn wait_unpaused(&mut self, consumed: usize) -> Result<(), Closed> {
+        let held = {
+            let args = self.parser.args(&self.input[consumed..]);
+            crate::dispatch::pause_writes(&self.session, &args)
+        };
+        let Some(writes) = held else {
+            return Ok(());
+        };
+        let shared = self.session.shared.clone();
+        if shared.pause.holding(writes).is_none() {
+            return Ok(());
+        }
+        run_pipeline(&mut self.pipeline, &mut self.session, &self.input).await;
+        self.flush().await?;
+        tokio::select! {
+            _ = shared.pause.wait(writes) => Ok(()),
+            _ = self.session.info.killed() => Err(Closed),
+        }
     }
 
     /// Writes every queued reply. A client that takes none of it for
@@ -450,6 +521,14 @@ impl Connection {
             *buf = Vec::with_capacity(READ_BYTES);
         }
         Ok(())
+    }
+}
+
+/// Resolves when the monitor feed has lines (never without one).
+async fn monitor_ready(watch: &Option<crate::monitor::Watch>) {
+    match watch {
+        Some(w) => w.ready().await,
+        None => std::future::pending().await,
     }
 }
 

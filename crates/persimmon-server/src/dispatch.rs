@@ -29,6 +29,9 @@
 //!   a call (whether it replied an error, and for some calls the time,
 //!   see `cmdstats`) when the handler ran, a refusal when a check stopped
 //!   it.
+//! - Every handler call is timed (two clock reads) and shown to the
+//!   operators' views (`observe.rs`: monitors, slow log, latency events)
+//!   in `run`, the one place every command passes.
 //! - After every command, while the map is still held, the clients blocked
 //!   on keys the command wrote are served (`commands/blocking.rs`), so a
 //!   pushed element goes to a waiting BLPOP before the pusher's next
@@ -364,14 +367,17 @@ pub fn exec_refused(s: &Session, queued: &[Request]) -> Option<Error> {
 fn run(s: &mut Session, index: usize, args: Args<'_>) -> bool {
     let spec = s.commands.row(index);
     let errors = s.out.errors.seen();
-    let started = s.tally.times(index).then(Instant::now);
     let repl_mark = s.repl.cmds.len();
     s.repl.rewritten = false;
+    crate::observe::before(s, spec, &args);
+    let started = Instant::now();
     let failed = call_handler(s, index, args);
+    let nanos = started.elapsed().as_nanos() as u64;
     collect_propagation(s, spec, &args, failed, repl_mark);
-    let nanos = started.map(|t| t.elapsed().as_nanos() as u64);
     s.counters.commands += 1;
-    s.tally.called(index, nanos, s.out.errors.seen() != errors);
+    s.tally
+        .called(index, Some(nanos), s.out.errors.seen() != errors);
+    crate::observe::after(s, spec, &args, nanos);
     failed
 }
 
@@ -439,4 +445,39 @@ pub fn run_queued(s: &mut Session, args: Args<'_>) {
 pub fn execute_words(s: &mut Session, words: &[&[u8]]) {
     let request = Request::from_words(words);
     execute(s, request.args());
+}
+
+/// For `CLIENT PAUSE` (`pause.rs`): whether request `args` may write as a
+/// `WRITE` pause sees it — a `write` or `may_replicate` row, an `EXEC`
+/// whose queue holds one, a script that does not declare `no-writes` —
+/// or `None` when no pause holds it back: a request the checks refuse at
+/// once (unknown, wrong number of arguments) replies at once.
+pub fn pause_writes(s: &Session, args: &Args<'_>) -> Option<bool> {
+    let index = row_of(s, args)?;
+    let spec = s.commands.row(index);
+    if !spec.arity_ok(args.len()) {
+        return None;
+    }
+    let writes = match spec.name {
+        "exec" => s.multi.as_ref().is_some_and(|m| {
+            m.queued.iter().any(|q| {
+                let q = q.args();
+                row_of(s, &q).is_some_and(|i| request_writes(s, s.commands.row(i), &q))
+            })
+        }),
+        _ => request_writes(s, spec, args),
+    };
+    Some(writes)
+}
+
+/// Whether one request of row `spec` may write, as `CLIENT PAUSE WRITE`
+/// sees it (see [`pause_writes`]).
+fn request_writes(s: &Session, spec: &Spec, args: &Args<'_>) -> bool {
+    let scripts = &s.shared.scripts;
+    match spec.name {
+        "eval" => !scripts.declares_no_writes(Some(args.get(1)), b"", false),
+        "evalsha" => !scripts.declares_no_writes(None, args.get(1), false),
+        "fcall" => !scripts.declares_no_writes(None, args.get(1), true),
+        _ => spec.flags.contains(&"write") || spec.flags.contains(&"may_replicate"),
+    }
 }

@@ -17,7 +17,8 @@
 //! - `server`: opens the pool, listens, applies protected mode and
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
-//!   output buffer limits. `pipeline`: a read's consecutive plain SETs run
+//!   output buffer limits; `idle`: the clients' cron (idle buffers given
+//!   back). `pipeline`: a read's consecutive plain SETs run
 //!   as one grouped engine write (group commit), its collection writes as
 //!   one atomic unit (`unit_run`); `combiner`: the units of many
 //!   connections' collection writes combined into one (flat combining);
@@ -34,7 +35,11 @@
 //!   `pubsub`: channel and pattern subscriptions and how a published
 //!   message reaches each subscriber's connection; `notify`: keyspace
 //!   notifications (`notify-keyspace-events`), noted by the handlers and
-//!   published once the command's writes are durable.
+//!   published once the command's writes are durable; the operators' views:
+//!   `slowlog` (the slow log), `latency` (latency events), `monitor`
+//!   (the `MONITOR` feed), `observe` (what they see of each command),
+//!   `redact` (the arguments they hide), `pause`
+//!   (`CLIENT PAUSE`).
 //! - `protocol` (requests) and `reply` (RESP2/RESP3 replies); `config`;
 //!   `config_rewrite` (CONFIG REWRITE into the TOML file).
 //! - `repl`: replication (Redis's protocol): the write stream, its backlog,
@@ -67,10 +72,16 @@ mod dispatch;
 pub mod embedded;
 mod encoding;
 mod glob;
+mod idle;
+mod latency;
 mod longdouble;
+mod monitor;
+mod observe;
+mod pause;
 mod notify;
 mod pipeline;
 mod pubsub;
+mod redact;
 mod repl;
 mod runs;
 mod scan;
@@ -79,6 +90,7 @@ mod server;
 mod session;
 mod settings;
 mod shared;
+mod slowlog;
 mod unit_run;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};

@@ -151,6 +151,11 @@ impl Pipeline {
         if !from_input || s.shared.repl.is_active() {
             return Offer::Refused;
         }
+        // A monitor, or a slow log that keeps every command, sees each
+        // request run on its own (`observe.rs`).
+        if crate::observe::wants_each(s) {
+            return Offer::Refused;
+        }
         let kind = if runnable_as(s, args, "set", 3).is_some() {
             Kind::Set
         } else if runnable_as(s, args, "get", 2).is_some() {

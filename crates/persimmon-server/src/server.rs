@@ -128,6 +128,7 @@ pub(crate) fn run_with(
         crate::repl::link::supervise(&shared);
         crate::repl::upkeep::spawn(&shared);
         crate::combiner::spawn(&shared);
+        crate::idle::spawn(&shared);
         accept_loop(&shared, listener, signals).await;
         Ok(())
     });

@@ -34,7 +34,7 @@ use crate::cmdstats::Tally;
 use crate::shared::Shared;
 
 /// The Redis version whose commands and replies the server follows.
-pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 
 /// What the connection does after a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +128,13 @@ pub struct Session {
     /// queued (its ranges in `out`), which is sent all the same, as Redis
     /// sends pub/sub output whatever `CLIENT REPLY` says.
     pub pushed: Vec<std::ops::Range<usize>>,
+    /// A script's command is running (the monitors show it as `lua`'s).
+    pub in_script: bool,
+    /// The slow-log entry of the command that blocked, logged when it
+    /// replies (`observe.rs`).
+    pub slow_pending: Option<crate::slowlog::Entry>,
+    /// `MONITOR`: this client's membership of the monitors.
+    pub monitor: Option<crate::monitor::Watch>,
 }
 
 /// `CLIENT REPLY ON|OFF|SKIP` (pub/sub messages are sent in every mode).
@@ -161,6 +168,9 @@ impl Session {
             pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
             reply_mode: ReplyMode::On,
             pushed: Vec::new(),
+            in_script: false,
+            slow_pending: None,
+            monitor: None,
             store: Store::new(shared.keyspace.clone()),
             repl: crate::repl::client::ClientRepl::default(),
             map: Some(shared.keyspace.dbs.clone()),
@@ -201,13 +211,12 @@ impl Session {
 
     /// Counts one call of row `row` run outside `dispatch::execute` (a
     /// pipeline's run) as `execute` counts a command: the command count,
-    /// `INFO commandstats` (charged `share` ns when the tally times this
-    /// call; `failed`: it replied an error), and `CLIENT LIST`'s last
+    /// `INFO commandstats` (charged `share` ns; `failed`: it replied an
+    /// error), and `CLIENT LIST`'s last
     /// command.
     pub fn count_call(&mut self, row: usize, share: u64, failed: bool) {
-        let timed = self.tally.times(row).then_some(share);
         self.counters.commands += 1;
-        self.tally.called(row, timed, failed);
+        self.tally.called(row, Some(share), failed);
         self.info
             .last_command
             .store(row + 1, std::sync::atomic::Ordering::Relaxed);

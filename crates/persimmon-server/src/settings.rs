@@ -22,7 +22,9 @@
 //!   its `pubsub` class: hard, soft and soft seconds for the messages
 //!   waiting for a subscriber, see `pubsub.rs`; 0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
 //!   (new connections and AUTH; connections already in stay in, as in Redis),
-//!   `protected-mode` (new connections).
+//!   `protected-mode` (new connections), `slowlog-log-slower-than` and
+//!   `slowlog-max-len` (`slowlog.rs`), `latency-monitor-threshold`
+//!   (`latency.rs`).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
 //!   own test suite set, checked as Redis checks them and reported back by
 //!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
@@ -36,12 +38,17 @@
 //!   its reply anyway), `maxmemory-policy` and `maxmemory-samples`, `timeout`,
 //!   `tcp-keepalive`, `hz`, `dynamic-hz`, `activerehashing`,
 //!   `active-expire-effort`, `latency-tracking` and its percentiles,
-//!   `latency-monitor-threshold`, the `slowlog-*` settings,
 //!   `busy-reply-threshold` (`lua-time-limit`), `loglevel`, and the other
 //!   replication settings (`repl-timeout`: the links use Redis's default,
-//!   60 s).
+//!   60 s), and the rest of Redis 7.0's parameters (clustering, TLS, AOF
+//!   and RDB files, defragmentation, ...), so `CONFIG GET *` lists what
+//!   Redis 7.0 lists.
 //! - *Immutable*: fixed at startup (`bind`, `port`, `databases`, the pool's
-//!   own settings): `can't set immutable config`.
+//!   own settings, Redis's startup-only parameters such as `daemonize`):
+//!   `can't set immutable config`, unless the value given is the one it
+//!   has (nothing changes).
+//! - *Hidden*: Redis's test-only parameters (`key-load-delay`), shown by
+//!   `CONFIG GET` only when named, never by a pattern.
 //! - *Protected*: `dir`, as in Redis without `enable-protected-configs`.
 //!
 //! The config file's `[settings]` table holds parameters by these names;
@@ -57,7 +64,7 @@
 //! - The live limits are relaxed atomics: connections read them once per
 //!   batch of requests (or per accepted connection), never under the lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -82,6 +89,8 @@ enum Kind {
     Percentiles,
     /// `notify-keyspace-events`: class letters (`notify.rs`).
     KeyspaceEvents,
+    /// `maxmemory-clients`: a byte count or a percentage (`10%`).
+    MemoryOrPercent,
 }
 
 /// How a parameter's value is written in the TOML config file.
@@ -122,6 +131,8 @@ struct Param {
     kind: Kind,
     access: Access,
     default: &'static str,
+    /// Left out of `CONFIG GET` patterns (shown when named).
+    hidden: bool,
 }
 
 const fn param(name: &'static str, kind: Kind, access: Access, default: &'static str) -> Param {
@@ -131,6 +142,14 @@ const fn param(name: &'static str, kind: Kind, access: Access, default: &'static
         kind,
         access,
         default,
+        hidden: false,
+    }
+}
+
+const fn hidden(name: &'static str, kind: Kind, access: Access, default: &'static str) -> Param {
+    Param {
+        hidden: true,
+        ..param(name, kind, access, default)
     }
 }
 
@@ -147,6 +166,7 @@ const fn aliased(
         kind,
         access,
         default,
+        hidden: false,
     }
 }
 
@@ -166,6 +186,15 @@ const MAXMEMORY_POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
+const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
+const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
+const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
+const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
+const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
+const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
+const SHUTDOWN_ON_SIGINT: &[&str] = &["default", "save", "nosave", "now", "force"];
+const SHUTDOWN_ON_SIGTERM: &[&str] = &["default", "save", "nosave", "now", "force"];
+const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
 
@@ -220,9 +249,9 @@ static PARAMS: &[Param] = &[
     aliased("busy-reply-threshold", "lua-time-limit", Kind::Int(0, LONG_MAX), NoEffect, "5000"),
     param("latency-tracking",                  BOOL,                          NoEffect,  "yes"),
     param("latency-tracking-info-percentiles", Kind::Percentiles,             NoEffect,  "50 99 99.9"),
-    param("latency-monitor-threshold",         Kind::Int(0, LONG_MAX),        NoEffect,  "0"),
-    param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       NoEffect,  "10000"),
-    param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        NoEffect,  "128"),
+    param("latency-monitor-threshold",         Kind::Int(0, LONG_MAX),        Live,      "0"),
+    param("slowlog-log-slower-than",           Kind::Int(-1, LONG_MAX),       Live,      "10000"),
+    param("slowlog-max-len",                   Kind::Int(0, LONG_MAX),        Live,      "128"),
     param("loglevel",                          Kind::Enum(LOGLEVELS),         NoEffect,  "notice"),
     param("notify-keyspace-events",            Kind::KeyspaceEvents,          Live,      ""),
     // Replication (`repl/`).
@@ -234,6 +263,137 @@ static PARAMS: &[Param] = &[
     param("masterauth",                        TEXT,                          Live,      ""),
     param("repl-timeout",                      Kind::Int(1, INT_MAX),         NoEffect,  "60"),
     param("repl-backlog-size",                 Kind::Memory(1, LONG_MAX as u64), Live, "1048576"),
+    // The rest of Redis 7.0's parameters: checked as Redis checks them and
+    // reported, with no effect here (clustering, TLS, AOF and RDB files,
+    // defragmentation, ACL files, process management, ...); the immutable
+    // ones are Redis's startup-only parameters.
+    param("acl-pubsub-default",                   Kind::Enum(ACL_PUBSUB_DEFAULT),      NoEffect,   "resetchannels"),
+    param("aclfile",                              TEXT,                                Immutable,  ""),
+    param("acllog-max-len",                       Kind::Int(0, LONG_MAX),              NoEffect,   "128"),
+    param("active-defrag-cycle-max",              Kind::Int(1, 99),                    NoEffect,   "25"),
+    param("active-defrag-cycle-min",              Kind::Int(1, 99),                    NoEffect,   "1"),
+    param("active-defrag-ignore-bytes",           Kind::Memory(0, LONG_MAX as u64),    NoEffect,   "104857600"),
+    param("active-defrag-max-scan-fields",        Kind::Int(1, LONG_MAX),              NoEffect,   "1000"),
+    param("active-defrag-threshold-lower",        Kind::Int(0, 1000),                  NoEffect,   "10"),
+    param("active-defrag-threshold-upper",        Kind::Int(0, 1000),                  NoEffect,   "100"),
+    param("activedefrag",                         BOOL,                                NoEffect,   "no"),
+    param("always-show-logo",                     BOOL,                                Immutable,  "no"),
+    param("aof-disable-auto-gc",                  BOOL,                                NoEffect,   "no"),
+    param("aof-load-truncated",                   BOOL,                                NoEffect,   "yes"),
+    param("aof-rewrite-incremental-fsync",        BOOL,                                NoEffect,   "yes"),
+    param("aof-timestamp-enabled",                BOOL,                                NoEffect,   "no"),
+    param("aof-use-rdb-preamble",                 BOOL,                                NoEffect,   "yes"),
+    param("aof_rewrite_cpulist",                  TEXT,                                Immutable,  ""),
+    param("appenddirname",                        TEXT,                                Immutable,  "appendonlydir"),
+    param("appendfilename",                       TEXT,                                Immutable,  "appendonly.aof"),
+    param("auto-aof-rewrite-min-size",            Kind::Memory(0, LONG_MAX as u64),    NoEffect,   "67108864"),
+    param("auto-aof-rewrite-percentage",          Kind::Int(0, INT_MAX),               NoEffect,   "100"),
+    param("bgsave_cpulist",                       TEXT,                                Immutable,  ""),
+    param("bind-source-addr",                     TEXT,                                NoEffect,   ""),
+    param("bio_cpulist",                          TEXT,                                Immutable,  ""),
+    param("cluster-allow-pubsubshard-when-down",  BOOL,                                NoEffect,   "yes"),
+    param("cluster-allow-reads-when-down",        BOOL,                                NoEffect,   "no"),
+    param("cluster-allow-replica-migration",      BOOL,                                NoEffect,   "yes"),
+    param("cluster-announce-bus-port",            Kind::Int(0, 65535),                 NoEffect,   "0"),
+    param("cluster-announce-hostname",            TEXT,                                NoEffect,   ""),
+    param("cluster-announce-ip",                  TEXT,                                NoEffect,   ""),
+    param("cluster-announce-port",                Kind::Int(0, 65535),                 NoEffect,   "0"),
+    param("cluster-announce-tls-port",            Kind::Int(0, 65535),                 NoEffect,   "0"),
+    param("cluster-config-file",                  TEXT,                                Immutable,  "nodes.conf"),
+    param("cluster-enabled",                      BOOL,                                Immutable,  "no"),
+    param("cluster-link-sendbuf-limit",           Kind::Memory(0, LONG_MAX as u64),    NoEffect,   "0"),
+    param("cluster-migration-barrier",            Kind::Int(0, INT_MAX),               NoEffect,   "1"),
+    param("cluster-node-timeout",                 Kind::Int(0, LONG_MAX),              NoEffect,   "15000"),
+    param("cluster-port",                         Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "0"),
+    param("cluster-preferred-endpoint-type",      Kind::Enum(CLUSTER_PREFERRED_ENDPOINT_TYPE), NoEffect,   "ip"),
+    param("cluster-replica-no-failover",          BOOL,                                NoEffect,   "no"),
+    aliased("cluster-replica-validity-factor"     , "cluster-slave-validity-factor", Kind::Int(0, INT_MAX), NoEffect, "10"),
+    param("cluster-require-full-coverage",        BOOL,                                NoEffect,   "yes"),
+    param("cluster-slave-no-failover",            BOOL,                                NoEffect,   "no"),
+    param("crash-log-enabled",                    BOOL,                                NoEffect,   "yes"),
+    param("crash-memcheck-enabled",               BOOL,                                NoEffect,   "yes"),
+    param("daemonize",                            BOOL,                                Immutable,  "no"),
+    param("dbfilename",                           TEXT,                                Protected,  "dump.rdb"),
+    param("disable-thp",                          BOOL,                                Immutable,  "yes"),
+    param("enable-debug-command",                 BOOL,                                Immutable,  "no"),
+    param("enable-module-command",                BOOL,                                Immutable,  "no"),
+    param("enable-protected-configs",             BOOL,                                Immutable,  "no"),
+    param("ignore-warnings",                      TEXT,                                NoEffect,   ""),
+    param("io-threads",                           Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "1"),
+    param("io-threads-do-reads",                  BOOL,                                Immutable,  "no"),
+    param("jemalloc-bg-thread",                   BOOL,                                NoEffect,   "yes"),
+    param("lfu-decay-time",                       Kind::Int(0, INT_MAX),               NoEffect,   "1"),
+    param("lfu-log-factor",                       Kind::Int(0, INT_MAX),               NoEffect,   "10"),
+    param("logfile",                              TEXT,                                Immutable,  ""),
+    param("masteruser",                           TEXT,                                NoEffect,   ""),
+    param("maxmemory-clients",                    Kind::MemoryOrPercent,               NoEffect,   "0"),
+    param("maxmemory-eviction-tenacity",          Kind::Int(0, 100),                   NoEffect,   "10"),
+    param("no-appendfsync-on-rewrite",            BOOL,                                NoEffect,   "no"),
+    param("notify-keyspace-events",               TEXT,                                NoEffect,   ""),
+    param("oom-score-adj",                        Kind::Enum(OOM_SCORE_ADJ),           NoEffect,   "no"),
+    param("oom-score-adj-values",                 TEXT,                                NoEffect,   "0 200 800"),
+    param("pidfile",                              TEXT,                                Immutable,  ""),
+    param("proc-title-template",                  TEXT,                                NoEffect,   "{title} {listen-addr} {server-mode}"),
+    param("propagation-error-behavior",           Kind::Enum(PROPAGATION_ERROR_BEHAVIOR), NoEffect,   "ignore"),
+    param("rdb-del-sync-files",                   BOOL,                                NoEffect,   "no"),
+    param("rdb-save-incremental-fsync",           BOOL,                                NoEffect,   "yes"),
+    param("rdbchecksum",                          BOOL,                                Immutable,  "yes"),
+    param("rdbcompression",                       BOOL,                                NoEffect,   "yes"),
+    param("repl-backlog-ttl",                     Kind::Int(0, LONG_MAX),              NoEffect,   "3600"),
+    param("repl-disable-tcp-nodelay",             BOOL,                                NoEffect,   "no"),
+    param("repl-diskless-load",                   Kind::Enum(REPL_DISKLESS_LOAD),      NoEffect,   "disabled"),
+    param("repl-diskless-sync",                   BOOL,                                NoEffect,   "yes"),
+    param("repl-diskless-sync-delay",             Kind::Int(0, INT_MAX),               NoEffect,   "5"),
+    param("repl-diskless-sync-max-replicas",      Kind::Int(0, INT_MAX),               NoEffect,   "0"),
+    aliased("replica-announce-ip"                 , "slave-announce-ip", TEXT, NoEffect, ""),
+    aliased("replica-announce-port"               , "slave-announce-port", Kind::Int(0, 65535), NoEffect, "0"),
+    param("replica-announced",                    BOOL,                                NoEffect,   "yes"),
+    param("replica-ignore-disk-write-errors",     BOOL,                                NoEffect,   "no"),
+    param("replica-ignore-maxmemory",             BOOL,                                NoEffect,   "yes"),
+    param("replica-lazy-flush",                   BOOL,                                NoEffect,   "no"),
+    aliased("replica-priority"                    , "slave-priority", Kind::Int(0, INT_MAX), NoEffect, "100"),
+    aliased("replicaof"                           , "slaveof", TEXT, Immutable, ""),
+    param("sanitize-dump-payload",                Kind::Enum(SANITIZE_DUMP_PAYLOAD),   NoEffect,   "no"),
+    param("server_cpulist",                       TEXT,                                Immutable,  ""),
+    param("set-proc-title",                       BOOL,                                Immutable,  "yes"),
+    param("shutdown-on-sigint",                   Kind::Enum(SHUTDOWN_ON_SIGINT),      NoEffect,   "default"),
+    param("shutdown-on-sigterm",                  Kind::Enum(SHUTDOWN_ON_SIGTERM),     NoEffect,   "default"),
+    param("shutdown-timeout",                     Kind::Int(0, INT_MAX),               NoEffect,   "10"),
+    param("slave-ignore-maxmemory",               BOOL,                                NoEffect,   "yes"),
+    param("slave-lazy-flush",                     BOOL,                                NoEffect,   "no"),
+    param("socket-mark-id",                       Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "0"),
+    param("stop-writes-on-bgsave-error",          BOOL,                                NoEffect,   "yes"),
+    param("supervised",                           BOOL,                                Immutable,  "no"),
+    param("syslog-enabled",                       BOOL,                                Immutable,  "no"),
+    param("syslog-facility",                      TEXT,                                Immutable,  "local0"),
+    param("syslog-ident",                         TEXT,                                Immutable,  "redis"),
+    param("tcp-backlog",                          Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "511"),
+    param("tls-auth-clients",                     Kind::Enum(TLS_AUTH_CLIENTS),        NoEffect,   "yes"),
+    param("tls-ca-cert-dir",                      TEXT,                                NoEffect,   ""),
+    param("tls-ca-cert-file",                     TEXT,                                NoEffect,   ""),
+    param("tls-cert-file",                        TEXT,                                NoEffect,   ""),
+    param("tls-ciphers",                          TEXT,                                NoEffect,   ""),
+    param("tls-ciphersuites",                     TEXT,                                NoEffect,   ""),
+    param("tls-client-cert-file",                 TEXT,                                NoEffect,   ""),
+    param("tls-client-key-file",                  TEXT,                                NoEffect,   ""),
+    param("tls-client-key-file-pass",             TEXT,                                NoEffect,   ""),
+    param("tls-cluster",                          BOOL,                                NoEffect,   "no"),
+    param("tls-dh-params-file",                   TEXT,                                NoEffect,   ""),
+    param("tls-key-file",                         TEXT,                                NoEffect,   ""),
+    param("tls-key-file-pass",                    TEXT,                                NoEffect,   ""),
+    param("tls-port",                             Kind::Int(0, 65535),                 NoEffect,   "0"),
+    param("tls-prefer-server-ciphers",            BOOL,                                NoEffect,   "no"),
+    param("tls-protocols",                        TEXT,                                NoEffect,   ""),
+    param("tls-replication",                      BOOL,                                NoEffect,   "no"),
+    param("tls-session-cache-size",               Kind::Int(0, INT_MAX),               NoEffect,   "20480"),
+    param("tls-session-cache-timeout",            Kind::Int(0, INT_MAX),               NoEffect,   "300"),
+    param("tls-session-caching",                  BOOL,                                NoEffect,   "yes"),
+    param("tracking-table-max-keys",              Kind::Int(0, LONG_MAX),              NoEffect,   "1000000"),
+    param("unixsocket",                           TEXT,                                Immutable,  ""),
+    param("unixsocketperm",                       Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "0"),
+    // Hidden parameters: shown only when asked for by name, as in Redis.
+    hidden("key-load-delay",                   Kind::Int(i32::MIN as i64, INT_MAX), NoEffect, "0"),
+    hidden("rdb-key-save-delay",               Kind::Int(i32::MIN as i64, INT_MAX), NoEffect, "0"),
     // The pool's own settings (Persimmon's; fixed when the server starts).
     param("pool",                              TEXT,                          Immutable, ""),
     param("durability",                        TEXT,                          Immutable, ""),
@@ -264,6 +424,11 @@ pub struct Settings {
     notify_flags: AtomicU32,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    /// `slowlog-log-slower-than` (µs; -1: off), `slowlog-max-len`,
+    /// `latency-monitor-threshold` (ms; 0: off), read after every command.
+    slowlog_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
+    latency_threshold: AtomicU64,
     requirepass: Mutex<Option<Arc<[u8]>>>,
     /// The `pubsub` class of `client-output-buffer-limit`: hard bytes,
     /// soft bytes, soft seconds (0: no limit), as `pubsub.rs` applies it.
@@ -328,6 +493,9 @@ impl Settings {
             notify_flags: AtomicU32::new(0),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
+            slowlog_slower_than: AtomicI64::new(-1),
+            slowlog_max_len: AtomicU64::new(0),
+            latency_threshold: AtomicU64::new(0),
             requirepass: Mutex::new(None),
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
@@ -422,6 +590,21 @@ impl Settings {
             && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
     }
 
+    /// `slowlog-log-slower-than` in microseconds (negative: no log).
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Ordering::Relaxed)
+    }
+
+    /// `slowlog-max-len`: entries the slow log keeps.
+    pub fn slowlog_max_len(&self) -> usize {
+        self.slowlog_max_len.load(Ordering::Relaxed) as usize
+    }
+
+    /// `latency-monitor-threshold` in milliseconds (0: no monitoring).
+    pub fn latency_threshold(&self) -> u64 {
+        self.latency_threshold.load(Ordering::Relaxed)
+    }
+
     pub fn output_buffer_limit(&self) -> usize {
         self.output_buffer_limit.load(Ordering::Relaxed)
     }
@@ -457,7 +640,7 @@ impl Settings {
                 continue;
             }
             let pattern = pattern.to_ascii_lowercase();
-            for (i, p) in PARAMS.iter().enumerate() {
+            for (i, p) in PARAMS.iter().enumerate().filter(|(_, p)| !p.hidden) {
                 for name in std::iter::once(p.name).chain(p.alias) {
                     if crate::glob::matches(&pattern, name.as_bytes()) {
                         add(name.as_bytes(), i);
@@ -472,7 +655,7 @@ impl Settings {
     /// text (without the `ERR ` code).
     pub fn set(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
         let mut values = lock(&self.values);
-        let found = find_params(pairs)?;
+        let found = find_params(pairs, &values)?;
         let mut parsed = Vec::with_capacity(pairs.len());
         for (&i, &(_, value)) in found.iter().zip(pairs) {
             let p = &PARAMS[i];
@@ -533,6 +716,15 @@ impl Settings {
                 .min_replicas_to_write
                 .store(number(), Ordering::Relaxed),
             "min-replicas-max-lag" => self.min_replicas_max_lag.store(number(), Ordering::Relaxed),
+            "slowlog-log-slower-than" => {
+                let n = std::str::from_utf8(value).ok().and_then(|t| t.parse().ok());
+                self.slowlog_slower_than
+                    .store(n.unwrap_or(-1), Ordering::Relaxed)
+            }
+            "slowlog-max-len" => self.slowlog_max_len.store(number(), Ordering::Relaxed),
+            "latency-monitor-threshold" => {
+                self.latency_threshold.store(number(), Ordering::Relaxed)
+            }
             "protected-mode" => self
                 .protected_mode
                 .store(value == b"yes", Ordering::Relaxed),
@@ -558,9 +750,9 @@ fn index_of(name: &[u8]) -> Option<usize> {
 
 /// The parameters a `CONFIG SET` names, or Redis's error for the first
 /// name that cannot be set (unknown, immutable, protected, or given twice).
-fn find_params(pairs: &[(&[u8], &[u8])]) -> Result<Vec<usize>, String> {
+fn find_params(pairs: &[(&[u8], &[u8])], values: &[Vec<u8>]) -> Result<Vec<usize>, String> {
     let mut found: Vec<usize> = Vec::with_capacity(pairs.len());
-    for &(name, _) in pairs {
+    for &(name, value) in pairs {
         let shown = String::from_utf8_lossy(name);
         let Some(i) = index_of(name) else {
             return Err(format!(
@@ -571,6 +763,8 @@ fn find_params(pairs: &[(&[u8], &[u8])]) -> Result<Vec<usize>, String> {
             format!("CONFIG SET failed (possibly related to argument '{shown}') - {reason}")
         };
         match PARAMS[i].access {
+            // The value it has already: nothing to change, accepted.
+            Immutable if values[i] == value => {}
             Immutable => return Err(refused("can't set immutable config")),
             Protected => return Err(refused("can't set protected config")),
             Live | NoEffect => {}
@@ -640,7 +834,25 @@ fn normalize(kind: Kind, value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
             Some(flags) => crate::notify::format(flags).into_bytes(),
             None => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
         },
+        Kind::MemoryOrPercent => normalize_memory_or_percent(value)?,
     })
+}
+
+/// A byte count, or a percentage up to 100 (`maxmemory-clients`).
+fn normalize_memory_or_percent(value: &[u8]) -> Result<Vec<u8>, String> {
+    let bad = || "argument must be a memory or percent value".to_string();
+    let Some(digits) = value.strip_suffix(b"%") else {
+        return parse_memory(value)
+            .map(|n| n.to_string().into_bytes())
+            .ok_or_else(bad);
+    };
+    let n = persimmon_resp::parse_i64(digits)
+        .filter(|n| *n >= 0)
+        .ok_or_else(bad)?;
+    if n > 100 {
+        return Err("percentage argument must be less or equal to 100".into());
+    }
+    Ok(format!("{n}%").into_bytes())
 }
 
 /// A byte count as Redis writes one: digits and an optional unit, `b`,

@@ -2,7 +2,8 @@
 //! databases, `persimmon_types::Keyspace`), the configuration (fixed at
 //! startup) and the run-time settings (`CONFIG SET`), the counters for
 //! `INFO`, the registry of connected clients (`CLIENT LIST`), the clients
-//! blocked on keys, the SCAN snapshots and the shutdown signal.
+//! blocked on keys, the SCAN snapshots, the operators' views (slow log,
+//! latency events, monitors, client pause) and the shutdown signal.
 //!
 //! Invariants:
 //! - `Shared` holds the key space, which owns the `Db`: the pool closes
@@ -68,6 +69,12 @@ pub struct Shared {
     pub repl: crate::repl::state::Replication,
     /// Lua scripts: the interpreter, its cache, the running script.
     pub scripts: crate::script::state::Scripts,
+    /// `SLOWLOG` (`slowlog.rs`), `LATENCY` (`latency.rs`), `MONITOR`
+    /// (`monitor.rs`), `CLIENT PAUSE` (`pause.rs`).
+    pub slowlog: crate::slowlog::Slowlog,
+    pub latency: crate::latency::Latency,
+    pub monitors: Arc<crate::monitor::Monitors>,
+    pub pause: crate::pause::Pause,
     shutdown: watch::Sender<bool>,
 }
 
@@ -183,6 +190,10 @@ impl Shared {
             pubsub: Arc::default(),
             repl: crate::repl::state::Replication::new(),
             scripts: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            monitors: Arc::default(),
+            pause: Default::default(),
             shutdown,
         }
     }

@@ -1,6 +1,6 @@
 //! The COMMAND subcommands, one handler each: what the command table says
 //! about each command, in Redis 7's shapes (COMMAND, COUNT, INFO, DOCS,
-//! LIST [FILTERBY], GETKEYS, HELP).
+//! LIST [FILTERBY], GETKEYS, GETKEYSANDFLAGS, HELP).
 //!
 //! Invariants:
 //! - Everything here is read from the table through `Session::commands`
@@ -124,7 +124,7 @@ fn docs_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
     }
 }
 
-const COMMAND_HELP: [&str; 17] = [
+const COMMAND_HELP: [&str; 19] = [
     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "(no subcommand)",
     "    Describe every command (as INFO does).",
@@ -138,6 +138,8 @@ const COMMAND_HELP: [&str; 17] = [
     "    Summary, version and group of the named commands (all without names).",
     "GETKEYS <full-command>",
     "    The keys the given command (name and arguments) would use.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    The keys the given command would use, each with its flags (RW, access...).",
     "HELP",
     "    Print this help.",
     "",
@@ -248,6 +250,35 @@ pub fn list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 /// (a subcommand's, for a container) puts them.
 pub fn getkeys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let words: Vec<&[u8]> = a.from(2).collect();
+    let (_, positions) = keys_of(s, &words)?;
+    s.out.array(positions.len());
+    for p in positions {
+        s.out.bulk(words[p]);
+    }
+    Ok(())
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...]: each key with its key-spec
+/// flags (`keyflags.rs`).
+pub fn getkeysandflags(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let words: Vec<&[u8]> = a.from(2).collect();
+    let (spec, positions) = keys_of(s, &words)?;
+    s.out.array(positions.len());
+    for (i, &p) in positions.iter().enumerate() {
+        s.out.array(2);
+        s.out.bulk(words[p]);
+        let flags = super::keyflags::of(spec, i, positions.len());
+        s.out.set(flags.len());
+        for f in flags {
+            s.out.bulk(f.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The row a GETKEYS request names and the positions of its keys in
+/// `words` (the command name first), or Redis's error.
+fn keys_of(s: &Session, words: &[&[u8]]) -> Result<(&'static Spec, Vec<usize>), Error> {
     let Some(Ok(index)) = s.commands.resolve(words.iter().copied()) else {
         return Err(Error::new("ERR Invalid command specified"));
     };
@@ -262,11 +293,7 @@ pub fn getkeys(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let positions = spec
         .keys
-        .positions(&words)
+        .positions(words)
         .ok_or_else(|| Error::new("ERR Invalid arguments specified for command"))?;
-    s.out.array(positions.len());
-    for p in positions {
-        s.out.bulk(words[p]);
-    }
-    Ok(())
+    Ok((spec, positions))
 }

@@ -1,6 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
 //! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
-//! NO-TOUCH, UNBLOCK, KILL, REPLY, HELP), one handler each.
+//! UNBLOCK, KILL, REPLY, HELP), one handler each (PAUSE and UNPAUSE are in
+//! `pause.rs`).
 //!
 //! Invariants:
 //! - A password is compared without stopping at the first differing byte,
@@ -175,7 +176,7 @@ fn check_client_name(name: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-const CLIENT_HELP: [&str; 24] = [
+const CLIENT_HELP: [&str; 30] = [
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID",
     "    Return the ID of the current connection.",
@@ -189,6 +190,12 @@ const CLIENT_HELP: [&str; 24] = [
     "    Return information about client connections.",
     "INFO",
     "    Return information about the current client connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect the current client connection from eviction (nothing is evicted here).",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
     "REPLY (ON|OFF|SKIP)",
@@ -238,11 +245,6 @@ pub fn client_info(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
 
 /// CLIENT NO-EVICT ON|OFF: nothing is ever evicted.
 pub fn client_no_evict(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    on_or_off(s, &a)
-}
-
-/// CLIENT NO-TOUCH ON|OFF: no access time is kept.
-pub fn client_no_touch(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     on_or_off(s, &a)
 }
 
@@ -499,7 +501,9 @@ fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
     Ok(f)
 }
 
-/// One `CLIENT LIST` line (a subset of Redis's fields, same format).
+/// One `CLIENT LIST` line: Redis 7.0's fields in its order (the output
+/// buffer figures are 0: replies leave with each batch), then the client
+/// library's name and version.
 fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     use std::fmt::Write;
     let now = s.shared.now_ms();
@@ -509,11 +513,14 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         i => s.commands.row(i - 1).name,
     };
     let text_of = |m: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&lock(m)).into_owned();
+    let qbuf = c.query_buffer_bytes.load(Ordering::Relaxed);
+    let qbuf_free = c.query_buffer_free.load(Ordering::Relaxed);
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 \
-         multi=-1 qbuf={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 events=r cmd={} \
-         user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 \
+         multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 \
+         oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} \
+         lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -521,17 +528,27 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text_of(&c.name),
         c.created.elapsed().as_secs(),
         idle,
-        match c.client_type() {
-            "pubsub" => "P",
-            "slave" => "S",
-            _ => "N",
-        },
+        client_flags(c),
+        c.db.load(Ordering::Relaxed),
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
-        c.query_buffer_bytes.load(Ordering::Relaxed),
+        qbuf + qbuf_free,
+        qbuf + qbuf_free,
+        qbuf + qbuf_free + std::mem::size_of::<ClientInfo>(),
         cmd,
         c.resp.load(Ordering::Relaxed),
         text_of(&c.lib_name),
         text_of(&c.lib_ver),
     );
+}
+
+/// `CLIENT LIST`'s `flags=`: `S` a replica's feed, `O` a monitor, `P`
+/// subscribed, else `N`.
+fn client_flags(c: &ClientInfo) -> &'static str {
+    match c.client_type() {
+        "slave" => "S",
+        _ if c.monitor.load(Ordering::Relaxed) => "O",
+        "pubsub" => "P",
+        _ => "N",
+    }
 }

@@ -73,7 +73,7 @@ const SECTIONS: [(&str, &str, bool, Section); 14] = [
     ("modules", "Modules", true, |_, _| {}),
     ("commandstats", "Commandstats", false, commandstats_section),
     ("errorstats", "Errorstats", true, errorstats_section),
-    ("latencystats", "Latencystats", false, |_, _| {}),
+    ("latencystats", "Latencystats", false, latencystats_section),
     ("cluster", "Cluster", true, |out, _| {
         out.line("cluster_enabled", &0)
     }),
@@ -240,7 +240,10 @@ fn clients_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
     out.line("maxclients", &shared.settings.maxclients());
     out.line("client_recent_max_input_buffer", &max_input);
     out.zeros(&["client_recent_max_output_buffer"]);
-    out.line("blocked_clients", &shared.blocked.count());
+    out.line(
+        "blocked_clients",
+        &(shared.blocked.count() + shared.pause.waiting()),
+    );
     out.zeros(&["tracking_clients", "clients_in_timeout_table"]);
 }
 
@@ -638,6 +641,53 @@ fn commandstats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
             ),
         );
     }
+}
+
+/// Each command's latency percentiles (`latency-tracking-info-percentiles`)
+/// from its histogram (`cmdstats.rs`): the upper bound in microseconds of
+/// the power-of-two bucket the percentile falls in. Nothing while
+/// `latency-tracking` is `no`.
+fn latencystats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {
+    let settings = &ctx.shared.settings;
+    if settings.value("latency-tracking").as_deref() != Some(b"yes") {
+        return;
+    }
+    let wanted = settings
+        .value("latency-tracking-info-percentiles")
+        .unwrap_or_default();
+    let wanted: Vec<f64> = String::from_utf8_lossy(&wanted)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let hists = ctx.shared.command_stats.histograms();
+    for (spec, h) in ctx.commands.iter().zip(&hists) {
+        let total: u64 = h.iter().sum();
+        if total == 0 {
+            continue;
+        }
+        let values: Vec<String> = wanted
+            .iter()
+            .map(|p| format!("p{p}={:.3}", percentile(h, total, *p)))
+            .collect();
+        out.line(
+            &format!("latency_percentiles_usec_{}", safe(spec.name)),
+            &values.join(","),
+        );
+    }
+}
+
+/// The upper bound (µs) of the bucket holding percentile `p` of `total`
+/// calls.
+fn percentile(h: &crate::cmdstats::Histogram, total: u64, p: f64) -> f64 {
+    let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (bucket, n) in h.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return (1u64 << bucket) as f64;
+        }
+    }
+    (1u64 << (h.len() - 1)) as f64
 }
 
 fn errorstats_section(out: &mut Lines<'_>, ctx: &Ctx<'_>) {

@@ -264,6 +264,12 @@ pub fn db_index(s: &Session, arg: &[u8]) -> Result<usize, Error> {
 
 pub fn select(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.store.db = db_index(s, a.get(1))?;
+    if !s.in_script {
+        // A script's SELECT lasts only for the script.
+        s.info
+            .db
+            .store(s.store.db, std::sync::atomic::Ordering::Relaxed);
+    }
     s.out.ok();
     Ok(())
 }

@@ -201,7 +201,9 @@ pub fn reset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.multi = None;
     s.store.watched.clear();
     s.store.db = 0;
+    s.info.db.store(0, std::sync::atomic::Ordering::Relaxed);
     s.pubsub.clear();
+    s.monitor = None;
     s.out.resp3 = false;
     s.info.resp.store(2, std::sync::atomic::Ordering::Relaxed);
     s.info

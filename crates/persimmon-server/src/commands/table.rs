@@ -27,9 +27,10 @@
 //!   the other clients on the same worker.
 
 use super::{
-    bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
-    hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
-    replication, scripting, server, sets, sort, stream_groups, stream_read, streams, strings,
+    bitfield, bits, blocking, cluster, command, config, connection, dump, expire, geo, hash_walk,
+    hashes, hll, info, keys, latency, lcs, lists, memory, migrate, monitor, multi, object, ordered,
+    pause, pubsub, randomkey, rename, replication, scripting, server, sets, slowlog, sort,
+    stream_groups, stream_read, streams, strings,
     zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
@@ -99,10 +100,11 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("client|list",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_list,       "Describes the connections, one line each (TYPE, ID)."),
       spec!("client|info",           2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.2.0",  "connection", connection::client_info,       "Describes the connection, as a CLIENT LIST line."),
       spec!("client|no-evict",       3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "connection", connection::client_no_evict,   "Replies OK to ON or OFF (nothing is evicted)."),
-      spec!("client|no-touch",       3, ["noscript", "loading", "stale"],            [0,  0, 0], "7.2.0",  "connection", connection::client_no_touch,   "Replies OK to ON or OFF (no access time is kept)."),
       spec!("client|unblock",       -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "5.0.0",  "connection", connection::client_unblock,    "Ends the wait of a client blocked on keys, as a timeout or with an error (TIMEOUT, ERROR)."),
-      spec!("client|kill",          -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_kill,       "Closes connections, by address or by filters (ID, TYPE, USER, ADDR, LADDR, SKIPME)."),
+      spec!("client|kill",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.4.0",  "connection", connection::client_kill,       "Closes connections, by address or by filters (ID, TYPE, USER, ADDR, LADDR, SKIPME)."),
       spec!("client|reply",          3, ["noscript", "loading", "stale"],            [0,  0, 0], "3.2.0",  "connection", connection::client_reply,      "Turns the replies to the connection ON, OFF, or off for the next command (SKIP)."),
+      spec!("client|pause",         -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "3.0.0",  "connection", pause::client_pause,       "Holds the clients' commands (ALL) or their writes (WRITE) back for that many milliseconds."),
+      spec!("client|unpause",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.2.0",  "connection", pause::client_unpause,     "Ends CLIENT PAUSE: the held clients' commands run."),
       spec!("client|help",          -2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "connection", connection::client_help,       "Describes the CLIENT subcommands."),
     spec!("command",       -1, ["loading", "stale"],         [0,  0, 0], "2.8.13", "server",     command::command,     "Returns details about the commands (COUNT, INFO, DOCS, LIST, GETKEYS)."),
       spec!("command|count",         2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::count,                "Returns the number of commands."),
@@ -110,6 +112,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("command|docs",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::docs,                 "Returns summary, version and group of commands (all without names)."),
       spec!("command|list",         -2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "server",     command::list,                 "Returns the names of the commands and subcommands (FILTERBY MODULE, ACLCAT, PATTERN)."),
       spec!("command|getkeys",      -4, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     command::getkeys,              "Returns the keys of a command and its arguments."),
+      spec!("command|getkeysandflags", -4, ["loading", "stale"],                      [0,  0, 0], "7.0.0",  "server",     command::getkeysandflags,      "Returns the keys of a command and its arguments, each with its key-spec flags (RW, access...)."),
       spec!("command|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     command::help,                 "Describes the COMMAND subcommands."),
     spec!("config",        -2, [],                           [0,  0, 0], "2.0.0", "server",     session::not_a_subcommand, "Reads and changes the server's settings (GET, SET, RESETSTAT, REWRITE)."),
       spec!("config|get",           -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::get,                   "Returns the parameters whose names match glob patterns, with their values."),
@@ -117,6 +120,20 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("config|resetstat",      2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::resetstat,             "Zeroes the statistics INFO reports (stats, commandstats, errorstats)."),
       spec!("config|rewrite",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.0",  "server",     config::rewrite,               "Writes the parameters changed at run time into the config file."),
       spec!("config|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     config::help,                  "Describes the CONFIG subcommands."),
+    spec!("monitor",        1, ["admin", "noscript", "loading", "stale"], [0, 0, 0], "1.0.0", "server", monitor::monitor, "Streams every command the server runs to this connection, as it runs."),
+    spec!("slowlog",       -2, [],                           [0,  0, 0], "2.2.12", "server",    session::not_a_subcommand, "The commands that ran longer than slowlog-log-slower-than (GET, LEN, RESET)."),
+      spec!("slowlog|get",          -2, ["admin", "loading", "stale"],               [0,  0, 0], "2.2.12", "server",     slowlog::get,                  "Returns the newest entries of the slow log (10, or the count given; -1: all)."),
+      spec!("slowlog|len",           2, ["admin", "loading", "stale"],               [0,  0, 0], "2.2.12", "server",     slowlog::len,                  "Returns the number of entries in the slow log."),
+      spec!("slowlog|reset",         2, ["admin", "loading", "stale"],               [0,  0, 0], "2.2.12", "server",     slowlog::reset,                "Empties the slow log."),
+      spec!("slowlog|help",          2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "server",     slowlog::help,                 "Describes the SLOWLOG subcommands."),
+    spec!("latency",       -2, [],                           [0,  0, 0], "2.8.13", "server",    session::not_a_subcommand, "Latency events past latency-monitor-threshold and per-command histograms (LATEST, HISTORY, RESET, DOCTOR, GRAPH, HISTOGRAM)."),
+      spec!("latency|latest",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::latest,               "Returns each event's latest sample and its maximum."),
+      spec!("latency|history",       3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::history,              "Returns an event's samples (time, milliseconds)."),
+      spec!("latency|reset",        -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::reset,                "Forgets the named events (all without names); the number forgotten."),
+      spec!("latency|doctor",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::doctor,               "Returns a report of the latency events."),
+      spec!("latency|graph",         3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::graph,                "Returns an event's samples as an ASCII graph."),
+      spec!("latency|histogram",    -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "server",     latency::histogram,            "Returns the named commands' calls and latency histograms (all commands called, without names)."),
+      spec!("latency|help",          2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     latency::help,                 "Describes the LATENCY subcommands."),
     spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -185,7 +202,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("function|stats",    2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_stats,   "The running function and the number of libraries and functions."),
       spec!("function|kill",     2, ["noscript", "allow_busy"],       [0, 0, 0], "7.0.0", "scripting", scripting::function_kill,    "Stops the running function if it has not written."),
     spec!("multi",          1, ["noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "1.2.0", "transactions", multi::multi,       "Starts a transaction."),
-    spec!("exec",           1, ["noscript", "loading", "stale", "multi_control"], [0, 0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
+    spec!("exec",           1, ["noscript", "loading", "stale", "multi_control", "skip_slowlog"], [0, 0, 0], "1.2.0", "transactions", multi::exec,        "Runs the queued commands as one atomic, durable batch (nil when a watched key changed)."),
     spec!("discard",        1, ["noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "2.0.0", "transactions", multi::discard,     "Discards the queued commands."),
     spec!("watch",         -2, ["fast", "multi_control"],    [1, -1, 1], "2.2.0", "transactions", multi::watch,       "Makes the next EXEC conditional on the keys not changing."),
     spec!("unwatch",        1, ["fast"],                     [0,  0, 0], "2.2.0", "transactions", multi::unwatch,     "Forgets every watched key."),
@@ -327,6 +344,14 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("memory|purge",          2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::purge,                 "Replies OK: the pool is not an allocator's heap, there is nothing to purge."),
       spec!("memory|malloc-stats",   2, [],                                          [0,  0, 0], "4.0.0",  "server",     memory::malloc_stats,          "Replies that the system allocator has no statistics to show."),
       spec!("memory|help",           2, ["loading", "stale"],                        [0,  0, 0], "4.0.0",  "server",     memory::help,                  "Describes the MEMORY subcommands."),
+    spec!("cluster",       -2, [],                           [0,  0, 0], "3.0.0", "cluster",    session::not_a_subcommand, "Cluster commands: this server has no cluster support (every subcommand says so)."),
+      spec!("cluster|info",          2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would describe the cluster's state."),
+      spec!("cluster|keyslot",       3, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the hash slot of a key."),
+      spec!("cluster|myid",          2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return this node's id."),
+      spec!("cluster|nodes",         2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the cluster's nodes."),
+      spec!("cluster|shards",        2, ["loading", "stale"],                        [0,  0, 0], "7.0.0",  "cluster",    cluster::disabled,             "Would return the cluster's shards."),
+      spec!("cluster|slots",         2, ["loading", "stale"],                        [0,  0, 0], "3.0.0",  "cluster",    cluster::disabled,             "Would return the mapping of hash slots to nodes."),
+      spec!("cluster|help",          2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "cluster",    cluster::disabled,             "Would describe the CLUSTER subcommands."),
     spec!("lolwut",        -1, ["readonly", "fast"],         [0,  0, 0], "5.0.0", "server",     server::lolwut,       "Replies the server's version (no drawing)."),
     spec!("time",           1, ["loading", "stale", "fast"], [0,  0, 0], "2.6.0", "server",     server::time,         "Returns the server time."),
     spec!("lastsave",       1, ["loading", "stale", "fast"], [0,  0, 0], "1.0.0", "server",     server::lastsave,     "Returns the Unix time of the last SAVE or BGSAVE (the server's start before any)."),
@@ -345,7 +370,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("bitfield",      -2, ["write", "denyoom"],         [1,  1, 1], "3.2.0", "bitmap",     bitfield::bitfield,   "Reads, sets and increments integers of 1 to 64 bits at bit offsets of a string (GET, SET, INCRBY, OVERFLOW WRAP|SAT|FAIL)."),
     spec!("bitfield_ro",   -2, ["readonly", "fast"],         [1,  1, 1], "6.0.0", "bitmap",     bitfield::bitfield_ro, "BITFIELD with GET operations only."),
     spec!("pfadd",         -2, ["write", "denyoom", "fast"], [1,  1, 1], "2.8.9", "hyperloglog", hll::pfadd,         "Adds elements to a HyperLogLog (Redis's representation); 1 when it changed."),
-    spec!("pfcount",       -2, ["readonly"],                 [1, -1, 1], "2.8.9", "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
+    spec!("pfcount",       -2, ["readonly", "may_replicate"],                 [1, -1, 1], "2.8.9", "hyperloglog", hll::pfcount,       "Returns the approximate number of distinct elements in the union of HyperLogLogs."),
     spec!("pfdebug",        3, ["write", "denyoom", "admin"], [2, 2, 1], "2.8.9", "hyperloglog", hll::pfdebug,       "HyperLogLog internals: GETREG (the registers), ENCODING (sparse or dense), TODENSE."),
     spec!("pfmerge",       -2, ["write", "denyoom"],         [1, -1, 1], "2.8.9", "hyperloglog", hll::pfmerge,       "Merges HyperLogLogs into the first one (created when missing), atomically."),
     spec!("bitop",         -4, ["write", "denyoom"],         [2, -1, 1], "2.6.0", "bitmap",     bits::bitop,          "Stores AND, OR, XOR or NOT of strings in a key (atomically)."),
@@ -364,6 +389,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("object|idletime",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::idletime,              "Returns 0: no access time is kept."),
       spec!("object|freq",           3, ["readonly"],                                [2,  2, 1], "4.0.0",  "generic",    object::freq,                  "Replies Redis's error for a server without an LFU eviction policy."),
       spec!("object|help",           2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "generic",    object::help,                  "Describes the OBJECT subcommands."),
+    spec!("migrate",       -6, ["write", "movablekeys"],     [3,  3, 1; migrate::migrate_keys], "2.6.0", "generic", migrate::migrate, "Moves keys to another server (DUMP payloads in RESTORE commands), deleting them here unless COPY (REPLACE, AUTH, AUTH2, KEYS)."),
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
@@ -449,7 +475,7 @@ mod tests {
             .commands()
             .filter(|&i| COMMANDS.is_container(i))
             .collect();
-        assert_eq!(containers.len(), 8);
+        assert_eq!(containers.len(), 11);
         for c in containers {
             let spec = COMMANDS.row(c);
             // Only COMMAND runs without a subcommand (it lists them all).

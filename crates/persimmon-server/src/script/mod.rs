@@ -13,6 +13,8 @@
 //!   or none survive a crash, durable before the reply. A command that
 //!   fails inside the script is rolled back alone; the writes before a
 //!   script error are kept (as Redis keeps them) and commit with the unit.
+//!   Inside EXEC the script runs once in the transaction's unit, which
+//!   EXEC commits.
 //!   The unit's reads are checked at commit: if another client changed a
 //!   key the script read, the script runs again from the start (its reply
 //!   and propagation rebuilt), and after a few conflicts alone (the
@@ -189,7 +191,8 @@ fn raw_call(
         return fail("ERR This Redis command is not allowed from script");
     }
     let write = spec.flags.contains(&"write");
-    if write && ctx.read_only {
+    // PUBLISH and the other `may_replicate` rows too, as in Redis.
+    if (write || spec.flags.contains(&"may_replicate")) && ctx.read_only {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
     if let Some(e) = crate::dispatch::settings_refusal(s, spec) {
@@ -207,7 +210,9 @@ fn raw_call(
     let resp3 = std::mem::replace(&mut s.out.resp3, ctx.resp3);
     let mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
+    s.in_script = true;
     crate::dispatch::run_queued(s, a);
+    s.in_script = false;
     s.out.resp3 = resp3;
     if ctx.repl & 2 == 0 {
         s.repl.cmds.truncate(repl_mark);

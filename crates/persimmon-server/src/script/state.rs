@@ -31,7 +31,7 @@ use super::numbers::number_text;
 /// The Redis version scripts see (`redis.REDIS_VERSION`): the one the
 /// server follows (`session::REDIS_COMPAT_VERSION`; a test in `script`
 /// keeps them equal, this module being below the session).
-pub(super) const REDIS_VERSION: &str = "7.2.0";
+pub(super) const REDIS_VERSION: &str = "7.0.15";
 
 /// The commands that run while a script is past its time limit (Redis's
 /// `allow_busy` flag).
@@ -109,6 +109,8 @@ pub(super) struct Engine {
     /// are set in it for each run of a script (scoped to the run).
     pub(super) redis: Table,
     pub(super) cache: HashMap<String, Function>,
+    /// The cached scripts whose shebang declares `no-writes`.
+    pub(super) no_writes: std::collections::HashSet<String>,
     /// Makes a library's environment: `(register_function) -> env`.
     pub(super) lib_env: Function,
     /// The function libraries, by name.
@@ -232,6 +234,27 @@ impl Scripts {
         }
     }
 
+    /// Whether a script declares `no-writes` (its shebang's flags; an
+    /// `EVALSHA` script's as it was cached; a function's, by `name`), so
+    /// `CLIENT PAUSE WRITE` lets it run. Unknown scripts may write.
+    pub fn declares_no_writes(&self, body: Option<&[u8]>, name: &[u8], function: bool) -> bool {
+        let no_writes = |flags: &[String]| flags.iter().any(|f| f == "no-writes");
+        if let Some(body) = body {
+            return shebang_flags(body).is_ok_and(|(flags, _)| no_writes(&flags));
+        }
+        let Ok(g) = self.engine() else {
+            return false;
+        };
+        let Some(engine) = g.as_ref() else {
+            return false;
+        };
+        let name = String::from_utf8_lossy(name);
+        match function {
+            true => engine.function(&name).is_some_and(|f| no_writes(&f.flags)),
+            false => engine.no_writes.contains(&name.to_ascii_lowercase()),
+        }
+    }
+
     /// Whether `sha` (40 hex digits, any case) is cached.
     pub fn exists(&self, sha: &[u8]) -> Result<bool, Error> {
         let g = self.engine()?;
@@ -253,6 +276,7 @@ impl Scripts {
         let mut g = self.engine()?;
         if let Some(e) = g.as_mut() {
             e.cache.clear();
+            e.no_writes.clear();
             let _ = e.lua.gc_collect();
         }
         self.cached.store(0, Relaxed);
@@ -277,7 +301,10 @@ impl Scripts {
         if let Some(f) = engine.cache.get(sha) {
             return Ok(f.clone());
         }
-        let (_, code) = shebang_flags(body)?;
+        let (flags, code) = shebang_flags(body)?;
+        if flags.iter().any(|f| f == "no-writes") {
+            engine.no_writes.insert(sha.to_string());
+        }
         let f = engine
             .lua
             .load(code.as_ref())
@@ -489,6 +516,7 @@ impl Engine {
             redis,
             lib_env,
             cache: HashMap::new(),
+            no_writes: Default::default(),
             libraries: BTreeMap::new(),
         })
     }

@@ -91,6 +91,9 @@ pub(crate) struct Engine {
     pub(super) base_count: AtomicU64,
     pub(super) count_deltas: Box<[CachePadded<AtomicI64>]>,
     pub(super) stop: AtomicBool,
+    /// The background expiry is held (`Db::hold_expiry`): keys past their
+    /// deadline read as absent but are not reclaimed until it is released.
+    pub(super) expiry_held: AtomicBool,
     pub(super) me: Weak<Engine>,
     pub(super) split_mutex: parking_lot::Mutex<()>,
     /// Held by the cleaner while a chunk's copies are counted live but not

@@ -30,6 +30,9 @@
 //!   background expiry deleted, after its delete returned (durable), on
 //!   the expiry thread; a key found expired by a read and deleted later is
 //!   heard of then.
+//! - While the expiry is held (`Db::hold_expiry`, for a server's client
+//!   pause) the background thread reclaims nothing; expired keys still read
+//!   as absent.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -218,7 +221,7 @@ impl Engine {
 
     /// The background expiry thread: after the rebuild (which fills the
     /// heap), a pass whenever the earliest deadline is due, at least every
-    /// 100 ms, until the `Db` closes.
+    /// 100 ms, until the `Db` closes; no pass while the expiry is held.
     pub(super) fn expiry_loop(&self) {
         // Not `wait_tally`: a rebuild stopped by the close never signals.
         while !self.tally_done.load(Ordering::Acquire) {
@@ -228,7 +231,9 @@ impl Engine {
             self.idle(Duration::from_millis(5));
         }
         while !self.stop.load(Ordering::Acquire) {
-            let _ = self.expire_due(COMPACT_SLACK);
+            if !self.expiry_held.load(Ordering::Acquire) {
+                let _ = self.expire_due(COMPACT_SLACK);
+            }
             let now = self.expiry.now_ms();
             let sleep = match self.expiry.next_due() {
                 Some(d) if d > now => Duration::from_millis(d - now).min(MAX_SLEEP),

@@ -219,6 +219,16 @@ impl Db {
         self.durable_on_return(self.engine.write_if(batch, expected))
     }
 
+    /// Holds (`true`) or releases the background expiry: while held,
+    /// keys past their deadline read as absent but are not reclaimed (nor
+    /// counted in `keys_expired`). A server holds it during a client pause,
+    /// as Redis stops expiring keys then.
+    pub fn hold_expiry(&self, held: bool) {
+        self.engine
+            .expiry_held
+            .store(held, std::sync::atomic::Ordering::Release);
+    }
+
     /// Runs one pass of active expiry on the calling thread: deletes every
     /// key whose deadline has passed. Returns how many it deleted. (The
     /// background expiry does this on its own; this is for tests and tools.)

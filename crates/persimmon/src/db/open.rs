@@ -154,6 +154,7 @@ impl Engine {
                 .map(|_| CachePadded::new(AtomicI64::new(0)))
                 .collect(),
             stop: AtomicBool::new(false),
+            expiry_held: AtomicBool::new(false),
             me: me.clone(),
             split_mutex: parking_lot::Mutex::new(()),
             chunk_mutex: parking_lot::Mutex::new(()),
