@@ -29,6 +29,8 @@
 //! | `collections`| collections (the server's collection commands' batches)   |
 //! | `scripts`    | scripts (Lua scripts and functions: one batch per call,    |
 //! |              | several keys and types; uses `collections`' `Pair`)        |
+//! | `streams`    | streams (appends, groups, reads, acks, claims, trims;      |
+//! |              | uses `collections`' `Pair`)                                |
 //! | `grouped`    | grouped, dram-grouped, leaves-grouped (group commit:      |
 //! |              | `Db::write_grouped`, per key old or new)                  |
 //!
@@ -112,6 +114,7 @@ mod rebuild;
 mod recovery;
 mod scripts;
 mod segments;
+mod streams;
 mod tier;
 mod txn;
 
@@ -159,6 +162,7 @@ pub const WORKLOADS: &[&str] = &[
     "tier-patch",
     "collections",
     "scripts",
+    "streams",
     "grouped",
     "dram-grouped",
     "leaves-grouped",
@@ -339,6 +343,7 @@ fn runner(name: &str) -> Option<fn(&SimConfig) -> Finished> {
         "tier-patch" => tier::patch,
         "collections" => collections::collections,
         "scripts" => scripts::scripts,
+        "streams" => streams::streams,
         "grouped" | "dram-grouped" | "leaves-grouped" => grouped::grouped,
         _ => return None,
     };

@@ -127,7 +127,7 @@ impl Pair {
                         .stop(format!("{} replied {}", short_args(args), text(&reply)));
                     return reply;
                 }
-                self.replay(writes);
+                self.replay(writes, &short_args(args));
                 self.shadow.seed(seed);
                 match self.shadow.call(&bytes) {
                     Ok((r, _)) if r == reply => {}
@@ -170,7 +170,7 @@ impl Pair {
         self.mirror.seed(seed);
         let replies = match self.mirror.call_combined(&refs) {
             Ok((replies, writes)) => {
-                self.replay(writes);
+                self.replay(writes, &format!("group {name:?}"));
                 replies
             }
             Err(e) => {
@@ -232,7 +232,7 @@ impl Pair {
             Ok(batches) => {
                 let n = batches.len();
                 for b in batches {
-                    self.replay(b);
+                    self.replay(b, "a reclaimer batch");
                 }
                 n
             }
@@ -261,7 +261,7 @@ impl Pair {
     /// Replays one captured batch on the observed pool, its writes in key
     /// order (the store's capture lists them in a hash map's order, which
     /// differs from process to process: sorted, a run replays exactly).
-    fn replay(&mut self, mut writes: Captured) {
+    fn replay(&mut self, mut writes: Captured, what: &str) {
         if writes.is_empty() {
             return;
         }
@@ -277,7 +277,7 @@ impl Pair {
         self.c.run(Op::Batch(batch));
         if let Err(e) = self.mirror.check() {
             self.c
-                .stop(format!("mirror's collections after a batch: {e}"));
+                .stop(format!("mirror's collections after {what}: {e}"));
         }
     }
 

@@ -54,10 +54,15 @@ pub fn page_key(tree_id: u64, page: u64) -> Vec<u8> {
 fn trees_of(kind: Kind) -> usize {
     match kind {
         Kind::ZSet => 2,
-        Kind::Stream => 4,
+        Kind::Stream => MAX_TREES,
         _ => 1,
     }
 }
+
+/// The most trees a collection of any kind has (a stream's): the
+/// reclaimer, which no longer knows a dead tree's kind, looks for roots up
+/// to here.
+pub(crate) const MAX_TREES: usize = 4;
 
 /// A collection opened inside an atomic unit. Change it through its
 /// methods, then [`save`](Self::save) it (a change not saved is lost with

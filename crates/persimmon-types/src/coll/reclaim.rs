@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::collection::{page_key, read_page, registry_set, Coll, EXTERNAL, PREFIX};
+use super::collection::{page_key, read_page, registry_set, Coll, EXTERNAL, MAX_TREES, PREFIX};
 use crate::error::Error;
 use crate::keyspace::Keyspace;
 use crate::store::Store;
@@ -150,13 +150,17 @@ pub fn names_tree(value: &[u8], id: u64) -> bool {
     }
 }
 
-/// Deletes every page of dying tree `id`, then its registry entry.
+/// Deletes every page of dying tree `id`, then its registry entry. The
+/// tree's kind is gone with its meta, so every page that may be a root
+/// (pages 1 to [`MAX_TREES`]) is walked as one; a page that was not a root
+/// is reached twice and deleted once, in its first place (below its
+/// parents' places either way).
 fn free_tree(st: &mut Store, id: u64) -> Result<(), Error> {
     let mut order = Vec::new();
     st.atomic(|st| {
         order.clear();
         let mut io = Pages { st, id };
-        for root in [1u64, 2] {
+        for root in 1..=MAX_TREES as u64 {
             if let Some(page) = super::tree::PageIo::load(&mut io, root)? {
                 super::tree::Tree::pages(&mut io, &page, &mut order)?;
                 order.push(root);
@@ -164,6 +168,8 @@ fn free_tree(st: &mut Store, id: u64) -> Result<(), Error> {
         }
         Ok(())
     })?;
+    let mut seen = std::collections::HashSet::new();
+    order.retain(|no| seen.insert(*no));
     let total = order.len();
     let mut chunks = order.chunks(PAGES_PER_UNIT).peekable();
     if chunks.peek().is_none() {
