@@ -52,6 +52,7 @@
 
 #![forbid(unsafe_code)]
 
+mod acl;
 mod blocking;
 mod client;
 mod clock;

@@ -251,6 +251,19 @@ impl PubSub {
     pub fn numchannels(&self) -> usize {
         lock(&self.registry).channels.len()
     }
+
+    /// The channels and the patterns client `id` is subscribed to (for the
+    /// ACL check of a user whose rules changed).
+    pub fn subscriptions_of(&self, id: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let registry = lock(&self.registry);
+        let of = |map: &HashMap<Vec<u8>, Subscribers>| {
+            map.iter()
+                .filter(|(_, subs)| subs.contains_key(&id))
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        (of(&registry.channels), of(&registry.patterns))
+    }
 }
 
 /// Channels or patterns: the two kinds of subscription.

@@ -91,6 +91,9 @@ pub struct Session {
     pub commands: &'static CommandTable,
     pub out: Reply,
     pub authenticated: bool,
+    /// The user the connection runs as (`default` until AUTH); its rules
+    /// are checked before every command (`acl::check`).
+    pub user: Arc<crate::acl::user::User>,
     pub counters: Counters,
     /// Calls, time, refusals and failures per command (`INFO commandstats`).
     pub tally: Tally,
@@ -153,7 +156,8 @@ impl Session {
         info: Arc<ClientInfo>,
         commands: &'static CommandTable,
     ) -> Session {
-        let authenticated = !shared.settings.password_required();
+        let authenticated = !shared.acl.auth_required();
+        let user = shared.acl.default_user();
         let tally = shared.command_stats.tally(commands.rows().len());
         Session {
             pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
@@ -171,6 +175,7 @@ impl Session {
             commands,
             out: Reply::new(),
             authenticated,
+            user,
             counters: Counters::default(),
             tally,
             flow: Flow::Continue,

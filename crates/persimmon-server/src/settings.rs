@@ -19,7 +19,9 @@
 //!   its `pubsub` class: hard, soft and soft seconds for the messages
 //!   waiting for a subscriber, see `pubsub.rs`; 0 is no limit, as in Redis), `client-output-stall-secs`, `requirepass`
 //!   (new connections and AUTH; connections already in stay in, as in Redis),
-//!   `protected-mode` (new connections).
+//!   `protected-mode` (new connections), `acl-pubsub-default` (the
+//!   channels of users created or reset from then on), `acllog-max-len`
+//!   (`ACL LOG`'s length).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
 //!   own test suite set, checked as Redis checks them and reported back by
 //!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
@@ -55,7 +57,7 @@
 //!   batch of requests (or per accepted connection), never under the lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How a parameter's value is written.
@@ -163,6 +165,7 @@ const MAXMEMORY_POLICIES: &[&str] = &[
 ];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
+const ACL_PUBSUB_DEFAULTS: &[&str] = &["allchannels", "resetchannels"];
 
 /// Every parameter, in the order `CONFIG GET *` lists them. Defaults that
 /// depend on the startup configuration are filled in by [`Settings::new`].
@@ -173,6 +176,8 @@ static PARAMS: &[Param] = &[
     param("port",                              Kind::Int(0, 65535),           Immutable, ""),
     param("protected-mode",                    BOOL,                          Live,      ""),
     param("requirepass",                       TEXT,                          Live,      ""),
+    param("acl-pubsub-default",                Kind::Enum(ACL_PUBSUB_DEFAULTS), Live,    "resetchannels"),
+    param("acllog-max-len",                    Kind::Int(0, LONG_MAX),        Live,      "128"),
     param("maxclients",                        Kind::Int(1, u32::MAX as i64), Live,      ""),
     param("proto-max-bulk-len",                Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
     param("client-query-buffer-limit",         Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
@@ -252,11 +257,11 @@ pub struct Settings {
     output_buffer_limit: AtomicUsize,
     output_stall_secs: AtomicU64,
     protected_mode: AtomicBool,
-    password_required: AtomicBool,
     maxmemory: AtomicU64,
+    acl_pubsub_all_channels: AtomicBool,
+    acllog_max_len: AtomicUsize,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
-    requirepass: Mutex<Option<Arc<[u8]>>>,
     /// The `pubsub` class of `client-output-buffer-limit`: hard bytes,
     /// soft bytes, soft seconds (0: no limit), as `pubsub.rs` applies it.
     pubsub_limit: [AtomicU64; 3],
@@ -315,11 +320,11 @@ impl Settings {
             output_buffer_limit: AtomicUsize::new(0),
             output_stall_secs: AtomicU64::new(0),
             protected_mode: AtomicBool::new(false),
-            password_required: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
+            acl_pubsub_all_channels: AtomicBool::new(false),
+            acllog_max_len: AtomicUsize::new(128),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
-            requirepass: Mutex::new(None),
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
             values: Mutex::new(Vec::new()),
@@ -375,16 +380,6 @@ impl Settings {
         self.protected_mode.load(Ordering::Relaxed)
     }
 
-    /// Whether the default user has a password (clients must authenticate).
-    pub fn password_required(&self) -> bool {
-        self.password_required.load(Ordering::Relaxed)
-    }
-
-    /// The default user's password, if it has one.
-    pub fn requirepass(&self) -> Option<Arc<[u8]>> {
-        lock(&self.requirepass).clone()
-    }
-
     /// The connection limits now (read once per batch of requests).
     pub fn limits(&self) -> Limits {
         Limits {
@@ -392,6 +387,16 @@ impl Settings {
             query_buffer_limit: self.query_buffer_limit.load(Ordering::Relaxed),
             output_buffer_limit: self.output_buffer_limit.load(Ordering::Relaxed),
         }
+    }
+
+    /// `acl-pubsub-default`: whether new users may use every channel.
+    pub fn acl_pubsub_all_channels(&self) -> bool {
+        self.acl_pubsub_all_channels.load(Ordering::Relaxed)
+    }
+
+    /// `acllog-max-len`: the most entries `ACL LOG` keeps.
+    pub fn acllog_max_len(&self) -> usize {
+        self.acllog_max_len.load(Ordering::Relaxed)
     }
 
     /// The `maxmemory` cap in bytes (0: none).
@@ -512,6 +517,12 @@ impl Settings {
             }
             "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
             "maxmemory" => self.maxmemory.store(number(), Ordering::Relaxed),
+            "acl-pubsub-default" => self
+                .acl_pubsub_all_channels
+                .store(value == b"allchannels", Ordering::Relaxed),
+            "acllog-max-len" => self
+                .acllog_max_len
+                .store(limit(number()), Ordering::Relaxed),
             "min-replicas-to-write" => self
                 .min_replicas_to_write
                 .store(number(), Ordering::Relaxed),
@@ -519,12 +530,6 @@ impl Settings {
             "protected-mode" => self
                 .protected_mode
                 .store(value == b"yes", Ordering::Relaxed),
-            "requirepass" => {
-                let password = (!value.is_empty()).then(|| Arc::from(value));
-                self.password_required
-                    .store(password.is_some(), Ordering::Relaxed);
-                *lock(&self.requirepass) = password;
-            }
             _ => {}
         }
     }
@@ -821,13 +826,10 @@ mod tests {
 
     #[test]
     fn requirepass_is_live_and_binary() {
+        // The default user's password itself is the ACL's (`acl/`);
+        // CONFIG GET shows the value as set.
         let s = settings();
-        assert!(!s.password_required());
         s.set(&[(b"requirepass", b"abc\x00def")]).unwrap();
-        assert!(s.password_required());
-        assert_eq!(s.requirepass().as_deref(), Some(&b"abc\x00def"[..]));
-        s.set(&[(b"requirepass", b"")]).unwrap();
-        assert!(!s.password_required());
-        assert_eq!(s.requirepass(), None);
+        assert_eq!(s.get(&[b"requirepass"])[0].1, b"abc\x00def");
     }
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
-use crate::session::{syntax, Counters, Session};
+use crate::session::{is, syntax, Counters, Session};
 
 const CONFIG_HELP: [&str; 11] = [
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -102,6 +102,10 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .settings
         .set(&pairs)
         .map_err(|e| Error::new(format!("ERR {e}")))?;
+    // As in Redis 7, requirepass is the default user's password.
+    if let Some((_, password)) = pairs.iter().rev().find(|(n, _)| is(n, "requirepass")) {
+        s.shared.acl.set_requirepass(s.commands, password);
+    }
     s.out.ok();
     Ok(())
 }

@@ -209,7 +209,9 @@ pub fn reset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clear();
-    s.authenticated = !s.shared.settings.password_required();
+    s.authenticated = !s.shared.acl.auth_required();
+    s.user = s.shared.acl.default_user();
+    s.info.set_user_name("default");
     s.out.simple("RESET");
     Ok(())
 }

@@ -27,8 +27,8 @@
 //!   the other clients on the same worker.
 
 use super::{
-    bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk, hashes,
-    hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
+    acl, bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk,
+    hashes, hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
     replication, scripting, server, sets, sort, strings, zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
@@ -116,6 +116,20 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("config|resetstat",      2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.0.0",  "server",     config::resetstat,             "Zeroes the statistics INFO reports (stats, commandstats, errorstats)."),
       spec!("config|rewrite",        2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.0",  "server",     config::rewrite,               "Writes the parameters changed at run time into the config file."),
       spec!("config|help",           2, ["loading", "stale"],                        [0,  0, 0], "5.0.0",  "server",     config::help,                  "Describes the CONFIG subcommands."),
+    spec!("acl",           -2, [],                           [0,  0, 0], "6.0.0", "server",     session::not_a_subcommand, "Users and their permissions (SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, GENPASS, LOG, DRYRUN, SAVE, LOAD)."),
+      spec!("acl|setuser",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::setuser,                  "Creates a user or changes its rules (all the rules or none)."),
+      spec!("acl|getuser",           3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::getuser,                  "Returns a user's flags, password hashes, commands, keys, channels and selectors."),
+      spec!("acl|deluser",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::deluser,                  "Deletes users and closes their connections."),
+      spec!("acl|list",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::list,                     "Returns every user as an ACL file line."),
+      spec!("acl|users",             2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::users,                    "Returns the user names."),
+      spec!("acl|whoami",            2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::whoami,                   "Returns the connection's user."),
+      spec!("acl|cat",              -2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::cat,                      "Returns the ACL categories, or the commands of one."),
+      spec!("acl|genpass",          -2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::genpass,                  "Returns a random password (256 bits by default) in hex."),
+      spec!("acl|log",              -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::log,                      "Returns the recent permission denials and failed logins (count, RESET)."),
+      spec!("acl|dryrun",           -4, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "server",     acl::dryrun,                   "Tells whether a user may run a command, without running it."),
+      spec!("acl|save",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::save,                     "Writes the users to the ACL file (atomically)."),
+      spec!("acl|load",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::load,                     "Replaces the users with the ACL file's."),
+      spec!("acl|help",              2, ["loading", "stale"],                        [0,  0, 0], "6.0.0",  "server",     acl::help,                     "Describes the ACL subcommands."),
     spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -147,9 +161,9 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("scan",          -2, ["readonly"],                 [0,  0, 0], "2.8.0", "generic",    keys::scan,           "Iterates over the key names (MATCH, COUNT, TYPE)."),
     spec!("krange",        -3, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
     spec!("kprefix",       -2, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
-    spec!("keys",           2, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
-    spec!("flushdb",       -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
-    spec!("flushall",      -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushall,       "Deletes every key of every database."),
+    spec!("keys",           2, ["readonly", "@dangerous"],                 [0,  0, 0], "1.0.0", "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
+    spec!("flushdb",       -1, ["write", "@keyspace", "@dangerous"],                    [0,  0, 0], "1.0.0", "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
+    spec!("flushall",      -1, ["write", "@keyspace", "@dangerous"],                    [0,  0, 0], "1.0.0", "server",     keys::flushall,       "Deletes every key of every database."),
     spec!("move",           3, ["write", "fast"],            [1,  1, 1], "1.0.0", "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
     spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], [0, 0, 0], "4.0.0", "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
     // Expiry.
@@ -340,7 +354,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
-    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], [1, 1, 1; sort::sort_keys], "1.0.0", "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    spec!("sort",          -2, ["write", "denyoom", "movablekeys", "@set", "@sortedset", "@list", "@dangerous"], [1, 1, 1; sort::sort_keys], "1.0.0", "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
     // Replication (issue 21; ../repl/).
     spec!("replicaof",      3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "5.0.0", "server", replication::replicaof, "Follows a master (host port), or stops following (NO ONE) keeping the data."),
     spec!("slaveof",        3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "1.0.0", "server", replication::replicaof, "The old name of REPLICAOF."),
@@ -348,7 +362,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("replconf",      -1, ["admin", "noscript", "loading", "stale", "allow_busy"], [0, 0, 0], "3.0.0", "server", replication::replconf, "A replica's handshake and acknowledgements (listening-port, ip-address, capa, ack, getack)."),
     spec!("psync",         -3, ["admin", "noscript", "no_multi"], [0, 0, 0], "2.8.0", "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
     spec!("sync",           1, ["admin", "noscript", "no_multi"], [0, 0, 0], "1.0.0", "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
-    spec!("sort_ro",       -2, ["readonly", "movablekeys"], [1,  1, 1; sort::sort_keys], "7.0.0", "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
+    spec!("sort_ro",       -2, ["readonly", "movablekeys", "@set", "@sortedset", "@list", "@dangerous"], [1,  1, 1; sort::sort_keys], "7.0.0", "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
     // Pub/sub (pubsub.rs; the registry in ../pubsub.rs).
     spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
     spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),

@@ -206,7 +206,7 @@ fn raw_call(
     let resp3 = std::mem::replace(&mut s.out.resp3, ctx.resp3);
     let mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
-    crate::dispatch::run_queued(s, a);
+    crate::dispatch::run_queued(s, a, crate::acl::log::Context::Lua);
     s.out.resp3 = resp3;
     if ctx.repl & 2 == 0 {
         s.repl.cmds.truncate(repl_mark);
