@@ -101,11 +101,6 @@ pub fn setuser(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 fn close_revoked_subscribers(s: &mut Session, user: &User) {
     let clients = clients_of(s, &user.name);
     for c in clients {
-        if c.sub.load(std::sync::atomic::Ordering::Relaxed) == 0
-            && c.psub.load(std::sync::atomic::Ordering::Relaxed) == 0
-        {
-            continue;
-        }
         let (channels, patterns) = s.shared.pubsub.subscriptions_of(c.id);
         if !acl::may_stay_subscribed(user, &channels, &patterns) {
             close(s, &c);

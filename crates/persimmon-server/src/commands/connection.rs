@@ -326,10 +326,15 @@ pub fn client_setinfo(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// CLIENT LIST [TYPE type] [ID id ...].
+/// CLIENT LIST [TYPE type] [ID id ...]. A killed client (on its way out:
+/// CLIENT KILL, ACL DELUSER) is no longer listed.
 pub fn client_list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (ids, kind) = client_list_filter(&a)?;
-    let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+    let clients: Vec<_> = lock(&s.shared.clients)
+        .values()
+        .filter(|c| !c.is_killed())
+        .cloned()
+        .collect();
     let mut text = String::new();
     for c in clients {
         if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
