@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, READONLY and
+//! READWRITE (refused: not a cluster), and the CLIENT
 //! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
 //! NO-TOUCH, UNBLOCK, KILL, REPLY, HELP), one handler each.
 //!
@@ -149,6 +150,12 @@ fn hello_reply(s: &mut Session) {
     out.bulk(b"master");
     out.bulk(b"modules");
     out.array(0);
+}
+
+/// READONLY and READWRITE: a cluster replica's read modes; a server that
+/// is not a cluster refuses them, as Redis does.
+pub fn cluster_mode(_s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    Err(Error::new("ERR This instance has cluster support disabled"))
 }
 
 pub fn quit(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {

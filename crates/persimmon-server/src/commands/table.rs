@@ -89,6 +89,8 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("hello",         -1, ["no_auth", "fast"],          [0,  0, 0], "6.0.0", "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
     spec!("auth",          -2, ["no_auth", "fast"],          [0,  0, 0], "1.0.0", "connection", connection::auth,     "Authenticates the connection."),
     spec!("select",         2, ["fast"],                     [0,  0, 0], "1.0.0", "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
+    spec!("readonly",       1, ["fast", "loading", "stale", "@connection"], [0, 0, 0], "3.0.0", "cluster", connection::cluster_mode, "Cluster replica reads: refused, the server is not a cluster."),
+    spec!("readwrite",      1, ["fast", "loading", "stale", "@connection"], [0, 0, 0], "3.0.0", "cluster", connection::cluster_mode, "Ends cluster replica reads: refused, the server is not a cluster."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], [0, 0, 0], "1.0.0", "connection", connection::quit, "Closes the connection."),
     spec!("client",        -2, [],                           [0,  0, 0], "2.4.0", "connection", session::not_a_subcommand, "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK, REPLY)."),
       spec!("client|id",             2, ["noscript", "loading", "stale"],            [0,  0, 0], "5.0.0",  "connection", connection::client_id,         "Returns the id of the connection."),
