@@ -441,7 +441,7 @@ mod tests {
             .commands()
             .filter(|&i| COMMANDS.is_container(i))
             .collect();
-        assert_eq!(containers.len(), 8);
+        assert_eq!(containers.len(), 9);
         for c in containers {
             let spec = COMMANDS.row(c);
             // Only COMMAND runs without a subcommand (it lists them all).
