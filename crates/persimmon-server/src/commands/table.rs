@@ -132,6 +132,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("acl|save",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::save,                     "Writes the users to the ACL file (atomically)."),
       spec!("acl|load",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::load,                     "Replaces the users with the ACL file's."),
       spec!("acl|help",              2, ["loading", "stale"],                        [0,  0, 0], "6.0.0",  "server",     acl::help,                     "Describes the ACL subcommands."),
+    spec!("debug",         -2, ["admin", "noscript", "loading", "stale"], [0, 0, 0], "1.0.0", "server", object::debug, "A key's low-level summary (OBJECT key, HELP); Redis's other DEBUG subcommands are refused."),
     spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
