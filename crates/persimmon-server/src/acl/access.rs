@@ -71,6 +71,7 @@ const READ_WRITE: &[&str] = &[
     "eval",
     "evalsha",
     "fcall",
+    "migrate",
     "lset",
     "linsert",
     "ltrim",

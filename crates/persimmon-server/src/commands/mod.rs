@@ -27,6 +27,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod object;
 pub mod ordered;

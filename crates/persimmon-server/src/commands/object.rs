@@ -139,17 +139,20 @@ pub fn debug(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     let thresholds = Thresholds::of(&s.shared.settings);
     let key = a.get(2);
-    let found = s.store.atomic(|st| -> Result<Option<(&'static str, i64, usize)>, Error> {
-        let collection = persimmon_types::coll::read_key(st, key)?.map(|w| thresholds.collection(&w));
-        st.get(key, |v| {
-            let encoding = match (&v, collection) {
-                (_, Some(e)) => e,
-                (Stored::String(s), None) => encoding::string_encoding(s),
-                _ => "unknown",
-            };
-            (encoding, encoding::refcount(v.clone()), v.encoded_len())
-        })
-    })?;
+    let found = s
+        .store
+        .atomic(|st| -> Result<Option<(&'static str, i64, usize)>, Error> {
+            let collection =
+                persimmon_types::coll::read_key(st, key)?.map(|w| thresholds.collection(&w));
+            st.get(key, |v| {
+                let encoding = match (&v, collection) {
+                    (_, Some(e)) => e,
+                    (Stored::String(s), None) => encoding::string_encoding(s),
+                    _ => "unknown",
+                };
+                (encoding, encoding::refcount(v), v.encoded_len())
+            })
+        })?;
     let Some((encoding, refcount, len)) = found else {
         return Err(Error::new("ERR no such key"));
     };

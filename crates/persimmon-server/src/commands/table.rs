@@ -28,8 +28,9 @@
 
 use super::{
     acl, bitfield, bits, blocking, command, config, connection, dump, expire, geo, hash_walk,
-    hashes, hll, info, keys, lcs, lists, memory, multi, object, ordered, pubsub, randomkey, rename,
-    replication, scripting, server, sets, sort, strings, zset_ops, zset_range, zsets,
+    hashes, hll, info, keys, lcs, lists, memory, migrate, multi, object, ordered, pubsub,
+    randomkey, rename, replication, scripting, server, sets, sort, strings, zset_ops, zset_range,
+    zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -345,6 +346,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     // Keyspace (issue 16).
     spec!("rename",         3, ["write"],                    [1,  2, 1], "1.0.0", "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
     spec!("renamenx",       3, ["write", "fast"],            [1,  2, 1], "1.0.0", "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
+    spec!("migrate",       -6, ["write", "movablekeys"],     [3,  3, 1; migrate::migrate_keys], "2.6.0", "generic", migrate::migrate, "Moves keys to another server (RESTORE there, then deleted here unless COPY)."),
     spec!("copy",          -3, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
     spec!("randomkey",      1, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
     spec!("touch",         -2, ["readonly", "fast"],         [1, -1, 1], "3.2.1", "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
