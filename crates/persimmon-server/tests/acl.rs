@@ -145,6 +145,21 @@ fn scripts_calls_are_checked_with_the_script_wording() {
         e.starts_with("ERR The user executing the script can't access at least one of the keys"),
         "{e}"
     );
+    // redis.acl_check_cmd asks without running (true is 1, false nil).
+    let check = |c: &mut Raw, args: &str| {
+        qw(
+            c,
+            &["EVAL", &format!("return redis.acl_check_cmd({args})"), "0"],
+        )
+    };
+    assert_eq!(check(&mut c, "'get', 'app:1'"), Resp::Int(1));
+    assert_eq!(check(&mut c, "'get', 'other'"), Resp::Null);
+    assert_eq!(check(&mut c, "'set', 'app:1', 'x'"), Resp::Null);
+    let e = error(check(&mut c, "'nosuchcommand'"));
+    assert!(
+        e.starts_with("ERR Invalid command passed to redis.acl_check_cmd()"),
+        "{e}"
+    );
     // EVAL's own keys are checked before the script runs.
     assert_eq!(
         error(qw(&mut c, &["EVAL", "return 1", "1", "other"])),
