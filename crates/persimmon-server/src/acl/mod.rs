@@ -233,9 +233,17 @@ impl Acl {
             .settings
             .iter()
             .any(|(n, v)| n == "acl-pubsub-default" && v == "allchannels");
+        // `requirepass` in the file's `[settings]` applies after the key.
+        let requirepass = config
+            .settings
+            .iter()
+            .rev()
+            .find(|(n, _)| n == "requirepass")
+            .map(|(_, v)| v.as_str())
+            .or(config.requirepass.as_deref());
         acl.start(
             table,
-            config.requirepass.as_deref().map(str::as_bytes),
+            requirepass.map(str::as_bytes),
             &config.users,
             config.aclfile.clone(),
             all_channels,
