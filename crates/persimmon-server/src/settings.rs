@@ -90,6 +90,8 @@ pub enum TomlForm {
     Int,
     /// A string.
     Text,
+    /// A list of strings (the value's lines): the `user` key.
+    Lines,
 }
 
 impl TomlForm {
