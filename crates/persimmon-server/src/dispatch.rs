@@ -294,7 +294,7 @@ fn permitted(s: &Session, index: usize, args: &Args<'_>, context: Context) -> Re
     let event = crate::acl::log::Event {
         reason: denial.reason,
         context,
-        object: crate::acl::object(&denial, spec, &words),
+        object: crate::acl::object(&denial, spec.name, &words),
         username: s.user.name.clone(),
         client_info,
     };
@@ -302,7 +302,9 @@ fn permitted(s: &Session, index: usize, args: &Args<'_>, context: Context) -> Re
         .acl
         .log
         .add(event, s.shared.settings.acllog_max_len());
-    Err(Error::new(crate::acl::error_text(&denial, spec, context)))
+    Err(Error::new(crate::acl::error_text(
+        &denial, spec.name, context,
+    )))
 }
 
 /// Redis's refusals that depend on settings: `NOREPLICAS` for a write

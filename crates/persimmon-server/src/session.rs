@@ -600,6 +600,49 @@ impl CommandTable {
     }
 }
 
+/// The table as the ACL reads it (`acl::commands`).
+impl crate::acl::commands::Commands for CommandTable {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn name(&self, row: usize) -> &'static str {
+        self.rows[row].name
+    }
+
+    fn flags(&self, row: usize) -> &'static [&'static str] {
+        self.rows[row].flags
+    }
+
+    fn group(&self, row: usize) -> &'static str {
+        self.rows[row].group
+    }
+
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        CommandTable::lookup(self, name)
+    }
+
+    fn is_subcommand(&self, row: usize) -> bool {
+        CommandTable::is_subcommand(self, row)
+    }
+
+    fn is_container(&self, row: usize) -> bool {
+        CommandTable::is_container(self, row)
+    }
+
+    fn subcommands(&self, row: usize) -> &[usize] {
+        CommandTable::subcommands(self, row)
+    }
+
+    fn key_positions(&self, row: usize, words: &[&[u8]]) -> Option<Vec<usize>> {
+        let keys = &self.rows[row].keys;
+        if keys.first == 0 && keys.find.is_none() {
+            return None;
+        }
+        keys.positions(words)
+    }
+}
+
 /// FNV-1a: command names are short and trusted to be few, so a fast
 /// non-keyed hash is enough (the map holds only the table's own names).
 #[derive(Default, Clone, Copy)]

@@ -12,8 +12,8 @@
 //! - A `readonly` row's keys need read, a `write` row's need write, unless
 //!   the tables below say otherwise.
 
+use crate::acl::commands::Commands;
 use crate::acl::selector::Need;
-use crate::session::{is, Spec};
 
 /// Commands that only test a key's existence or size: read or write will
 /// do (Redis's key specs without ACCESS).
@@ -112,27 +112,29 @@ const SOURCE_FIRST: &[&str] = &[
     "smove",
 ];
 
-/// The keys of request `words` (the name first) for row `spec`, each with
+/// Whether `arg` is `word` (ASCII, any case).
+fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// The keys of request `words` (the name first) of row `row`, each with
 /// what it needs.
-pub fn keys(spec: &Spec, words: &[&[u8]]) -> Vec<(usize, Need)> {
-    if spec.keys.first == 0 && spec.keys.find.is_none() {
-        return Vec::new();
-    }
-    let Some(positions) = spec.keys.positions(words) else {
+pub fn keys(table: &dyn Commands, row: usize, words: &[&[u8]]) -> Vec<(usize, Need)> {
+    let Some(positions) = table.key_positions(row, words) else {
         return Vec::new();
     };
-    let name = spec.name;
-    let base = base_need(spec, words);
+    let name = table.name(row);
+    let base = base_need(name, table.flags(row), words);
     positions
         .iter()
+        .filter(|&&p| p < words.len())
         .enumerate()
         .map(|(n, &p)| (p, positional_need(name, n, base)))
         .collect()
 }
 
 /// What every key of the request needs, the positional tables aside.
-fn base_need(spec: &Spec, words: &[&[u8]]) -> Need {
-    let name = spec.name;
+fn base_need(name: &str, flags: &[&str], words: &[&[u8]]) -> Need {
     if EITHER.contains(&name) {
         return Need::Either;
     }
@@ -142,7 +144,7 @@ fn base_need(spec: &Spec, words: &[&[u8]]) -> Need {
     match name {
         "set" if words.iter().skip(3).any(|w| is(w, "GET")) => Need::ReadWrite,
         "bitfield" => bitfield_need(words),
-        _ if spec.flags.contains(&"write") => Need::Write,
+        _ if flags.contains(&"write") => Need::Write,
         _ => Need::Read,
     }
 }
@@ -181,8 +183,8 @@ fn positional_need(name: &str, n: usize, base: Need) -> Need {
 
 /// The channels of a request, each with whether it is a pattern
 /// (PSUBSCRIBE's, checked literally).
-pub fn channels(spec: &Spec, words: &[&[u8]]) -> Vec<(usize, bool)> {
-    match spec.name {
+pub fn channels(name: &str, words: &[&[u8]]) -> Vec<(usize, bool)> {
+    match name {
         "publish" | "spublish" => (words.len() > 1)
             .then_some((1, false))
             .into_iter()

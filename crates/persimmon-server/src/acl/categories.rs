@@ -12,7 +12,7 @@
 //! - A group with a category of its own (`stream`, `geo`, ...) gives it to
 //!   every row of the group: a new family needs no per-row work.
 
-use crate::session::Spec;
+use crate::acl::commands::Commands;
 
 /// Redis 7.0's categories, in `ACL CAT` order; a category's bit is its
 /// index.
@@ -73,10 +73,16 @@ fn of_group(group: &str) -> Option<&'static str> {
     })
 }
 
-/// Row `spec`'s categories, as a mask of [`NAMES`] bits.
-pub fn of(spec: &Spec) -> u32 {
-    let flag = |f: &str| spec.flags.contains(&f);
-    let mut mask = of_group(spec.group).map_or(0, named);
+/// Row `row`'s categories.
+pub fn of_row(table: &dyn Commands, row: usize) -> u32 {
+    of(table.flags(row), table.group(row))
+}
+
+/// The categories of a row with these flags and group, as a mask of
+/// [`NAMES`] bits.
+pub fn of(flags: &[&str], group: &str) -> u32 {
+    let flag = |f: &str| flags.contains(&f);
+    let mut mask = of_group(group).map_or(0, named);
     if flag("write") {
         mask |= named("write");
     }
@@ -92,7 +98,7 @@ pub fn of(spec: &Spec) -> u32 {
     if flag("blocking") {
         mask |= named("blocking");
     }
-    for extra in spec.flags.iter().filter_map(|f| f.strip_prefix('@')) {
+    for extra in flags.iter().filter_map(|f| f.strip_prefix('@')) {
         mask |= bit(extra.as_bytes()).unwrap_or(0);
     }
     mask | named(if flag("fast") { "fast" } else { "slow" })

@@ -13,15 +13,15 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::acl::commands::Commands;
 use crate::acl::user::{applied, merge_selectors, Rules};
-use crate::session::CommandTable;
 
 /// The users of an ACL text (`source` names it in errors), in file order.
 /// A file without `default` gets the default user that allows everything.
 pub fn parse(
     text: &str,
     source: &str,
-    table: &CommandTable,
+    table: &dyn Commands,
     all_channels: bool,
 ) -> Result<Vec<(String, Rules)>, String> {
     let mut users: Vec<(String, Rules)> = Vec::new();
@@ -47,7 +47,7 @@ pub fn parse(
 /// without the leading `user`).
 pub fn parse_line(
     line: &str,
-    table: &CommandTable,
+    table: &dyn Commands,
     all_channels: bool,
 ) -> Result<(String, Rules), String> {
     let words: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();

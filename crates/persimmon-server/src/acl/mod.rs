@@ -3,7 +3,8 @@
 //! `@categories`), `selector` (one selector's commands, keys and
 //! channels), `user` (a user's flags, passwords, selectors, and the rules
 //! that set them), `access` (what a request touches), `log` (`ACL LOG`),
-//! `file` (`aclfile`). [`Acl`] is the server's registry of users; the
+//! `file` (`aclfile`), `commands` (the command table as the room reads it,
+//! a trait, so the room imports nothing above it). [`Acl`] is the server's registry of users; the
 //! dispatch calls [`check`] for every command on every path (plain, queued
 //! in MULTI and again at EXEC, a script's `redis.call`).
 //!
@@ -22,6 +23,7 @@
 
 pub mod access;
 pub mod categories;
+pub mod commands;
 pub mod file;
 pub mod log;
 pub mod selector;
@@ -32,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::session::{CommandTable, Spec};
+use commands::Commands;
 use log::{Context, Reason};
 use selector::Selector;
 use user::{Rules, User};
@@ -66,7 +68,7 @@ fn rank(d: &Denial) -> (u8, usize) {
 /// Checks request `words` (the name first) of row `index` against `user`.
 pub fn check(
     user: &User,
-    table: &CommandTable,
+    table: &dyn Commands,
     index: usize,
     words: &[&[u8]],
 ) -> Result<(), Denial> {
@@ -74,10 +76,9 @@ pub fn check(
         return Ok(());
     }
     let rules = user.rules();
-    let spec = table.row(index);
     let mut worst: Option<Denial> = None;
     for selector in std::iter::once(&rules.root).chain(&rules.selectors) {
-        match check_selector(selector, spec, index, words) {
+        match check_selector(selector, table, index, words) {
             Ok(()) => return Ok(()),
             Err(d) => {
                 if worst.is_none_or(|w| rank(&d) > rank(&w)) {
@@ -94,18 +95,19 @@ pub fn check(
 
 fn check_selector(
     sel: &Selector,
-    spec: &Spec,
+    table: &dyn Commands,
     index: usize,
     words: &[&[u8]],
 ) -> Result<(), Denial> {
-    if !spec.allowed_before_auth() && !sel.allows_command(index, words) {
+    let no_auth = table.flags(index).contains(&"no_auth");
+    if !no_auth && !sel.allows_command(index, words) {
         return Err(Denial {
             reason: Reason::Command,
             pos: 0,
         });
     }
     if !sel.all_keys {
-        for (pos, need) in access::keys(spec, words) {
+        for (pos, need) in access::keys(table, index, words) {
             if !sel.allows_key(words[pos], need) {
                 return Err(Denial {
                     reason: Reason::Key,
@@ -115,7 +117,7 @@ fn check_selector(
         }
     }
     if !sel.all_channels {
-        for (pos, pattern) in access::channels(spec, words) {
+        for (pos, pattern) in access::channels(table.name(index), words) {
             if !sel.allows_channel(words[pos], pattern) {
                 return Err(Denial {
                     reason: Reason::Channel,
@@ -129,16 +131,16 @@ fn check_selector(
 
 /// The object a denial names in `ACL LOG`: the command's full name, the
 /// key or the channel.
-pub fn object(d: &Denial, spec: &Spec, words: &[&[u8]]) -> String {
+pub fn object(d: &Denial, name: &str, words: &[&[u8]]) -> String {
     match d.reason {
-        Reason::Command => spec.name.to_string(),
+        Reason::Command => name.to_string(),
         Reason::Auth => "AUTH".into(),
         _ => String::from_utf8_lossy(words[d.pos]).into_owned(),
     }
 }
 
 /// Redis's error for a denial in `context`.
-pub fn error_text(d: &Denial, spec: &Spec, context: Context) -> String {
+pub fn error_text(d: &Denial, name: &str, context: Context) -> String {
     if context == Context::Lua {
         return match d.reason {
             Reason::Command => "ERR The user executing the script can't run this command or subcommand",
@@ -148,10 +150,9 @@ pub fn error_text(d: &Denial, spec: &Spec, context: Context) -> String {
         .into();
     }
     match d.reason {
-        Reason::Command => format!(
-            "NOPERM this user has no permissions to run the '{}' command",
-            spec.name
-        ),
+        Reason::Command => {
+            format!("NOPERM this user has no permissions to run the '{name}' command")
+        }
         Reason::Key => {
             "NOPERM this user has no permissions to access one of the keys used as arguments".into()
         }
@@ -161,13 +162,10 @@ pub fn error_text(d: &Denial, spec: &Spec, context: Context) -> String {
 }
 
 /// `ACL DRYRUN`'s text for a denial.
-pub fn dry_run_text(d: &Denial, spec: &Spec, words: &[&[u8]]) -> String {
+pub fn dry_run_text(d: &Denial, name: &str, words: &[&[u8]]) -> String {
     let what = match d.reason {
         Reason::Command => {
-            return format!(
-                "This user has no permissions to run the '{}' command",
-                spec.name
-            )
+            return format!("This user has no permissions to run the '{name}' command")
         }
         Reason::Key => "key",
         _ => "channel",
@@ -209,7 +207,7 @@ pub fn check_name(name: &[u8]) -> Result<(), String> {
 
 impl Acl {
     /// The registry with only `default` (`on nopass ~* &* +@all`).
-    pub fn new(table: &CommandTable) -> Acl {
+    pub fn new(table: &dyn Commands) -> Acl {
         let default = User::new("default", Rules::everything(table));
         let mut users = BTreeMap::new();
         users.insert("default".to_string(), default.clone());
@@ -226,7 +224,7 @@ impl Acl {
     /// lines or the ACL file of `config`.
     pub fn from_config(
         config: &crate::config::Config,
-        table: &CommandTable,
+        table: &dyn Commands,
     ) -> Result<Acl, String> {
         let acl = Acl::new(table);
         let all_channels = config
@@ -259,7 +257,7 @@ impl Acl {
     /// the `user` lines, the `aclfile` (not both).
     pub fn start(
         &self,
-        table: &CommandTable,
+        table: &dyn Commands,
         requirepass: Option<&[u8]>,
         user_lines: &[String],
         aclfile: Option<PathBuf>,
@@ -335,7 +333,7 @@ impl Acl {
 
     /// `requirepass`: the default user's only password (`nopass` when
     /// empty).
-    pub fn set_requirepass(&self, table: &CommandTable, password: &[u8]) {
+    pub fn set_requirepass(&self, table: &dyn Commands, password: &[u8]) {
         let mut rules = self.default.rules().clone();
         let _ = rules.apply(table, b"resetpass", false);
         let mut op = b">".to_vec();
@@ -352,7 +350,7 @@ impl Acl {
     /// none. The error is the reply's text.
     pub fn set_user(
         &self,
-        table: &CommandTable,
+        table: &dyn Commands,
         name: &[u8],
         args: &[&[u8]],
         all_channels: bool,
@@ -397,7 +395,7 @@ impl Acl {
 
     /// `ACL LOAD`: replaces every user with the file's (the default user's
     /// rules in place). Returns the users replaced, whose clients must go.
-    pub fn load(&self, table: &CommandTable, all_channels: bool) -> Result<Vec<String>, String> {
+    pub fn load(&self, table: &dyn Commands, all_channels: bool) -> Result<Vec<String>, String> {
         let path = self.aclfile().ok_or(NO_ACLFILE)?;
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;

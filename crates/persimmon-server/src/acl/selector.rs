@@ -16,8 +16,8 @@
 //!   `~`); the same pattern given again merges its permissions.
 
 use crate::acl::categories;
+use crate::acl::commands::Commands;
 use crate::glob;
-use crate::session::CommandTable;
 
 /// What a key of a request needs from a key pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,9 +76,9 @@ const SUBCOMMAND_ARG: RuleError = "Allowing first-arg of a subcommand is not sup
 impl Selector {
     /// A selector that allows nothing (`-@all resetkeys`); its channels are
     /// all or none as `acl-pubsub-default` says.
-    pub fn new(table: &CommandTable, all_channels: bool) -> Selector {
+    pub fn new(table: &dyn Commands, all_channels: bool) -> Selector {
         Selector {
-            allowed: vec![false; table.rows().len()],
+            allowed: vec![false; table.len()],
             first_args: Vec::new(),
             rules: vec!["-@all".into()],
             all_keys: false,
@@ -95,7 +95,7 @@ impl Selector {
     }
 
     /// Applies one selector rule (`+get`, `~key*`, `&chan`, `allkeys`...).
-    pub fn apply(&mut self, table: &CommandTable, op: &[u8]) -> Result<(), RuleError> {
+    pub fn apply(&mut self, table: &dyn Commands, op: &[u8]) -> Result<(), RuleError> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
             b"allkeys" | b"~*" => self.set_all_keys(),
@@ -117,7 +117,7 @@ impl Selector {
 
     fn apply_pattern_or_command(
         &mut self,
-        table: &CommandTable,
+        table: &dyn Commands,
         op: &[u8],
     ) -> Result<(), RuleError> {
         match op.first() {
@@ -200,7 +200,7 @@ impl Selector {
     /// a subcommand or a command's first argument.
     fn apply_command(
         &mut self,
-        table: &CommandTable,
+        table: &dyn Commands,
         on: bool,
         name: &[u8],
     ) -> Result<(), RuleError> {
@@ -277,7 +277,7 @@ impl Selector {
         }
     }
 
-    fn set_command(&mut self, table: &CommandTable, index: usize, on: bool) {
+    fn set_command(&mut self, table: &dyn Commands, index: usize, on: bool) {
         self.allowed[index] = on;
         for &sub in table.subcommands(index) {
             self.allowed[sub] = on;
@@ -296,9 +296,9 @@ impl Selector {
         }
     }
 
-    fn apply_category(&mut self, table: &CommandTable, on: bool, mask: u32) {
-        for (i, spec) in table.rows().iter().enumerate() {
-            if categories::of(spec) & mask != 0 {
+    fn apply_category(&mut self, table: &dyn Commands, on: bool, mask: u32) {
+        for i in 0..table.len() {
+            if categories::of_row(table, i) & mask != 0 {
                 self.allowed[i] = on;
                 if !table.is_subcommand(i) {
                     self.first_args.retain(|(r, _)| *r != i);

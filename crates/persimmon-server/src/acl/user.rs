@@ -17,8 +17,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use sha2::{Digest, Sha256};
 
+use crate::acl::commands::Commands;
 use crate::acl::selector::{RuleError, Selector, SYNTAX};
-use crate::session::CommandTable;
 
 /// A user's rules: everything `ACL SETUSER` sets.
 #[derive(Clone, Debug)]
@@ -101,7 +101,7 @@ fn checked_hash(text: &[u8]) -> Result<String, RuleError> {
 
 impl Rules {
     /// A new user's rules: off, no password, nothing allowed.
-    pub fn new(table: &CommandTable, all_channels: bool) -> Rules {
+    pub fn new(table: &dyn Commands, all_channels: bool) -> Rules {
         Rules {
             enabled: false,
             nopass: false,
@@ -113,7 +113,7 @@ impl Rules {
 
     /// The default user's rules when nothing configures it: `on nopass ~* &*
     /// +@all`.
-    pub fn everything(table: &CommandTable) -> Rules {
+    pub fn everything(table: &dyn Commands) -> Rules {
         let mut rules = Rules::new(table, true);
         for op in ["on", "nopass", "~*", "&*", "+@all"] {
             rules
@@ -141,7 +141,7 @@ impl Rules {
     /// `acl-pubsub-default` for `reset` and new selectors.
     pub fn apply(
         &mut self,
-        table: &CommandTable,
+        table: &dyn Commands,
         op: &[u8],
         all_channels: bool,
     ) -> Result<(), RuleError> {
@@ -179,7 +179,7 @@ impl Rules {
 
     fn apply_password_or_selector(
         &mut self,
-        table: &CommandTable,
+        table: &dyn Commands,
         op: &[u8],
     ) -> Result<(), RuleError> {
         match op.first() {
@@ -265,7 +265,7 @@ pub fn merge_selectors(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, String> {
 /// refused rule.
 pub fn applied(
     rules: &Rules,
-    table: &CommandTable,
+    table: &dyn Commands,
     ops: &[Vec<u8>],
     all_channels: bool,
 ) -> Result<Rules, BadRule> {

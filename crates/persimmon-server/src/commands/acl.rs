@@ -202,7 +202,7 @@ pub fn cat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
                 .commands
                 .rows()
                 .iter()
-                .filter(|spec| categories::of(spec) & mask != 0)
+                .filter(|spec| categories::of(spec.flags, spec.group) & mask != 0)
                 .map(|spec| spec.name)
                 .collect();
             s.out.array(names.len());
@@ -329,7 +329,9 @@ pub fn dryrun(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     }
     match acl::check(&user, s.commands, index, &words) {
         Ok(()) => s.out.ok(),
-        Err(d) => s.out.bulk(acl::dry_run_text(&d, spec, &words).as_bytes()),
+        Err(d) => s
+            .out
+            .bulk(acl::dry_run_text(&d, spec.name, &words).as_bytes()),
     }
     Ok(())
 }

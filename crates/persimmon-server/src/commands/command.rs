@@ -36,7 +36,7 @@ fn group(spec: &Spec) -> String {
 /// A command's ACL categories (`@read`...), from the one derivation the
 /// ACL rules use too (`acl::categories`).
 fn categories(spec: &Spec) -> Vec<String> {
-    crate::acl::categories::names(crate::acl::categories::of(spec))
+    crate::acl::categories::names(crate::acl::categories::of(spec.flags, spec.group))
         .map(|n| format!("@{n}"))
         .collect()
 }
