@@ -402,6 +402,14 @@ pub struct ServeArgs {
     /// before any other command
     #[arg(long, value_name = "PASSWORD")]
     pub requirepass: Option<String>,
+    /// A user, as redis.conf's `user` lines: `alice on >pw ~app:* +@read`
+    /// (repeatable; not with --aclfile)
+    #[arg(long, value_name = "RULES")]
+    pub user: Vec<String>,
+    /// ACL file of users (`user NAME RULES` lines), loaded at start; ACL
+    /// LOAD and ACL SAVE read and write it
+    #[arg(long, value_name = "FILE")]
+    pub aclfile: Option<PathBuf>,
     /// Most clients connected at once [default: 10000]
     #[arg(long, value_name = "N")]
     pub maxclients: Option<usize>,

@@ -66,6 +66,12 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if let Some(password) = args.requirepass {
         config.requirepass = (!password.is_empty()).then_some(password);
     }
+    if !args.user.is_empty() {
+        config.users = args.user;
+    }
+    if let Some(path) = args.aclfile {
+        config.aclfile = Some(path);
+    }
     if let Some(n) = args.maxclients {
         config.limits.maxclients = n;
     }

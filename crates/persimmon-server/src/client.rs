@@ -22,6 +22,9 @@ pub struct ClientInfo {
     pub name: Mutex<Vec<u8>>,
     pub lib_name: Mutex<Vec<u8>>,
     pub lib_ver: Mutex<Vec<u8>>,
+    /// The user the connection is authenticated as (`CLIENT LIST`'s
+    /// `user=`, `CLIENT KILL USER`, the clients `ACL DELUSER` closes).
+    user: Mutex<String>,
     /// Milliseconds since server start of the last request.
     pub last_active_ms: AtomicU64,
     /// Index + 1 of the last command in the command table (0: none yet).
@@ -63,6 +66,7 @@ impl ClientInfo {
             name: Mutex::new(Vec::new()),
             lib_name: Mutex::new(Vec::new()),
             lib_ver: Mutex::new(Vec::new()),
+            user: Mutex::new("default".into()),
             last_active_ms: AtomicU64::new(now_ms),
             last_command: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
@@ -84,6 +88,14 @@ impl ClientInfo {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill_notify.notify_one();
+    }
+
+    pub fn user_name(&self) -> String {
+        self.user.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_user_name(&self, name: &str) {
+        *self.user.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
     }
 
     pub fn is_killed(&self) -> bool {

@@ -17,6 +17,8 @@
 //! bind = "127.0.0.1"
 //! port = 6479
 //! requirepass = "secret"
+//! user = ["alice on >pw ~app:* +@read"]  # users (redis.conf's `user` lines)
+//! aclfile = "/etc/persimmon/users.acl"  # or users in a file (ACL LOAD/SAVE)
 //! protected-mode = true        # no password: refuse non-loopback clients
 //! maxclients = 10000
 //! proto-max-bulk-len = "512M"
@@ -83,6 +85,11 @@ pub struct Config {
     pub port: u16,
     /// Password of the `default` user; `None`: no authentication.
     pub requirepass: Option<String>,
+    /// Users as `user` lines of `redis.conf` give them (`alice on >pw
+    /// ~app:* +@read`), without the word `user`.
+    pub users: Vec<String>,
+    /// The ACL file (`ACL LOAD`, `ACL SAVE`); not with `users`.
+    pub aclfile: Option<PathBuf>,
     /// Without a password, refuse clients that are not on loopback.
     pub protected_mode: bool,
     pub limits: Limits,
@@ -149,6 +156,8 @@ impl Default for Config {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
             requirepass: None,
+            users: Vec::new(),
+            aclfile: None,
             protected_mode: true,
             limits: Limits::default(),
             worker_threads: 2,
@@ -188,6 +197,8 @@ struct FileConfig {
     bind: Option<String>,
     port: Option<u16>,
     requirepass: Option<String>,
+    user: Option<Vec<String>>,
+    aclfile: Option<PathBuf>,
     protected_mode: Option<bool>,
     maxclients: Option<usize>,
     proto_max_bulk_len: Option<Size>,
@@ -299,6 +310,12 @@ impl Config {
         }
         if let Some(p) = file.requirepass {
             self.requirepass = if p.is_empty() { None } else { Some(p) };
+        }
+        if let Some(users) = file.user {
+            self.users = users;
+        }
+        if let Some(path) = file.aclfile {
+            self.aclfile = Some(path);
         }
         if let Some(p) = file.protected_mode {
             self.protected_mode = p;

@@ -10,6 +10,10 @@
 //! server applies at start as `CONFIG SET` would. Keys already in
 //! `[settings]` are brought up to date too.
 //!
+//! Users (`ACL SETUSER`) are written as the top-level `user` list, one
+//! string per user as `ACL LIST` shows it, unless the server keeps them in
+//! an ACL file (`ACL SAVE`), as Redis rewrites its `user` lines.
+//!
 //! Invariants:
 //! - Everything else in the file stays as it was: comments, blank lines,
 //!   key order, unknown-to-us formatting (the file is edited as a TOML
@@ -125,6 +129,7 @@ fn typed(text: &str, form: TomlForm) -> Value {
             Err(_) => Value::from(text),
         },
         TomlForm::Text => Value::from(text),
+        TomlForm::Lines => Value::Array(text.lines().map(Value::from).collect()),
     }
 }
 
@@ -225,6 +230,29 @@ mod tests {
         let restarted = Settings::new(&again.startup_values(), &again.settings);
         assert_eq!(restarted.maxmemory(), 1 << 20);
         assert_eq!(restarted.value("timeout").unwrap(), b"7");
+    }
+
+    #[test]
+    fn users_are_written_as_a_list_that_loads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, "pool = \"/dev/shm/x.pool\"\n").unwrap();
+        let settings = Settings::new(&Config::default().startup_values(), &[]);
+        let users = entry(
+            "user",
+            Some("alice on nopass ~app:* resetchannels -@all +get\ndefault on nopass ~* &* +@all"),
+            TomlForm::Lines,
+        );
+        rewrite(&path, &settings, &[users]).unwrap();
+        let mut again = Config::default();
+        again.apply_file(&path).unwrap();
+        assert_eq!(
+            again.users,
+            [
+                "alice on nopass ~app:* resetchannels -@all +get",
+                "default on nopass ~* &* +@all"
+            ]
+        );
     }
 
     #[test]

@@ -329,8 +329,7 @@ impl Connection {
         ParseLimits {
             max_bulk_bytes: limits.proto_max_bulk_len,
             max_args: i32::MAX as usize,
-            unauthenticated: !self.session.authenticated
-                && self.session.shared.settings.password_required(),
+            unauthenticated: !self.session.authenticated && self.session.shared.acl.auth_required(),
         }
     }
 

@@ -16,6 +16,10 @@
 //!   without a subcommand argument gets its own row's arity check.
 //! - A handler runs only with an argument count its row allows, and before
 //!   `AUTH` only if its row has `no_auth`.
+//! - A handler runs only if the connection's user may run it on those keys
+//!   and channels ([`permitted`], the one ACL check, see `acl/`): at the
+//!   top level, when MULTI queues it and again when EXEC runs it, and for
+//!   each `redis.call` of a script (both through [`run_queued`]).
 //! - A failed command's reply is its error alone: whatever the handler
 //!   queued before failing is dropped (an engine error after the update
 //!   closure ran).
@@ -46,6 +50,7 @@ use std::time::Instant;
 use persimmon_resp::{Args, Request};
 use persimmon_types::Error;
 
+use crate::acl::log::Context;
 use crate::commands::blocking::serve_ready;
 use crate::commands::pubsub::DRAIN_BYTES;
 use crate::session::{arity, shown, Session, Spec};
@@ -221,9 +226,10 @@ pub fn runnable_as(s: &Session, args: &Args<'_>, name: &str, argc: usize) -> Opt
     }
     let index = row_of(s, args)?;
     let spec = s.commands.row(index);
-    let authenticated = s.authenticated || !s.shared.settings.password_required();
+    let authenticated = s.authenticated || !s.shared.acl.auth_required();
     (spec.arity_ok(argc)
         && authenticated
+        && s.user.unrestricted()
         && s.multi.is_none()
         && !s.pubsub.has_mailbox()
         && s.reply_mode == crate::session::ReplyMode::On
@@ -247,8 +253,15 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
     if !spec.arity_ok(args.len()) {
         return refuse(arity(spec.name));
     }
-    if !s.authenticated && !spec.allowed_before_auth() && s.shared.settings.password_required() {
+    if !s.authenticated && !spec.allowed_before_auth() && s.shared.acl.auth_required() {
         return refuse(Error::new("NOAUTH Authentication required."));
+    }
+    let context = match s.multi {
+        Some(_) => Context::Multi,
+        None => Context::Toplevel,
+    };
+    if let Err(e) = permitted(s, index, args, context) {
+        return refuse(e);
     }
     if s.pubsub.active() && !s.out.resp3 && !crate::pubsub::allowed_while_subscribed(spec.name) {
         // Named as before subcommands had rows (`client`, where Redis 7
@@ -274,6 +287,39 @@ fn checked(s: &mut Session, args: &Args<'_>) -> Result<usize, (Option<usize>, Er
         ));
     }
     Ok(index)
+}
+
+/// The ACL check (`acl::check`) of request `args` of row `index` for the
+/// connection's user, on every path a command takes; a refusal is logged
+/// in `ACL LOG` and worded for `context`. One atomic load for a user
+/// allowed everything. The master's stream on a replica is not checked,
+/// as in Redis (whatever the local `default` user may run).
+fn permitted(s: &Session, index: usize, args: &Args<'_>, context: Context) -> Result<(), Error> {
+    if s.user.unrestricted() || s.repl.from_master {
+        return Ok(());
+    }
+    let words: Vec<&[u8]> = args.iter().collect();
+    let denial = match crate::acl::check(&s.user, s.commands, index, &words) {
+        Ok(()) => return Ok(()),
+        Err(d) => d,
+    };
+    let spec = s.commands.row(index);
+    let mut client_info = String::new();
+    crate::commands::connection::describe_client(s, &s.info, &mut client_info);
+    let event = crate::acl::log::Event {
+        reason: denial.reason,
+        context,
+        object: crate::acl::object(&denial, spec.name, &words),
+        username: s.user.name.clone(),
+        client_info,
+    };
+    s.shared
+        .acl
+        .log
+        .add(event, s.shared.settings.acllog_max_len());
+    Err(Error::new(crate::acl::error_text(
+        &denial, spec.name, context,
+    )))
 }
 
 /// Redis's refusals that depend on settings: `MASTERDOWN` for a command
@@ -424,12 +470,21 @@ fn collect_propagation(s: &mut Session, spec: &Spec, args: &Args<'_>, failed: bo
     p.rewritten = false;
 }
 
-/// Runs one queued request of an `EXEC` (checked when it was queued) in
-/// the running unit; a request that fails leaves nothing in it.
-pub fn run_queued(s: &mut Session, args: Args<'_>) {
+/// Runs one queued request of an `EXEC` (checked when it was queued, and
+/// for permissions again now: the user's rules may have changed) or of a
+/// script's `redis.call` (`context` says which) in the running unit; a
+/// request that fails leaves nothing in it.
+pub fn run_queued(s: &mut Session, args: Args<'_>, context: Context) {
     s.store.mark();
     let failed = match row_of(s, &args) {
-        Some(index) => run(s, index, args),
+        Some(index) => match permitted(s, index, &args, context) {
+            Ok(()) => run(s, index, args),
+            Err(e) => {
+                s.tally.rejected(index);
+                s.out.error(&e.0);
+                true
+            }
+        },
         None => {
             s.out.error(&unknown_command(&args));
             true

@@ -48,7 +48,8 @@ impl Embedded {
         let keyspace = Keyspace::new(db, config.databases)
             .map_err(|e| format!("the database map does not parse: {e:?}"))?;
         let addr = "127.0.0.1:0".parse().expect("an address");
-        let shared = Arc::new(Shared::new(Arc::new(keyspace), config, None, addr));
+        let acl = crate::acl::Acl::from_config(&config, &COMMANDS)?;
+        let shared = Arc::new(Shared::new(Arc::new(keyspace), config, None, addr, acl));
         let info = Arc::new(ClientInfo::new(1, addr, addr, -1, 0));
         let mut session = Session::new(shared, info, &COMMANDS);
         session.store.capture = Some(Vec::new());

@@ -59,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 
+mod acl;
 mod blocking;
 mod client;
 mod clock;

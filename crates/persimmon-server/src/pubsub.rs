@@ -56,6 +56,8 @@ pub struct PubSub {
 struct Registry {
     channels: HashMap<Vec<u8>, Subscribers>,
     patterns: HashMap<Vec<u8>, Subscribers>,
+    /// Shard channels (SSUBSCRIBE, SPUBLISH): a namespace of their own.
+    shards: HashMap<Vec<u8>, Subscribers>,
 }
 
 /// The `pubsub` output limit: hard bytes, soft bytes, soft seconds (0:
@@ -81,6 +83,8 @@ impl Limit {
 struct Message {
     /// The pattern that matched (`pmessage`), or none (`message`).
     pattern: Option<Arc<[u8]>>,
+    /// Published with SPUBLISH (`smessage`).
+    shard: bool,
     channel: Arc<[u8]>,
     payload: Arc<[u8]>,
 }
@@ -103,7 +107,7 @@ impl Message {
             }
             None => {
                 out.push(3);
-                out.bulk(b"message");
+                out.bulk(if self.shard { b"smessage" } else { b"message" });
             }
         }
         out.bulk(&self.channel);
@@ -195,6 +199,7 @@ impl PubSub {
             for mailbox in subscribers.values() {
                 let message = Message {
                     pattern: None,
+                    shard: false,
                     channel: channel.clone(),
                     payload: payload.clone(),
                 };
@@ -210,6 +215,7 @@ impl PubSub {
             for mailbox in subscribers.values() {
                 let message = Message {
                     pattern: Some(pattern.clone()),
+                    shard: false,
                     channel: channel.clone(),
                     payload: payload.clone(),
                 };
@@ -220,12 +226,37 @@ impl PubSub {
         receivers
     }
 
-    /// The channels with at least one subscriber that match `pattern`
-    /// (all of them without one), sorted.
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+    /// SPUBLISH: sends `payload` to the subscribers of shard channel
+    /// `channel`; returns how many there were.
+    pub fn shard_publish(&self, channel: &[u8], payload: &[u8], limit: Limit) -> usize {
         let registry = lock(&self.registry);
-        let mut names: Vec<Vec<u8>> = registry
-            .channels
+        let Some(subscribers) = registry.shards.get(channel) else {
+            return 0;
+        };
+        let (channel, payload): (Arc<[u8]>, Arc<[u8]>) = (Arc::from(channel), Arc::from(payload));
+        let now = Instant::now();
+        for mailbox in subscribers.values() {
+            let message = Message {
+                pattern: None,
+                shard: true,
+                channel: channel.clone(),
+                payload: payload.clone(),
+            };
+            mailbox.deliver(message, limit, now);
+        }
+        subscribers.len()
+    }
+
+    /// The channels (`shard`: shard channels) with at least one subscriber
+    /// that match `pattern` (all of them without one), sorted.
+    pub fn channels(&self, pattern: Option<&[u8]>, shard: bool) -> Vec<Vec<u8>> {
+        let registry = lock(&self.registry);
+        let map = if shard {
+            &registry.shards
+        } else {
+            &registry.channels
+        };
+        let mut names: Vec<Vec<u8>> = map
             .keys()
             .filter(|name| pattern.is_none_or(|p| crate::glob::matches(p, name)))
             .cloned()
@@ -234,12 +265,16 @@ impl PubSub {
         names
     }
 
-    /// How many clients are subscribed to `channel` (patterns not counted).
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        lock(&self.registry)
-            .channels
-            .get(channel)
-            .map_or(0, |s| s.len())
+    /// How many clients are subscribed to `channel` (patterns not counted;
+    /// `shard`: to shard channel `channel`).
+    pub fn numsub(&self, channel: &[u8], shard: bool) -> usize {
+        let registry = lock(&self.registry);
+        let map = if shard {
+            &registry.shards
+        } else {
+            &registry.channels
+        };
+        map.get(channel).map_or(0, |s| s.len())
     }
 
     /// How many distinct patterns some client is subscribed to.
@@ -251,6 +286,21 @@ impl PubSub {
     pub fn numchannels(&self) -> usize {
         lock(&self.registry).channels.len()
     }
+
+    /// The channels and the patterns client `id` is subscribed to (for the
+    /// ACL check of a user whose rules changed).
+    pub fn subscriptions_of(&self, id: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let registry = lock(&self.registry);
+        let of = |map: &HashMap<Vec<u8>, Subscribers>| {
+            map.iter()
+                .filter(|(_, subs)| subs.contains_key(&id))
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        let mut channels: Vec<Vec<u8>> = of(&registry.channels);
+        channels.extend(of(&registry.shards));
+        (channels, of(&registry.patterns))
+    }
 }
 
 /// Channels or patterns: the two kinds of subscription.
@@ -258,6 +308,8 @@ impl PubSub {
 pub enum Kind {
     Channel,
     Pattern,
+    /// A shard channel (SSUBSCRIBE).
+    Shard,
 }
 
 impl Kind {
@@ -266,6 +318,7 @@ impl Kind {
         match self {
             Kind::Channel => ("subscribe", "unsubscribe"),
             Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
         }
     }
 }
@@ -278,6 +331,7 @@ pub struct Subscriptions {
     mailbox: Option<Arc<Mailbox>>,
     channels: HashSet<Vec<u8>>,
     patterns: HashSet<Vec<u8>>,
+    shards: HashSet<Vec<u8>>,
 }
 
 impl Subscriptions {
@@ -288,6 +342,7 @@ impl Subscriptions {
             mailbox: None,
             channels: HashSet::new(),
             patterns: HashSet::new(),
+            shards: HashSet::new(),
         }
     }
 
@@ -296,9 +351,18 @@ impl Subscriptions {
         self.channels.len() + self.patterns.len()
     }
 
+    /// The count a confirmation of `kind` shows: shard channels are
+    /// counted apart, as in Redis.
+    pub fn count_of(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Shard => self.shards.len(),
+            _ => self.count(),
+        }
+    }
+
     /// Whether RESP2's subscribed mode applies (some subscription).
     pub fn active(&self) -> bool {
-        self.count() > 0
+        self.count() + self.shards.len() > 0
     }
 
     /// Whether the connection ever subscribed (messages may be queued).
@@ -310,6 +374,7 @@ impl Subscriptions {
         match kind {
             Kind::Channel => &mut self.channels,
             Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
         }
     }
 
@@ -332,7 +397,7 @@ impl Subscriptions {
             self.mine(kind).insert(name.to_vec());
             self.publish_counts();
         }
-        self.count()
+        self.count_of(kind)
     }
 
     /// Unsubscribes from `name` (a no-op when not subscribed); returns the
@@ -343,7 +408,7 @@ impl Subscriptions {
             registry.remove(kind, name, self.client.id);
             self.publish_counts();
         }
-        self.count()
+        self.count_of(kind)
     }
 
     /// The names of `kind` subscribed to, in no particular order (as
@@ -352,6 +417,7 @@ impl Subscriptions {
         match kind {
             Kind::Channel => self.channels.iter().cloned().collect(),
             Kind::Pattern => self.patterns.iter().cloned().collect(),
+            Kind::Shard => self.shards.iter().cloned().collect(),
         }
     }
 
@@ -393,7 +459,7 @@ impl Subscriptions {
 
     /// Unsubscribes from everything (`RESET`, the connection's end).
     pub fn clear(&mut self) {
-        if self.count() == 0 {
+        if !self.active() {
             return;
         }
         let mut registry = lock(&self.pubsub.registry);
@@ -402,6 +468,9 @@ impl Subscriptions {
         }
         for name in self.patterns.drain() {
             registry.remove(Kind::Pattern, &name, self.client.id);
+        }
+        for name in self.shards.drain() {
+            registry.remove(Kind::Shard, &name, self.client.id);
         }
         drop(registry);
         self.publish_counts();
@@ -419,6 +488,7 @@ impl Registry {
         match kind {
             Kind::Channel => &mut self.channels,
             Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
         }
     }
 
@@ -492,11 +562,11 @@ mod tests {
               *3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n3\r\n\
               *4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\n3\r\n"
         );
-        assert_eq!(ps.numsub(b"news"), 1);
+        assert_eq!(ps.numsub(b"news", false), 1);
         assert_eq!(ps.numpat(), 2);
-        assert_eq!(ps.channels(None), vec![b"news".to_vec()]);
+        assert_eq!(ps.channels(None, false), vec![b"news".to_vec()]);
         drop(a);
-        assert_eq!(ps.numsub(b"news"), 0);
+        assert_eq!(ps.numsub(b"news", false), 0);
         assert_eq!(ps.numpat(), 1);
         assert_eq!(ps.publish(b"news", b"4", NO_LIMIT), 0);
         assert_eq!(b.unsubscribe(Kind::Pattern, b"x*"), 0);

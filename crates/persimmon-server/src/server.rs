@@ -105,11 +105,14 @@ pub(crate) fn run_with(
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local_addr = listener.local_addr().unwrap_or(addr);
     raise_fd_limit(config.limits.maxclients);
+    let acl = crate::acl::Acl::from_config(&config, &crate::commands::table::COMMANDS)
+        .map_err(ServerError::Config)?;
     let shared = Arc::new(Shared::new(
         Arc::new(keyspace),
         config,
         config_file,
         local_addr,
+        acl,
     ));
     persimmon_types::coll::reclaim::spawn(&shared.keyspace);
     crate::notify::listen_for_expiry(&shared);
@@ -223,7 +226,7 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     let loopback = peer.ip().is_loopback()
         || matches!(peer.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()));
     let remote = !loopback || shared.config.treat_loopback_as_remote;
-    if settings.protected_mode() && !settings.password_required() && remote {
+    if settings.protected_mode() && !shared.acl.auth_required() && remote {
         shared
             .stats
             .rejected_connections

@@ -91,6 +91,9 @@ pub struct Session {
     pub commands: &'static CommandTable,
     pub out: Reply,
     pub authenticated: bool,
+    /// The user the connection runs as (`default` until AUTH); its rules
+    /// are checked before every command (`acl::check`).
+    pub user: Arc<crate::acl::user::User>,
     pub counters: Counters,
     /// Calls, time, refusals and failures per command (`INFO commandstats`).
     pub tally: Tally,
@@ -162,7 +165,8 @@ impl Session {
         info: Arc<ClientInfo>,
         commands: &'static CommandTable,
     ) -> Session {
-        let authenticated = !shared.settings.password_required();
+        let authenticated = !shared.acl.auth_required();
+        let user = shared.acl.default_user();
         let tally = shared.command_stats.tally(commands.rows().len());
         Session {
             pubsub: crate::pubsub::Subscriptions::new(shared.pubsub.clone(), info.clone()),
@@ -184,6 +188,7 @@ impl Session {
             commands,
             out: Reply::new(),
             authenticated,
+            user,
             counters: Counters::default(),
             tally,
             flow: Flow::Continue,
@@ -604,6 +609,49 @@ impl CommandTable {
     /// exclusively).
     pub fn swaps_dbs(&self, index: usize) -> bool {
         self.derived().swaps_dbs[index]
+    }
+}
+
+/// The table as the ACL reads it (`acl::commands`).
+impl crate::acl::commands::Commands for CommandTable {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn name(&self, row: usize) -> &'static str {
+        self.rows[row].name
+    }
+
+    fn flags(&self, row: usize) -> &'static [&'static str] {
+        self.rows[row].flags
+    }
+
+    fn group(&self, row: usize) -> &'static str {
+        self.rows[row].group
+    }
+
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        CommandTable::lookup(self, name)
+    }
+
+    fn is_subcommand(&self, row: usize) -> bool {
+        CommandTable::is_subcommand(self, row)
+    }
+
+    fn is_container(&self, row: usize) -> bool {
+        CommandTable::is_container(self, row)
+    }
+
+    fn subcommands(&self, row: usize) -> &[usize] {
+        CommandTable::subcommands(self, row)
+    }
+
+    fn key_positions(&self, row: usize, words: &[&[u8]]) -> Option<Vec<usize>> {
+        let keys = &self.rows[row].keys;
+        if keys.first == 0 && keys.find.is_none() {
+            return None;
+        }
+        keys.positions(words)
     }
 }
 

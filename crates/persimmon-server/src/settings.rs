@@ -24,7 +24,8 @@
 //!   (new connections and AUTH; connections already in stay in, as in Redis),
 //!   `protected-mode` (new connections), `slowlog-log-slower-than` and
 //!   `slowlog-max-len` (`slowlog.rs`), `latency-monitor-threshold`
-//!   (`latency.rs`).
+//!   (`latency.rs`), `acl-pubsub-default` (the channels of users created
+//!   or reset from then on), `acllog-max-len` (`ACL LOG`'s length).
 //! - *Accepted with no effect*: Redis settings that clients and Redis's
 //!   own test suite set, checked as Redis checks them and reported back by
 //!   `CONFIG GET`, but nothing in Persimmon acts on them: the encoding
@@ -102,6 +103,8 @@ pub enum TomlForm {
     Int,
     /// A string.
     Text,
+    /// A list of strings (the value's lines): the `user` key.
+    Lines,
 }
 
 impl TomlForm {
@@ -197,6 +200,7 @@ const SHUTDOWN_ON_SIGTERM: &[&str] = &["default", "save", "nosave", "now", "forc
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
+const ACL_PUBSUB_DEFAULTS: &[&str] = &["allchannels", "resetchannels"];
 
 /// Every parameter, in the order `CONFIG GET *` lists them. Defaults that
 /// depend on the startup configuration are filled in by [`Settings::new`].
@@ -207,6 +211,8 @@ static PARAMS: &[Param] = &[
     param("port",                              Kind::Int(0, 65535),           Immutable, ""),
     param("protected-mode",                    BOOL,                          Live,      ""),
     param("requirepass",                       TEXT,                          Live,      ""),
+    param("acl-pubsub-default",                Kind::Enum(ACL_PUBSUB_DEFAULTS), Live,    "resetchannels"),
+    param("acllog-max-len",                    Kind::Int(0, LONG_MAX),        Live,      "128"),
     param("maxclients",                        Kind::Int(1, u32::MAX as i64), Live,      ""),
     param("proto-max-bulk-len",                Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
     param("client-query-buffer-limit",         Kind::Memory(1 << 20, LONG_MAX as u64), Live, ""),
@@ -418,10 +424,11 @@ pub struct Settings {
     output_buffer_limit: AtomicUsize,
     output_stall_secs: AtomicU64,
     protected_mode: AtomicBool,
-    password_required: AtomicBool,
     maxmemory: AtomicU64,
     /// `notify-keyspace-events` as `notify.rs`'s flags.
     notify_flags: AtomicU32,
+    acl_pubsub_all_channels: AtomicBool,
+    acllog_max_len: AtomicUsize,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
     /// `slowlog-log-slower-than` (µs; -1: off), `slowlog-max-len`,
@@ -488,9 +495,10 @@ impl Settings {
             output_buffer_limit: AtomicUsize::new(0),
             output_stall_secs: AtomicU64::new(0),
             protected_mode: AtomicBool::new(false),
-            password_required: AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
             notify_flags: AtomicU32::new(0),
+            acl_pubsub_all_channels: AtomicBool::new(false),
+            acllog_max_len: AtomicUsize::new(128),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
             slowlog_slower_than: AtomicI64::new(-1),
@@ -552,16 +560,6 @@ impl Settings {
         self.protected_mode.load(Ordering::Relaxed)
     }
 
-    /// Whether the default user has a password (clients must authenticate).
-    pub fn password_required(&self) -> bool {
-        self.password_required.load(Ordering::Relaxed)
-    }
-
-    /// The default user's password, if it has one.
-    pub fn requirepass(&self) -> Option<Arc<[u8]>> {
-        lock(&self.requirepass).clone()
-    }
-
     /// The connection limits now (read once per batch of requests).
     pub fn limits(&self) -> Limits {
         Limits {
@@ -574,6 +572,16 @@ impl Settings {
     /// The classes of keyspace events to publish (`notify.rs`; 0: none).
     pub fn notify_flags(&self) -> u32 {
         self.notify_flags.load(Ordering::Relaxed)
+    }
+
+    /// `acl-pubsub-default`: whether new users may use every channel.
+    pub fn acl_pubsub_all_channels(&self) -> bool {
+        self.acl_pubsub_all_channels.load(Ordering::Relaxed)
+    }
+
+    /// `acllog-max-len`: the most entries `ACL LOG` keeps.
+    pub fn acllog_max_len(&self) -> usize {
+        self.acllog_max_len.load(Ordering::Relaxed)
     }
 
     /// The `maxmemory` cap in bytes (0: none).
@@ -712,6 +720,12 @@ impl Settings {
             "notify-keyspace-events" => self
                 .notify_flags
                 .store(crate::notify::parse(value).unwrap_or(0), Ordering::Relaxed),
+            "acl-pubsub-default" => self
+                .acl_pubsub_all_channels
+                .store(value == b"allchannels", Ordering::Relaxed),
+            "acllog-max-len" => self
+                .acllog_max_len
+                .store(limit(number()), Ordering::Relaxed),
             "min-replicas-to-write" => self
                 .min_replicas_to_write
                 .store(number(), Ordering::Relaxed),
@@ -728,12 +742,6 @@ impl Settings {
             "protected-mode" => self
                 .protected_mode
                 .store(value == b"yes", Ordering::Relaxed),
-            "requirepass" => {
-                let password = (!value.is_empty()).then(|| Arc::from(value));
-                self.password_required
-                    .store(password.is_some(), Ordering::Relaxed);
-                *lock(&self.requirepass) = password;
-            }
             _ => {}
         }
     }
@@ -1054,13 +1062,10 @@ mod tests {
 
     #[test]
     fn requirepass_is_live_and_binary() {
+        // The default user's password itself is the ACL's (`acl/`);
+        // CONFIG GET shows the value as set.
         let s = settings();
-        assert!(!s.password_required());
         s.set(&[(b"requirepass", b"abc\x00def")]).unwrap();
-        assert!(s.password_required());
-        assert_eq!(s.requirepass().as_deref(), Some(&b"abc\x00def"[..]));
-        s.set(&[(b"requirepass", b"")]).unwrap();
-        assert!(!s.password_required());
-        assert_eq!(s.requirepass(), None);
+        assert_eq!(s.get(&[b"requirepass"])[0].1, b"abc\x00def");
     }
 }

@@ -46,6 +46,8 @@ pub struct Shared {
     pub config: Config,
     /// What `CONFIG GET` shows and `CONFIG SET` changes.
     pub settings: Settings,
+    /// The users and their permissions (`acl/`).
+    pub acl: crate::acl::Acl,
     pub config_file: Option<PathBuf>,
     pub local_addr: SocketAddr,
     pub started: Instant,
@@ -153,6 +155,7 @@ impl Shared {
         config: Config,
         config_file: Option<PathBuf>,
         local_addr: SocketAddr,
+        acl: crate::acl::Acl,
     ) -> Shared {
         let (shutdown, _) = watch::channel(false);
         let db = &keyspace.db;
@@ -177,6 +180,7 @@ impl Shared {
             keyspace,
             config,
             settings,
+            acl,
             config_file,
             local_addr,
             started: Instant::now(),

@@ -12,6 +12,8 @@
 //!   `subcommands` map); COUNT counts the commands; LIST names every row,
 //!   each subcommand after its container; INFO and DOCS answer for a
 //!   subcommand named `container|sub`.
+//! - Flags starting with `@` are extra ACL categories of the row (see
+//!   `acl::categories`), shown among the categories, not the flags.
 //! - Keys (GETKEYS) are where the row of the request (a subcommand's, for
 //!   a container) puts them (`Keys::positions`): its key finder's for the
 //!   `movablekeys` rows, else its first key, last key and step.
@@ -31,39 +33,12 @@ fn group(spec: &Spec) -> String {
     spec.group.replace('_', "-")
 }
 
-/// A command's ACL categories, as Redis derives them from its flags and
-/// group.
-fn categories(spec: &Spec) -> Vec<&'static str> {
-    let flag = |f: &str| spec.flags.contains(&f);
-    let mut out = Vec::new();
-    if flag("admin") {
-        out.push("@admin");
-    }
-    if flag("write") {
-        out.push("@write");
-    }
-    if flag("readonly") {
-        out.push("@read");
-    }
-    let group = match spec.group {
-        "string" => Some("@string"),
-        "hash" => Some("@hash"),
-        "sorted_set" | "sorted-set" => Some("@sortedset"),
-        "list" => Some("@list"),
-        "set" => Some("@set"),
-        "generic" => Some("@keyspace"),
-        "connection" => Some("@connection"),
-        "transactions" => Some("@transaction"),
-        "scripting" => Some("@scripting"),
-        "geo" => Some("@geo"),
-        _ => None,
-    };
-    out.extend(group);
-    out.push(if flag("fast") { "@fast" } else { "@slow" });
-    if flag("admin") {
-        out.push("@dangerous");
-    }
-    out
+/// A command's ACL categories (`@read`...), from the one derivation the
+/// ACL rules use too (`acl::categories`).
+fn categories(spec: &Spec) -> Vec<String> {
+    crate::acl::categories::names(crate::acl::categories::of(spec.flags, spec.group))
+        .map(|n| format!("@{n}"))
+        .collect()
 }
 
 /// Writes row `index`'s `COMMAND INFO` entry (Redis 7's ten fields, the
@@ -77,7 +52,7 @@ fn command_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
         .flags
         .iter()
         .copied()
-        .filter(|f| !INTERNAL_FLAGS.contains(f))
+        .filter(|f| !INTERNAL_FLAGS.contains(f) && !f.starts_with('@'))
         .collect();
     out.set(flags.len());
     for f in flags {
@@ -88,7 +63,7 @@ fn command_entry(out: &mut Reply, commands: &CommandTable, index: usize) {
     out.int(spec.keys.step as i64);
     let categories = categories(spec);
     out.set(categories.len());
-    for c in categories {
+    for c in &categories {
         out.simple(c);
     }
     out.array(0); // tips
@@ -221,7 +196,7 @@ pub fn list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
                 t if is(t, "MODULE") => Box::new(|_| false),
                 t if is(t, "ACLCAT") => {
                     let wanted = format!("@{}", String::from_utf8_lossy(&arg));
-                    Box::new(move |spec| categories(spec).contains(&wanted.as_str()))
+                    Box::new(move |spec| categories(spec).contains(&wanted))
                 }
                 t if is(t, "PATTERN") => {
                     Box::new(move |spec| glob::matches(&arg, spec.name.as_bytes()))

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use persimmon_resp::Args;
 use persimmon_types::Error;
 
-use crate::session::{syntax, Counters, Session};
+use crate::session::{is, syntax, Counters, Session};
 
 const CONFIG_HELP: [&str; 11] = [
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -55,6 +55,9 @@ pub fn rewrite(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
     let settings = &s.shared.settings;
     let mut entries = crate::config_rewrite::changed_entries(settings);
     entries.push(replicaof_entry(s));
+    if s.shared.acl.aclfile().is_none() {
+        entries.push(users_entry(s));
+    }
     crate::config_rewrite::rewrite(path, settings, &entries)
         .map_err(|e| Error::new(format!("ERR Rewriting config file: {e}")))?;
     s.out.ok();
@@ -75,6 +78,23 @@ fn replicaof_entry(s: &Session) -> crate::config_rewrite::Entry {
         name: "replicaof".into(),
         value: now.map(String::into_bytes),
         form: crate::settings::TomlForm::Text,
+        top_level: true,
+    }
+}
+
+/// The `user` list: every user as `ACL LIST` shows it, without `user`.
+fn users_entry(s: &Session) -> crate::config_rewrite::Entry {
+    let lines: Vec<String> = s
+        .shared
+        .acl
+        .list()
+        .into_iter()
+        .map(|(name, described)| format!("{name} {described}"))
+        .collect();
+    crate::config_rewrite::Entry {
+        name: "user".into(),
+        value: Some(lines.join("\n").into_bytes()),
+        form: crate::settings::TomlForm::Lines,
         top_level: true,
     }
 }
@@ -102,6 +122,10 @@ pub fn set(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .settings
         .set(&pairs)
         .map_err(|e| Error::new(format!("ERR {e}")))?;
+    // As in Redis 7, requirepass is the default user's password.
+    if let Some((_, password)) = pairs.iter().rev().find(|(n, _)| is(n, "requirepass")) {
+        s.shared.acl.set_requirepass(s.commands, password);
+    }
     s.out.ok();
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, and the CLIENT
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, READONLY and
+//! READWRITE (refused: not a cluster), and the CLIENT
 //! subcommands (ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT,
 //! UNBLOCK, KILL, REPLY, HELP), one handler each (PAUSE and UNPAUSE are in
 //! `pause.rs`).
@@ -42,22 +43,25 @@ pub fn echo(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Compares a password without stopping at the first differing byte.
-fn password_ok(s: &Session, user: Option<&[u8]>, password: &[u8]) -> bool {
-    if user.is_some_and(|u| u != b"default") {
-        return false;
-    }
-    match s.shared.settings.requirepass() {
-        // The default user has no password: any password is accepted.
-        None => true,
-        Some(expected) => {
-            let mut diff = (expected.len() != password.len()) as u8;
-            for (i, &e) in expected.iter().enumerate() {
-                diff |= e ^ password.get(i).copied().unwrap_or(!e);
-            }
-            diff == 0
-        }
-    }
+/// Logs the connection in as `user` if `password` is one of its (hashes
+/// compared without stopping at the first differing byte, `acl::user`);
+/// a failure is logged in `ACL LOG` and leaves the connection as it was.
+fn log_in(s: &mut Session, user: &[u8], password: &[u8]) -> Result<(), Error> {
+    let Some(found) = s.shared.acl.authenticate(user, password) else {
+        let mut info = String::new();
+        let me = s.info.clone();
+        describe_client(s, &me, &mut info);
+        let event = crate::commands::acl::auth_failure(user, info);
+        s.shared
+            .acl
+            .log
+            .add(event, s.shared.settings.acllog_max_len());
+        return Err(Error::new(WRONGPASS));
+    };
+    s.info.set_user_name(&found.name);
+    s.user = found;
+    s.authenticated = true;
+    Ok(())
 }
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -68,17 +72,13 @@ pub fn auth(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         3 => (Some(a.get(1)), a.get(2)),
         _ => return Err(syntax()),
     };
-    if user.is_none() && !s.shared.settings.password_required() {
+    if user.is_none() && s.shared.acl.default_user().rules().nopass {
         return Err(Error::new(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         ));
     }
-    if !password_ok(s, user, password) {
-        // Like Redis, a failed AUTH leaves the connection as it was.
-        return Err(Error::new(WRONGPASS));
-    }
-    s.authenticated = true;
+    log_in(s, user.unwrap_or(b"default"), password)?;
     s.out.ok();
     Ok(())
 }
@@ -112,10 +112,7 @@ pub fn hello(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         }
     }
     if let Some((user, password)) = credentials {
-        if !password_ok(s, Some(user), password) {
-            return Err(Error::new(WRONGPASS));
-        }
-        s.authenticated = true;
+        log_in(s, user, password)?;
     }
     if !s.authenticated {
         return Err(Error::new(
@@ -154,6 +151,12 @@ fn hello_reply(s: &mut Session) {
     out.bulk(b"master");
     out.bulk(b"modules");
     out.array(0);
+}
+
+/// READONLY and READWRITE: a cluster replica's read modes; a server that
+/// is not a cluster refuses them, as Redis does.
+pub fn cluster_mode(_s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
+    Err(Error::new("ERR This instance has cluster support disabled"))
 }
 
 pub fn quit(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
@@ -332,10 +335,15 @@ pub fn client_setinfo(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// CLIENT LIST [TYPE type] [ID id ...].
+/// CLIENT LIST [TYPE type] [ID id ...]. A killed client (on its way out:
+/// CLIENT KILL, ACL DELUSER) is no longer listed.
 pub fn client_list(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let (ids, kind) = client_list_filter(&a)?;
-    let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
+    let clients: Vec<_> = lock(&s.shared.clients)
+        .values()
+        .filter(|c| !c.is_killed())
+        .cloned()
+        .collect();
     let mut text = String::new();
     for c in clients {
         if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
@@ -397,7 +405,7 @@ pub fn client_kill(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             skip_me: false,
             ..KillFilter::default()
         },
-        _ => kill_filter(&a)?,
+        _ => kill_filter(s, &a)?,
     };
     let clients: Vec<_> = lock(&s.shared.clients).values().cloned().collect();
     let mut killed = 0;
@@ -426,6 +434,7 @@ struct KillFilter<'a> {
     kind: Option<&'static str>,
     addr: Option<&'a [u8]>,
     laddr: Option<&'a [u8]>,
+    user: Option<String>,
     skip_me: bool,
 }
 
@@ -436,6 +445,7 @@ impl Default for KillFilter<'_> {
             kind: None,
             addr: None,
             laddr: None,
+            user: None,
             skip_me: true,
         }
     }
@@ -454,12 +464,13 @@ impl KillFilter<'_> {
             && self
                 .laddr
                 .is_none_or(|laddr| c.laddr.to_string().as_bytes() == laddr)
+            && self.user.as_ref().is_none_or(|u| c.user_name() == *u)
             && !(self.skip_me && c.id == me)
     }
 }
 
 /// CLIENT KILL's `option value` pairs, with Redis's errors.
-fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
+fn kill_filter<'a>(s: &Session, a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
     let mut f = KillFilter::default();
     let mut i = 2;
     while i < a.len() {
@@ -480,13 +491,13 @@ fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
         } else if is(option, "LADDR") {
             f.laddr = Some(value);
         } else if is(option, "USER") {
-            // The only user is `default`: every client is logged in as it.
-            if value != b"default" {
+            if s.shared.acl.user(value).is_none() {
                 return Err(Error::new(format!(
                     "ERR No such user '{}'",
                     shown(value, 128)
                 )));
             }
+            f.user = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(option, "SKIPME") {
             f.skip_me = match value {
                 v if is(v, "yes") => true,
@@ -504,7 +515,7 @@ fn kill_filter<'a>(a: &Args<'a>) -> Result<KillFilter<'a>, Error> {
 /// One `CLIENT LIST` line: Redis 7.0's fields in its order (the output
 /// buffer figures are 0: replies leave with each batch), then the client
 /// library's name and version.
-fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
+pub fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
     use std::fmt::Write;
     let now = s.shared.now_ms();
     let idle = now.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
@@ -519,7 +530,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         text,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 \
          multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 \
-         oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} \
+         oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} \
          lib-ver={}",
         c.id,
         c.addr,
@@ -536,6 +547,7 @@ fn describe_client(s: &Session, c: &ClientInfo, text: &mut String) {
         qbuf + qbuf_free,
         qbuf + qbuf_free + std::mem::size_of::<ClientInfo>(),
         cmd,
+        c.user_name(),
         c.resp.load(Ordering::Relaxed),
         text_of(&c.lib_name),
         text_of(&c.lib_ver),

@@ -1,17 +1,17 @@
-//! MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
-//! [AUTH password] [AUTH2 username password] [KEYS key ...]: moves keys to
-//! another server (Redis or Persimmon) as `DUMP` payloads sent in
-//! `RESTORE` commands, then deletes them here (unless COPY).
+//! MIGRATE: moves keys to another server (Persimmon or redis-server) as
+//! Redis does, by sending it `RESTORE` with each key's DUMP payload and
+//! time to live, then deleting the keys here (unless COPY).
+//!
+//! MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw]
+//! [AUTH2 user pw] [KEYS key ...]
 //!
 //! Invariants:
-//! - The options are checked before anything happens; when none of the
-//!   keys exists the reply is `NOKEY` and no connection is made.
-//! - A key is deleted here only after the target acknowledged its
-//!   `RESTORE`; the deletes propagate to replicas as one `DEL`.
-//! - The connection is a plain blocking socket with the timeout on connect,
-//!   read and write, used under `blocking` (so the worker's other clients
-//!   run meanwhile), and closed after the command (Redis caches it; here
-//!   each MIGRATE connects anew).
+//! - The payloads and times to live are read in one atomic unit; the keys
+//!   are deleted only after the target accepted them (each key the target
+//!   refused stays here), so a key is never lost in transit.
+//! - The network talk runs under `blocking` with the timeout on every
+//!   connect, read and write, so it never stalls the worker's other
+//!   clients; a failure replies Redis's `IOERR` and deletes nothing.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -25,165 +25,191 @@ use persimmon_types::Error;
 
 use crate::session::{blocking, int_arg, is, syntax, Session};
 
-/// What MIGRATE's arguments ask for.
-struct Plan<'a> {
-    host: &'a [u8],
+/// The parsed request.
+struct Migrate<'a> {
+    host: String,
     port: &'a [u8],
     db: i64,
-    timeout: Duration,
+    timeout_ms: u64,
     copy: bool,
     replace: bool,
-    /// `AUTH` words to send first (`AUTH [user] password`), if any.
-    auth: Vec<&'a [u8]>,
+    auth: Option<Vec<&'a [u8]>>,
     keys: Vec<&'a [u8]>,
 }
 
 /// The key positions of a MIGRATE request (the table's key finder): the
-/// key argument, or the words after `KEYS`.
+/// key argument, or with KEYS (and an empty key argument) the keys after
+/// it; AUTH's and AUTH2's arguments are skipped.
 pub fn migrate_keys(words: &[&[u8]]) -> Option<Vec<usize>> {
-    let start = (6..words.len()).find(|&i| is(words[i], "KEYS"));
-    match start {
-        Some(i) if words.get(3).is_some_and(|k| k.is_empty()) => {
-            Some((i + 1..words.len()).collect())
+    let mut i = 6;
+    while i < words.len() {
+        let w = words[i];
+        if is(w, "AUTH") {
+            i += 2;
+        } else if is(w, "AUTH2") {
+            i += 3;
+        } else if is(w, "KEYS") && words.get(3).is_some_and(|k| k.is_empty()) {
+            return Some((i + 1..words.len()).collect());
+        } else {
+            i += 1;
         }
-        _ => Some(vec![3]),
     }
+    (words.len() > 3).then(|| vec![3])
 }
 
-fn plan<'a>(a: &'a Args<'a>) -> Result<Plan<'a>, Error> {
-    let mut p = Plan {
-        host: a.get(1),
+fn parse<'a>(a: &Args<'a>) -> Result<Migrate<'a>, Error> {
+    let mut m = Migrate {
+        host: String::from_utf8_lossy(a.get(1)).into_owned(),
         port: a.get(2),
         db: int_arg(a.get(4))?,
-        timeout: Duration::from_millis(1000),
+        timeout_ms: int_arg(a.get(5))?.max(0) as u64,
         copy: false,
         replace: false,
-        auth: Vec::new(),
+        auth: None,
         keys: vec![a.get(3)],
     };
-    let ms = int_arg(a.get(5))?;
-    if ms > 0 {
-        p.timeout = Duration::from_millis(ms as u64);
+    if m.timeout_ms == 0 {
+        m.timeout_ms = 1000;
     }
     let mut i = 6;
     while i < a.len() {
-        let word = a.get(i);
         let left = a.len() - i - 1;
-        if is(word, "COPY") {
-            p.copy = true;
-        } else if is(word, "REPLACE") {
-            p.replace = true;
-        } else if is(word, "AUTH") && left >= 1 {
-            p.auth = vec![a.get(i + 1)];
-            i += 1;
-        } else if is(word, "AUTH2") && left >= 2 {
-            p.auth = vec![a.get(i + 1), a.get(i + 2)];
-            i += 2;
-        } else if is(word, "KEYS") {
-            if !a.get(3).is_empty() {
-                return Err(Error::new(
-                    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string",
-                ));
+        match a.get(i) {
+            w if is(w, "COPY") => m.copy = true,
+            w if is(w, "REPLACE") => m.replace = true,
+            w if is(w, "AUTH") && left >= 1 => {
+                m.auth = Some(vec![a.get(i + 1)]);
+                i += 1;
             }
-            p.keys = a.from(i + 1).collect();
-            break;
-        } else {
-            return Err(syntax());
+            w if is(w, "AUTH2") && left >= 2 => {
+                m.auth = Some(vec![a.get(i + 1), a.get(i + 2)]);
+                i += 2;
+            }
+            w if is(w, "KEYS") => {
+                if !a.get(3).is_empty() {
+                    return Err(Error::new(
+                        "ERR When using MIGRATE KEYS option, the key argument must be set to \
+                         the empty string",
+                    ));
+                }
+                m.keys = a.from(i + 1).collect();
+                break;
+            }
+            _ => return Err(syntax()),
         }
         i += 1;
     }
-    Ok(p)
+    Ok(m)
 }
 
-/// One key to send: its name, remaining time to live in ms (0: none),
-/// payload.
-type Outgoing = (Vec<u8>, u64, Vec<u8>);
+/// One key to send: its name, payload and time to live in ms (0: none).
+type Outgoing = (Vec<u8>, Vec<u8>, u64);
 
-/// MIGRATE: `OK`, `NOKEY` when no key exists, or the error that stopped it.
 pub fn migrate(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
-    let p = plan(&a)?;
-    let mut outgoing: Vec<Outgoing> = Vec::new();
-    for key in &p.keys {
-        let value = s.store.atomic(|st| read_value(st, key))?;
-        let Some(value) = value else { continue };
-        let ttl = match s.store.ttl(key)? {
-            Ttl::Expires { remaining_ms, .. } => remaining_ms.max(1),
-            _ => 0,
-        };
-        outgoing.push((key.to_vec(), ttl, rdb::dump(&value)));
-    }
+    let m = parse(&a)?;
+    let keys = m.keys.clone();
+    let outgoing: Vec<Outgoing> = s.store.atomic(|st| {
+        let mut out = Vec::new();
+        for &key in &keys {
+            let Some(v) = read_value(st, key)? else {
+                continue;
+            };
+            let ttl = match st.ttl(key)? {
+                Ttl::Expires { remaining_ms, .. } => remaining_ms.max(1),
+                _ => 0,
+            };
+            out.push((key.to_vec(), rdb::dump(&v), ttl));
+        }
+        Ok(out)
+    })?;
     if outgoing.is_empty() {
         s.out.simple("NOKEY");
         return Ok(());
     }
-    blocking(|| send(&p, &outgoing))?;
-    if !p.copy {
-        let mut words = vec![b"DEL".to_vec()];
-        for (key, ..) in &outgoing {
+    let accepted = blocking(|| send(&m, &outgoing))?;
+    if !m.copy {
+        for key in &accepted {
             s.store.delete(key)?;
-            words.push(key.clone());
         }
-        s.repl.rewrite(s.store.db, words);
-    } else {
-        s.repl.nothing();
+        for key in &accepted {
+            s.repl
+                .rewrite(s.store.db, vec![b"DEL".to_vec(), key.clone()]);
+        }
     }
     s.out.ok();
     Ok(())
 }
 
-/// Sends the keys (AUTH, SELECT, one RESTORE each) and checks every reply.
-fn send(p: &Plan<'_>, outgoing: &[Outgoing]) -> Result<(), Error> {
-    let ioerr = || Error::new("IOERR error or timeout connecting to the client");
-    let host = String::from_utf8_lossy(p.host);
-    let port: u16 = std::str::from_utf8(p.port)
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(ioerr)?;
-    let addr = (host.as_ref(), port)
+/// Talks to the target: AUTH, SELECT, one RESTORE per key. The keys it
+/// accepted, or the first error (Redis's words).
+fn send(m: &Migrate<'_>, outgoing: &[Outgoing]) -> Result<Vec<Vec<u8>>, Error> {
+    let io = |what: &str| Error::new(format!("IOERR error or timeout {what} target instance"));
+    let timeout = Duration::from_millis(m.timeout_ms);
+    let port = String::from_utf8_lossy(m.port).into_owned();
+    let addr = (
+        m.host.as_str(),
+        port.parse::<u16>().map_err(|_| io("connecting to"))?,
+    )
         .to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
-        .ok_or_else(ioerr)?;
-    let stream = TcpStream::connect_timeout(&addr, p.timeout).map_err(|_| ioerr())?;
-    let _ = stream.set_read_timeout(Some(p.timeout));
-    let _ = stream.set_write_timeout(Some(p.timeout));
-    let mut commands: Vec<Vec<&[u8]>> = Vec::new();
-    if !p.auth.is_empty() {
-        let mut auth: Vec<&[u8]> = vec![b"AUTH"];
-        auth.extend(&p.auth);
-        commands.push(auth);
+        .ok_or_else(|| io("connecting to"))?;
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|_| io("connecting to"))?;
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut out = Vec::new();
+    let mut expected = 0;
+    if let Some(auth) = &m.auth {
+        let mut words: Vec<&[u8]> = vec![b"AUTH"];
+        words.extend(auth);
+        out.extend(encode(&words));
+        expected += 1;
     }
-    let db = p.db.to_string();
-    commands.push(vec![b"SELECT", db.as_bytes()]);
-    let ttls: Vec<String> = outgoing.iter().map(|o| o.1.to_string()).collect();
-    for ((key, _, payload), ttl) in outgoing.iter().zip(&ttls) {
-        let mut restore: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), payload];
-        if p.replace {
-            restore.push(b"REPLACE");
+    out.extend(encode(&[b"SELECT", m.db.to_string().as_bytes()]));
+    for (key, payload, ttl) in outgoing {
+        let ttl = ttl.to_string();
+        let mut words: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), payload];
+        if m.replace {
+            words.push(b"REPLACE");
         }
-        commands.push(restore);
+        out.extend(encode(&words));
     }
-    let mut request = Vec::new();
-    for c in &commands {
-        request.extend_from_slice(&persimmon_resp::encode(c));
-    }
-    let io = |_| Error::new("IOERR error or timeout writing to target instance");
-    (&stream).write_all(&request).map_err(io)?;
+    (&stream).write_all(&out).map_err(|_| io("writing to"))?;
     let mut reader = BufReader::new(&stream);
-    for _ in &commands {
-        let mut line = String::new();
-        let read = reader.read_line(&mut line);
-        if read.map_or(true, |n| n == 0) {
-            return Err(Error::new(
-                "IOERR error or timeout reading to target instance",
-            ));
-        }
-        if let Some(text) = line.strip_prefix('-') {
-            return Err(Error::new(format!(
-                "ERR Target instance replied with error: {}",
-                text.trim_end()
-            )));
+    let mut accepted = Vec::new();
+    let mut first_error = None;
+    for n in 0..expected + 1 + outgoing.len() {
+        let line = read_line(&mut reader).map_err(|_| io("reading from"))?;
+        if let Some(e) = line.strip_prefix('-') {
+            first_error
+                .get_or_insert_with(|| format!("ERR Target instance replied with error: {e}"));
+            if n <= expected {
+                break; // AUTH or SELECT refused: nothing was restored.
+            }
+        } else if n > expected {
+            accepted.push(outgoing[n - expected - 1].0.clone());
         }
     }
-    Ok(())
+    match first_error {
+        Some(e) if accepted.is_empty() => Err(Error::new(e)),
+        _ => Ok(accepted),
+    }
+}
+
+fn read_line(r: &mut impl BufRead) -> std::io::Result<String> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(line.trim_end().to_string())
+}
+
+fn encode(words: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
+        out.extend_from_slice(w);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
 }

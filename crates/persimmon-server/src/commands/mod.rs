@@ -8,6 +8,7 @@
 //! handler, `multi`, calls the dispatch for its queued commands). Adding a
 //! command is one row in `table.rs` and one handler in its family's module.
 
+pub mod acl;
 pub mod bitfield;
 pub mod bits;
 pub mod blocking;

@@ -108,7 +108,7 @@ pub fn exec(s: &mut Session, _a: Args<'_>) -> Result<(), Error> {
         s.store.begin();
         s.out.array(multi.queued.len());
         for q in &multi.queued {
-            run_queued(s, q.args());
+            run_queued(s, q.args(), crate::acl::log::Context::Multi);
         }
         let expected = watched_versions(s, &watched);
         let committed = s.store.commit(&expected);

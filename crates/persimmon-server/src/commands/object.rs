@@ -1,6 +1,8 @@
 //! What Redis keeps about a key besides its value, as far as Persimmon
 //! can tell: the OBJECT subcommands (ENCODING, REFCOUNT, IDLETIME, FREQ,
-//! HELP), one handler each, and TOUCH.
+//! HELP), one handler each, TOUCH, and DEBUG OBJECT (Redis's one-line
+//! summary; DEBUG's other subcommands, which test Redis's internals, are
+//! refused).
 //!
 //! - ENCODING and REFCOUNT report what Redis would show for the value's
 //!   contents (`encoding.rs`; reporting only, Persimmon stores values its
@@ -116,6 +118,54 @@ fn damaged(v: Stored<'_>) -> Error {
         "ERR the {} stored at this key is damaged (it does not decode)",
         v.type_name()
     ))
+}
+
+const DEBUG_HELP: [&str; 5] = [
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "OBJECT <key>",
+    "    Show low-level info about the `key` and associated value.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// DEBUG OBJECT key: `Value at:... refcount:... encoding:...
+/// serializedlength:... lru:... lru_seconds_idle:...` (the length is the
+/// value's stored bytes; no access time is kept). DEBUG HELP; any other
+/// subcommand is refused.
+pub fn debug(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let sub = a.get(1);
+    if sub.eq_ignore_ascii_case(b"help") && a.len() == 2 {
+        s.out.simple_lines(&DEBUG_HELP);
+        return Ok(());
+    }
+    if !sub.eq_ignore_ascii_case(b"object") || a.len() != 3 {
+        return Err(crate::session::subcommand_syntax("debug", sub));
+    }
+    let thresholds = Thresholds::of(&s.shared.settings);
+    let key = a.get(2);
+    let found = s
+        .store
+        .atomic(|st| -> Result<Option<(&'static str, i64, usize)>, Error> {
+            let collection =
+                persimmon_types::coll::read_key(st, key)?.map(|w| thresholds.collection(&w));
+            st.get(key, |v| {
+                let encoding = match (&v, collection) {
+                    (_, Some(e)) => e,
+                    (Stored::String(s), None) => encoding::string_encoding(s),
+                    _ => "unknown",
+                };
+                (encoding, encoding::refcount(v), v.encoded_len())
+            })
+        })?;
+    let Some((encoding, refcount, len)) = found else {
+        return Err(Error::new("ERR no such key"));
+    };
+    let line = format!(
+        "Value at:0x0 refcount:{refcount} encoding:{encoding} serializedlength:{len} lru:0 \
+         lru_seconds_idle:0"
+    );
+    s.out.simple(&line);
+    Ok(())
 }
 
 /// TOUCH key [key ...]: how many of the keys exist.

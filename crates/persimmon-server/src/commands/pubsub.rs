@@ -1,5 +1,5 @@
 //! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
-//! PUBLISH, the PUBSUB subcommands (CHANNELS, NUMSUB, NUMPAT,
+//! PUBLISH, SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH, the PUBSUB subcommands (CHANNELS, NUMSUB, NUMPAT,
 //! SHARDCHANNELS, SHARDNUMSUB, HELP), and RESET (which also ends a
 //! client's subscriptions).
 //! The registry and the delivery are in `../pubsub.rs`.
@@ -13,9 +13,9 @@
 //!   reply (the mailbox is moved into the output right after delivery).
 //! - `CLIENT REPLY OFF|SKIP` silences replies but not pub/sub output
 //!   (confirmations and messages), as in Redis 7.
-//! - There are no shard channels (no cluster): SSUBSCRIBE and SPUBLISH are
-//!   not in the table; `PUBSUB SHARDCHANNELS` and `SHARDNUMSUB` report
-//!   none, as a Redis with no shard subscriber does.
+//! - Shard channels (SSUBSCRIBE, SPUBLISH) are a namespace of their own,
+//!   as on a Redis that is not a cluster: SPUBLISH reaches only shard
+//!   subscribers (`smessage`), and their count is kept apart.
 
 use persimmon_resp::Args;
 use persimmon_types::Error;
@@ -34,6 +34,33 @@ pub fn subscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 
 pub fn psubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     subscribe_all(s, &a, Kind::Pattern);
+    Ok(())
+}
+
+/// SSUBSCRIBE shardchannel ...
+pub fn ssubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    subscribe_all(s, &a, Kind::Shard);
+    Ok(())
+}
+
+/// SUNSUBSCRIBE [shardchannel ...]
+pub fn sunsubscribe(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    unsubscribe_all(s, &a, Kind::Shard);
+    Ok(())
+}
+
+/// SPUBLISH shardchannel message: the number of shard subscribers reached.
+pub fn spublish(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
+    let limit = Limit::from_settings(s.shared.settings.pubsub_limit());
+    let receivers = s.shared.pubsub.shard_publish(a.get(1), a.get(2), limit);
+    let start = s.out.len();
+    while s.pubsub.drain(&mut s.out, DRAIN_BYTES) {
+        if s.output_over_limit() {
+            break;
+        }
+    }
+    keep_if_silenced(s, start);
+    s.out.int(receivers as i64);
     Ok(())
 }
 
@@ -63,7 +90,7 @@ fn unsubscribe_all(s: &mut Session, a: &Args<'_>, kind: Kind) {
         s.pubsub.names(kind)
     };
     if names.is_empty() {
-        let count = s.pubsub.count();
+        let count = s.pubsub.count_of(kind);
         confirm(s, name, None, count);
     }
     for channel in names {
@@ -132,7 +159,7 @@ pub fn channels(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         return Err(subcommand_syntax("pubsub", a.get(1)));
     }
     let pattern = (argc == 3).then(|| a.get(2));
-    let names = s.shared.pubsub.channels(pattern);
+    let names = s.shared.pubsub.channels(pattern, false);
     s.out.array(names.len());
     for name in names {
         s.out.bulk(&name);
@@ -145,7 +172,7 @@ pub fn numsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.out.array(2 * (a.len() - 2));
     for channel in a.from(2) {
         s.out.bulk(channel);
-        let n = s.shared.pubsub.numsub(channel);
+        let n = s.shared.pubsub.numsub(channel, false);
         s.out.int(n as i64);
     }
     Ok(())
@@ -161,21 +188,27 @@ pub fn numpat(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// PUBSUB SHARDCHANNELS [pattern]: none.
+/// PUBSUB SHARDCHANNELS [pattern]: the shard channels with subscribers.
 pub fn shardchannels(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     if a.len() > 3 {
         return Err(subcommand_syntax("pubsub", a.get(1)));
     }
-    s.out.array(0);
+    let pattern = (a.len() == 3).then(|| a.get(2));
+    let names = s.shared.pubsub.channels(pattern, true);
+    s.out.array(names.len());
+    for name in names {
+        s.out.bulk(&name);
+    }
     Ok(())
 }
 
-/// PUBSUB SHARDNUMSUB [shardchannel ...]: each with no subscriber.
+/// PUBSUB SHARDNUMSUB [shardchannel ...]: each and its subscribers.
 pub fn shardnumsub(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     s.out.array(2 * (a.len() - 2));
     for channel in a.from(2) {
         s.out.bulk(channel);
-        s.out.int(0);
+        let n = s.shared.pubsub.numsub(channel, true);
+        s.out.int(n as i64);
     }
     Ok(())
 }
@@ -211,7 +244,9 @@ pub fn reset(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clear();
-    s.authenticated = !s.shared.settings.password_required();
+    s.authenticated = !s.shared.acl.auth_required();
+    s.user = s.shared.acl.default_user();
+    s.info.set_user_name("default");
     s.out.simple("RESET");
     Ok(())
 }

@@ -56,8 +56,10 @@ struct Request<'a> {
     store: Option<&'a [u8]>,
 }
 
-/// Reads the options after the key, in Redis's order of checks.
-fn parse<'a>(a: &Args<'a>, read_only: bool) -> Result<Request<'a>, Error> {
+/// Reads the options after the key, in Redis's order of checks. BY with a
+/// pattern and GET read keys the request does not name: a user that may
+/// not read every key (`reads_all`, see `acl`) is refused them.
+fn parse<'a>(a: &Args<'a>, read_only: bool, reads_all: bool) -> Result<Request<'a>, Error> {
     let mut r = Request {
         key: a.get(1),
         by: None,
@@ -84,9 +86,19 @@ fn parse<'a>(a: &Args<'a>, read_only: bool) -> Result<Request<'a>, Error> {
         } else if is(word, "by") && left >= 1 {
             let pattern = a.get(i + 1);
             r.nosort |= !pattern.contains(&b'*');
+            if pattern.contains(&b'*') && !reads_all {
+                return Err(Error::new(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             r.by = Some(pattern);
             i += 1;
         } else if is(word, "get") && left >= 1 {
+            if !reads_all {
+                return Err(Error::new(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             r.gets.push(a.get(i + 1));
             i += 1;
         } else {
@@ -465,7 +477,7 @@ fn store(st: &mut Store, destination: &[u8], rows: Vec<Option<Vec<u8>>>) -> Resu
 }
 
 fn sort_generic(s: &mut Session, a: &Args<'_>, read_only: bool) -> Result<(), Error> {
-    let request = parse(a, read_only)?;
+    let request = parse(a, read_only, crate::acl::reads_all_keys(&s.user))?;
     match s.store.atomic(|st| run(st, &request))? {
         Outcome::Stored(n) => s.out.int(n),
         Outcome::Rows(rows) => {

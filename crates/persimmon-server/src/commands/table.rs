@@ -27,11 +27,10 @@
 //!   the other clients on the same worker.
 
 use super::{
-    bitfield, bits, blocking, cluster, command, config, connection, dump, expire, geo, hash_walk,
-    hashes, hll, info, keys, latency, lcs, lists, memory, migrate, monitor, multi, object, ordered,
-    pause, pubsub, randomkey, rename, replication, scripting, server, sets, slowlog, sort,
-    stream_groups, stream_read, streams, strings,
-    zset_ops, zset_range, zsets,
+    acl, bitfield, bits, blocking, cluster, command, config, connection, dump, expire, geo,
+    hash_walk, hashes, hll, info, keys, latency, lcs, lists, memory, migrate, monitor, multi,
+    object, ordered, pause, pubsub, randomkey, rename, replication, scripting, server, sets,
+    slowlog, sort, stream_groups, stream_read, streams, strings, zset_ops, zset_range, zsets,
 };
 use crate::session::{self, CommandTable, Keys, Spec};
 
@@ -91,6 +90,8 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("hello",         -1, ["no_auth", "fast"],          [0,  0, 0], "6.0.0", "connection", connection::hello,    "Handshakes with the server: protocol version, authentication, client name."),
     spec!("auth",          -2, ["no_auth", "fast"],          [0,  0, 0], "1.0.0", "connection", connection::auth,     "Authenticates the connection."),
     spec!("select",         2, ["fast"],                     [0,  0, 0], "1.0.0", "connection", keys::select,         "Changes the selected database (0 to databases - 1)."),
+    spec!("readonly",       1, ["fast", "loading", "stale", "@connection"], [0, 0, 0], "3.0.0", "cluster", connection::cluster_mode, "Cluster replica reads: refused, the server is not a cluster."),
+    spec!("readwrite",      1, ["fast", "loading", "stale", "@connection"], [0, 0, 0], "3.0.0", "cluster", connection::cluster_mode, "Ends cluster replica reads: refused, the server is not a cluster."),
     spec!("quit",          -1, ["no_auth", "fast", "multi_control"], [0, 0, 0], "1.0.0", "connection", connection::quit, "Closes the connection."),
     spec!("client",        -2, [],                           [0,  0, 0], "2.4.0", "connection", session::not_a_subcommand, "Client connection commands (ID, SETNAME, GETNAME, LIST, INFO, SETINFO, KILL, UNBLOCK, REPLY)."),
       spec!("client|id",             2, ["noscript", "loading", "stale"],            [0,  0, 0], "5.0.0",  "connection", connection::client_id,         "Returns the id of the connection."),
@@ -134,6 +135,21 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("latency|graph",         3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "2.8.13", "server",     latency::graph,                "Returns an event's samples as an ASCII graph."),
       spec!("latency|histogram",    -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "server",     latency::histogram,            "Returns the named commands' calls and latency histograms (all commands called, without names)."),
       spec!("latency|help",          2, ["loading", "stale"],                        [0,  0, 0], "2.8.13", "server",     latency::help,                 "Describes the LATENCY subcommands."),
+    spec!("acl",           -2, [],                           [0,  0, 0], "6.0.0", "server",     session::not_a_subcommand, "Users and their permissions (SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, GENPASS, LOG, DRYRUN, SAVE, LOAD)."),
+      spec!("acl|setuser",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::setuser,                  "Creates a user or changes its rules (all the rules or none)."),
+      spec!("acl|getuser",           3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::getuser,                  "Returns a user's flags, password hashes, commands, keys, channels and selectors."),
+      spec!("acl|deluser",          -3, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::deluser,                  "Deletes users and closes their connections."),
+      spec!("acl|list",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::list,                     "Returns every user as an ACL file line."),
+      spec!("acl|users",             2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::users,                    "Returns the user names."),
+      spec!("acl|whoami",            2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::whoami,                   "Returns the connection's user."),
+      spec!("acl|cat",              -2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::cat,                      "Returns the ACL categories, or the commands of one."),
+      spec!("acl|genpass",          -2, ["noscript", "loading", "stale"],            [0,  0, 0], "6.0.0",  "server",     acl::genpass,                  "Returns a random password (256 bits by default) in hex."),
+      spec!("acl|log",              -2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::log,                      "Returns the recent permission denials and failed logins (count, RESET)."),
+      spec!("acl|dryrun",           -4, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "7.0.0",  "server",     acl::dryrun,                   "Tells whether a user may run a command, without running it."),
+      spec!("acl|save",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::save,                     "Writes the users to the ACL file (atomically)."),
+      spec!("acl|load",              2, ["admin", "noscript", "loading", "stale"],   [0,  0, 0], "6.0.0",  "server",     acl::load,                     "Replaces the users with the ACL file's."),
+      spec!("acl|help",              2, ["loading", "stale"],                        [0,  0, 0], "6.0.0",  "server",     acl::help,                     "Describes the ACL subcommands."),
+    spec!("debug",         -2, ["admin", "noscript", "loading", "stale"], [0, 0, 0], "1.0.0", "server", object::debug, "A key's low-level summary (OBJECT key, HELP); Redis's other DEBUG subcommands are refused."),
     spec!("info",          -1, ["loading", "stale"],         [0,  0, 0], "1.0.0", "server",     info::info,           "Returns information and statistics about the server."),
     spec!("dbsize",         1, ["readonly"],                 [0,  0, 0], "1.0.0", "server",     keys::dbsize,         "Returns the number of keys in the selected database (one walk of its keys)."),
     spec!("shutdown",      -1, ["admin", "no_multi"],        [0,  0, 0], "1.0.0", "server",     server::shutdown,     "Closes the pool cleanly and stops the server."),
@@ -165,9 +181,9 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("scan",          -2, ["readonly"],                 [0,  0, 0], "2.8.0", "generic",    keys::scan,           "Iterates over the key names (MATCH, COUNT, TYPE)."),
     spec!("krange",        -3, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::krange,      "Returns the keys from start (inclusive) to end (exclusive) in byte order; - and + are the open ends (REV, LIMIT, WITHVALUES). Needs the ordered index."),
     spec!("kprefix",       -2, ["readonly"],                 [0,  0, 0], -,       "generic",    ordered::kprefix,     "Returns the keys that start with a prefix in byte order (REV, LIMIT, WITHVALUES). Needs the ordered index."),
-    spec!("keys",           2, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
-    spec!("flushdb",       -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
-    spec!("flushall",      -1, ["write"],                    [0,  0, 0], "1.0.0", "server",     keys::flushall,       "Deletes every key of every database."),
+    spec!("keys",           2, ["readonly", "@dangerous"],                 [0,  0, 0], "1.0.0", "generic",    keys::keys,           "Returns all key names that match a pattern (one pass over the pool)."),
+    spec!("flushdb",       -1, ["write", "@keyspace", "@dangerous"],                    [0,  0, 0], "1.0.0", "server",     keys::flushdb,        "Deletes every key of the selected database (ASYNC and SYNC both delete at once)."),
+    spec!("flushall",      -1, ["write", "@keyspace", "@dangerous"],                    [0,  0, 0], "1.0.0", "server",     keys::flushall,       "Deletes every key of every database."),
     spec!("move",           3, ["write", "fast"],            [1,  1, 1], "1.0.0", "generic",    keys::move_,          "Moves a key to another database (atomically, with its time to live)."),
     spec!("swapdb",         3, ["write", "fast", "swaps_dbs", "no_multi"], [0, 0, 0], "4.0.0", "server", keys::swapdb, "Swaps two databases (one durable write of the database map; not inside MULTI)."),
     // Expiry.
@@ -380,6 +396,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     // Keyspace (issue 16).
     spec!("rename",         3, ["write"],                    [1,  2, 1], "1.0.0", "generic",    rename::rename,       "Renames a key, with its time to live, replacing the destination (atomically)."),
     spec!("renamenx",       3, ["write", "fast"],            [1,  2, 1], "1.0.0", "generic",    rename::renamenx,     "Renames a key only when the new name does not exist (atomically)."),
+    spec!("migrate",       -6, ["write", "movablekeys"],     [3,  3, 1; migrate::migrate_keys], "2.6.0", "generic", migrate::migrate, "Moves keys to another server (RESTORE there, then deleted here unless COPY)."),
     spec!("copy",          -3, ["write", "denyoom"],         [1,  2, 1], "6.2.0", "generic",    rename::copy,         "Copies a key's value and time to live to another key, maybe in another database (DB, REPLACE)."),
     spec!("randomkey",      1, ["readonly"],                 [0,  0, 0], "1.0.0", "generic",    randomkey::randomkey, "Returns a random key of the selected database (walks up to all of its keys)."),
     spec!("touch",         -2, ["readonly", "fast"],         [1, -1, 1], "3.2.1", "generic",    object::touch,        "Counts how many of the given keys exist (no access time is kept)."),
@@ -393,7 +410,7 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
-    spec!("sort",          -2, ["write", "denyoom", "movablekeys"], [1, 1, 1; sort::sort_keys], "1.0.0", "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
+    spec!("sort",          -2, ["write", "denyoom", "movablekeys", "@set", "@sortedset", "@list", "@dangerous"], [1, 1, 1; sort::sort_keys], "1.0.0", "generic", sort::sort, "Sorts the elements of a list, set or sorted set (BY, LIMIT, GET, ASC|DESC, ALPHA, STORE); one atomic unit."),
     // Replication (issue 21; ../repl/).
     spec!("replicaof",      3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "5.0.0", "server", replication::replicaof, "Follows a master (host port), or stops following (NO ONE) keeping the data."),
     spec!("slaveof",        3, ["admin", "noscript", "stale", "no_async_loading"], [0, 0, 0], "1.0.0", "server", replication::replicaof, "The old name of REPLICAOF."),
@@ -401,19 +418,22 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
     spec!("replconf",      -1, ["admin", "noscript", "loading", "stale", "allow_busy"], [0, 0, 0], "3.0.0", "server", replication::replconf, "A replica's handshake and acknowledgements (listening-port, ip-address, capa, ack, getack)."),
     spec!("psync",         -3, ["admin", "noscript", "no_multi"], [0, 0, 0], "2.8.0", "server", replication::psync, "Starts replication: +CONTINUE from the backlog, else +FULLRESYNC and a snapshot; then the write stream."),
     spec!("sync",           1, ["admin", "noscript", "no_multi"], [0, 0, 0], "1.0.0", "server", replication::sync, "Starts replication the old way: a snapshot, then the write stream."),
-    spec!("sort_ro",       -2, ["readonly", "movablekeys"], [1,  1, 1; sort::sort_keys], "7.0.0", "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
+    spec!("sort_ro",       -2, ["readonly", "movablekeys", "@set", "@sortedset", "@list", "@dangerous"], [1,  1, 1; sort::sort_keys], "7.0.0", "generic",    sort::sort_ro,        "Sorts the elements of a list, set or sorted set, without STORE."),
     // Pub/sub (pubsub.rs; the registry in ../pubsub.rs).
     spec!("subscribe",     -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::subscribe, "Listens for messages published to channels."),
     spec!("unsubscribe",   -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::unsubscribe, "Stops listening to channels (all of them without arguments)."),
     spec!("psubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::psubscribe, "Listens for messages published to channels that match glob patterns."),
     spec!("punsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "2.0.0", "pubsub", pubsub::punsubscribe, "Stops listening to patterns (all of them without arguments)."),
     spec!("publish",        3, ["pubsub", "loading", "stale", "fast", "may_replicate"], [0, 0, 0], "2.0.0", "pubsub", pubsub::publish, "Posts a message to a channel; returns the number of clients that received it."),
+    spec!("ssubscribe",    -2, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "7.0.0", "pubsub", pubsub::ssubscribe, "Listens for messages published to shard channels."),
+    spec!("sunsubscribe",  -1, ["pubsub", "noscript", "loading", "stale"], [0, 0, 0], "7.0.0", "pubsub", pubsub::sunsubscribe, "Stops listening to shard channels (all of them without arguments)."),
+    spec!("spublish",       3, ["pubsub", "loading", "stale", "fast", "may_replicate"], [0, 0, 0], "7.0.0", "pubsub", pubsub::spublish, "Posts a message to a shard channel; returns the number of shard subscribers reached."),
     spec!("pubsub",        -2, [],                           [0,  0, 0], "2.8.0", "pubsub",     session::not_a_subcommand, "Pub/sub introspection (CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB)."),
       spec!("pubsub|channels",      -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::channels,              "Returns the channels with subscribers, all or those matching a pattern."),
       spec!("pubsub|numsub",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numsub,                "Returns the number of subscribers of each channel given."),
       spec!("pubsub|numpat",        -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "2.8.0",  "pubsub",     pubsub::numpat,                "Returns the number of pattern subscriptions."),
-      spec!("pubsub|shardchannels", -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardchannels,         "Returns the shard channels with subscribers: none (there are no shard channels)."),
-      spec!("pubsub|shardnumsub",   -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardnumsub,           "Returns 0 subscribers for each shard channel given."),
+      spec!("pubsub|shardchannels", -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardchannels,         "Returns the shard channels with subscribers, all or those matching a pattern."),
+      spec!("pubsub|shardnumsub",   -2, ["pubsub", "loading", "stale"],              [0,  0, 0], "7.0.0",  "pubsub",     pubsub::shardnumsub,           "Returns the number of subscribers of each shard channel given."),
       spec!("pubsub|help",          -2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "pubsub",     pubsub::help,                  "Describes the PUBSUB subcommands."),
     spec!("reset",          1, ["no_auth", "noscript", "loading", "stale", "fast", "multi_control"], [0, 0, 0], "6.2.0", "connection", pubsub::reset, "Resets the connection: out of MULTI, nothing watched or subscribed, database 0, RESP2, no name."),
 ]);
@@ -475,7 +495,7 @@ mod tests {
             .commands()
             .filter(|&i| COMMANDS.is_container(i))
             .collect();
-        assert_eq!(containers.len(), 11);
+        assert_eq!(containers.len(), 12);
         for c in containers {
             let spec = COMMANDS.row(c);
             // Only COMMAND runs without a subcommand (it lists them all).

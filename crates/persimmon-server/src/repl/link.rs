@@ -252,7 +252,9 @@ async fn handshake(shared: &Shared, c: &mut Conn) -> Result<(), String> {
         c.send(&[b"AUTH", &password]).await?;
         let reply = c.line().await?;
         if reply.starts_with('-') {
-            return Err(format!("the master refused masterauth: {reply}"));
+            return Err(format!(
+                "Unable to AUTH to MASTER: the master refused masterauth: {reply}"
+            ));
         }
     } else if pong.starts_with("-NOAUTH") {
         return Err("the master needs a password: set masterauth".into());

@@ -128,17 +128,8 @@ fn raised(text: &str) -> mlua::Error {
     mlua::Error::external(Raised(text.to_string()))
 }
 
-/// `redis.call` (`raise`: a command's error is raised) and `redis.pcall`
-/// (it is returned as `{err=...}`). Bad arguments are raised by both.
-fn raw_call(
-    cell: &RefCell<&mut Session>,
-    lua: &Lua,
-    args: MultiValue,
-    raise: bool,
-) -> mlua::Result<Value> {
-    let Some(ctx) = CTX.with(|c| *c.borrow()) else {
-        return Err(raised("ERR redis.call is only for scripts"));
-    };
+/// A redis lib call's arguments as command words.
+fn words_of(args: MultiValue) -> mlua::Result<Vec<Vec<u8>>> {
     let mut words: Vec<Vec<u8>> = Vec::with_capacity(args.len());
     for v in args {
         match v {
@@ -152,6 +143,43 @@ fn raw_call(
             }
         }
     }
+    Ok(words)
+}
+
+/// `redis.acl_check_cmd(name, arg...)`: whether the script's user may run
+/// that command with those arguments (`acl::check`, without logging).
+fn acl_check(cell: &RefCell<&mut Session>, args: MultiValue) -> mlua::Result<Value> {
+    let words = words_of(args)?;
+    let Ok(s) = cell.try_borrow() else {
+        return Err(raised("ERR redis.acl_check_cmd reentered"));
+    };
+    let words: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
+    let Some(Ok(index) | Err(index)) = s.commands.resolve(words.iter().copied()) else {
+        return Err(raised(
+            "ERR Invalid command passed to redis.acl_check_cmd()",
+        ));
+    };
+    if !s.commands.row(index).arity_ok(words.len()) {
+        return Err(raised(
+            "ERR Invalid number of arguments passed to redis.acl_check_cmd()",
+        ));
+    }
+    let allowed = crate::acl::check(&s.user, s.commands, index, &words).is_ok();
+    Ok(Value::Boolean(allowed))
+}
+
+/// `redis.call` (`raise`: a command's error is raised) and `redis.pcall`
+/// (it is returned as `{err=...}`). Bad arguments are raised by both.
+fn raw_call(
+    cell: &RefCell<&mut Session>,
+    lua: &Lua,
+    args: MultiValue,
+    raise: bool,
+) -> mlua::Result<Value> {
+    let Some(ctx) = CTX.with(|c| *c.borrow()) else {
+        return Err(raised("ERR redis.call is only for scripts"));
+    };
+    let words = words_of(args)?;
     if words.is_empty() {
         return Err(raised(
             "ERR Please specify at least one argument for this redis lib call",
@@ -211,7 +239,7 @@ fn raw_call(
     let mark = s.out.len();
     let repl_mark = s.repl.cmds.len();
     s.in_script = true;
-    crate::dispatch::run_queued(s, a);
+    crate::dispatch::run_queued(s, a, crate::acl::log::Context::Lua);
     s.in_script = false;
     s.out.resp3 = resp3;
     if ctx.repl & 2 == 0 {
@@ -427,14 +455,18 @@ fn run_locked(s: &mut Session, scripts: &Scripts, call: Call<'_>) -> Result<(), 
                     .create_function(|lua, args: MultiValue| raw_call(&cell, lua, args, true))?;
                 let pcall = scope
                     .create_function(|lua, args: MultiValue| raw_call(&cell, lua, args, false))?;
+                let acl_check_cmd =
+                    scope.create_function(|_, args: MultiValue| acl_check(&cell, args))?;
                 engine.redis.raw_set("call", call)?;
                 engine.redis.raw_set("pcall", pcall)?;
+                engine.redis.raw_set("acl_check_cmd", acl_check_cmd)?;
                 let r =
                     engine
                         .runner
                         .call((f.clone(), handler.clone(), keys.clone(), argv.clone()));
                 engine.redis.raw_set("call", Value::Nil)?;
                 engine.redis.raw_set("pcall", Value::Nil)?;
+                engine.redis.raw_set("acl_check_cmd", Value::Nil)?;
                 Ok(r)
             })
             .and_then(|r| r);
