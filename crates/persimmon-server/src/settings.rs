@@ -66,7 +66,7 @@
 //!   batch of requests (or per accepted connection), never under the lock.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How a parameter's value is written.
@@ -189,7 +189,6 @@ const MAXMEMORY_POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
-const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
@@ -273,9 +272,7 @@ static PARAMS: &[Param] = &[
     // reported, with no effect here (clustering, TLS, AOF and RDB files,
     // defragmentation, ACL files, process management, ...); the immutable
     // ones are Redis's startup-only parameters.
-    param("acl-pubsub-default",                   Kind::Enum(ACL_PUBSUB_DEFAULT),      NoEffect,   "resetchannels"),
     param("aclfile",                              TEXT,                                Immutable,  ""),
-    param("acllog-max-len",                       Kind::Int(0, LONG_MAX),              NoEffect,   "128"),
     param("active-defrag-cycle-max",              Kind::Int(1, 99),                    NoEffect,   "25"),
     param("active-defrag-cycle-min",              Kind::Int(1, 99),                    NoEffect,   "1"),
     param("active-defrag-ignore-bytes",           Kind::Memory(0, LONG_MAX as u64),    NoEffect,   "104857600"),
@@ -335,7 +332,6 @@ static PARAMS: &[Param] = &[
     param("maxmemory-clients",                    Kind::MemoryOrPercent,               NoEffect,   "0"),
     param("maxmemory-eviction-tenacity",          Kind::Int(0, 100),                   NoEffect,   "10"),
     param("no-appendfsync-on-rewrite",            BOOL,                                NoEffect,   "no"),
-    param("notify-keyspace-events",               TEXT,                                NoEffect,   ""),
     param("oom-score-adj",                        Kind::Enum(OOM_SCORE_ADJ),           NoEffect,   "no"),
     param("oom-score-adj-values",                 TEXT,                                NoEffect,   "0 200 800"),
     param("pidfile",                              TEXT,                                Immutable,  ""),
@@ -436,7 +432,6 @@ pub struct Settings {
     slowlog_slower_than: AtomicI64,
     slowlog_max_len: AtomicU64,
     latency_threshold: AtomicU64,
-    requirepass: Mutex<Option<Arc<[u8]>>>,
     /// The `pubsub` class of `client-output-buffer-limit`: hard bytes,
     /// soft bytes, soft seconds (0: no limit), as `pubsub.rs` applies it.
     pubsub_limit: [AtomicU64; 3],
@@ -504,7 +499,6 @@ impl Settings {
             slowlog_slower_than: AtomicI64::new(-1),
             slowlog_max_len: AtomicU64::new(0),
             latency_threshold: AtomicU64::new(0),
-            requirepass: Mutex::new(None),
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
             values: Mutex::new(Vec::new()),

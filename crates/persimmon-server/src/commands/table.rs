@@ -406,7 +406,6 @@ pub static COMMANDS: CommandTable = CommandTable::new(&[
       spec!("object|idletime",       3, ["readonly"],                                [2,  2, 1], "2.2.3",  "generic",    object::idletime,              "Returns 0: no access time is kept."),
       spec!("object|freq",           3, ["readonly"],                                [2,  2, 1], "4.0.0",  "generic",    object::freq,                  "Replies Redis's error for a server without an LFU eviction policy."),
       spec!("object|help",           2, ["loading", "stale"],                        [0,  0, 0], "6.2.0",  "generic",    object::help,                  "Describes the OBJECT subcommands."),
-    spec!("migrate",       -6, ["write", "movablekeys"],     [3,  3, 1; migrate::migrate_keys], "2.6.0", "generic", migrate::migrate, "Moves keys to another server (DUMP payloads in RESTORE commands), deleting them here unless COPY (REPLACE, AUTH, AUTH2, KEYS)."),
     spec!("dump",           2, ["readonly"],                 [1,  1, 1], "2.6.0", "generic",    dump::dump,           "Returns a key's value serialized in Redis's DUMP format."),
     spec!("restore",       -4, ["write", "denyoom"],         [1,  1, 1], "2.6.0", "generic",    dump::restore,        "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ)."),
     // SORT (issue 16).
@@ -480,8 +479,8 @@ mod tests {
     fn containers_have_no_dispatch_flags_and_take_a_subcommand() {
         // No container writes, refuses MULTI or runs before AUTH; their
         // subcommands do not either (the dispatch reads the subcommand's
-        // row), but FUNCTION's that change the libraries, which write and
-        // propagate like any write.
+        // row), but FUNCTION's that change the libraries and XGROUP's, which
+        // write and propagate like any write.
         let steering = [
             "write",
             "denyoom",
@@ -495,7 +494,7 @@ mod tests {
             .commands()
             .filter(|&i| COMMANDS.is_container(i))
             .collect();
-        assert_eq!(containers.len(), 12);
+        assert_eq!(containers.len(), 14);
         for c in containers {
             let spec = COMMANDS.row(c);
             // Only COMMAND runs without a subcommand (it lists them all).
@@ -507,6 +506,11 @@ mod tests {
                     "function|delete",
                     "function|restore",
                     "function|flush",
+                    "xgroup|create",
+                    "xgroup|setid",
+                    "xgroup|destroy",
+                    "xgroup|createconsumer",
+                    "xgroup|delconsumer",
                 ];
                 for flag in steering {
                     if writes.contains(&spec.name) && (flag == "write" || flag == "denyoom") {
