@@ -56,10 +56,14 @@ fn categories(spec: &Spec) -> Vec<&'static str> {
         "transactions" => Some("@transaction"),
         "scripting" => Some("@scripting"),
         "geo" => Some("@geo"),
+        "stream" => Some("@stream"),
         _ => None,
     };
     out.extend(group);
     out.push(if flag("fast") { "@fast" } else { "@slow" });
+    if flag("blocking") {
+        out.push("@blocking");
+    }
     if flag("admin") {
         out.push("@dangerous");
     }

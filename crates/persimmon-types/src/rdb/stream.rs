@@ -20,7 +20,8 @@
 use super::packed::{self, Entry};
 use super::primitives::{self, Input};
 use super::value::{RdbError, RdbValue};
-use crate::stream::groups::UNKNOWN;
+use crate::stream::groups::{Counters, UNKNOWN};
+use crate::stream::Meta;
 use crate::stream::StreamId;
 
 const DELETED: i64 = 1;
@@ -150,6 +151,21 @@ pub(super) fn decode(input: &mut Input<'_>, version: u8) -> Result<RdbValue, Rdb
     }
     for _ in 0..input.count(3)? {
         s.groups.push(group(input, version)?);
+    }
+    if version == 1 {
+        // No counters before type 19: estimated as Redis's loader does.
+        let ctr = Counters {
+            meta: Meta {
+                last_id: s.last_id,
+                entries_added: s.entries_added,
+                ..Meta::default()
+            },
+            len: length,
+            first_id: s.entries.first().map_or(StreamId::ZERO, |e| e.0),
+        };
+        for g in &mut s.groups {
+            g.entries_read = ctr.distance(g.last_id);
+        }
     }
     Ok(RdbValue::Stream(Box::new(s)))
 }

@@ -68,15 +68,10 @@ pub fn write(st: &mut Store, c: &mut Coll, s: &StreamDump) -> Result<(), Error> 
         ..m
     };
     entries::put_meta(st, c, &m)?;
-    let ctr = groups::counters(st, c)?;
     for g in &s.groups {
-        let entries_read = match g.entries_read {
-            groups::UNKNOWN => ctr.distance(g.last_id),
-            n => n,
-        };
         let group = Group {
             last_id: g.last_id,
-            entries_read,
+            entries_read: g.entries_read,
         };
         groups::put_group(st, c, &g.name, &group)?;
         write_group(st, c, g)?;
