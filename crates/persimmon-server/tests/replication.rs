@@ -289,6 +289,28 @@ fn persimmon_replica_follows_resumes_refuses_writes_and_takes_over() {
     });
     run(&mut m, &["RPUSH", "q", "one", "two"]);
     assert_eq!(words(waiter.join().unwrap().unwrap()), ["q", "one"]);
+    // So is a blocked XREADGROUP: its delivery propagates as XREADGROUP.
+    run(&mut m, &["XGROUP", "CREATE", "st", "gb", "$"]);
+    let mut reader = master.client();
+    let waiter = std::thread::spawn(move || {
+        let read = [
+            "XREADGROUP",
+            "GROUP",
+            "gb",
+            "c",
+            "BLOCK",
+            "10000",
+            "STREAMS",
+            "st",
+            ">",
+        ];
+        common::cmd(&mut reader, &read)
+    });
+    wait_until("the XREADGROUP to block", || {
+        info_field(&mut m, "clients", "blocked_clients").as_deref() == Some("1")
+    });
+    run(&mut m, &["XADD", "st", "*", "for", "gb"]);
+    assert!(waiter.join().unwrap().is_ok());
     stream_writes(&mut m);
     assert_in_sync(&mut m, &mut r);
     assert_eq!(text(&run(&mut r, &["GET", "f"])), "1.100001");
