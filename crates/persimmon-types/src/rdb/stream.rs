@@ -20,9 +20,32 @@
 use super::packed::{self, Entry};
 use super::primitives::{self, Input};
 use super::value::{RdbError, RdbValue};
-use crate::stream::groups::{Counters, UNKNOWN};
-use crate::stream::Meta;
-use crate::stream::StreamId;
+
+/// The unknown entries-read counter.
+const UNKNOWN: i64 = -1;
+
+/// An entry id (`ms-seq`), as the serialization writes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StreamId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl StreamId {
+    pub const ZERO: StreamId = StreamId { ms: 0, seq: 0 };
+
+    pub fn new(ms: u64, seq: u64) -> StreamId {
+        StreamId { ms, seq }
+    }
+
+    /// The id as 16 bytes big-endian (ms, then seq).
+    fn key(self) -> [u8; 16] {
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&self.ms.to_be_bytes());
+        k[8..].copy_from_slice(&self.seq.to_be_bytes());
+        k
+    }
+}
 
 const DELETED: i64 = 1;
 const SAME_FIELDS: i64 = 2;
@@ -40,6 +63,9 @@ pub struct StreamDump {
     pub max_deleted: StreamId,
     pub entries_added: u64,
     pub groups: Vec<GroupDump>,
+    /// A type 15 payload: no entries-read counters (each is -1), to be
+    /// estimated as Redis's loader does.
+    pub estimate_reads: bool,
 }
 
 /// A consumer group.
@@ -80,7 +106,8 @@ fn id_of(raw: &[u8]) -> Result<StreamId, RdbError> {
     if raw.len() != 16 {
         return Err(RdbError::bad());
     }
-    StreamId::from_key(raw).map_err(|_| RdbError::bad())
+    let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    Ok(StreamId::new(half(&raw[..8]), half(&raw[8..])))
 }
 
 /// The live entries of one listpack node whose master id is `master`.
@@ -152,21 +179,7 @@ pub(super) fn decode(input: &mut Input<'_>, version: u8) -> Result<RdbValue, Rdb
     for _ in 0..input.count(3)? {
         s.groups.push(group(input, version)?);
     }
-    if version == 1 {
-        // No counters before type 19: estimated as Redis's loader does.
-        let ctr = Counters {
-            meta: Meta {
-                last_id: s.last_id,
-                entries_added: s.entries_added,
-                ..Meta::default()
-            },
-            len: length,
-            first_id: s.entries.first().map_or(StreamId::ZERO, |e| e.0),
-        };
-        for g in &mut s.groups {
-            g.entries_read = ctr.distance(g.last_id);
-        }
-    }
+    s.estimate_reads = version == 1;
     Ok(RdbValue::Stream(Box::new(s)))
 }
 
@@ -324,6 +337,7 @@ mod tests {
                     pending: vec![StreamId::new(1, 0), StreamId::new(2, 0)],
                 }],
             }],
+            estimate_reads: false,
         }
     }
 
