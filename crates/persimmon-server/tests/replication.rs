@@ -60,6 +60,11 @@ fn contents(con: &mut redis::Connection) -> Vec<String> {
                 "list" => words(run(con, &["LRANGE", &key, "0", "-1"])),
                 "set" => words(run(con, &["SMEMBERS", &key])),
                 "zset" => words(run(con, &["ZRANGE", &key, "0", "-1", "WITHSCORES"])),
+                "stream" => {
+                    let mut w = words(run(con, &["XRANGE", &key, "-", "+"]));
+                    w.extend(words(run(con, &["XINFO", "GROUPS", &key])));
+                    w
+                }
                 "hash" => {
                     let flat = words(run(con, &["HGETALL", &key]));
                     let mut pairs: Vec<String> = flat
@@ -97,6 +102,9 @@ fn populate(con: &mut redis::Connection) {
         vec!["SADD", "ss", "a", "b", "c"],
         vec!["HSET", "h", "f", "v", "g", "1"],
         vec!["ZADD", "z", "1", "a", "2.5", "b", "-3", "c"],
+        vec!["XADD", "st", "1-0", "a", "1"],
+        vec!["XADD", "st", "*", "b", "2"],
+        vec!["XGROUP", "CREATE", "st", "g", "0"],
         vec!["SELECT", "3"],
         vec!["SET", "in3", "three", "EX", "900"],
         vec!["HSET", "h3", "a", "b"],
@@ -116,7 +124,8 @@ fn populate(con: &mut redis::Connection) {
 }
 
 /// Writes whose propagation Redis rewrites: relative deadlines, random
-/// pops, float increments, blocking pops, a transaction.
+/// pops, float increments, blocking pops, XADD's chosen ids, a
+/// transaction.
 fn stream_writes(con: &mut redis::Connection) {
     for args in [
         vec!["SET", "s", "changed"],
@@ -138,6 +147,9 @@ fn stream_writes(con: &mut redis::Connection) {
         vec!["BLPOP", "l", "1"],
         vec!["BZPOPMAX", "bigz", "1"],
         vec!["BLMOVE", "biglist", "moved", "LEFT", "RIGHT", "1"],
+        vec!["XADD", "st", "*", "c", "3"],
+        vec!["XADD", "st", "MAXLEN", "2", "1-*", "d", "4"],
+        vec!["XADD", "st", "*", "e", "5"],
         vec!["DEL", "neg"],
         vec!["EXPIRE", "big", "-1"],
         vec!["SELECT", "3"],
@@ -277,6 +289,28 @@ fn persimmon_replica_follows_resumes_refuses_writes_and_takes_over() {
     });
     run(&mut m, &["RPUSH", "q", "one", "two"]);
     assert_eq!(words(waiter.join().unwrap().unwrap()), ["q", "one"]);
+    // So is a blocked XREADGROUP: its delivery propagates as XREADGROUP.
+    run(&mut m, &["XGROUP", "CREATE", "st", "gb", "$"]);
+    let mut reader = master.client();
+    let waiter = std::thread::spawn(move || {
+        let read = [
+            "XREADGROUP",
+            "GROUP",
+            "gb",
+            "c",
+            "BLOCK",
+            "10000",
+            "STREAMS",
+            "st",
+            ">",
+        ];
+        common::cmd(&mut reader, &read)
+    });
+    wait_until("the XREADGROUP to block", || {
+        info_field(&mut m, "clients", "blocked_clients").as_deref() == Some("1")
+    });
+    run(&mut m, &["XADD", "st", "*", "for", "gb"]);
+    assert!(waiter.join().unwrap().is_ok());
     stream_writes(&mut m);
     assert_in_sync(&mut m, &mut r);
     assert_eq!(text(&run(&mut r, &["GET", "f"])), "1.100001");

@@ -366,7 +366,7 @@ fn pop_or_block(
 /// destination of another type ends the wait with WRONGTYPE, as in Redis.
 fn attempt(store: &mut Store, repl: &mut ClientRepl, key: &[u8], op: &Op) -> Attempt {
     if let Op::StreamRead(w) = op {
-        return stream_read::attempt(store, key, w);
+        return stream_read::attempt(store, repl, key, w);
     }
     match pop_at(store, repl, key, op) {
         Ok(Some(served)) => Attempt::Done(Outcome::Served(served)),

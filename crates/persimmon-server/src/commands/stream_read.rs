@@ -14,7 +14,8 @@
 //!   id it waits past; a missing key or one of another type keeps it
 //!   waiting. A blocked XREADGROUP is served new entries as `>` reads
 //!   them; its stream deleted or retyped ends it with `UNBLOCKED`, its
-//!   group destroyed with `NOGROUP`, as in Redis 7.0.
+//!   group destroyed with `NOGROUP`, as in Redis 7.0. Such a delivery
+//!   propagates as the non-blocking XREADGROUP (COUNT n) that makes it.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use persimmon_types::Error;
 
 use super::streams::{count_arg, entry_reply, now_ms};
 use crate::blocking::{Attempt, GroupRead, Op, Outcome, Served, StreamHits, StreamWait};
+use crate::repl::client::ClientRepl;
 use crate::session::{is, syntax, Flow, Session};
 
 /// Where a read starts on one stream.
@@ -322,7 +324,7 @@ fn unblocked_gone() -> Error {
 }
 
 /// What serving the blocked read `w` from `key` finds.
-pub fn attempt(st: &mut Store, key: &[u8], w: &StreamWait) -> Attempt {
+pub fn attempt(st: &mut Store, repl: &mut ClientRepl, key: &[u8], w: &StreamWait) -> Attempt {
     let served = match &w.group {
         None => {
             let after = w
@@ -337,7 +339,12 @@ pub fn attempt(st: &mut Store, key: &[u8], w: &StreamWait) -> Attempt {
             }
         }
         Some(g) => match group_attempt(st, key, w.count, g) {
-            Ok(found) => found,
+            Ok(found) => {
+                if let Some(found) = &found {
+                    propagate_delivery(st, repl, key, g, found.len());
+                }
+                found
+            }
             Err(e) => return Attempt::Done(Outcome::Failed(e)),
         },
     };
@@ -348,6 +355,24 @@ pub fn attempt(st: &mut Store, key: &[u8], w: &StreamWait) -> Attempt {
         })),
         None => Attempt::Skip,
     }
+}
+
+/// What a delivery to a blocked group reader propagates: the
+/// non-blocking read that delivers the same `n` entries on a replica.
+fn propagate_delivery(st: &Store, repl: &mut ClientRepl, key: &[u8], g: &GroupRead, n: usize) {
+    let mut words: Vec<Vec<u8>> = vec![
+        b"XREADGROUP".to_vec(),
+        b"GROUP".to_vec(),
+        g.group.clone(),
+        g.consumer.clone(),
+        b"COUNT".to_vec(),
+        n.to_string().into_bytes(),
+    ];
+    if g.noack {
+        words.push(b"NOACK".to_vec());
+    }
+    words.extend([b"STREAMS".to_vec(), key.to_vec(), b">".to_vec()]);
+    repl.rewrite(st.db, words);
 }
 
 fn group_attempt(

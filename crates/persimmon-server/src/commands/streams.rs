@@ -9,7 +9,9 @@
 //! (`with_stream` / `with_new_stream`): atomic, crash-atomic, durable on
 //! return. A range costs O(log n + k).
 //!
-//! Invariants: errors are Redis 7.0's words, checked in its order (the
+//! Invariants: XADD propagates the id it chose (`*`, `ms-*` replaced),
+//! so a replica holds the same entries. Errors are Redis 7.0's words,
+//! checked in its order (the
 //! arguments left to right, then the key's type, then the stream's
 //! state); an error leaves nothing written (XADD on a missing key with a
 //! refused id creates no key). Replies are built inside the unit into a
@@ -268,10 +270,26 @@ pub fn xadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         false => Some(with_new_stream(&mut s.store, key, &mut add)?),
     };
     match id {
-        Some(id) => id_reply(&mut s.out, id),
-        None => s.out.null(),
+        Some(id) => {
+            if how != NewId::Given(id) {
+                propagate_id(s, &a, first_field - 1, id);
+            }
+            id_reply(&mut s.out, id);
+        }
+        None => {
+            s.repl.nothing();
+            s.out.null();
+        }
     }
     Ok(())
+}
+
+/// Propagates XADD with the id it chose in place of `*` or `ms-*`, so a
+/// replica adds the same entry.
+fn propagate_id(s: &mut Session, a: &Args<'_>, at: usize, id: StreamId) {
+    let mut words: Vec<Vec<u8>> = (0..a.len()).map(|i| a.get(i).to_vec()).collect();
+    words[at] = id.to_string().into_bytes();
+    s.repl.rewrite(s.store.db, words);
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]

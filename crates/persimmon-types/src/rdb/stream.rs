@@ -19,47 +19,15 @@
 
 use super::packed::{self, Entry};
 use super::primitives::{self, Input};
+pub use super::value::{ConsumerDump, DumpEntry, GroupDump, StreamDump, StreamId};
 use super::value::{RdbError, RdbValue};
-use crate::stream::groups::UNKNOWN;
-use crate::stream::StreamId;
 
+/// The unknown entries-read counter.
+const UNKNOWN: i64 = -1;
 const DELETED: i64 = 1;
 const SAME_FIELDS: i64 = 2;
 /// Entries [`encode`] puts in one node (Redis's default).
 const NODE_ENTRIES: usize = 100;
-
-/// One entry: its id and fields.
-pub type DumpEntry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
-
-/// A stream as the serialization carries it.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct StreamDump {
-    pub entries: Vec<DumpEntry>,
-    pub last_id: StreamId,
-    pub max_deleted: StreamId,
-    pub entries_added: u64,
-    pub groups: Vec<GroupDump>,
-}
-
-/// A consumer group.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GroupDump {
-    pub name: Vec<u8>,
-    pub last_id: StreamId,
-    /// -1: unknown.
-    pub entries_read: i64,
-    /// Pending ids, their delivery time and count.
-    pub pel: Vec<(StreamId, u64, u64)>,
-    pub consumers: Vec<ConsumerDump>,
-}
-
-/// A consumer and the ids it owns in its group's PEL.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConsumerDump {
-    pub name: Vec<u8>,
-    pub seen_time: u64,
-    pub pending: Vec<StreamId>,
-}
 
 fn int(e: Option<Entry<'_>>) -> Result<i64, RdbError> {
     match e.ok_or_else(RdbError::bad)? {
@@ -79,7 +47,8 @@ fn id_of(raw: &[u8]) -> Result<StreamId, RdbError> {
     if raw.len() != 16 {
         return Err(RdbError::bad());
     }
-    StreamId::from_key(raw).map_err(|_| RdbError::bad())
+    let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    Ok(StreamId::new(half(&raw[..8]), half(&raw[8..])))
 }
 
 /// The live entries of one listpack node whose master id is `master`.
@@ -151,6 +120,7 @@ pub(super) fn decode(input: &mut Input<'_>, version: u8) -> Result<RdbValue, Rdb
     for _ in 0..input.count(3)? {
         s.groups.push(group(input, version)?);
     }
+    s.estimate_reads = version == 1;
     Ok(RdbValue::Stream(Box::new(s)))
 }
 
@@ -308,6 +278,7 @@ mod tests {
                     pending: vec![StreamId::new(1, 0), StreamId::new(2, 0)],
                 }],
             }],
+            estimate_reads: false,
         }
     }
 

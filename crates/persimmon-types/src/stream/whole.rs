@@ -4,12 +4,13 @@
 //!
 //! Invariants: writing fills a new, empty stream in id order with Redis's
 //! default node size; every pending id lands under the consumer that owns
-//! it in the dump (one the dump lists under no consumer is dropped, as
-//! Redis's loader refuses such a payload's consistency).
+//! it in the dump, with the group PEL's delivery time and count (a group
+//! PEL id no consumer owns, or a consumer's id missing from the group PEL,
+//! is left out: every pending entry here has exactly one owner).
 
 use crate::coll::Coll;
 use crate::error::Error;
-use crate::rdb::stream::{ConsumerDump, GroupDump, StreamDump};
+use crate::rdb::stream::{self as dump, ConsumerDump, GroupDump, StreamDump};
 use crate::store::Store;
 
 use super::entries::{self, Meta, NodeLimits};
@@ -21,16 +22,17 @@ pub fn read(st: &mut Store, c: &mut Coll) -> Result<StreamDump, Error> {
     let m = entries::meta(st, c)?;
     let all = entries::range(st, c, StreamId::ZERO, StreamId::MAX, 0, false)?;
     let mut out = StreamDump {
-        entries: all.into_iter().map(|e| (e.id, e.fields)).collect(),
-        last_id: m.last_id,
-        max_deleted: m.max_deleted,
+        entries: all.into_iter().map(|e| (out_id(e.id), e.fields)).collect(),
+        last_id: out_id(m.last_id),
+        max_deleted: out_id(m.max_deleted),
         entries_added: m.entries_added,
         groups: Vec::new(),
+        estimate_reads: false,
     };
     for (name, g) in groups::groups(st, c)? {
         let pel = groups::pel_range(st, c, &name, StreamId::ZERO, StreamId::MAX, 0)?
             .into_iter()
-            .map(|(id, n)| (id, n.delivery_time, n.delivery_count))
+            .map(|(id, n)| (out_id(id), n.delivery_time, n.delivery_count))
             .collect();
         let mut consumers = Vec::new();
         for k in groups::consumers(st, c, &name)? {
@@ -39,12 +41,12 @@ pub fn read(st: &mut Store, c: &mut Coll) -> Result<StreamDump, Error> {
             consumers.push(ConsumerDump {
                 name: k.name,
                 seen_time: k.seen_time,
-                pending,
+                pending: pending.into_iter().map(out_id).collect(),
             });
         }
         out.groups.push(GroupDump {
             name,
-            last_id: g.last_id,
+            last_id: out_id(g.last_id),
             entries_read: g.entries_read,
             pel,
             consumers,
@@ -58,24 +60,25 @@ pub fn write(st: &mut Store, c: &mut Coll, s: &StreamDump) -> Result<(), Error> 
     let limits = NodeLimits::default();
     for (id, fields) in &s.entries {
         let refs: Vec<(&[u8], &[u8])> = fields.iter().map(|(f, v)| (&f[..], &v[..])).collect();
-        entries::add(st, c, entries::NewId::Given(*id), &refs, 0, limits)?;
+        entries::add(st, c, entries::NewId::Given(in_id(*id)), &refs, 0, limits)?;
     }
     let mut m = entries::meta(st, c)?;
     m = Meta {
-        last_id: s.last_id.max(m.last_id),
-        max_deleted: s.max_deleted,
+        last_id: in_id(s.last_id).max(m.last_id),
+        max_deleted: in_id(s.max_deleted),
         entries_added: s.entries_added.max(s.entries.len() as u64),
         ..m
     };
     entries::put_meta(st, c, &m)?;
     let ctr = groups::counters(st, c)?;
     for g in &s.groups {
-        let entries_read = match g.entries_read {
-            groups::UNKNOWN => ctr.distance(g.last_id),
-            n => n,
+        let last_id = in_id(g.last_id);
+        let entries_read = match s.estimate_reads {
+            true => ctr.distance(last_id),
+            false => g.entries_read,
         };
         let group = Group {
-            last_id: g.last_id,
+            last_id,
             entries_read,
         };
         groups::put_group(st, c, &g.name, &group)?;
@@ -96,8 +99,16 @@ fn write_group(st: &mut Store, c: &mut Coll, g: &GroupDump) -> Result<(), Error>
                 delivery_time: time,
                 delivery_count: count,
             };
-            groups::pel_set(st, c, &g.name, *id, &nack)?;
+            groups::pel_set(st, c, &g.name, in_id(*id), &nack)?;
         }
     }
     Ok(())
+}
+
+fn out_id(id: StreamId) -> dump::StreamId {
+    dump::StreamId::new(id.ms, id.seq)
+}
+
+fn in_id(id: dump::StreamId) -> StreamId {
+    StreamId::new(id.ms, id.seq)
 }
