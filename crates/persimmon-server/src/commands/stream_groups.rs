@@ -26,6 +26,7 @@ use super::streams::{
     entry_reply, id_reply, lag_reply, no_such_key, now_ms, read_counter, reply_from_stream,
     strict_ids,
 };
+use crate::notify;
 use crate::session::{int_arg, is, syntax, Session};
 
 fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -118,6 +119,7 @@ pub fn xgroup_create(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         true => with_new_stream(&mut s.store, key, &mut create)?,
         false => with_stream(&mut s.store, key, create)?.ok_or_else(needs_key)?,
     }
+    notify::event(s, notify::STREAM, "xgroup-create", key);
     s.out.ok();
     Ok(())
 }
@@ -143,6 +145,7 @@ pub fn xgroup_setid(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         )
     })?
     .ok_or_else(needs_key)?;
+    notify::event(s, notify::STREAM, "xgroup-setid", a.get(2));
     s.out.ok();
     Ok(())
 }
@@ -153,6 +156,9 @@ pub fn xgroup_destroy(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         groups::destroy_group(st, c, a.get(3))
     })?
     .ok_or_else(needs_key)?;
+    if done {
+        notify::event(s, notify::STREAM, "xgroup-destroy", a.get(2));
+    }
     s.out.int(done as i64);
     Ok(())
 }
@@ -166,6 +172,9 @@ pub fn xgroup_createconsumer(s: &mut Session, a: Args<'_>) -> Result<(), Error> 
         groups::create_consumer(st, c, g, a.get(4), now)
     })?
     .ok_or_else(needs_key)?;
+    if created {
+        notify::event(s, notify::STREAM, "xgroup-createconsumer", key);
+    }
     s.out.int(created as i64);
     Ok(())
 }
@@ -178,6 +187,9 @@ pub fn xgroup_delconsumer(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         groups::delete_consumer(st, c, g, a.get(4))
     })?
     .ok_or_else(needs_key)?;
+    if pending.is_some() {
+        notify::event(s, notify::STREAM, "xgroup-delconsumer", key);
+    }
     s.out.int(pending.unwrap_or(0) as i64);
     Ok(())
 }

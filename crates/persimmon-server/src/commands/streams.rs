@@ -29,6 +29,7 @@ use persimmon_types::stream::{
 use persimmon_types::Error;
 
 use crate::clock::unix_time;
+use crate::notify;
 use crate::session::{arity, int_arg, is, syntax, Session};
 
 // --- Shared pieces ------------------------------------------------------------
@@ -274,6 +275,7 @@ pub fn xadd(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
             if how != NewId::Given(id) {
                 propagate_id(s, &a, first_field - 1, id);
             }
+            notify::event(s, notify::STREAM, "xadd", key);
             id_reply(&mut s.out, id);
         }
         None => {
@@ -297,6 +299,9 @@ pub fn xtrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let args = add_or_trim_args(&a, false, node_limits(s))?;
     let spec = args.trim.expect("XTRIM always has a strategy");
     let n = with_stream(&mut s.store, a.get(1), |st, c| entries::trim(st, c, spec))?;
+    if n.unwrap_or(0) > 0 {
+        notify::event(s, notify::STREAM, "xtrim", a.get(1));
+    }
     s.out.int(n.unwrap_or(0) as i64);
     Ok(())
 }
@@ -305,6 +310,9 @@ pub fn xtrim(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
 pub fn xdel(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
     let ids = strict_ids(&a, 2)?;
     let n = with_stream(&mut s.store, a.get(1), |st, c| entries::delete(st, c, &ids))?;
+    if n.unwrap_or(0) > 0 {
+        notify::event(s, notify::STREAM, "xdel", a.get(1));
+    }
     s.out.int(n.unwrap_or(0) as i64);
     Ok(())
 }
@@ -420,6 +428,7 @@ pub fn xsetid(s: &mut Session, a: Args<'_>) -> Result<(), Error> {
         entries::put_meta(st, c, &m)
     })?;
     done.ok_or_else(no_such_key)?;
+    notify::event(s, notify::STREAM, "xsetid", a.get(1));
     s.out.ok();
     Ok(())
 }
