@@ -105,7 +105,7 @@ pub struct Session {
     /// What the running command propagates to replicas (`repl/`).
     pub repl: crate::repl::client::ClientRepl,
     /// Keyspace events noted and not yet published (`notify.rs`).
-    pub notes: crate::notify::Notes,
+    pub notes: crate::notify::classes::Notes,
     /// Commands queued since `MULTI` (`None`: not in a transaction).
     pub multi: Option<Multi>,
     /// EXEC kept conflicting with other clients: the dispatch runs it again

@@ -711,9 +711,10 @@ impl Settings {
             }
             "client-output-stall-secs" => self.output_stall_secs.store(number(), Ordering::Relaxed),
             "maxmemory" => self.maxmemory.store(number(), Ordering::Relaxed),
-            "notify-keyspace-events" => self
-                .notify_flags
-                .store(crate::notify::parse(value).unwrap_or(0), Ordering::Relaxed),
+            "notify-keyspace-events" => self.notify_flags.store(
+                crate::notify::classes::parse(value).unwrap_or(0),
+                Ordering::Relaxed,
+            ),
             "acl-pubsub-default" => self
                 .acl_pubsub_all_channels
                 .store(value == b"allchannels", Ordering::Relaxed),
@@ -832,8 +833,8 @@ fn normalize(kind: Kind, value: &[u8], old: &[u8]) -> Result<Vec<u8>, String> {
         Kind::Save => normalize_save(value)?,
         Kind::OutputLimit => normalize_output_limit(value, old)?,
         Kind::Percentiles => normalize_percentiles(value)?,
-        Kind::KeyspaceEvents => match crate::notify::parse(value) {
-            Some(flags) => crate::notify::format(flags).into_bytes(),
+        Kind::KeyspaceEvents => match crate::notify::classes::parse(value) {
+            Some(flags) => crate::notify::classes::format(flags).into_bytes(),
             None => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
         },
         Kind::MemoryOrPercent => normalize_memory_or_percent(value)?,

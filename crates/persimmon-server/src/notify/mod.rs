@@ -29,105 +29,9 @@ use std::sync::Arc;
 use crate::session::Session;
 use crate::shared::Shared;
 
-pub const GENERIC: u32 = 1 << 0;
-pub const STRING: u32 = 1 << 1;
-pub const LIST: u32 = 1 << 2;
-pub const SET: u32 = 1 << 3;
-pub const HASH: u32 = 1 << 4;
-pub const ZSET: u32 = 1 << 5;
-pub const EXPIRED: u32 = 1 << 6;
-pub const EVICTED: u32 = 1 << 7;
-pub const STREAM: u32 = 1 << 8;
-pub const MODULE: u32 = 1 << 9;
-pub const KEYSPACE: u32 = 1 << 10;
-pub const KEYEVENT: u32 = 1 << 11;
-pub const KEY_MISS: u32 = 1 << 12;
-pub const NEW: u32 = 1 << 13;
-/// `A`: every class but key misses and new keys.
-pub const ALL: u32 =
-    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+pub mod classes;
 
-/// The letters of the classes, in the order Redis writes them back.
-const CLASSES: [(u8, u32); 10] = [
-    (b'g', GENERIC),
-    (b'$', STRING),
-    (b'l', LIST),
-    (b's', SET),
-    (b'h', HASH),
-    (b'z', ZSET),
-    (b'x', EXPIRED),
-    (b'e', EVICTED),
-    (b't', STREAM),
-    (b'd', MODULE),
-];
-
-/// The flags of a `notify-keyspace-events` value; `None` for a letter
-/// Redis does not know.
-pub fn parse(value: &[u8]) -> Option<u32> {
-    value.iter().try_fold(0, |flags, &c| {
-        let flag = match c {
-            b'A' => ALL,
-            b'K' => KEYSPACE,
-            b'E' => KEYEVENT,
-            b'm' => KEY_MISS,
-            b'n' => NEW,
-            c => CLASSES.iter().find(|(l, _)| *l == c)?.1,
-        };
-        Some(flags | flag)
-    })
-}
-
-/// `flags` as Redis writes them back (`CONFIG GET`): `A` or the classes,
-/// then `K`, `E`, `m`, `n`.
-pub fn format(flags: u32) -> String {
-    let mut out = String::new();
-    if flags & ALL == ALL {
-        out.push('A');
-    } else {
-        for (letter, flag) in CLASSES {
-            if flags & flag != 0 {
-                out.push(letter as char);
-            }
-        }
-    }
-    for (letter, flag) in [
-        ('K', KEYSPACE),
-        ('E', KEYEVENT),
-        ('m', KEY_MISS),
-        ('n', NEW),
-    ] {
-        if flags & flag != 0 {
-            out.push(letter);
-        }
-    }
-    out
-}
-
-/// One event to publish: its database, name and key.
-struct Note {
-    db: usize,
-    event: &'static str,
-    key: Vec<u8>,
-}
-
-/// The events a session noted and has not published yet.
-#[derive(Default)]
-pub struct Notes(Vec<Note>);
-
-impl Notes {
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Drops the notes after the first `len` (an attempt that runs again).
-    pub fn truncate(&mut self, len: usize) {
-        self.0.truncate(len);
-    }
-}
+pub use classes::*;
 
 /// Whether any class is on (the fast paths are off then).
 pub fn enabled(s: &Session) -> bool {
@@ -147,11 +51,7 @@ pub fn event_in(s: &mut Session, db: usize, class: u32, event: &'static str, key
     if flags & class == 0 || flags & (KEYSPACE | KEYEVENT) == 0 {
         return;
     }
-    s.notes.0.push(Note {
-        db,
-        event,
-        key: key.to_vec(),
-    });
+    s.notes.push(db, event, key);
 }
 
 /// Whether `key` is absent and `new` events are on: a write about to
@@ -185,8 +85,8 @@ pub fn flush(s: &mut Session) {
     if s.notes.is_empty() {
         return;
     }
-    for note in std::mem::take(&mut s.notes.0) {
-        publish(&s.shared, note.db, note.event, &note.key);
+    for (db, event, key) in s.notes.take() {
+        publish(&s.shared, db, event, &key);
     }
 }
 
@@ -225,27 +125,4 @@ pub fn listen_for_expiry(shared: &Arc<Shared>) {
             publish(&shared, db, "expired", key);
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classes_parse_and_format_as_redis_writes_them() {
-        for (given, shown) in [
-            ("gKE", "gKE"),
-            ("$lshzxeKE", "$lshzxeKE"),
-            ("KA", "AK"),
-            ("EA", "AE"),
-            ("", ""),
-            ("nEm", "Emn"),
-            ("Ex", "xE"),
-        ] {
-            let flags = parse(given.as_bytes()).unwrap();
-            assert_eq!(format(flags), shown, "{given}");
-        }
-        assert_eq!(parse(b"Kq"), None);
-        assert_eq!(parse(b"A").unwrap() & (KEY_MISS | NEW), 0);
-    }
 }
