@@ -15,7 +15,9 @@
 //! disk-log-size = "64M"        # a pool on an ordinary file system: its
 //!                              # write-ahead log's ring (the most a replay reads)
 //! bind = "127.0.0.1"
-//! port = 6479
+//! port = 6479                  # 0 beside tls-port: no plain listener
+//! tls-port = 6480              # TLS listener (0: none); the other tls-*
+//!                              # settings go in [settings]
 //! requirepass = "secret"
 //! protected-mode = true        # no password: refuse non-loopback clients
 //! maxclients = 10000
@@ -79,8 +81,12 @@ pub struct Config {
     pub disk_log_bytes: Option<u64>,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
-    /// TCP port (default 6479; 0 picks a free port, printed when ready).
+    /// TCP port (default 6479; 0 picks a free port, printed when ready;
+    /// 0 with `tls_port` set: no plain listener, as in Redis).
     pub port: u16,
+    /// TLS port (`tls-port`; 0: no TLS listener). The other `tls-*`
+    /// settings are run-time settings (`settings`).
+    pub tls_port: u16,
     /// Password of the `default` user; `None`: no authentication.
     pub requirepass: Option<String>,
     /// Without a password, refuse clients that are not on loopback.
@@ -148,6 +154,7 @@ impl Default for Config {
             disk_log_bytes: None,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
+            tls_port: 0,
             requirepass: None,
             protected_mode: true,
             limits: Limits::default(),
@@ -187,6 +194,7 @@ struct FileConfig {
     disk_log_size: Option<Size>,
     bind: Option<String>,
     port: Option<u16>,
+    tls_port: Option<u16>,
     requirepass: Option<String>,
     protected_mode: Option<bool>,
     maxclients: Option<usize>,
@@ -297,6 +305,9 @@ impl Config {
         if let Some(p) = file.port {
             self.port = p;
         }
+        if let Some(p) = file.tls_port {
+            self.tls_port = p;
+        }
         if let Some(p) = file.requirepass {
             self.requirepass = if p.is_empty() { None } else { Some(p) };
         }
@@ -390,6 +401,7 @@ impl Config {
         vec![
             ("bind", self.bind.to_string()),
             ("port", self.port.to_string()),
+            ("tls-port", self.tls_port.to_string()),
             ("protected-mode", yes_no(self.protected_mode).into()),
             ("requirepass", self.requirepass.clone().unwrap_or_default()),
             ("maxclients", l.maxclients.to_string()),

@@ -68,6 +68,9 @@ pub struct Shared {
     pub repl: crate::repl::state::Replication,
     /// Lua scripts: the interpreter, its cache, the running script.
     pub scripts: crate::script::state::Scripts,
+    /// The TLS configurations in force (`tls/`); `CONFIG SET` of a
+    /// `tls-*` parameter replaces them.
+    pub tls: Arc<crate::tls::TlsState>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -150,7 +153,14 @@ impl Shared {
         let (shutdown, _) = watch::channel(false);
         let db = &keyspace.db;
         let facts = [
-            ("port", local_addr.port().to_string()),
+            // `port 0` beside a `tls-port`: no plain listener, as in Redis.
+            (
+                "port",
+                match config.port == 0 && config.tls_port != 0 {
+                    true => "0".to_string(),
+                    false => local_addr.port().to_string(),
+                },
+            ),
             ("durability", db.durability().name().to_string()),
             (
                 "ordered-index",
@@ -161,6 +171,9 @@ impl Shared {
         let mut startup = config.startup_values();
         startup.extend(facts);
         let settings = Settings::new(&startup, &config.settings);
+        let tls = Arc::new(crate::tls::TlsState::default());
+        let hook_tls = tls.clone();
+        settings.on_tls_change(Box::new(move |value| hook_tls.configure(value)));
         let started_unix = unix_time().as_secs();
         let stats = ServerStats::default();
         stats.last_save.store(started_unix, Ordering::Relaxed);
@@ -183,6 +196,7 @@ impl Shared {
             pubsub: Arc::default(),
             repl: crate::repl::state::Replication::new(),
             scripts: Default::default(),
+            tls,
             shutdown,
         }
     }
