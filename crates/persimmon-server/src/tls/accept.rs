@@ -4,6 +4,8 @@
 //!
 //! Invariants:
 //! - A handshake ends within `HANDSHAKE_TIMEOUT`, or the socket is closed.
+//! - A client whose first byte does not open a TLS handshake record (a
+//!   plain-text client) is closed without a byte sent, as Redis does.
 //! - A failed handshake (not TLS, a refused certificate, a timeout) closes
 //!   the socket and is logged; at most one line a second is written, with
 //!   the count of failures not logged since the last line.
@@ -59,7 +61,15 @@ pub async fn accept(state: &TlsState, acceptor: TlsAcceptor, tcp: TcpStream) -> 
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+    let handshake = async {
+        if !starts_with_handshake(&tcp).await {
+            return Err(std::io::Error::other(
+                "not TLS (plain text on the TLS port?)",
+            ));
+        }
+        acceptor.accept(tcp).await
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
         Ok(Ok(tls)) => Some(Stream::Tls(Box::new(tls.into()))),
         Ok(Err(e)) => {
             state.failures.record(&peer, &e.to_string());
@@ -70,4 +80,12 @@ pub async fn accept(state: &TlsState, acceptor: TlsAcceptor, tcp: TcpStream) -> 
             None
         }
     }
+}
+
+/// Whether the client's first byte opens a TLS handshake record (content
+/// type 22). Anything else (a plain-text client) is closed without a
+/// reply, as OpenSSL does in Redis, rather than answered with a TLS alert.
+async fn starts_with_handshake(tcp: &TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(tcp.peek(&mut first).await, Ok(1) if first[0] == 0x16)
 }
