@@ -281,7 +281,12 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, is_tls: bool
             .stats
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(reject(stream, PROTECTED_MODE_MESSAGE));
+        tokio::spawn(reject(
+            shared.clone(),
+            stream,
+            is_tls,
+            PROTECTED_MODE_MESSAGE,
+        ));
         return;
     }
     // Count this client before checking, so two racing accepts cannot both
@@ -293,7 +298,12 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, is_tls: bool
             .stats
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(reject(stream, "-ERR max number of clients reached\r\n"));
+        tokio::spawn(reject(
+            shared.clone(),
+            stream,
+            is_tls,
+            "-ERR max number of clients reached\r\n",
+        ));
         return;
     }
     let id = shared.next_client_id();
@@ -309,18 +319,9 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, is_tls: bool
         shared: shared.clone(),
         id,
     };
-    // The configuration in force now serves this connection to its end.
-    let acceptor = is_tls.then(|| shared.tls.acceptor());
     tokio::spawn(async move {
-        let stream = match acceptor {
-            None => Stream::Plain(stream),
-            Some(None) => return,
-            Some(Some(acceptor)) => {
-                match crate::tls::accept(&guard.shared.tls, acceptor, stream).await {
-                    Some(tls) => tls,
-                    None => return,
-                }
-            }
+        let Some(stream) = secure(&guard.shared, stream, is_tls).await else {
+            return;
         };
         crate::conn::serve_client(guard.shared.clone(), stream, info).await;
         drop(guard);
@@ -354,12 +355,27 @@ protected mode by setting `protected-mode = false` in the config file, if you ar
 that only trusted hosts can reach the port.\r\n";
 
 /// Writes one error line to a rejected client and closes it.
-async fn reject(mut stream: TcpStream, line: &'static str) {
+/// On the TLS port, after the handshake, so the client can read it.
+async fn reject(shared: Arc<Shared>, stream: TcpStream, is_tls: bool, line: &'static str) {
+    let Some(mut stream) = secure(&shared, stream, is_tls).await else {
+        return;
+    };
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         let _ = stream.write_all(line.as_bytes()).await;
         let _ = stream.shutdown().await;
     })
     .await;
+}
+
+/// The connection's stream: the socket itself, or on the TLS port the TLS
+/// stream once the handshake (with the configuration in force now)
+/// succeeded; `None` when it failed.
+async fn secure(shared: &Shared, stream: TcpStream, is_tls: bool) -> Option<Stream> {
+    if !is_tls {
+        return Some(Stream::Plain(stream));
+    }
+    let acceptor = shared.tls.acceptor()?;
+    crate::tls::accept(&shared.tls, acceptor, stream).await
 }
 
 /// Raises the soft open-file limit to what `maxclients` needs (as Redis

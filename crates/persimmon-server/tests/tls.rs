@@ -270,6 +270,24 @@ fn port_0_beside_tls_port_listens_on_tls_only() {
 }
 
 #[test]
+fn a_client_past_maxclients_reads_the_refusal_over_tls() {
+    let certs = Certs::new();
+    let tls_port = free_port();
+    let settings = certs.server_settings("yes");
+    let _server = TestServer::start_with(|c| {
+        c.port = free_port();
+        c.tls_port = tls_port;
+        c.settings = settings;
+        c.limits.maxclients = 1;
+    });
+    let config = client_config(&certs, "ca.crt", Some("client"));
+    let mut first = TlsClient::connect(tls_port, config.clone()).unwrap();
+    assert_eq!(first.command(&["PING"]).unwrap(), "PONG");
+    let mut second = TlsClient::connect(tls_port, config).unwrap();
+    assert_eq!(second.reply().unwrap(), "ERR max number of clients reached");
+}
+
+#[test]
 fn auth_clients_yes_requires_a_certificate_optional_and_no_do_not() {
     let certs = Certs::new();
     let s = tls_server(&certs, "yes");
