@@ -479,9 +479,14 @@ mod tests {
             pool-size = "128M"
             proto-max-bulk-len = 1048576
             client-output-stall-secs = 5
+            tls-port = 7001
             "#,
         )
         .unwrap();
+        assert_eq!(c.tls_port, 7001);
+        assert!(c
+            .startup_values()
+            .contains(&("tls-port", "7001".to_string())));
         assert_eq!(c.pool, PathBuf::from("/dev/shm/x.pool"));
         assert_eq!(c.port, 7000);
         assert_eq!(c.bind, "::1".parse::<IpAddr>().unwrap());
