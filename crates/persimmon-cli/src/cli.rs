@@ -275,7 +275,7 @@ disk-log-size = \"64M\"  (a pool on an ordinary file system: its write-ahead log
 Redis commands: COMMAND DOCS lists every one with its summary; docs/redis-suite.md has \
 what Redis 7.0.15's own test suite passes."
     )]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -413,6 +413,44 @@ pub struct ServeArgs {
     /// Most clients connected at once [default: 10000]
     #[arg(long, value_name = "N")]
     pub maxclients: Option<usize>,
+    /// TLS port to listen on beside --port (0: none); with --port 0, TLS
+    /// only. Needs --tls-cert-file, --tls-key-file and (unless
+    /// --tls-auth-clients no) --tls-ca-cert-file or --tls-ca-cert-dir
+    #[arg(long, value_name = "N")]
+    pub tls_port: Option<u16>,
+    /// The server's certificate (PEM; a chain, leaf first)
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert_file: Option<String>,
+    /// The server's private key (PEM, unencrypted)
+    #[arg(long, value_name = "FILE")]
+    pub tls_key_file: Option<String>,
+    /// CA certificates that clients' and the master's certificates are checked against
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca_cert_file: Option<String>,
+    /// A directory of CA certificates (PEM files)
+    #[arg(long, value_name = "DIR")]
+    pub tls_ca_cert_dir: Option<String>,
+    /// Client certificates: yes (required), optional, no [default: yes]
+    #[arg(long, value_name = "yes|optional|no")]
+    pub tls_auth_clients: Option<String>,
+    /// yes: a replica connects to its master over TLS [default: no]
+    #[arg(long, value_name = "yes|no")]
+    pub tls_replication: Option<String>,
+    /// Certificate this server presents as a TLS client (to a master); else --tls-cert-file
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_cert_file: Option<String>,
+    /// Key of --tls-client-cert-file
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_key_file: Option<String>,
+    /// TLS versions allowed: "TLSv1.2 TLSv1.3" [default: both]
+    #[arg(long, value_name = "LIST")]
+    pub tls_protocols: Option<String>,
+    /// TLS 1.2 ciphers (OpenSSL names, e.g. ECDHE-RSA-AES128-GCM-SHA256)
+    #[arg(long, value_name = "LIST")]
+    pub tls_ciphers: Option<String>,
+    /// TLS 1.3 suites (e.g. TLS_AES_128_GCM_SHA256)
+    #[arg(long, value_name = "LIST")]
+    pub tls_ciphersuites: Option<String>,
     /// TOML configuration file (see below)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

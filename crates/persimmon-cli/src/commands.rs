@@ -41,7 +41,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Check => check(pool),
         Command::Demo(args) => demo::run(pool, args),
         Command::Bench(args) => bench(pool, &args),
-        Command::Serve(args) => serve::run(pool, args),
+        Command::Serve(args) => serve::run(pool, *args),
     }
 }
 

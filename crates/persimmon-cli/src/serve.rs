@@ -25,6 +25,26 @@ pub fn note_pool_source(cli: &mut Cli, matches: &ArgMatches) {
     }
 }
 
+/// The `--tls-*` flags given, as run-time settings by name.
+fn tls_settings(args: &ServeArgs) -> Vec<(&'static str, &String)> {
+    [
+        ("tls-cert-file", &args.tls_cert_file),
+        ("tls-key-file", &args.tls_key_file),
+        ("tls-ca-cert-file", &args.tls_ca_cert_file),
+        ("tls-ca-cert-dir", &args.tls_ca_cert_dir),
+        ("tls-auth-clients", &args.tls_auth_clients),
+        ("tls-replication", &args.tls_replication),
+        ("tls-client-cert-file", &args.tls_client_cert_file),
+        ("tls-client-key-file", &args.tls_client_key_file),
+        ("tls-protocols", &args.tls_protocols),
+        ("tls-ciphers", &args.tls_ciphers),
+        ("tls-ciphersuites", &args.tls_ciphersuites),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.as_ref().map(|v| (name, v)))
+    .collect()
+}
+
 pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     let mut config = persimmon_server::Config::default();
     if let Some(path) = &args.config {
@@ -62,6 +82,13 @@ pub fn run(pool: &PoolArgs, args: ServeArgs) -> Result<(), Failure> {
     if let Some(bind) = &args.bind {
         config.bind = persimmon_server::parse_bind(bind)
             .map_err(|e| Failure::error(format!("--bind: {e}")))?;
+    }
+    if let Some(port) = args.tls_port {
+        config.tls_port = port;
+    }
+    for (name, value) in tls_settings(&args) {
+        config.settings.retain(|(n, _)| n != name);
+        config.settings.push((name.to_string(), value.clone()));
     }
     if let Some(password) = args.requirepass {
         config.requirepass = (!password.is_empty()).then_some(password);

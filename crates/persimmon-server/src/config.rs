@@ -15,7 +15,9 @@
 //! disk-log-size = "64M"        # a pool on an ordinary file system: its
 //!                              # write-ahead log's ring (the most a replay reads)
 //! bind = "127.0.0.1"
-//! port = 6479
+//! port = 6479                  # 0 beside tls-port: no plain listener
+//! tls-port = 6480              # TLS listener (0: none); the other tls-*
+//!                              # settings go in [settings]
 //! requirepass = "secret"
 //! user = ["alice on >pw ~app:* +@read"]  # users (redis.conf's `user` lines)
 //! aclfile = "/etc/persimmon/users.acl"  # or users in a file (ACL LOAD/SAVE)
@@ -81,8 +83,12 @@ pub struct Config {
     pub disk_log_bytes: Option<u64>,
     /// Address to listen on (default loopback).
     pub bind: IpAddr,
-    /// TCP port (default 6479; 0 picks a free port, printed when ready).
+    /// TCP port (default 6479; 0 picks a free port, printed when ready;
+    /// 0 with `tls_port` set: no plain listener, as in Redis).
     pub port: u16,
+    /// TLS port (`tls-port`; 0: no TLS listener). The other `tls-*`
+    /// settings are run-time settings (`settings`).
+    pub tls_port: u16,
     /// Password of the `default` user; `None`: no authentication.
     pub requirepass: Option<String>,
     /// Users as `user` lines of `redis.conf` give them (`alice on >pw
@@ -155,6 +161,7 @@ impl Default for Config {
             disk_log_bytes: None,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: DEFAULT_PORT,
+            tls_port: 0,
             requirepass: None,
             users: Vec::new(),
             aclfile: None,
@@ -196,6 +203,7 @@ struct FileConfig {
     disk_log_size: Option<Size>,
     bind: Option<String>,
     port: Option<u16>,
+    tls_port: Option<u16>,
     requirepass: Option<String>,
     user: Option<Vec<String>>,
     aclfile: Option<PathBuf>,
@@ -308,6 +316,9 @@ impl Config {
         if let Some(p) = file.port {
             self.port = p;
         }
+        if let Some(p) = file.tls_port {
+            self.tls_port = p;
+        }
         if let Some(p) = file.requirepass {
             self.requirepass = if p.is_empty() { None } else { Some(p) };
         }
@@ -407,6 +418,7 @@ impl Config {
         vec![
             ("bind", self.bind.to_string()),
             ("port", self.port.to_string()),
+            ("tls-port", self.tls_port.to_string()),
             ("protected-mode", yes_no(self.protected_mode).into()),
             ("requirepass", self.requirepass.clone().unwrap_or_default()),
             ("maxclients", l.maxclients.to_string()),
@@ -484,9 +496,14 @@ mod tests {
             pool-size = "128M"
             proto-max-bulk-len = 1048576
             client-output-stall-secs = 5
+            tls-port = 7001
             "#,
         )
         .unwrap();
+        assert_eq!(c.tls_port, 7001);
+        assert!(c
+            .startup_values()
+            .contains(&("tls-port", "7001".to_string())));
         assert_eq!(c.pool, PathBuf::from("/dev/shm/x.pool"));
         assert_eq!(c.port, 7000);
         assert_eq!(c.bind, "::1".parse::<IpAddr>().unwrap());

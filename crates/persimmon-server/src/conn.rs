@@ -50,7 +50,6 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use persimmon_resp::{ParseLimits, Progress, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::client::ClientInfo;
 use crate::commands::blocking::{recheck_blocked, reply_blocked};
@@ -61,6 +60,7 @@ use crate::pipeline::{Offer, Pipeline};
 use crate::session::{Flow, Session};
 use crate::settings::Limits;
 use crate::shared::Shared;
+use crate::tls::Stream;
 
 /// Replies queued past this are written before the batch goes on.
 const FLUSH_BYTES: usize = 64 << 10;
@@ -81,7 +81,7 @@ const RECHECK: Duration = Duration::from_millis(100);
 struct Closed;
 
 struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     input: BytesMut,
     parser: RequestParser,
     session: Session,
@@ -98,7 +98,7 @@ struct Connection {
 const PUBLISH_EVERY_BATCHES: u32 = 64;
 
 /// Serves one client until it leaves, breaks a limit, or the server stops.
-pub async fn serve_client(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) {
+pub async fn serve_client(shared: Arc<Shared>, stream: Stream, info: Arc<ClientInfo>) {
     let mut c = Connection {
         stream,
         input: BytesMut::with_capacity(READ_BYTES),
@@ -511,6 +511,13 @@ impl Connection {
                         .fetch_add(1, Ordering::Relaxed);
                     return Err(Closed);
                 }
+            }
+        }
+        if self.stream.is_tls() {
+            // The records rustls still holds go out now.
+            match tokio::time::timeout(stall, self.stream.flush()).await {
+                Ok(Ok(())) => {}
+                _ => return Err(Closed),
             }
         }
         self.session.counters.net_out += written as u64;

@@ -16,6 +16,8 @@
 //! below it, so the imports form no loop):
 //! - `server`: opens the pool, listens, applies protected mode and
 //!   `maxclients`, handles SIGINT/SIGTERM/`SHUTDOWN`, closes the pool.
+//!   `tls`: the TLS listener's handshakes, the stream type (plain or TLS)
+//!   connections and replication links use, the `tls-*` settings.
 //! - `conn`: one task per client: read, parse, execute, write; the query and
 //!   output buffer limits; `idle`: the clients' cron (idle buffers given
 //!   back). `pipeline`: a read's consecutive plain SETs run
@@ -92,6 +94,7 @@ mod session;
 mod settings;
 mod shared;
 mod slowlog;
+mod tls;
 mod unit_run;
 
 pub use config::{parse_bind, parse_size, Config, ConfigError, Limits, DEFAULT_PORT};

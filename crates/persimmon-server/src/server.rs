@@ -12,6 +12,9 @@
 //!   as connected. Both limits are the run-time settings (`CONFIG SET`
 //!   changes them for the connections accepted after it); the open-file
 //!   limit is raised for `maxclients` only at startup.
+//! - A client of the TLS port (`tls-port`) is counted and registered like
+//!   any other once accepted; its handshake runs in its own task (see
+//!   `tls/accept.rs`), so no client holds up the accept loop.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,20 +30,29 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::client::ClientInfo;
 use crate::config::Config;
 use crate::shared::Shared;
+use crate::tls::Stream;
 
 /// What the server tells its caller once it listens.
 #[derive(Clone, Debug)]
 pub struct Ready {
+    /// The plain listener's address (the TLS one's when there is none).
     pub addr: SocketAddr,
+    /// The TLS listener's address (`tls-port`).
+    pub tls_addr: Option<SocketAddr>,
     pub pool: PathBuf,
     pub durability: persimmon::Durability,
 }
 
 impl std::fmt::Display for Ready {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tls = match self.tls_addr {
+            Some(a) if a == self.addr => " (TLS)".to_string(),
+            Some(a) => format!(", TLS on {a}"),
+            None => String::new(),
+        };
         write!(
             f,
-            "listening on {} (pool {}, durability {}: an acknowledged write survives {})",
+            "listening on {}{tls} (pool {}, durability {}: an acknowledged write survives {})",
             self.addr,
             self.pool.display(),
             self.durability.name(),
@@ -99,11 +111,16 @@ pub(crate) fn run_with(
         .map_err(ServerError::Runtime)?;
     let db = Db::open(&config.pool, options)?;
     let keyspace = Keyspace::new(db, config.databases).map_err(|e| ServerError::Config(e.0))?;
-    let addr = SocketAddr::new(config.bind, config.port);
-    let listener = runtime
-        .block_on(async { TcpListener::bind(addr).await })
-        .map_err(|source| ServerError::Bind { addr, source })?;
-    let local_addr = listener.local_addr().unwrap_or(addr);
+    // `port 0` beside a `tls-port`: TLS only, as in Redis.
+    let plain_port = (config.port != 0 || config.tls_port == 0).then_some(config.port);
+    let tls_port = (config.tls_port != 0).then_some(config.tls_port);
+    let plain = bind(&runtime, config.bind, plain_port)?;
+    let tls = bind(&runtime, config.bind, tls_port)?;
+    let listening = |l: &Option<(TcpListener, SocketAddr)>| l.as_ref().map(|(_, a)| *a);
+    let tls_addr = listening(&tls);
+    let local_addr = listening(&plain)
+        .or(tls_addr)
+        .unwrap_or(SocketAddr::new(config.bind, 0));
     raise_fd_limit(config.limits.maxclients);
     let acl = crate::acl::Acl::from_config(&config, &crate::commands::table::COMMANDS)
         .map_err(ServerError::Config)?;
@@ -114,6 +131,10 @@ pub(crate) fn run_with(
         local_addr,
         acl,
     ));
+    shared
+        .tls
+        .configure(&|name| shared.settings.text(name))
+        .map_err(|e| ServerError::Config(format!("TLS: {e}")))?;
     persimmon_types::coll::reclaim::spawn(&shared.keyspace);
     crate::notify::listen_for_expiry(&shared);
     let result = runtime.block_on(async {
@@ -124,6 +145,7 @@ pub(crate) fn run_with(
         };
         let info = Ready {
             addr: local_addr,
+            tls_addr,
             pool: shared.config.pool.clone(),
             durability: shared.keyspace.db.durability(),
         };
@@ -132,7 +154,8 @@ pub(crate) fn run_with(
         crate::repl::upkeep::spawn(&shared);
         crate::combiner::spawn(&shared);
         crate::idle::spawn(&shared);
-        accept_loop(&shared, listener, signals).await;
+        let listeners = [plain.map(|l| l.0), tls.map(|l| l.0)];
+        accept_loop(&shared, listeners, signals).await;
         Ok(())
     });
     // Every connection task is dropped here; blocking work (a long KEYS or
@@ -191,10 +214,31 @@ impl Signals {
     }
 }
 
-async fn accept_loop(shared: &Arc<Shared>, listener: TcpListener, mut signals: Option<Signals>) {
+/// Binds a listener on `port` (none when `None`).
+fn bind(
+    runtime: &tokio::runtime::Runtime,
+    ip: std::net::IpAddr,
+    port: Option<u16>,
+) -> Result<Option<(TcpListener, SocketAddr)>, ServerError> {
+    let Some(port) = port else { return Ok(None) };
+    let addr = SocketAddr::new(ip, port);
+    let listener = runtime
+        .block_on(async { TcpListener::bind(addr).await })
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let local = listener.local_addr().unwrap_or(addr);
+    Ok(Some((listener, local)))
+}
+
+/// Accepts on the plain listener (`[0]`) and the TLS one (`[1]`).
+async fn accept_loop(
+    shared: &Arc<Shared>,
+    listeners: [Option<TcpListener>; 2],
+    mut signals: Option<Signals>,
+) {
     let mut stop = shared.shutdown_signal();
+    let [plain, tls] = listeners;
     loop {
-        tokio::select! {
+        let (accepted, is_tls) = tokio::select! {
             biased;
             name = Signals::recv(&mut signals) => {
                 eprintln!("persimmon: {name} received, closing the pool");
@@ -202,21 +246,32 @@ async fn accept_loop(shared: &Arc<Shared>, listener: TcpListener, mut signals: O
                 return;
             }
             _ = stop.wait_for(|&s| s) => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => admit(shared, stream, peer),
-                Err(e) => {
-                    // Out of file descriptors and the like: not fatal; wait
-                    // a moment so the loop does not spin.
-                    eprintln!("persimmon: accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
+            accepted = accept_on(plain.as_ref()) => (accepted, false),
+            accepted = accept_on(tls.as_ref()) => (accepted, true),
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(shared, stream, peer, is_tls),
+            Err(e) => {
+                // Out of file descriptors and the like: not fatal; wait
+                // a moment so the loop does not spin.
+                eprintln!("persimmon: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
     }
 }
 
-/// Applies protected mode and `maxclients`, then starts the client's task.
-fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+/// The next connection on `listener`; never, without one.
+async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Applies protected mode and `maxclients`, then starts the client's task
+/// (which, on the TLS port, runs the handshake first).
+fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, is_tls: bool) {
     shared
         .stats
         .total_connections_received
@@ -231,7 +286,12 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
             .stats
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(reject(stream, PROTECTED_MODE_MESSAGE));
+        tokio::spawn(reject(
+            shared.clone(),
+            stream,
+            is_tls,
+            PROTECTED_MODE_MESSAGE,
+        ));
         return;
     }
     // Count this client before checking, so two racing accepts cannot both
@@ -243,7 +303,12 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
             .stats
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(reject(stream, "-ERR max number of clients reached\r\n"));
+        tokio::spawn(reject(
+            shared.clone(),
+            stream,
+            is_tls,
+            "-ERR max number of clients reached\r\n",
+        ));
         return;
     }
     let id = shared.next_client_id();
@@ -260,6 +325,9 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         id,
     };
     tokio::spawn(async move {
+        let Some(stream) = secure(&guard.shared, stream, is_tls).await else {
+            return;
+        };
         crate::conn::serve_client(guard.shared.clone(), stream, info).await;
         drop(guard);
     });
@@ -292,12 +360,27 @@ protected mode by setting `protected-mode = false` in the config file, if you ar
 that only trusted hosts can reach the port.\r\n";
 
 /// Writes one error line to a rejected client and closes it.
-async fn reject(mut stream: TcpStream, line: &'static str) {
+/// On the TLS port, after the handshake, so the client can read it.
+async fn reject(shared: Arc<Shared>, stream: TcpStream, is_tls: bool, line: &'static str) {
+    let Some(mut stream) = secure(&shared, stream, is_tls).await else {
+        return;
+    };
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         let _ = stream.write_all(line.as_bytes()).await;
         let _ = stream.shutdown().await;
     })
     .await;
+}
+
+/// The connection's stream: the socket itself, or on the TLS port the TLS
+/// stream once the handshake (with the configuration in force now)
+/// succeeded; `None` when it failed.
+async fn secure(shared: &Shared, stream: TcpStream, is_tls: bool) -> Option<Stream> {
+    if !is_tls {
+        return Some(Stream::Plain(stream));
+    }
+    let acceptor = shared.tls.acceptor()?;
+    crate::tls::accept(&shared.tls, acceptor, stream).await
 }
 
 /// Raises the soft open-file limit to what `maxclients` needs (as Redis

@@ -66,7 +66,7 @@
 //!   batch of requests (or per accepted connection), never under the lock.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 /// How a parameter's value is written.
@@ -196,10 +196,15 @@ const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
 const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
 const SHUTDOWN_ON_SIGINT: &[&str] = &["default", "save", "nosave", "now", "force"];
 const SHUTDOWN_ON_SIGTERM: &[&str] = &["default", "save", "nosave", "now", "force"];
-const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const APPENDFSYNC: &[&str] = &["always", "everysec", "no"];
 const ACL_PUBSUB_DEFAULTS: &[&str] = &["allchannels", "resetchannels"];
+const TLS_AUTH_CLIENTS: &[&str] = &["yes", "optional", "no"];
+
+/// Checks and installs a new TLS configuration from the settings' values
+/// (read through the function given, by name) before a `CONFIG SET` of a
+/// `tls-*` parameter stores them (`tls::TlsState::configure`).
+pub type TlsHook = Box<dyn Fn(&dyn Fn(&str) -> String) -> Result<(), String> + Send + Sync>;
 
 /// Every parameter, in the order `CONFIG GET *` lists them. Defaults that
 /// depend on the startup configuration are filled in by [`Settings::new`].
@@ -370,26 +375,6 @@ static PARAMS: &[Param] = &[
     param("syslog-facility",                      TEXT,                                Immutable,  "local0"),
     param("syslog-ident",                         TEXT,                                Immutable,  "redis"),
     param("tcp-backlog",                          Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "511"),
-    param("tls-auth-clients",                     Kind::Enum(TLS_AUTH_CLIENTS),        NoEffect,   "yes"),
-    param("tls-ca-cert-dir",                      TEXT,                                NoEffect,   ""),
-    param("tls-ca-cert-file",                     TEXT,                                NoEffect,   ""),
-    param("tls-cert-file",                        TEXT,                                NoEffect,   ""),
-    param("tls-ciphers",                          TEXT,                                NoEffect,   ""),
-    param("tls-ciphersuites",                     TEXT,                                NoEffect,   ""),
-    param("tls-client-cert-file",                 TEXT,                                NoEffect,   ""),
-    param("tls-client-key-file",                  TEXT,                                NoEffect,   ""),
-    param("tls-client-key-file-pass",             TEXT,                                NoEffect,   ""),
-    param("tls-cluster",                          BOOL,                                NoEffect,   "no"),
-    param("tls-dh-params-file",                   TEXT,                                NoEffect,   ""),
-    param("tls-key-file",                         TEXT,                                NoEffect,   ""),
-    param("tls-key-file-pass",                    TEXT,                                NoEffect,   ""),
-    param("tls-port",                             Kind::Int(0, 65535),                 NoEffect,   "0"),
-    param("tls-prefer-server-ciphers",            BOOL,                                NoEffect,   "no"),
-    param("tls-protocols",                        TEXT,                                NoEffect,   ""),
-    param("tls-replication",                      BOOL,                                NoEffect,   "no"),
-    param("tls-session-cache-size",               Kind::Int(0, INT_MAX),               NoEffect,   "20480"),
-    param("tls-session-cache-timeout",            Kind::Int(0, INT_MAX),               NoEffect,   "300"),
-    param("tls-session-caching",                  BOOL,                                NoEffect,   "yes"),
     param("tracking-table-max-keys",              Kind::Int(0, LONG_MAX),              NoEffect,   "1000000"),
     param("unixsocket",                           TEXT,                                Immutable,  ""),
     param("unixsocketperm",                       Kind::Int(i64::MIN, LONG_MAX),       Immutable,  "0"),
@@ -402,6 +387,27 @@ static PARAMS: &[Param] = &[
     param("ordered-index",                     BOOL,                          Immutable, ""),
     param("point-index",                       TEXT,                          Immutable, ""),
     param("worker-threads",                    Kind::Int(1, 64),              Immutable, ""),
+    // TLS (`tls/`): a change of any live one rebuilds the configuration.
+    param("tls-port",                          Kind::Int(0, 65535),           Immutable, "0"),
+    param("tls-cert-file",                     TEXT,                          Live,      ""),
+    param("tls-key-file",                      TEXT,                          Live,      ""),
+    param("tls-key-file-pass",                 TEXT,                          Live,      ""),
+    param("tls-client-cert-file",              TEXT,                          Live,      ""),
+    param("tls-client-key-file",               TEXT,                          Live,      ""),
+    param("tls-client-key-file-pass",          TEXT,                          Live,      ""),
+    param("tls-ca-cert-file",                  TEXT,                          Live,      ""),
+    param("tls-ca-cert-dir",                   TEXT,                          Live,      ""),
+    param("tls-auth-clients",                  Kind::Enum(TLS_AUTH_CLIENTS),  Live,      "yes"),
+    param("tls-replication",                   BOOL,                          Live,      "no"),
+    param("tls-protocols",                     TEXT,                          Live,      ""),
+    param("tls-ciphers",                       TEXT,                          Live,      ""),
+    param("tls-ciphersuites",                  TEXT,                          Live,      ""),
+    param("tls-prefer-server-ciphers",         BOOL,                          Live,      "no"),
+    param("tls-session-caching",               BOOL,                          Live,      "yes"),
+    param("tls-session-cache-size",            Kind::Int(0, INT_MAX),         Live,      "20480"),
+    param("tls-session-cache-timeout",         Kind::Int(0, LONG_MAX),        NoEffect,  "300"),
+    param("tls-dh-params-file",                TEXT,                          NoEffect,  ""),
+    param("tls-cluster",                       BOOL,                          NoEffect,  "no"),
 ];
 
 /// The limits a connection applies, as one batch of requests reads them.
@@ -441,6 +447,8 @@ pub struct Settings {
     /// The values the server started with (what `CONFIG REWRITE` compares
     /// with to find the parameters changed at run time).
     startup: Vec<Vec<u8>>,
+    /// Rebuilds the TLS configuration (installed once the server runs).
+    tls_hook: OnceLock<TlsHook>,
 }
 
 /// Redis's default limits of the classes other than `normal`.
@@ -502,6 +510,7 @@ impl Settings {
             pubsub_limit: PUBSUB_DEFAULT_LIMIT.map(AtomicU64::new),
             startup: Vec::new(),
             values: Mutex::new(Vec::new()),
+            tls_hook: OnceLock::new(),
         };
         // The live parameters take effect from their values, as a
         // `CONFIG SET` of each would make them.
@@ -669,6 +678,7 @@ impl Settings {
             })?;
             parsed.push((i, normal));
         }
+        self.reconfigure_tls(&values, &parsed)?;
         for (i, normal) in parsed {
             if PARAMS[i].access == Live {
                 self.apply(PARAMS[i].name, &normal);
@@ -676,6 +686,54 @@ impl Settings {
             values[i] = normal;
         }
         Ok(())
+    }
+
+    /// Installs the hook that rebuilds the TLS configuration when a `tls-*`
+    /// parameter is set (the first hook installed stays).
+    pub fn on_tls_change(&self, hook: TlsHook) {
+        let _ = self.tls_hook.set(hook);
+    }
+
+    /// The value of parameter `name` as text (empty when unknown).
+    pub fn text(&self, name: &str) -> String {
+        self.value(name)
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// When `parsed` sets a live `tls-*` parameter, rebuilds the TLS
+    /// configuration from the values it would leave; its error refuses the
+    /// whole `CONFIG SET`.
+    fn reconfigure_tls(
+        &self,
+        values: &[Vec<u8>],
+        parsed: &[(usize, Vec<u8>)],
+    ) -> Result<(), String> {
+        let Some(&(first, _)) = parsed
+            .iter()
+            .find(|(i, _)| PARAMS[*i].name.starts_with("tls-") && PARAMS[*i].access == Live)
+        else {
+            return Ok(());
+        };
+        let Some(hook) = self.tls_hook.get() else {
+            return Ok(());
+        };
+        let value = |name: &str| -> String {
+            let Some(i) = index_of(name.as_bytes()) else {
+                return String::new();
+            };
+            let v = parsed
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map_or(&values[i], |(_, v)| v);
+            String::from_utf8_lossy(v).into_owned()
+        };
+        hook(&value).map_err(|e| {
+            format!(
+                "CONFIG SET failed (possibly related to argument '{}') - Unable to update TLS configuration: {e}",
+                PARAMS[first].name
+            )
+        })
     }
 
     /// Makes a live parameter's new (checked, normal) value take effect.

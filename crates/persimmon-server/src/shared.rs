@@ -77,6 +77,9 @@ pub struct Shared {
     pub latency: crate::latency::Latency,
     pub monitors: Arc<crate::monitor::Monitors>,
     pub pause: crate::pause::Pause,
+    /// The TLS configurations in force (`tls/`); `CONFIG SET` of a
+    /// `tls-*` parameter replaces them.
+    pub tls: Arc<crate::tls::TlsState>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -160,7 +163,14 @@ impl Shared {
         let (shutdown, _) = watch::channel(false);
         let db = &keyspace.db;
         let facts = [
-            ("port", local_addr.port().to_string()),
+            // `port 0` beside a `tls-port`: no plain listener, as in Redis.
+            (
+                "port",
+                match config.port == 0 && config.tls_port != 0 {
+                    true => "0".to_string(),
+                    false => local_addr.port().to_string(),
+                },
+            ),
             ("durability", db.durability().name().to_string()),
             (
                 "ordered-index",
@@ -171,6 +181,9 @@ impl Shared {
         let mut startup = config.startup_values();
         startup.extend(facts);
         let settings = Settings::new(&startup, &config.settings);
+        let tls = Arc::new(crate::tls::TlsState::default());
+        let hook_tls = tls.clone();
+        settings.on_tls_change(Box::new(move |value| hook_tls.configure(value)));
         let started_unix = unix_time().as_secs();
         let stats = ServerStats::default();
         stats.last_save.store(started_unix, Ordering::Relaxed);
@@ -198,6 +211,7 @@ impl Shared {
             latency: Default::default(),
             monitors: Arc::default(),
             pause: Default::default(),
+            tls,
             shutdown,
         }
     }

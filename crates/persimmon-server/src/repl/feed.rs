@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use persimmon_resp::{ParseLimits, Progress, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::client::Psync;
 use super::state::{Peer, Replication};
 use crate::shared::Shared;
+use crate::tls::Stream;
 
 /// How long a write to a replica may stall before it is dropped
 /// (Redis's `repl-timeout`).
@@ -40,7 +40,7 @@ const STALL: Duration = Duration::from_secs(60);
 /// Serves replica connection `client` until it ends.
 pub async fn serve(
     shared: Arc<Shared>,
-    socket: &mut TcpStream,
+    socket: &mut Stream,
     input: &mut BytesMut,
     client: u64,
     psync: Psync,
@@ -53,7 +53,7 @@ pub async fn serve(
     let (head, mut feed) = match start {
         Ok(s) => s,
         Err(e) => {
-            let _ = socket.write_all(format!("-{e}\r\n").as_bytes()).await;
+            let _ = write(socket, format!("-{e}\r\n").as_bytes()).await;
             return;
         }
     };
@@ -168,8 +168,12 @@ fn begin(
     Ok((head, stream.attach(client)))
 }
 
-async fn write(socket: &mut TcpStream, bytes: &[u8]) -> Result<(), ()> {
-    match tokio::time::timeout(STALL, socket.write_all(bytes)).await {
+async fn write(socket: &mut Stream, bytes: &[u8]) -> Result<(), ()> {
+    let written = async {
+        socket.write_all(bytes).await?;
+        socket.flush().await
+    };
+    match tokio::time::timeout(STALL, written).await {
         Ok(Ok(())) => Ok(()),
         _ => Err(()),
     }

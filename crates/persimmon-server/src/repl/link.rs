@@ -16,6 +16,9 @@
 //! - The task stops, changing nothing more, once its epoch is no longer
 //!   the state's (REPLICAOF elsewhere, or NO ONE): it checks before the
 //!   load and before each batch it applies.
+//! - With `tls-replication yes` the link speaks TLS (`tls/`): the master's
+//!   certificate is checked against the CA for the master's host name or
+//!   address, and this side presents its client certificate.
 //! - Bad input from the master (a protocol error, a damaged snapshot)
 //!   ends the connection and the task tries again later; it never panics.
 
@@ -32,6 +35,7 @@ use crate::commands::table::COMMANDS;
 use crate::dispatch::execute;
 use crate::session::Session;
 use crate::shared::Shared;
+use crate::tls::Stream;
 
 /// How long the link waits for the master before it gives up on a
 /// connection (Redis's `repl-timeout`).
@@ -100,14 +104,18 @@ fn master_session(shared: &Arc<Shared>) -> Session {
 
 /// A connection to the master.
 struct Conn {
-    socket: TcpStream,
+    socket: Stream,
     input: BytesMut,
 }
 
 impl Conn {
     async fn send(&mut self, words: &[&[u8]]) -> Result<(), String> {
         let args: Vec<Vec<u8>> = words.iter().map(|w| w.to_vec()).collect();
-        tokio::time::timeout(TIMEOUT, self.socket.write_all(&encode(&args)))
+        let written = async {
+            self.socket.write_all(&encode(&args)).await?;
+            self.socket.flush().await
+        };
+        tokio::time::timeout(TIMEOUT, written)
             .await
             .map_err(|_| "timed out writing to the master".to_string())?
             .map_err(|e| format!("writing to the master: {e}"))
@@ -193,7 +201,7 @@ async fn follow(shared: &Arc<Shared>, epoch: u64, s: &mut Session) -> Result<(),
     .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
     let _ = socket.set_nodelay(true);
     let mut c = Conn {
-        socket,
+        socket: secure(shared, socket, &host).await?,
         input: BytesMut::with_capacity(64 << 10),
     };
     handshake(shared, &mut c).await?;
@@ -226,6 +234,25 @@ async fn follow(shared: &Arc<Shared>, epoch: u64, s: &mut Session) -> Result<(),
         l.sync_in_progress = false;
     });
     stream_loop(shared, epoch, s, &mut c).await
+}
+
+/// With `tls-replication yes`, the TLS handshake with the master (its
+/// certificate checked against `tls-ca-cert-file`/`-dir` for `host`);
+/// else the plain socket.
+async fn secure(shared: &Shared, socket: TcpStream, host: &str) -> Result<Stream, String> {
+    let Some(connector) = shared.tls.connector() else {
+        return Ok(Stream::Plain(socket));
+    };
+    let name = rustls_pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| format!("the master's name {host} cannot be checked by TLS: {e}"))?;
+    let tls = tokio::time::timeout(
+        crate::tls::HANDSHAKE_TIMEOUT,
+        connector.connect(name, socket),
+    )
+    .await
+    .map_err(|_| format!("the TLS handshake with {host} timed out"))?
+    .map_err(|e| format!("the TLS handshake with {host} failed: {e}"))?;
+    Ok(Stream::Tls(Box::new(tls.into())))
 }
 
 /// `REPLCONF ACK <offset>`: the offset of everything applied so far, sent
