@@ -380,7 +380,7 @@ async fn secure(shared: &Shared, stream: TcpStream, is_tls: bool) -> Option<Stre
         return Some(Stream::Plain(stream));
     }
     let acceptor = shared.tls.acceptor()?;
-    crate::tls::accept(&shared.tls, acceptor, stream).await
+    crate::tls::accept(shared.tls.failures(), acceptor, stream).await
 }
 
 /// Raises the soft open-file limit to what `maxclients` needs (as Redis

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::{Stream, TlsState};
+use super::stream::Stream;
 
 /// How long a client has to finish its handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,7 +57,11 @@ impl FailureLog {
 
 /// Runs the handshake of a client accepted on the TLS port; `None` (the
 /// socket closed) when it fails or takes too long.
-pub async fn accept(state: &TlsState, acceptor: TlsAcceptor, tcp: TcpStream) -> Option<Stream> {
+pub async fn accept(
+    failures: &FailureLog,
+    acceptor: TlsAcceptor,
+    tcp: TcpStream,
+) -> Option<Stream> {
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
@@ -72,11 +76,11 @@ pub async fn accept(state: &TlsState, acceptor: TlsAcceptor, tcp: TcpStream) -> 
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
         Ok(Ok(tls)) => Some(Stream::Tls(Box::new(tls.into()))),
         Ok(Err(e)) => {
-            state.failures.record(&peer, &e.to_string());
+            failures.record(&peer, &e.to_string());
             None
         }
         Err(_) => {
-            state.failures.record(&peer, "timed out");
+            failures.record(&peer, "timed out");
             None
         }
     }

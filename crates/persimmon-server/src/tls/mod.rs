@@ -64,6 +64,11 @@ impl TlsState {
         Ok(())
     }
 
+    /// The log of failed handshakes (`accept`).
+    pub fn failures(&self) -> &accept::FailureLog {
+        &self.failures
+    }
+
     /// The server configuration for a connection accepted now.
     pub fn acceptor(&self) -> Option<TlsAcceptor> {
         self.server
