@@ -805,3 +805,53 @@ fn functions_load_call_list_and_restore() {
     );
     assert_eq!(run(&mut r, &["FUNCTION", "LIST"]), Resp::Array(vec![]));
 }
+
+#[test]
+fn scripts_may_not_block_on_streams() {
+    let server = TestServer::start();
+    let mut r = server.raw();
+    assert_eq!(
+        run(&mut r, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+        Resp::Simple("OK".into())
+    );
+    // Without BLOCK: an empty reply; with it: refused, as Redis refuses it.
+    let e = error_of(run(
+        &mut r,
+        &[
+            "EVAL",
+            "return redis.pcall('xread','BLOCK',0,'STREAMS',KEYS[1],'$')",
+            "1",
+            "s",
+        ],
+    ));
+    assert!(
+        e.contains("xread command is not allowed with BLOCK option from scripts"),
+        "{e}"
+    );
+    let e = error_of(run(
+        &mut r,
+        &[
+            "EVAL",
+            "return redis.pcall('xreadgroup','GROUP','g','c','BLOCK',0,'STREAMS',KEYS[1],'>')",
+            "1",
+            "s",
+        ],
+    ));
+    assert!(
+        e.contains("xreadgroup command is not allowed with BLOCK option from scripts"),
+        "{e}"
+    );
+    assert_eq!(
+        run(
+            &mut r,
+            &[
+                "EVAL",
+                "return redis.pcall('xread','STREAMS',KEYS[1],'$')",
+                "1",
+                "s"
+            ]
+        ),
+        Resp::Null,
+        "nothing to read: nil, not an error"
+    );
+}

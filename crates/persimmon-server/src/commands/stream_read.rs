@@ -244,6 +244,13 @@ fn reply_hits(out: &mut Reply, hits: &[(Vec<u8>, StreamHits)]) {
 
 fn read(s: &mut Session, a: &Args<'_>, grouped: bool) -> Result<(), Error> {
     let r = parse(a, grouped)?;
+    if r.block.is_some() && s.in_script {
+        // As Redis: a script may not block, whatever the data.
+        let name = if grouped { "xreadgroup" } else { "xread" };
+        return Err(Error::new(format!(
+            "ERR {name} command is not allowed with BLOCK option from scripts"
+        )));
+    }
     let mut starts = Vec::with_capacity(r.keys.len());
     for (key, raw) in r.keys.iter().zip(&r.ids) {
         starts.push(resolve(&mut s.store, key, raw, r.group.as_ref())?);
