@@ -182,7 +182,10 @@ fn execute_one(s: &mut Session, args: Args<'_>) {
     }
     if let Some(stream) = turn.as_mut() {
         let replica = s.shared.repl.is_replica();
-        let transaction = matches!(spec.name, "exec" | "eval" | "evalsha" | "fcall");
+        let transaction = matches!(
+            spec.name,
+            "exec" | "eval" | "evalsha" | "fcall" | "xreadgroup"
+        );
         crate::repl::client::flush(stream, &mut s.repl, transaction, replica);
     }
     s.repl.active = false;

@@ -262,6 +262,13 @@ fn read(s: &mut Session, a: &Args<'_>, grouped: bool) -> Result<(), Error> {
         }
     }
     if !hits.is_empty() {
+        if let Some(g) = r
+            .group
+            .as_ref()
+            .filter(|_| starts.iter().all(|s| *s == Start::New))
+        {
+            propagate_deliveries(s, g, &hits)?;
+        }
         reply_hits(&mut s.out, &hits);
         s.output_over_limit();
         return Ok(());
@@ -293,6 +300,63 @@ fn read(s: &mut Session, a: &Args<'_>, grouped: bool) -> Result<(), Error> {
         .register(s.info.id, s.store.db, r.keys, op, deadline);
     s.blocked = Some(reg);
     s.flow = Flow::Block;
+    Ok(())
+}
+
+/// What an XREADGROUP `>` that delivered `hits` propagates, as Redis 7.0
+/// writes it: per entry delivered `XCLAIM key group consumer 0 id TIME now
+/// RETRYCOUNT 1 FORCE JUSTID LASTID last`; with NOACK (no pending entry to
+/// claim) per stream `XGROUP SETID key group last ENTRIESREAD n` — so a
+/// replica's pending entries and group are the master's, not a read of
+/// its own.
+fn propagate_deliveries(
+    s: &mut Session,
+    g: &GroupRead,
+    hits: &[(Vec<u8>, StreamHits)],
+) -> Result<(), Error> {
+    let now = now_ms().to_string();
+    for (key, found) in hits {
+        let state = with_stream(&mut s.store, key, |st, c| groups::group(st, c, &g.group))?;
+        let Some(Some(group)) = state else {
+            continue;
+        };
+        let last = group.last_id.to_string();
+        let word = |w: &str| w.as_bytes().to_vec();
+        if !g.noack {
+            for (id, _) in found {
+                let claim = vec![
+                    word("XCLAIM"),
+                    key.clone(),
+                    g.group.clone(),
+                    g.consumer.clone(),
+                    word("0"),
+                    word(&id.to_string()),
+                    word("TIME"),
+                    word(&now),
+                    word("RETRYCOUNT"),
+                    word("1"),
+                    word("FORCE"),
+                    word("JUSTID"),
+                    word("LASTID"),
+                    word(&last),
+                ];
+                s.repl.rewrite(s.store.db, claim);
+            }
+        }
+        if !g.noack {
+            continue;
+        }
+        let setid = vec![
+            word("XGROUP"),
+            word("SETID"),
+            key.clone(),
+            g.group.clone(),
+            word(&last),
+            word("ENTRIESREAD"),
+            word(&group.entries_read.to_string()),
+        ];
+        s.repl.rewrite(s.store.db, setid);
+    }
     Ok(())
 }
 
